@@ -1,0 +1,91 @@
+"""Plain data the engine returns. Nothing here knows LSP; the server converts at its edge."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(enum.IntEnum):
+    # Ordered so that max() gives the worst finding.
+    HINT = 1
+    INFO = 2
+    WARNING = 3
+    ERROR = 4
+
+    @property
+    def label(self) -> str:
+        return {4: "error", 3: "warning", 2: "info", 1: "hint"}[int(self)]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding. `line` and `col` are 1-based, as compilers print them; `end_col` is exclusive
+    (0 means "to the end of the line")."""
+
+    path: str
+    line: int
+    col: int
+    severity: Severity
+    message: str
+    code: str | None = None
+    source: str = "nvrtc"
+    end_col: int = 0
+    # Where the finding came from, when it is shown somewhere else (an error inside a header,
+    # repeated at the #include line): (path, line, col).
+    related: tuple[tuple[str, int, int, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one entry function, plus occupancy computed from the arch's limits."""
+
+    name: str  # source-level name, e.g. "vadd"
+    mangled: str  # entry symbol, e.g. "_Z4vaddPKfS0_Pfi"
+    arch: str  # "sm_90"
+    registers: int
+    shared_bytes: int  # static shared memory
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    barriers: int = 0
+    const_bytes: int = 0
+    line: int = 0  # 1-based line of the definition in the checked file (0: unknown)
+    block_size: int | None = None  # from the launch comment, when there is one
+    occupancy: Occupancy | None = None
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    block_size: int
+    active_blocks_per_sm: int
+    active_warps_per_sm: int
+    max_warps_per_sm: int
+    limiter: str  # "warps", "registers", "shared memory", "blocks"
+
+    @property
+    def fraction(self) -> float:
+        return self.active_warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else 0.0
+
+
+@dataclass
+class CompileResult:
+    """The outcome of compiling one file for one arch."""
+
+    path: str
+    arch: str
+    ok: bool
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    kernels: list[KernelResources] = field(default_factory=list)
+    cubin: bytes | None = None
+    log: str = ""
+    # Log lines the parser did not understand: kept, never dropped silently.
+    unparsed: list[str] = field(default_factory=list)
+    # Headers the compile read (absolute paths), for the include graph.
+    includes: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    cached: bool = False

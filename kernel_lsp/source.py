@@ -1,0 +1,306 @@
+"""What the engine reads from CUDA source text without compiling it: kernel signatures, the
+`// kernel-lsp:` directives and `#include` lines. Parsing never fails: each function returns what it
+understood, and directives it could not read come back as problems with their line."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_COMMENT_OR_STRING = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S
+)
+
+
+def blank_comments(source: str) -> str:
+    """The source with comments and string literals replaced by spaces, newlines kept, so offsets
+    and line numbers still match."""
+
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return _COMMENT_OR_STRING.sub(blank, source)
+
+
+@dataclass(frozen=True)
+class Param:
+    type: str  # e.g. "const float* __restrict__"
+    name: str
+
+    @property
+    def is_pointer(self) -> bool:
+        return "*" in self.type
+
+    @property
+    def is_const(self) -> bool:
+        return bool(re.search(r"\bconst\b", self.type.split("*")[0]))
+
+    @property
+    def base_type(self) -> str:
+        """The element or scalar type without qualifiers: "float", "__nv_bfloat16", "int"."""
+        t = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", " ", self.type)
+        return " ".join(t.replace("*", " ").replace("&", " ").split())
+
+
+@dataclass(frozen=True)
+class KernelSignature:
+    name: str
+    params: tuple[Param, ...]
+    line: int  # 1-based line of the kernel's name
+    col: int  # 1-based column of the kernel's name
+    templated: bool = False
+    extern_c: bool = False
+
+
+_GLOBAL = re.compile(r"__global__")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def _split_params(text: str) -> list[str]:
+    depth, start, parts = 0, 0, []
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip() and p.strip() != "void"]
+
+
+def _parse_param(text: str, index: int) -> Param:
+    text = text.split("=")[0].strip()  # default arguments
+    m = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$", text)
+    if m and m.start(1) > 0 and text[: m.start(1)].strip():
+        return Param(type=" ".join(text[: m.start(1)].split()), name=m.group(1))
+    return Param(type=" ".join(text.split()), name=f"arg{index}")  # unnamed parameter
+
+
+def find_kernels(source: str) -> list[KernelSignature]:
+    """Every `__global__` function declared or defined in the file, in order."""
+    code = blank_comments(source)
+    kernels: list[KernelSignature] = []
+    for m in _GLOBAL.finditer(code):
+        open_paren = code.find("(", m.end())
+        if open_paren < 0:
+            continue
+        # The name is the last identifier before "(", skipping __launch_bounds__(...) and the like.
+        head = code[m.end() : open_paren]
+        while True:
+            names = list(_IDENT.finditer(head))
+            if not names:
+                break
+            name = names[-1].group(0)
+            if name.startswith("__launch_bounds__") or name in ("__cluster_dims__",):
+                close = _matching_paren(code, open_paren)
+                if close < 0:
+                    break
+                open_paren = code.find("(", close + 1)
+                head = code[m.end() : open_paren] if open_paren > 0 else ""
+                continue
+            break
+        if not names:
+            continue
+        last = names[-1]
+        if last.group(0).startswith("__launch_bounds__"):
+            continue
+        close = _matching_paren(code, open_paren)
+        if close < 0:
+            continue
+        params = tuple(
+            _parse_param(p, i) for i, p in enumerate(_split_params(code[open_paren + 1 : close]))
+        )
+        name_offset = m.end() + last.start()
+        line, col = _line_col(source, name_offset)
+        before = code[max(0, m.start() - 300) : m.start()]
+        templated = bool(re.search(r"template\s*<[^;{}]*>\s*$", before))
+        extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
+        kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c))
+    # A declaration followed by a definition names the same kernel twice: keep the definition.
+    by_name: dict[str, KernelSignature] = {}
+    for k in kernels:
+        by_name[k.name] = k
+    return [k for k in kernels if by_name[k.name] is k]
+
+
+def _matching_paren(code: str, open_paren: int) -> int:
+    depth = 0
+    for i in range(open_paren, len(code)):
+        if code[i] == "(":
+            depth += 1
+        elif code[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+# --- directives -------------------------------------------------------------------------------
+
+_DIRECTIVE = re.compile(r"//\s*kernel-lsp:\s*(\w+)\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class LaunchDirective:
+    """`// kernel-lsp: launch <kernel> grid=<expr> block=<expr> [smem=<expr>]`.
+    Expressions are Python expressions over the spec's sizes (and cdiv, min, max); a tuple such as
+    `(cdiv(n, 32), m)` is a 2-D or 3-D grid."""
+
+    kernel: str
+    grid: str
+    block: str
+    smem: str = "0"
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TuneDirective:
+    """`// kernel-lsp: tune BLOCK=64,128,256 VEC=1,2,4`: compile-time parameters the tuner may set
+    (each becomes -DNAME=value)."""
+
+    params: tuple[tuple[str, tuple[str, ...]], ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class DirectiveProblem:
+    line: int
+    message: str
+
+
+@dataclass
+class Directives:
+    launches: list[LaunchDirective] = field(default_factory=list)
+    tunables: list[TuneDirective] = field(default_factory=list)
+    problems: list[DirectiveProblem] = field(default_factory=list)
+
+    def launches_of(self, kernel: str) -> list[LaunchDirective]:
+        return [d for d in self.launches if d.kernel == kernel]
+
+    @property
+    def tune_space(self) -> dict[str, tuple[str, ...]]:
+        space: dict[str, tuple[str, ...]] = {}
+        for t in self.tunables:
+            space.update(dict(t.params))
+        return space
+
+
+def _split_assignments(text: str) -> tuple[list[str], dict[str, str]]:
+    """'k grid=(cdiv(n, 32), m) block=256' -> (['k'], {'grid': '(cdiv(n, 32), m)', 'block': '256'}),
+    splitting on spaces outside brackets."""
+    tokens, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch.isspace() and depth == 0:
+            if cur:
+                tokens.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        tokens.append(cur)
+    # Re-join "grid = 3" written with spaces around "=".
+    joined: list[str] = []
+    for tok in tokens:
+        if joined and (tok.startswith("=") or joined[-1].endswith("=")):
+            joined[-1] += tok
+        else:
+            joined.append(tok)
+    words, assigns = [], {}
+    for tok in joined:
+        if "=" in tok:
+            key, _, value = tok.partition("=")
+            assigns[key.strip()] = value.strip()
+        else:
+            words.append(tok)
+    return words, assigns
+
+
+def parse_directives(source: str) -> Directives:
+    out = Directives()
+    for lineno, text in enumerate(source.splitlines(), start=1):
+        if "kernel-lsp:" not in text:
+            continue
+        m = _DIRECTIVE.search(text)
+        if not m:
+            continue
+        verb, rest = m.group(1), m.group(2)
+        words, assigns = _split_assignments(rest)
+        if verb == "launch":
+            missing = [k for k in ("grid", "block") if k not in assigns]
+            if len(words) != 1 or missing:
+                out.problems.append(
+                    DirectiveProblem(
+                        lineno,
+                        "launch directive must read `// kernel-lsp: launch <kernel> grid=<expr> "
+                        "block=<expr> [smem=<expr>]`"
+                        + (f"; missing {', '.join(missing)}" if missing else ""),
+                    )
+                )
+                continue
+            unknown = set(assigns) - {"grid", "block", "smem"}
+            if unknown:
+                out.problems.append(
+                    DirectiveProblem(lineno, f"unknown launch field(s): {', '.join(sorted(unknown))}")
+                )
+            out.launches.append(
+                LaunchDirective(
+                    words[0], assigns["grid"], assigns["block"], assigns.get("smem", "0"), lineno
+                )
+            )
+        elif verb == "tune":
+            params = []
+            for key, value in assigns.items():
+                values = tuple(v.strip() for v in value.split(",") if v.strip())
+                if not re.fullmatch(r"[A-Za-z_]\w*", key) or not values:
+                    out.problems.append(DirectiveProblem(lineno, f"cannot read tunable `{key}={value}`"))
+                    continue
+                params.append((key, values))
+            if words or not params:
+                out.problems.append(
+                    DirectiveProblem(lineno, "tune directive must read `// kernel-lsp: tune NAME=v1,v2 ...`")
+                )
+            if params:
+                out.tunables.append(TuneDirective(tuple(params), lineno))
+        else:
+            out.problems.append(
+                DirectiveProblem(lineno, f"unknown kernel-lsp directive `{verb}` (expected launch or tune)")
+            )
+    return out
+
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+
+@dataclass(frozen=True)
+class IncludeLine:
+    target: str
+    line: int
+    quoted: bool  # "..." rather than <...>
+
+
+def find_includes(source: str) -> list[IncludeLine]:
+    code = blank_comments_keep_strings(source)
+    return [
+        IncludeLine(m.group(2).strip(), code.count("\n", 0, m.start()) + 1, m.group(1) == '"')
+        for m in _INCLUDE.finditer(code)
+    ]
+
+
+def blank_comments_keep_strings(source: str) -> str:
+    def blank(m: re.Match[str]) -> str:
+        s = m.group(0)
+        return re.sub(r"[^\n]", " ", s) if s.startswith("/") else s
+
+    return _COMMENT_OR_STRING.sub(blank, source)
