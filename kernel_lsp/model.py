@@ -81,8 +81,8 @@ class CompileResult:
     ok: bool
     diagnostics: list[Diagnostic] = field(default_factory=list)
     kernels: list[KernelResources] = field(default_factory=list)
-    cubin: bytes | None = None
-    log: str = ""
+    cubin: bytes | None = field(default=None, repr=False)
+    log: str = field(default="", repr=False)
     # Log lines the parser did not understand: kept, never dropped silently.
     unparsed: list[str] = field(default_factory=list)
     # Headers the compile read (absolute paths), for the include graph.

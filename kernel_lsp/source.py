@@ -122,7 +122,9 @@ def find_kernels(source: str) -> list[KernelSignature]:
         line, col = _line_col(source, name_offset)
         before = code[max(0, m.start() - 300) : m.start()]
         templated = bool(re.search(r"template\s*<[^;{}]*>\s*$", before))
-        extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
+        extern_c = bool(
+            re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()])
+        )
         kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c))
     # A declaration followed by a definition names the same kernel twice: keep the definition.
     by_name: dict[str, KernelSignature] = {}
@@ -252,7 +254,9 @@ def parse_directives(source: str) -> Directives:
             unknown = set(assigns) - {"grid", "block", "smem"}
             if unknown:
                 out.problems.append(
-                    DirectiveProblem(lineno, f"unknown launch field(s): {', '.join(sorted(unknown))}")
+                    DirectiveProblem(
+                        lineno, f"unknown launch field(s): {', '.join(sorted(unknown))}"
+                    )
                 )
             out.launches.append(
                 LaunchDirective(
@@ -264,18 +268,24 @@ def parse_directives(source: str) -> Directives:
             for key, value in assigns.items():
                 values = tuple(v.strip() for v in value.split(",") if v.strip())
                 if not re.fullmatch(r"[A-Za-z_]\w*", key) or not values:
-                    out.problems.append(DirectiveProblem(lineno, f"cannot read tunable `{key}={value}`"))
+                    out.problems.append(
+                        DirectiveProblem(lineno, f"cannot read tunable `{key}={value}`")
+                    )
                     continue
                 params.append((key, values))
             if words or not params:
                 out.problems.append(
-                    DirectiveProblem(lineno, "tune directive must read `// kernel-lsp: tune NAME=v1,v2 ...`")
+                    DirectiveProblem(
+                        lineno, "tune directive must read `// kernel-lsp: tune NAME=v1,v2 ...`"
+                    )
                 )
             if params:
                 out.tunables.append(TuneDirective(tuple(params), lineno))
         else:
             out.problems.append(
-                DirectiveProblem(lineno, f"unknown kernel-lsp directive `{verb}` (expected launch or tune)")
+                DirectiveProblem(
+                    lineno, f"unknown kernel-lsp directive `{verb}` (expected launch or tune)"
+                )
             )
     return out
 

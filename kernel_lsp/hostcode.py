@@ -1,0 +1,84 @@
+"""Finds host code that NVRTC cannot compile, so a file with `main` or `cudaMalloc` gets one clear
+diagnostic instead of a wall of errors. Code guarded by `#ifndef __CUDACC_RTC__` is ignored."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .source import blank_comments_keep_strings
+
+HOST_HEADERS = frozenset(
+    "vector iostream string map unordered_map set unordered_set fstream sstream thread mutex "
+    "memory algorithm iomanip cstdio stdio.h cstdlib stdlib.h cstring string.h ctime time.h "
+    "random queue deque list stack functional chrono numeric iterator cassert assert.h "
+    "cuda_runtime.h cuda.h cublas_v2.h curand.h".split()
+)
+
+_MARKERS = [
+    (re.compile(r"\bint\s+main\s*\("), "`main`"),
+    (
+        re.compile(
+            r"\bcuda(Malloc\w*|Memcpy\w*|Memset\w*|Free\w*|DeviceSynchronize|StreamCreate\w*|"
+            r"EventCreate\w*|GetLastError|SetDevice|LaunchKernel)\s*\("
+        ),
+        None,
+    ),
+    (re.compile(r"<<<"), "a `<<<...>>>` launch"),
+    (re.compile(r"\bstd::(vector|cout|cerr|string|map|thread)\b"), None),
+]
+_INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>")
+_RTC = r"__CUDACC_RTC__"
+
+
+@dataclass(frozen=True)
+class HostCodeUse:
+    line: int
+    col: int
+    what: str
+
+
+def find_host_code(source: str) -> list[HostCodeUse]:
+    code = blank_comments_keep_strings(source)
+    found: list[HostCodeUse] = []
+    # One entry per open #if: "host" (NVRTC skips it), "rtc" (only NVRTC sees it) or "other".
+    stack: list[str] = []
+    for lineno, text in enumerate(code.splitlines(), start=1):
+        d = re.sub(r"^\s*#\s*", "#", text)
+        if d.startswith("#"):
+            d = d[1:]
+            if re.match(rf"ifndef\s+{_RTC}\b|if\s+!\s*defined\s*\(?\s*{_RTC}", d):
+                stack.append("host")
+            elif re.match(rf"ifdef\s+{_RTC}\b|if\s+defined\s*\(?\s*{_RTC}", d):
+                stack.append("rtc")
+            elif d.startswith("if"):
+                stack.append("other")
+            elif (d.startswith("else") or d.startswith("elif")) and stack:
+                stack[-1] = {"host": "other", "rtc": "host"}.get(stack[-1], stack[-1])
+            elif d.startswith("endif") and stack:
+                stack.pop()
+            if not d.startswith("include"):
+                continue
+        if "host" in stack:
+            continue
+        m = _INCLUDE.match(text)
+        if m and m.group(1).strip() in HOST_HEADERS:
+            found.append(HostCodeUse(lineno, m.start(1), f"`#include <{m.group(1).strip()}>`"))
+            continue
+        for pattern, what in _MARKERS:
+            for hit in pattern.finditer(text):
+                found.append(
+                    HostCodeUse(lineno, hit.start() + 1, what or f"`{hit.group(0).rstrip('( ')}`")
+                )
+    return found
+
+
+def host_code_message(uses: list[HostCodeUse]) -> str:
+    shown = ", ".join(f"{u.what} (line {u.line})" for u in uses[:4])
+    more = f" and {len(uses) - 4} more" if len(uses) > 4 else ""
+    return (
+        f"NVRTC compiles device code only, and this file has host code: {shown}{more}. "
+        "Guard the host code with `#ifndef __CUDACC_RTC__` ... `#endif`, or, if unannotated "
+        "functions are meant for the device, turn on the kernelLsp.defaultDevice setting "
+        "(passes -default-device)."
+    )
