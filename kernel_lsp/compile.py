@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -125,9 +126,7 @@ def check_arch(arch: str) -> str | None:
 # --- includes ---------------------------------------------------------------------------------
 
 
-def resolve_include(
-    target: str, quoted: bool, from_dir: str, include_dirs: tuple[str, ...]
-) -> str | None:
+def resolve_include(target: str, quoted: bool, from_dir: str, include_dirs: tuple[str, ...]) -> str | None:
     """The user header an #include names, or None for CUDA's own or missing headers."""
     search = ([from_dir] if quoted else []) + list(include_dirs)
     for d in search:
@@ -137,9 +136,7 @@ def resolve_include(
     return None
 
 
-def include_closure(
-    source: str, path: str, include_dirs: tuple[str, ...]
-) -> dict[str, tuple[int, str]]:
+def include_closure(source: str, path: str, include_dirs: tuple[str, ...]) -> dict[str, tuple[int, str]]:
     """Every user header the file reads, directly or through other headers, mapped to
     (line, top-level include target) of the #include in the file itself that leads to it."""
     seen: dict[str, tuple[int, str]] = {}
@@ -239,9 +236,7 @@ def nvrtc_flags(path: str, options: CompileOptions) -> list[str]:
 def _run_nvrtc(source: str, path: str, flags: list[str]) -> tuple[bool, str, bytes | None]:
     from cuda.bindings import nvrtc
 
-    err, prog = nvrtc.nvrtcCreateProgram(
-        source.encode("utf-8"), os.path.abspath(path).encode(), 0, [], []
-    )
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8"), os.path.abspath(path).encode(), 0, [], [])
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         return False, f"nvrtc: error: nvrtcCreateProgram failed: {err.name}", None
     try:
@@ -266,15 +261,19 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
-def _literal_block_size(expr: str, defines: tuple[str, ...]) -> int | None:
-    """The thread count of a launch's block expression when it needs no runtime size."""
-    env: dict[str, int] = {}
+_INT_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
+
+
+def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:
+    """The thread count of a launch's block expression when it needs no runtime size. Macros
+    come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
+    env: dict[str, int] = {m.group(1): int(m.group(2)) for m in _INT_DEFINE.finditer(source)}
     for d in defines:
         name, _, value = d.partition("=")
         if value.strip().lstrip("-").isdigit():
             env[name.strip()] = int(value)
     try:
-        v = eval(expr, {"__builtins__": {}}, env)  # noqa: S307 - the user's own launch comment
+        v = eval(expr, {"__builtins__": {}}, env)
     except Exception:
         return None
     if isinstance(v, int):
@@ -295,9 +294,7 @@ class _Context:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def compile_source(
-    source: str, path: str, options: CompileOptions, use_cache: bool = True
-) -> CompileResult:
+def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
     """Compile one file for one arch. Never raises."""
     arch_problem = check_arch(options.arch)
     if arch_problem:
@@ -305,11 +302,7 @@ def compile_source(
             path,
             options.arch,
             False,
-            [
-                Diagnostic(
-                    path, 1, 1, Severity.ERROR, arch_problem, code="arch", source="kernel-lsp"
-                )
-            ],
+            [Diagnostic(path, 1, 1, Severity.ERROR, arch_problem, code="arch", source="kernel-lsp")],
         )
     key = CompileCache.key(source, path, options) if use_cache else ""
     if use_cache and (hit := _cache.get(key)) is not None:
@@ -357,7 +350,7 @@ def build_result(
         if d.severity >= Severity.WARNING:
             line, target = headers.get(os.path.normpath(d.path), (None, None)) or (None, None)
             if line is None:
-                line, target = _include_line_for(source, d.path)
+                line, _ = _include_line_for(source, d.path)
             diags.append(
                 Diagnostic(
                     path,
@@ -469,9 +462,7 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
     )
 
 
-def _kernel_resources(
-    source: str, path: str, options: CompileOptions, raw: list
-) -> list[KernelResources]:
+def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list) -> list[KernelResources]:
     signatures = {k.name: k for k in find_kernels(source)}
     directives = parse_directives(source)
     out = []
@@ -479,11 +470,9 @@ def _kernel_resources(
         name = source_name(r.mangled)
         sig = signatures.get(name)
         launches = directives.launches_of(name)
-        block = _literal_block_size(launches[0].block, options.defines) if launches else None
-        dyn = _literal_block_size(launches[0].smem, options.defines) if launches else 0
-        occ = (
-            archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
-        )
+        block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
+        dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
+        occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
         out.append(
             KernelResources(
                 name=name,
@@ -562,7 +551,5 @@ def compile_file(path: str, options: CompileOptions) -> CompileResult:
     source, problem = read_source(path)
     if source is None:
         assert problem is not None
-        return CompileResult(
-            path, options.arch, problem.severity < Severity.ERROR and False, [problem]
-        )
+        return CompileResult(path, options.arch, problem.severity < Severity.ERROR and False, [problem])
     return compile_source(source, path, options)

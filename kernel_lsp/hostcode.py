@@ -9,10 +9,45 @@ from dataclasses import dataclass
 from .source import blank_comments_keep_strings
 
 HOST_HEADERS = frozenset(
-    "vector iostream string map unordered_map set unordered_set fstream sstream thread mutex "
-    "memory algorithm iomanip cstdio stdio.h cstdlib stdlib.h cstring string.h ctime time.h "
-    "random queue deque list stack functional chrono numeric iterator cassert assert.h "
-    "cuda_runtime.h cuda.h cublas_v2.h curand.h".split()
+    [
+        "vector",
+        "iostream",
+        "string",
+        "map",
+        "unordered_map",
+        "set",
+        "unordered_set",
+        "fstream",
+        "sstream",
+        "thread",
+        "mutex",
+        "memory",
+        "algorithm",
+        "iomanip",
+        "cstdio",
+        "stdio.h",
+        "cstdlib",
+        "stdlib.h",
+        "cstring",
+        "string.h",
+        "ctime",
+        "time.h",
+        "random",
+        "queue",
+        "deque",
+        "list",
+        "stack",
+        "functional",
+        "chrono",
+        "numeric",
+        "iterator",
+        "cassert",
+        "assert.h",
+        "cuda_runtime.h",
+        "cuda.h",
+        "cublas_v2.h",
+        "curand.h",
+    ]
 )
 
 _MARKERS = [
@@ -67,9 +102,7 @@ def find_host_code(source: str) -> list[HostCodeUse]:
             continue
         for pattern, what in _MARKERS:
             for hit in pattern.finditer(text):
-                found.append(
-                    HostCodeUse(lineno, hit.start() + 1, what or f"`{hit.group(0).rstrip('( ')}`")
-                )
+                found.append(HostCodeUse(lineno, hit.start() + 1, what or f"`{hit.group(0).rstrip('( ')}`"))
     return found
 
 

@@ -31,9 +31,7 @@ _SEVERITY = {
     "remark": Severity.INFO,
     "note": Severity.INFO,
 }
-_ENTRY = re.compile(
-    r"ptxas info\s*: Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'"
-)
+_ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
 _FRAME = re.compile(
     r"ptxas\s+\.\s+(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, "
     r"(?P<ld>\d+) bytes spill loads"

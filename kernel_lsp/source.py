@@ -7,9 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_COMMENT_OR_STRING = re.compile(
-    r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S
-)
+_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
 def blank_comments(source: str) -> str:
@@ -115,16 +113,12 @@ def find_kernels(source: str) -> list[KernelSignature]:
         close = _matching_paren(code, open_paren)
         if close < 0:
             continue
-        params = tuple(
-            _parse_param(p, i) for i, p in enumerate(_split_params(code[open_paren + 1 : close]))
-        )
+        params = tuple(_parse_param(p, i) for i, p in enumerate(_split_params(code[open_paren + 1 : close])))
         name_offset = m.end() + last.start()
         line, col = _line_col(source, name_offset)
         before = code[max(0, m.start() - 300) : m.start()]
         templated = bool(re.search(r"template\s*<[^;{}]*>\s*$", before))
-        extern_c = bool(
-            re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()])
-        )
+        extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
         kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c))
     # A declaration followed by a definition names the same kernel twice: keep the definition.
     by_name: dict[str, KernelSignature] = {}
@@ -254,38 +248,28 @@ def parse_directives(source: str) -> Directives:
             unknown = set(assigns) - {"grid", "block", "smem"}
             if unknown:
                 out.problems.append(
-                    DirectiveProblem(
-                        lineno, f"unknown launch field(s): {', '.join(sorted(unknown))}"
-                    )
+                    DirectiveProblem(lineno, f"unknown launch field(s): {', '.join(sorted(unknown))}")
                 )
             out.launches.append(
-                LaunchDirective(
-                    words[0], assigns["grid"], assigns["block"], assigns.get("smem", "0"), lineno
-                )
+                LaunchDirective(words[0], assigns["grid"], assigns["block"], assigns.get("smem", "0"), lineno)
             )
         elif verb == "tune":
             params = []
             for key, value in assigns.items():
                 values = tuple(v.strip() for v in value.split(",") if v.strip())
                 if not re.fullmatch(r"[A-Za-z_]\w*", key) or not values:
-                    out.problems.append(
-                        DirectiveProblem(lineno, f"cannot read tunable `{key}={value}`")
-                    )
+                    out.problems.append(DirectiveProblem(lineno, f"cannot read tunable `{key}={value}`"))
                     continue
                 params.append((key, values))
             if words or not params:
                 out.problems.append(
-                    DirectiveProblem(
-                        lineno, "tune directive must read `// kernel-lsp: tune NAME=v1,v2 ...`"
-                    )
+                    DirectiveProblem(lineno, "tune directive must read `// kernel-lsp: tune NAME=v1,v2 ...`")
                 )
             if params:
                 out.tunables.append(TuneDirective(tuple(params), lineno))
         else:
             out.problems.append(
-                DirectiveProblem(
-                    lineno, f"unknown kernel-lsp directive `{verb}` (expected launch or tune)"
-                )
+                DirectiveProblem(lineno, f"unknown kernel-lsp directive `{verb}` (expected launch or tune)")
             )
     return out
 

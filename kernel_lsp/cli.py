@@ -1,0 +1,186 @@
+"""Command line: `kernel-lsp` serves LSP (stdio, or --tcp HOST:PORT); `kernel-lsp --check PATH...`
+checks files for pre-commit and CI; `bench` and `optimize` are sub-commands.
+
+Exit codes of --check (ruff's convention): 0 no errors, 1 errors (or warnings with --strict),
+2 the tool itself failed (bad arguments, a path that does not exist, NVRTC missing)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+
+from . import __version__
+from .check import FileCheck, check_path, collect_files, drop_repeated
+from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
+
+
+def _add_compile_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--arch",
+        action="append",
+        help="target arch, e.g. sm_90 (repeatable; default: local GPU's, else sm_90)",
+    )
+    p.add_argument("-I", "--include", action="append", default=None, help="extra include folder (repeatable)")
+    p.add_argument(
+        "-D",
+        "--define",
+        action="append",
+        default=None,
+        help="macro NAME or NAME=value (repeatable)",
+    )
+    p.add_argument(
+        "--default-device", action="store_true", default=None, help="pass -default-device to NVRTC"
+    )
+    p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
+
+
+def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
+    config = args.config or find_pyproject(anchor)
+    settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
+    flags = {}
+    if args.arch:
+        flags["arch"] = [a for v in args.arch for a in v.replace(",", " ").split()]
+    if args.include:
+        flags["includeDirs"] = [os.path.abspath(d) for d in args.include]
+    if args.define:
+        flags["defines"] = args.define
+    if args.default_device:
+        flags["defaultDevice"] = True
+    settings, more = settings_from_dict(flags, settings)
+    return settings, problems + more
+
+
+def _check_one(path: str, settings: Settings) -> FileCheck:
+    return check_path(path, settings)
+
+
+def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileCheck]:
+    # NVRTC serialises compiles inside one process, so parallel files need processes.
+    if jobs <= 1 or len(files) <= 1:
+        return [check_path(f, settings) for f in files]
+    with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
+        return list(pool.map(_check_one, files, [settings] * len(files)))
+
+
+def check_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp --check", description="Compile CUDA files with NVRTC and report findings."
+    )
+    p.add_argument("paths", nargs="+", help=".cu/.cuh files or folders (searched recursively)")
+    p.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    p.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="compile only: skip GPU verification even when a GPU is present",
+    )
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
+    _add_compile_flags(p)
+    args = p.parse_args(argv)
+    settings, problems = resolve_settings(args, args.paths[0])
+    if args.no_gpu:
+        settings = replace(settings, gpu_enabled=False)
+    for problem in problems:
+        print(f"kernel-lsp: config: {problem}", file=sys.stderr)
+    from .compile import check_arch, local_gpu_arch
+
+    archs = settings.archs()
+    bad_arch = [m for a in archs if (m := check_arch(a))]
+    if bad_arch:
+        print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    files, missing = collect_files(args.paths, settings.exclude)
+    for m in missing:
+        print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
+    if missing:
+        return EXIT_TOOL_FAILED
+    if args.watch:
+        from .watch import watch_check_main
+
+        return watch_check_main(args.paths, settings, args.format)
+    checks = run_checks(files, settings, args.jobs)
+    drop_repeated(checks)
+    if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
+        print(
+            "kernel-lsp: NVRTC could not run; install `cuda-python[all]` and `cuda-toolkit[cudart,cccl]`",
+            file=sys.stderr,
+        )
+        return EXIT_TOOL_FAILED
+    if settings.gpu_enabled and local_gpu_arch():
+        from .gpu_check import verify_checks
+
+        verify_checks(checks, settings)
+    from .formats import FORMATTERS
+
+    print(FORMATTERS[args.format](checks, archs))
+    errors = sum(c.errors for c in checks)
+    warnings = sum(c.warnings for c in checks)
+    return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN
+
+
+def serve_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="kernel-lsp", description="CUDA language server (stdio by default).")
+    p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead of stdio")
+    p.add_argument("--log-file", help="write the server log here")
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        filename=args.log_file,
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=None if args.log_file else sys.stderr,
+    )
+    from .server import serve
+
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit():
+            print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
+            return EXIT_TOOL_FAILED
+        serve(tcp=(host or "127.0.0.1", int(port)))
+    else:
+        serve()
+    return EXIT_CLEAN
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--check" in argv:
+        argv.remove("--check")
+        return _guard(check_main, argv)
+    if argv and argv[0] == "bench":
+        from .bench import bench_main
+
+        return _guard(bench_main, argv[1:])
+    if argv and argv[0] == "optimize":
+        from optimizer.cli import optimize_main
+
+        return _guard(optimize_main, argv[1:])
+    if argv and argv[0] == "serve":
+        argv = argv[1:]
+    return serve_main(argv)
+
+
+def _guard(fn, argv: list[str]) -> int:
+    try:
+        return fn(argv)
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit as e:  # argparse: 2 for bad usage
+        return e.code if isinstance(e.code, int) else EXIT_TOOL_FAILED
+    except Exception as e:  # the tool failed, not the user's code
+        logging.getLogger("kernel_lsp").exception("internal error")
+        print(f"kernel-lsp: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

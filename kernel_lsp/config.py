@@ -1,0 +1,172 @@
+"""Settings: one shape for the server (initializationOptions and `workspace/configuration`
+section `kernelLsp`) and the CLI (`[tool.kernel-lsp]` in pyproject.toml, overridden by flags).
+
+Reading settings never fails: unknown keys and values of the wrong type are reported as problems
+and the default is kept."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .compile import MAX_FILE_BYTES, CompileOptions, resolve_arch
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Settings:
+    arch: tuple[str, ...] = ("auto",)
+    include_dirs: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # glob patterns of folders/files skipped when walking folders
+    defines: tuple[str, ...] = ()
+    default_device: bool = False
+    check_on: str = "save"  # "save" | "change"
+    max_file_bytes: int = MAX_FILE_BYTES
+    gpu_enabled: bool = True
+    gpu_device: int | None = None
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = field(default=None, repr=False)  # never printed
+    optimizer_rounds: int = 3
+    optimizer_candidates: int = 4
+    optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
+
+    def archs(self) -> list[str]:
+        out: list[str] = []
+        for a in self.arch or ("auto",):
+            r = resolve_arch(a)
+            if r not in out:
+                out.append(r)
+        return out
+
+    def compile_options(self, arch: str, base_dir: str | None = None) -> CompileOptions:
+        dirs = tuple(
+            d if os.path.isabs(d) or base_dir is None else os.path.normpath(os.path.join(base_dir, d))
+            for d in self.include_dirs
+        )
+        return CompileOptions(
+            arch=arch, include_dirs=dirs, defines=self.defines, default_device=self.default_device
+        )
+
+
+# camelCase / dotted key -> (field, type check)
+_KEYS: dict[str, str] = {
+    "arch": "arch",
+    "includeDirs": "include_dirs",
+    "include": "include_dirs",
+    "defines": "defines",
+    "exclude": "exclude",
+    "defaultDevice": "default_device",
+    "default-device": "default_device",
+    "checkOn": "check_on",
+    "maxFileBytes": "max_file_bytes",
+    "gpu.enabled": "gpu_enabled",
+    "gpu.device": "gpu_device",
+    "llm.baseUrl": "llm_base_url",
+    "llm.model": "llm_model",
+    "llm.apiKey": "llm_api_key",
+    "optimizer.rounds": "optimizer_rounds",
+    "optimizer.candidates": "optimizer_candidates",
+    "optimizer.proposer": "optimizer_proposer",
+}
+_IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
+_CHOICES = {"check_on": ("save", "change"), "optimizer_proposer": ("auto", "llm", "tune")}
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and not key.startswith("_"):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Apply a settings object (camelCase, nested or dotted; a `kernelLsp` wrapper is allowed)."""
+    settings = base or Settings()
+    problems: list[str] = []
+    if raw is None:
+        return settings, problems
+    if not isinstance(raw, dict):
+        return settings, [f"settings must be an object, got {type(raw).__name__}"]
+    if isinstance(raw.get("kernelLsp"), dict):
+        raw = raw["kernelLsp"]
+    types = {f.name: f.type for f in fields(Settings)}
+    changes: dict[str, Any] = {}
+    for key, value in _flatten(raw).items():
+        if key.startswith("kernelLsp."):
+            key = key.removeprefix("kernelLsp.")
+        name = _KEYS.get(key) or (key.replace("-", "_") if key.replace("-", "_") in types else None)
+        if name is None:
+            if key not in _IGNORED and not key.startswith(("trace", "server", "interpreter")):
+                problems.append(f"unknown setting `{key}`")
+            continue
+        if value is None:
+            if name in ("gpu_device", "llm_base_url", "llm_model", "llm_api_key"):
+                changes[name] = None
+            continue
+        try:
+            changes[name] = _coerce(name, value)
+        except (TypeError, ValueError) as e:
+            problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
+    return replace(settings, **changes), problems
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name in ("arch", "include_dirs", "defines", "exclude"):
+        if isinstance(value, str):
+            value = [value] if name != "arch" else [v for v in value.replace(",", " ").split() if v]
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise TypeError("expected a string or a list of strings")
+        return tuple(value)
+    if name in ("default_device", "gpu_enabled"):
+        if not isinstance(value, bool):
+            raise TypeError("expected true or false")
+        return value
+    if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device"):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError("expected a non-negative integer")
+        return value
+    if not isinstance(value, str):
+        raise TypeError("expected a string")
+    if name in _CHOICES and value not in _CHOICES[name]:
+        raise ValueError(f"expected one of {', '.join(_CHOICES[name])}")
+    return value
+
+
+def find_pyproject(start: str) -> str | None:
+    d = os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or ".")
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        return Settings(), [f"{path}: cannot read ({e})"]
+    table = data.get("tool", {}).get("kernel-lsp", {})
+    settings, problems = settings_from_dict(table)
+    base = os.path.dirname(path)
+    # Include folders in pyproject.toml are relative to it.
+    dirs = tuple(
+        d if os.path.isabs(d) else os.path.normpath(os.path.join(base, d)) for d in settings.include_dirs
+    )
+    excludes = tuple(os.path.normpath(os.path.join(base, e)) for e in settings.exclude)
+    return replace(settings, include_dirs=dirs, exclude=excludes), [f"{path}: {p}" for p in problems]

@@ -1,0 +1,214 @@
+"""Printing check results: text (path:line:col: severity: message [code]), json, sarif, github."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+from . import __version__
+from .check import FileCheck
+from .model import Diagnostic, KernelResources, Severity
+
+
+def _rel(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def format_diagnostic(d: Diagnostic) -> str:
+    tag = d.code or d.source
+    return f"{_rel(d.path)}:{d.line}:{d.col}: {d.severity.label}: {d.message} [{tag}]"
+
+
+def format_bytes(n: int) -> str:
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+def format_resources(k: KernelResources) -> str:
+    parts = [
+        f"{k.registers} registers",
+        f"{format_bytes(k.shared_bytes)} static smem",
+        f"{format_bytes(k.stack_bytes)} stack",
+        f"spills {k.spill_store_bytes} B stored / {k.spill_load_bytes} B loaded",
+    ]
+    if k.occupancy:
+        o = k.occupancy
+        parts.append(
+            f"occupancy {o.fraction:.0%} at {o.block_size} threads/block "
+            f"({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, limited by {o.limiter})"
+        )
+    elif k.block_size is None:
+        parts.append("occupancy: no literal block size in a launch comment")
+    return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
+
+
+def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
+    errors = sum(c.errors for c in checks)
+    warnings = sum(c.warnings for c in checks)
+    kernels = sum(len(c.kernels) for c in checks)
+    skipped = sum(1 for c in checks if not c.checked)
+    text = (
+        f"checked {len(checks) - skipped} file(s) for {', '.join(archs)}: "
+        f"{errors} error(s), {warnings} warning(s), {kernels} kernel(s)"
+    )
+    return text + (f", {skipped} skipped" if skipped else "")
+
+
+def as_text(checks: list[FileCheck], archs: list[str]) -> str:
+    lines = []
+    for c in checks:
+        lines += [
+            format_diagnostic(d)
+            for d in sorted(c.diagnostics, key=lambda d: (d.path != c.path, d.path, d.line, d.col))
+        ]
+        lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
+    lines.append(summary_line(checks, archs))
+    return "\n".join(lines)
+
+
+def _diag_json(d: Diagnostic) -> dict:
+    return {
+        "path": d.path,
+        "line": d.line,
+        "column": d.col,
+        "endColumn": d.end_col or None,
+        "severity": d.severity.label,
+        "code": d.code,
+        "source": d.source,
+        "message": d.message,
+        "related": [{"path": p, "line": ln, "column": c, "message": m} for p, ln, c, m in d.related],
+    }
+
+
+def _kernel_json(k: KernelResources) -> dict:
+    o = k.occupancy
+    return {
+        "name": k.name,
+        "mangled": k.mangled,
+        "arch": k.arch,
+        "line": k.line,
+        "registers": k.registers,
+        "sharedBytes": k.shared_bytes,
+        "stackBytes": k.stack_bytes,
+        "spillStoreBytes": k.spill_store_bytes,
+        "spillLoadBytes": k.spill_load_bytes,
+        "blockSize": k.block_size,
+        "occupancy": None
+        if o is None
+        else {
+            "fraction": round(o.fraction, 4),
+            "activeWarpsPerSM": o.active_warps_per_sm,
+            "maxWarpsPerSM": o.max_warps_per_sm,
+            "activeBlocksPerSM": o.active_blocks_per_sm,
+            "limiter": o.limiter,
+        },
+    }
+
+
+def as_json(checks: list[FileCheck], archs: list[str]) -> str:
+    return json.dumps(
+        {
+            "version": __version__,
+            "archs": archs,
+            "files": [
+                {
+                    "path": c.path,
+                    "checked": c.checked,
+                    "diagnostics": [_diag_json(d) for d in c.diagnostics],
+                    "kernels": [_kernel_json(k) for k in c.kernels],
+                }
+                for c in checks
+            ],
+            "summary": {
+                "errors": sum(c.errors for c in checks),
+                "warnings": sum(c.warnings for c in checks),
+                "files": len(checks),
+                "kernels": sum(len(c.kernels) for c in checks),
+            },
+        },
+        indent=2,
+    )
+
+
+_SARIF_LEVEL = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFO: "note",
+    Severity.HINT: "note",
+}
+
+
+def as_sarif(checks: list[FileCheck], archs: list[str]) -> str:
+    results, rules = [], {}
+    for c in checks:
+        for d in c.diagnostics:
+            rule = d.code or d.source
+            rules.setdefault(rule, {"id": rule, "shortDescription": {"text": rule}})
+            region = {"startLine": d.line, "startColumn": d.col}
+            if d.end_col:
+                region["endColumn"] = d.end_col
+            results.append(
+                {
+                    "ruleId": rule,
+                    "level": _SARIF_LEVEL[d.severity],
+                    "message": {"text": d.message},
+                    "locations": [
+                        {
+                            "physicalLocation": {
+                                "artifactLocation": {"uri": _rel(d.path).replace(os.sep, "/")},
+                                "region": region,
+                            }
+                        }
+                    ],
+                }
+            )
+    return json.dumps(
+        {
+            "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+            "version": "2.1.0",
+            "runs": [
+                {
+                    "tool": {
+                        "driver": {
+                            "name": "kernel-lsp",
+                            "version": __version__,
+                            "informationUri": "https://github.com/kernel-lsp/kernel-lsp",
+                            "rules": list(rules.values()),
+                        }
+                    },
+                    "properties": {"archs": archs},
+                    "results": results,
+                }
+            ],
+        },
+        indent=2,
+    )
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def as_github(checks: list[FileCheck], archs: list[str]) -> str:
+    kind = {
+        Severity.ERROR: "error",
+        Severity.WARNING: "warning",
+        Severity.INFO: "notice",
+        Severity.HINT: "notice",
+    }
+    lines = [
+        f"::{kind[d.severity]} file={_gh_escape(_rel(d.path), True)},line={d.line},col={d.col},"
+        f"title={_gh_escape('kernel-lsp ' + (d.code or d.source), True)}::{_gh_escape(d.message)}"
+        for c in checks
+        for d in c.diagnostics
+    ]
+    lines.append(summary_line(checks, archs))
+    return "\n".join(lines)
+
+
+FORMATTERS = {"text": as_text, "json": as_json, "sarif": as_sarif, "github": as_github}

@@ -1,0 +1,1 @@
+"""GPU verification for `--check`: filled in once the GPU session lands."""
