@@ -10,7 +10,7 @@
 
 // kernel-lsp: launch reduce_sum_partial grid=cdiv(n, BLOCK*ITEMS) block=BLOCK
 // kernel-lsp: launch reduce_sum_final grid=1 block=BLOCK
-// kernel-lsp: tune BLOCK=128,256,512,1024 ITEMS=1,2,4,8,16
+// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8,16
 
 // Tree reduction of one value per thread; the block size must be a power of two.
 __device__ float block_sum(float value)

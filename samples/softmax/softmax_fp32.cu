@@ -8,7 +8,7 @@
 #endif
 
 // kernel-lsp: launch softmax grid=rows block=BLOCK
-// kernel-lsp: tune BLOCK=64,128,256,512,1024
+// kernel-lsp: tune BLOCK=256,64,128,512,1024
 
 __device__ float block_max(float value, float* buf)
 {

@@ -1,4 +1,4 @@
-// Matrix transpose, FP32: out[c][r] = in[r][c] for a rows x cols row-major matrix.
+// Matrix transpose, FP32: dst[c][r] = src[r][c] for a rows x cols row-major matrix.
 // The textbook shared-memory version: a TILE x TILE tile is read with coalesced rows, stored in
 // shared memory (one column of padding avoids bank conflicts) and written back with coalesced
 // rows of the output. Each thread moves TILE / BLOCK_ROWS elements.
@@ -12,16 +12,16 @@ static_assert(BLOCK_ROWS <= TILE && TILE % BLOCK_ROWS == 0, "BLOCK_ROWS must div
 static_assert(TILE * BLOCK_ROWS <= 1024, "at most 1024 threads per block");
 
 // kernel-lsp: launch transpose grid=(cdiv(cols, TILE), cdiv(rows, TILE)) block=(TILE, BLOCK_ROWS)
-// kernel-lsp: tune TILE=16,32,64 BLOCK_ROWS=4,8,16,32
+// kernel-lsp: tune TILE=32,16,64 BLOCK_ROWS=8,4,16,32
 
-extern "C" __global__ void transpose(const float* in, float* out, int rows, int cols)
+extern "C" __global__ void transpose(const float* src, float* dst, int rows, int cols)
 {
     __shared__ float tile[TILE][TILE + 1];
 
     const int c = blockIdx.x * TILE + threadIdx.x;
     for (int k = threadIdx.y; k < TILE; k += BLOCK_ROWS) {
         const int r = blockIdx.y * TILE + k;
-        if (r < rows && c < cols) tile[k][threadIdx.x] = in[(long long)r * cols + c];
+        if (r < rows && c < cols) tile[k][threadIdx.x] = src[(long long)r * cols + c];
     }
     __syncthreads();
 
@@ -29,6 +29,6 @@ extern "C" __global__ void transpose(const float* in, float* out, int rows, int 
     const int out_c = blockIdx.y * TILE + threadIdx.x;  // a row index of the input
     for (int k = threadIdx.y; k < TILE; k += BLOCK_ROWS) {
         const int out_r = blockIdx.x * TILE + k;  // a column index of the input
-        if (out_r < cols && out_c < rows) out[(long long)out_r * rows + out_c] = tile[threadIdx.x][k];
+        if (out_r < cols && out_c < rows) dst[(long long)out_r * rows + out_c] = tile[threadIdx.x][k];
     }
 }

@@ -13,7 +13,7 @@
 #endif
 
 // kernel-lsp: launch vector_add grid=cdiv(n, BLOCK*ITEMS*VEC) block=BLOCK
-// kernel-lsp: tune BLOCK=128,256,512,1024 ITEMS=1,2,4,8 VEC=1,2,4
+// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8 VEC=1,2,4
 
 // VEC floats read and written as one aligned access (ld.global.v2/v4).
 struct alignas(sizeof(float) * VEC) FloatVec {
