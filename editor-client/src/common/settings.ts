@@ -1,0 +1,164 @@
+// Settings → what the server gets. Pure (no `vscode` import) so it is unit-tested under plain node.
+
+import { API_KEY_ENV } from './constants';
+
+export type CheckOn = 'save' | 'change';
+export type Proposer = 'auto' | 'llm' | 'tune';
+export type TraceLevel = 'off' | 'messages' | 'verbose';
+
+/**
+ * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
+ * returns it. The server receives exactly this shape twice: as initializationOptions, and as the
+ * answer to `workspace/configuration` for section `kernelLsp`, so both must come from
+ * {@link normalizeSettings}.
+ */
+export interface KernelLspSettings {
+    server: { path: string[] };
+    interpreter: string[];
+    /** "auto", one arch ("sm_90"), or several (["sm_90", "sm_80"]). */
+    arch: string | string[];
+    includeDirs: string[];
+    defines: string[];
+    defaultDevice: boolean;
+    checkOn: CheckOn;
+    gpu: { enabled: boolean; device: number | null };
+    llm: { baseUrl: string | null; model: string | null };
+    optimizer: { rounds: number; candidates: number; proposer: Proposer };
+    trace: { server: TraceLevel };
+}
+
+export const DEFAULT_SETTINGS: KernelLspSettings = {
+    server: { path: [] },
+    interpreter: [],
+    arch: 'auto',
+    includeDirs: [],
+    defines: [],
+    defaultDevice: false,
+    checkOn: 'save',
+    gpu: { enabled: true, device: null },
+    llm: { baseUrl: null, model: null },
+    optimizer: { rounds: 3, candidates: 4, proposer: 'auto' },
+    trace: { server: 'off' },
+};
+
+/** What `${workspaceFolder}`, `${userHome}` and a leading `~` expand to. */
+export interface PathContext {
+    workspaceFolder?: string;
+    userHome: string;
+}
+
+type Json = Record<string, unknown>;
+
+function asObject(value: unknown): Json {
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : {};
+}
+
+function asStringArray(value: unknown): string[] {
+    if (!Array.isArray(value)) {
+        return [];
+    }
+    // A blank entry is what a half-edited settings.json leaves behind; it never means anything.
+    return value.filter((item): item is string => typeof item === 'string' && item.trim() !== '');
+}
+
+function asNullableString(value: unknown): string | null {
+    return typeof value === 'string' && value.trim() !== '' ? value.trim() : null;
+}
+
+function asPositiveInteger(value: unknown, fallback: number): number {
+    return typeof value === 'number' && Number.isInteger(value) && value >= 1 ? value : fallback;
+}
+
+function asChoice<T extends string>(value: unknown, choices: readonly T[], fallback: T): T {
+    return choices.includes(value as T) ? (value as T) : fallback;
+}
+
+function asArch(value: unknown): string | string[] {
+    if (typeof value === 'string' && value.trim() !== '') {
+        return value.trim();
+    }
+    const archs = asStringArray(value).map((arch) => arch.trim());
+    if (archs.length === 0) {
+        return DEFAULT_SETTINGS.arch;
+    }
+    // One arch in a list means the same as the plain string; keep the simpler form.
+    return archs.length === 1 ? archs[0] : archs;
+}
+
+/** Expands `${workspaceFolder}`, `${userHome}` and a leading `~` the way users expect from VS Code. */
+export function expandPath(value: string, context: PathContext): string {
+    let expanded = value.replace(/\$\{userHome\}/g, context.userHome);
+    if (context.workspaceFolder !== undefined) {
+        expanded = expanded.replace(/\$\{workspaceFolder\}/g, context.workspaceFolder);
+    }
+    if (expanded === '~' || expanded.startsWith('~/')) {
+        expanded = context.userHome + expanded.slice(1);
+    }
+    return expanded;
+}
+
+/**
+ * Turns the raw `kernelLsp` section (anything a user can write into settings.json) into complete,
+ * well-typed settings: wrong types fall back to the defaults, paths are expanded.
+ */
+export function normalizeSettings(raw: unknown, context: PathContext): KernelLspSettings {
+    const section = asObject(raw);
+    const server = asObject(section.server);
+    const gpu = asObject(section.gpu);
+    const llm = asObject(section.llm);
+    const optimizer = asObject(section.optimizer);
+    const trace = asObject(section.trace);
+    const expand = (items: string[]) => items.map((item) => expandPath(item, context));
+    const device = gpu.device;
+
+    return {
+        server: { path: expand(asStringArray(server.path)) },
+        interpreter: expand(asStringArray(section.interpreter)),
+        arch: asArch(section.arch),
+        includeDirs: expand(asStringArray(section.includeDirs)),
+        defines: asStringArray(section.defines),
+        defaultDevice: section.defaultDevice === true,
+        checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
+        gpu: {
+            enabled: gpu.enabled !== false,
+            device: typeof device === 'number' && Number.isInteger(device) && device >= 0 ? device : null,
+        },
+        llm: { baseUrl: asNullableString(llm.baseUrl), model: asNullableString(llm.model) },
+        optimizer: {
+            rounds: asPositiveInteger(optimizer.rounds, DEFAULT_SETTINGS.optimizer.rounds),
+            candidates: asPositiveInteger(optimizer.candidates, DEFAULT_SETTINGS.optimizer.candidates),
+            proposer: asChoice(optimizer.proposer, ['auto', 'llm', 'tune'], DEFAULT_SETTINGS.optimizer.proposer),
+        },
+        trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
+    };
+}
+
+export interface ServerLaunchOptions {
+    initializationOptions: KernelLspSettings;
+    /** The server process's whole environment. Holds the API key: never log it. */
+    env: Record<string, string>;
+}
+
+/**
+ * Settings → what the server process is started with.
+ *
+ * The API key travels only in the environment, never in initializationOptions (which the LSP trace
+ * logs). A key stored in SecretStorage wins over an inherited OPENAI_API_KEY because the user set
+ * it for this editor on purpose; without one the inherited variable passes through untouched.
+ */
+export function toServerLaunchOptions(
+    settings: KernelLspSettings,
+    baseEnv: Readonly<Record<string, string | undefined>>,
+    storedApiKey: string | undefined,
+): ServerLaunchOptions {
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(baseEnv)) {
+        if (value !== undefined) {
+            env[name] = value;
+        }
+    }
+    if (storedApiKey !== undefined && storedApiKey !== '') {
+        env[API_KEY_ENV] = storedApiKey;
+    }
+    return { initializationOptions: settings, env };
+}

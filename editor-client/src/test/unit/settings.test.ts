@@ -1,0 +1,112 @@
+import * as assert from 'node:assert/strict';
+import { DEFAULT_SETTINGS, expandPath, normalizeSettings, toServerLaunchOptions } from '../../common/settings';
+
+const context = { workspaceFolder: '/ws', userHome: '/home/me' };
+
+describe('normalizeSettings', () => {
+    it('gives the defaults for an empty or missing section', () => {
+        assert.deepEqual(normalizeSettings(undefined, context), DEFAULT_SETTINGS);
+        assert.deepEqual(normalizeSettings({}, context), DEFAULT_SETTINGS);
+    });
+
+    it('keeps every valid setting, nested like workspace/configuration returns it', () => {
+        const raw = {
+            server: { path: ['kernel-lsp'] },
+            interpreter: ['/venv/bin/python'],
+            arch: ['sm_90', 'sm_80'],
+            includeDirs: ['${workspaceFolder}/include', '~/cutlass/include', '/abs'],
+            defines: ['BLOCK=256'],
+            defaultDevice: true,
+            checkOn: 'change',
+            gpu: { enabled: false, device: 1 },
+            llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
+            optimizer: { rounds: 5, candidates: 8, proposer: 'tune' },
+            trace: { server: 'verbose' },
+        };
+        assert.deepEqual(normalizeSettings(raw, context), {
+            ...raw,
+            includeDirs: ['/ws/include', '/home/me/cutlass/include', '/abs'],
+        });
+    });
+
+    it('falls back to defaults for values of the wrong type or out of range', () => {
+        const settings = normalizeSettings(
+            {
+                server: { path: 'kernel-lsp' },
+                arch: 90,
+                includeDirs: [1, '', 'inc'],
+                checkOn: 'always',
+                gpu: { enabled: 'no', device: -1 },
+                llm: { baseUrl: '', model: 42 },
+                optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
+                trace: { server: 'loud' },
+            },
+            context,
+        );
+        assert.deepEqual(settings.server.path, []);
+        assert.equal(settings.arch, 'auto');
+        assert.deepEqual(settings.includeDirs, ['inc']);
+        assert.equal(settings.checkOn, 'save');
+        assert.deepEqual(settings.gpu, { enabled: true, device: null });
+        assert.deepEqual(settings.llm, { baseUrl: null, model: null });
+        assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
+        assert.equal(settings.trace.server, 'off');
+    });
+
+    it('accepts arch as one string, and collapses a one-element list to it', () => {
+        assert.equal(normalizeSettings({ arch: 'sm_89' }, context).arch, 'sm_89');
+        assert.equal(normalizeSettings({ arch: ['sm_89'] }, context).arch, 'sm_89');
+        assert.equal(normalizeSettings({ arch: [] }, context).arch, 'auto');
+    });
+
+    it('expands paths in the server command and interpreter', () => {
+        const settings = normalizeSettings(
+            { server: { path: ['${userHome}/bin/kernel-lsp'] }, interpreter: ['${workspaceFolder}/.venv/bin/python'] },
+            context,
+        );
+        assert.deepEqual(settings.server.path, ['/home/me/bin/kernel-lsp']);
+        assert.deepEqual(settings.interpreter, ['/ws/.venv/bin/python']);
+    });
+});
+
+describe('expandPath', () => {
+    it('leaves ${workspaceFolder} alone when there is no folder', () => {
+        assert.equal(expandPath('${workspaceFolder}/inc', { userHome: '/h' }), '${workspaceFolder}/inc');
+    });
+
+    it('expands only a leading ~', () => {
+        assert.equal(expandPath('~', context), '/home/me');
+        assert.equal(expandPath('a/~/b', context), 'a/~/b');
+    });
+});
+
+describe('toServerLaunchOptions', () => {
+    const settings = normalizeSettings({ llm: { model: 'm' } }, context);
+
+    it('passes the settings as initializationOptions, unchanged and without the key', () => {
+        const launch = toServerLaunchOptions(settings, {}, 'sk-secret');
+        assert.equal(launch.initializationOptions, settings);
+        assert.ok(!JSON.stringify(launch.initializationOptions).includes('sk-secret'));
+    });
+
+    it('gives the stored key to the server only as OPENAI_API_KEY, over an inherited one', () => {
+        const launch = toServerLaunchOptions(settings, { PATH: '/bin', OPENAI_API_KEY: 'from-env' }, 'sk-secret');
+        assert.deepEqual(launch.env, { PATH: '/bin', OPENAI_API_KEY: 'sk-secret' });
+    });
+
+    it('inherits OPENAI_API_KEY from the environment when no key is stored', () => {
+        assert.equal(toServerLaunchOptions(settings, { OPENAI_API_KEY: 'from-env' }, undefined).env.OPENAI_API_KEY, 'from-env');
+        assert.equal(toServerLaunchOptions(settings, { OPENAI_API_KEY: 'from-env' }, '').env.OPENAI_API_KEY, 'from-env');
+    });
+
+    it('sets no key when there is none, and drops undefined variables', () => {
+        const env = toServerLaunchOptions(settings, { PATH: '/bin', UNSET: undefined }, undefined).env;
+        assert.deepEqual(env, { PATH: '/bin' });
+    });
+
+    it('does not modify the environment it is given', () => {
+        const base = { PATH: '/bin' };
+        toServerLaunchOptions(settings, base, 'sk');
+        assert.deepEqual(base, { PATH: '/bin' });
+    });
+});
