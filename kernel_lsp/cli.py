@@ -132,11 +132,11 @@ def serve_main(argv: list[str]) -> int:
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
     args = p.parse_args(argv)
+    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     logging.basicConfig(
-        filename=args.log_file,
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=None if args.log_file else sys.stderr,
+        handlers=[handler],
     )
     from .server import serve
 

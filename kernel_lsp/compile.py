@@ -348,7 +348,7 @@ def build_result(
         diags.append(d)
         # An error inside a header also shows at the #include line that leads to it.
         if d.severity >= Severity.WARNING:
-            line, target = headers.get(os.path.normpath(d.path), (None, None)) or (None, None)
+            line, _ = headers.get(os.path.normpath(d.path), (None, None))
             if line is None:
                 line, _ = _include_line_for(source, d.path)
             diags.append(

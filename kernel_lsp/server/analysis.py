@@ -1,0 +1,241 @@
+"""Runs checks off the event loop and publishes their diagnostics.
+
+Invariants:
+- NVRTC runs in worker processes (it serialises compiles inside one process), never on the loop.
+- At most one check per document is in flight; requests that arrive meanwhile collapse into one
+  re-check of the newest text, so 50 saves in a second cost two compiles, not fifty.
+- A result for an older document version than the editor's is dropped, never published.
+- Identical text, settings and header stamps are served from a cache without leaving the loop.
+- Findings a file's check makes on other files (errors inside a header) are published on those
+  files too, merged with the findings of every other check that reached them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+
+from ..check import FileCheck, check_path, check_source
+from ..compile import include_closure
+from ..config import Settings
+from ..model import Diagnostic, Severity
+
+log = logging.getLogger(__name__)
+
+
+def _check_job(text: str | None, path: str, settings: Settings, base_dir: str | None) -> FileCheck:
+    if text is None:
+        return check_path(path, settings, base_dir)
+    return check_source(text, path, settings, base_dir)
+
+
+def _warm_up() -> None:
+    # Load NVRTC in the worker before the first real file arrives.
+    from ..compile import CompileOptions, compile_source
+
+    compile_source("", "warmup.cu", CompileOptions(), use_cache=False)
+
+
+@dataclass
+class Snapshot:
+    """What one check saw: the text (None: read from disk) and the editor's version."""
+
+    text: str | None
+    version: int | None
+
+
+class Analysis:
+    def __init__(
+        self,
+        publish: Callable[[str, list[Diagnostic]], None],
+        snapshot: Callable[[str], Snapshot],
+        settings: Callable[[], tuple[Settings, str | None]],
+        on_busy: Callable[[bool], None] = lambda busy: None,
+        on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
+        workers: int | None = None,
+    ) -> None:
+        self._publish = publish
+        self._snapshot = snapshot
+        self._settings = settings
+        self._on_busy = on_busy
+        self._on_checked = on_checked
+        self._workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self._pool: ProcessPoolExecutor | None = None
+        self.results: dict[str, FileCheck] = {}
+        self._cache: dict[str, FileCheck] = {}
+        self._running: dict[str, asyncio.Task] = {}
+        self._again: set[str] = set()
+        self._done: dict[str, asyncio.Event] = {}
+        # target path -> {checked path -> findings on target}
+        self._published: dict[str, dict[str, list[Diagnostic]]] = {}
+        self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
+
+    # --- pool ---------------------------------------------------------------------------------
+
+    def _executor(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self._workers)
+        return self._pool
+
+    def warm_up(self) -> None:
+        pool = self._executor()
+        for _ in range(self._workers):
+            pool.submit(_warm_up)
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    # --- scheduling ---------------------------------------------------------------------------
+
+    def request(self, path: str) -> None:
+        """Check `path` soon (its editor text if open, else the file on disk)."""
+        self._done.setdefault(path, asyncio.Event()).clear()
+        if path in self._running:
+            self._again.add(path)
+            return
+        self._running[path] = asyncio.ensure_future(self._run(path))
+        if len(self._running) == 1:
+            self._on_busy(True)
+
+    def forget(self, path: str) -> None:
+        """The file is gone: clear its findings everywhere."""
+        self.results.pop(path, None)
+        self._again.discard(path)
+        self._set_findings(path, [])
+        ev = self._done.get(path)
+        if ev:
+            ev.set()
+
+    async def wait(self, path: str, timeout: float = 60.0) -> FileCheck | None:
+        """The newest result for `path`, waiting for a check in flight."""
+        ev = self._done.get(path)
+        if ev is not None and not ev.is_set():
+            try:
+                await asyncio.wait_for(ev.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+        return self.results.get(path)
+
+    async def _run(self, path: str) -> None:
+        try:
+            while True:
+                self._again.discard(path)
+                await self._check_once(path)
+                if path not in self._again:
+                    break
+        except Exception:
+            log.exception("check of %s failed", path)
+        finally:
+            self._running.pop(path, None)
+            self._done.setdefault(path, asyncio.Event()).set()
+            if not self._running:
+                self._on_busy(False)
+
+    async def _check_once(self, path: str) -> None:
+        snap = self._snapshot(path)
+        settings, base_dir = self._settings()
+        if snap.text is None and not os.path.exists(path):
+            self.forget(path)
+            return
+        key = self._cache_key(path, snap.text, settings)
+        check = self._cache.get(key) if key else None
+        if check is None:
+            loop = asyncio.get_running_loop()
+            self.compiles += 1
+            try:
+                check = await loop.run_in_executor(
+                    self._executor(), _check_job, snap.text, path, settings, base_dir
+                )
+            except BrokenProcessPool:
+                # A crash inside NVRTC killed a worker: start a fresh pool and report it.
+                log.error("compile worker died while checking %s; restarting the pool", path)
+                self._pool = None
+                check = FileCheck(
+                    path,
+                    [
+                        Diagnostic(
+                            path,
+                            1,
+                            1,
+                            Severity.ERROR,
+                            "the compiler process crashed on this file; see the server log",
+                            code="crash",
+                            source="kernel-lsp",
+                        )
+                    ],
+                )
+            if key and check.checked:
+                if len(self._cache) > 512:
+                    self._cache.pop(next(iter(self._cache)))
+                self._cache[key] = check
+        current = self._snapshot(path)
+        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+            log.debug(
+                "dropping stale result for %s (version %s, now %s)", path, snap.version, current.version
+            )
+            self._again.add(path)
+            return
+        if check.missing and snap.text is None:
+            self.forget(path)
+            return
+        self.results[path] = check
+        self._set_findings(path, check.diagnostics)
+        self._on_checked(path, check, snap)
+
+    @staticmethod
+    def _cache_key(path: str, text: str | None, settings: Settings) -> str | None:
+        if text is None:
+            return None  # files on disk are re-read each time: the watcher says when they change
+        ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        try:
+            headers = include_closure(text, path, settings.include_dirs)
+        except Exception:
+            headers = {}
+        stamps = []
+        for h in sorted(headers):
+            try:
+                st = os.stat(h)
+                stamps.append((h, st.st_mtime_ns, st.st_size))
+            except OSError:
+                stamps.append((h, None, None))
+        raw = repr((path, ident, settings, stamps))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    # --- publishing ---------------------------------------------------------------------------
+
+    def _set_findings(self, checked: str, diagnostics: list[Diagnostic]) -> None:
+        by_target: dict[str, list[Diagnostic]] = {}
+        for d in diagnostics:
+            target = os.path.normpath(os.path.abspath(d.path)) if os.path.isabs(d.path) else checked
+            by_target.setdefault(target, []).append(d)
+        touched = (
+            {t for t, sources in self._published.items() if checked in sources} | set(by_target) | {checked}
+        )
+        for target in touched:
+            sources = self._published.setdefault(target, {})
+            if target in by_target:
+                sources[checked] = by_target[target]
+            else:
+                sources.pop(checked, None)
+            self._publish(target, self.findings_for(target))
+
+    def findings_for(self, target: str) -> list[Diagnostic]:
+        """The findings on `target` from every check that reached it, each once."""
+        seen, out = set(), []
+        sources = self._published.get(target, {})
+        # The file's own check first: it is the most direct view.
+        for source in sorted(sources, key=lambda s: s != target):
+            for d in sources[source]:
+                key = (d.line, d.col, d.message)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(d)
+        return out

@@ -1,0 +1,139 @@
+"""The server object and its state: settings, the analysis, how diagnostics reach the client."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from .. import __version__
+from ..config import Settings, settings_from_dict
+from ..model import Diagnostic
+from .analysis import Analysis, Snapshot
+from .convert import to_lsp
+from .uris import path_to_uri, uri_to_path
+
+log = logging.getLogger(__name__)
+
+STATUS_NOTIFICATION = "kernelLsp/status"
+
+
+class KernelLanguageServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kernel-lsp", __version__)
+        self.settings = Settings()
+        self.init_options: Any = None
+        self.pull_diagnostics = False
+        self.device_name: str | None = None
+        self.optimizing = False
+        self.analysis = Analysis(
+            publish=self._publish,
+            snapshot=self.snapshot,
+            settings=lambda: (self.settings, self.root_path()),
+            on_busy=lambda busy: self.send_status("checking" if busy else None),
+            on_checked=self._after_check,
+        )
+        self.gpu = None  # the GPU feature, when a GPU is present and enabled
+        self.gpu_absent_reason = "no GPU was found (or kernelLsp.gpu.enabled is false)."
+        # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
+        self.after_check_hooks: list = []
+
+    # --- documents ----------------------------------------------------------------------------
+
+    def root_path(self) -> str | None:
+        root = self.workspace.root_path if self.workspace else None
+        return root or None
+
+    def open_document(self, path: str):
+        uri = path_to_uri(path)
+        return self.workspace.text_documents.get(uri)
+
+    def snapshot(self, path: str) -> Snapshot:
+        """The editor's text is the truth for open documents; others are read from disk."""
+        doc = self.open_document(path)
+        if doc is not None:
+            return Snapshot(doc.source, doc.version)
+        return Snapshot(None, None)
+
+    def request_check(self, uri: str) -> None:
+        path = uri_to_path(uri)
+        if path and path.endswith((".cu", ".cuh")):
+            self.analysis.request(path)
+
+    def _after_check(self, path, check, snap) -> None:
+        for hook in self.after_check_hooks:
+            try:
+                hook(path, check, snap)
+            except Exception:
+                log.exception("after-check hook failed for %s", path)
+
+    # --- GPU figures (filled in by the GPU feature when a GPU is present) ----------------------
+
+    def hover_sections(self, path: str, kernel: str) -> list[str]:
+        if self.gpu is None:
+            return ["_No GPU figures: " + self.gpu_absent_reason + " Compile features keep working._"]
+        return self.gpu.hover_sections(path, kernel)
+
+    def gpu_headline(self, path: str, kernel: str) -> str | None:
+        return self.gpu.headline(path, kernel) if self.gpu is not None else None
+
+    # --- diagnostics --------------------------------------------------------------------------
+
+    def _publish(self, path: str, diagnostics: list[Diagnostic]) -> None:
+        if self.pull_diagnostics:
+            # Pull clients ask again after a refresh; only ask when the client allows it.
+            caps = self.client_capabilities.workspace
+            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        doc = self.open_document(path)
+        lines = doc.lines if doc is not None else _read_lines(path)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=path_to_uri(path),
+                version=doc.version if doc is not None else None,
+                diagnostics=[to_lsp(d, lines) for d in diagnostics],
+            )
+        )
+
+    # --- settings -----------------------------------------------------------------------------
+
+    def apply_settings(self, raw: Any, origin: str) -> bool:
+        """Apply a settings object; report problems to the user. True when something changed."""
+        settings, problems = settings_from_dict(raw, Settings())
+        for problem in problems:
+            self.show_warning(f"kernel-lsp: {origin}: {problem}")
+        from ..compile import check_arch
+
+        for arch in settings.archs():
+            if message := check_arch(arch):
+                self.show_warning(f"kernel-lsp: {origin}: {message}")
+        changed = settings != self.settings
+        self.settings = settings
+        log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
+        return changed
+
+    def show_warning(self, message: str) -> None:
+        log.warning(message)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def send_status(self, busy: str | None, detail: str | None = None) -> None:
+        if self.optimizing and busy is None:
+            busy = "optimizing"
+        params = {"device": self.device_name, "busy": busy}
+        if detail:
+            params["detail"] = detail
+        try:
+            self.protocol.notify(STATUS_NOTIFICATION, params)
+        except Exception:  # no client attached (tests) or the transport closed
+            log.debug("status notification not sent", exc_info=True)
+
+
+def _read_lines(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(2 * 1024 * 1024).splitlines(keepends=True)
+    except OSError:
+        return None

@@ -1,0 +1,18 @@
+"""Settings changes apply without a restart: re-read them and re-check every open file."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from .initialized import refresh_configuration
+
+
+def register(server) -> None:
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls, params: types.DidChangeConfigurationParams) -> None:
+        changed = await refresh_configuration(ls)
+        if not changed and isinstance(params.settings, dict) and params.settings:
+            changed = ls.apply_settings(params.settings, "didChangeConfiguration")
+        if changed:
+            for uri in list(ls.workspace.text_documents):
+                ls.request_check(uri)

@@ -1,0 +1,58 @@
+"""initialize / initialized: read initializationOptions, choose pull or push diagnostics, ask for
+`workspace/configuration`, and warm the compile workers up."""
+
+from __future__ import annotations
+
+import logging
+
+from lsprotocol import types
+
+log = logging.getLogger(__name__)
+
+
+def register(server) -> None:
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls, params: types.InitializeParams) -> None:
+        caps = params.capabilities.text_document
+        ls.pull_diagnostics = bool(caps and caps.diagnostic)
+        ls.init_options = params.initialization_options
+        ls.apply_settings(params.initialization_options, "initializationOptions")
+        log.info(
+            "client %s; %s diagnostics",
+            params.client_info.name if params.client_info else "?",
+            "pull" if ls.pull_diagnostics else "push",
+        )
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls, params: types.InitializedParams) -> None:
+        ls.analysis.warm_up()
+        ls.send_status(None)
+        await refresh_configuration(ls)
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls, params=None) -> None:
+        ls.analysis.shutdown()
+
+
+async def refresh_configuration(ls) -> bool:
+    """Ask the client for the `kernelLsp` section; True when the settings changed."""
+    ws = ls.client_capabilities.workspace
+    if not (ws and ws.configuration):
+        return False
+    try:
+        items = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="kernelLsp")])
+        )
+    except Exception as e:  # a client may answer with an error; keep the settings we have
+        log.warning("workspace/configuration failed: %s", e)
+        return False
+    raw = items[0] if items else None
+    if raw is None:
+        return False
+    # Settings the client does not know fall back to initializationOptions, then defaults.
+    merged = dict(ls.init_options) if isinstance(ls.init_options, dict) else {}
+    if isinstance(merged.get("kernelLsp"), dict):
+        merged = dict(merged["kernelLsp"])
+    if isinstance(raw, dict):
+        merged.update(raw)
+    return ls.apply_settings(merged, "workspace/configuration")

@@ -1,0 +1,43 @@
+"""textDocument/codeLens: one headline above each kernel — the GPU figures when it was checked on
+a GPU, else its compile resources."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..uris import uri_to_path
+
+
+def compile_headline(k) -> str:
+    parts = [f"{k.registers} regs"]
+    if k.spills:
+        parts.append(f"spills {k.spill_store_bytes}/{k.spill_load_bytes} B")
+    if k.shared_bytes:
+        parts.append(f"{k.shared_bytes} B smem")
+    if k.occupancy:
+        parts.append(f"{k.occupancy.fraction:.0%} occupancy @{k.occupancy.block_size}")
+    return " · ".join(parts) + f" · {k.arch}"
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
+    async def code_lens(ls, params: types.CodeLensParams) -> list[types.CodeLens]:
+        path = uri_to_path(params.text_document.uri)
+        if not path:
+            return []
+        check = await ls.analysis.wait(path, timeout=10)
+        if not check:
+            return []
+        lenses, seen = [], set()
+        for k in check.kernels:
+            if k.name in seen or not k.line:
+                continue
+            seen.add(k.name)
+            title = ls.gpu_headline(path, k.name) or compile_headline(k)
+            pos = types.Position(line=k.line - 1, character=0)
+            lenses.append(
+                types.CodeLens(
+                    range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
+                )
+            )
+        return lenses

@@ -1,0 +1,29 @@
+"""textDocument/diagnostic: pull diagnostics for clients that support them."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ..convert import to_lsp
+from ..uris import uri_to_path
+
+
+def register(server) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(
+            identifier="kernel-lsp", inter_file_dependencies=True, workspace_diagnostics=False
+        ),
+    )
+    async def diagnostic(ls, params: types.DocumentDiagnosticParams) -> types.FullDocumentDiagnosticReport:
+        path = uri_to_path(params.text_document.uri)
+        if path is None:
+            return types.FullDocumentDiagnosticReport(items=[])
+        if path not in ls.analysis.results and path.endswith((".cu", ".cuh")):
+            ls.analysis.request(path)
+        await ls.analysis.wait(path)
+        doc = ls.open_document(path)
+        lines = doc.lines if doc is not None else None
+        return types.FullDocumentDiagnosticReport(
+            items=[to_lsp(d, lines) for d in ls.analysis.findings_for(path)]
+        )

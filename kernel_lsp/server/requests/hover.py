@@ -1,0 +1,67 @@
+"""textDocument/hover on a kernel's name: its resources per arch, occupancy, and the GPU figures
+when the kernel has a spec and a GPU checked it."""
+
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types
+
+from ...formats import format_bytes
+from ...model import KernelResources
+from ...source import find_kernels
+from ..uris import uri_to_path
+
+
+def word_at(line: str, character: int) -> str | None:
+    for m in re.finditer(r"[A-Za-z_]\w*", line):
+        if m.start() <= character <= m.end():
+            return m.group(0)
+    return None
+
+
+def resources_markdown(name: str, kernels: list[KernelResources]) -> str:
+    rows = [
+        "| arch | registers | static smem | stack | spill st/ld | occupancy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k in kernels:
+        occ = "n/a (no literal block size in the launch comment)"
+        if k.occupancy:
+            o = k.occupancy
+            occ = f"{o.fraction:.0%} at {o.block_size} threads ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps; {o.limiter})"
+        rows.append(
+            f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
+            f"| {k.spill_store_bytes} B / {k.spill_load_bytes} B | {occ} |"
+        )
+    return (
+        f"**`{name}`** — compiled with NVRTC (theoretical occupancy from the arch's limits)\n\n"
+        + "\n".join(rows)
+    )
+
+
+def register(server) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls, params: types.HoverParams) -> types.Hover | None:
+        path = uri_to_path(params.text_document.uri)
+        doc = ls.workspace.get_text_document(params.text_document.uri)
+        line = doc.lines[params.position.line] if params.position.line < len(doc.lines) else ""
+        name = word_at(line, params.position.character)
+        if not name or not path:
+            return None
+        if name not in {k.name for k in find_kernels(doc.source)}:
+            return None
+        check = await ls.analysis.wait(path, timeout=10)
+        kernels = [k for k in check.kernels if k.name == name] if check else []
+        parts = []
+        if kernels:
+            parts.append(resources_markdown(name, kernels))
+        elif check and check.errors:
+            parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
+        else:
+            parts.append(f"**`{name}`** — not compiled yet.")
+        for section in ls.hover_sections(path, name):
+            parts.append(section)
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
+        )
