@@ -274,7 +274,7 @@ def parse_directives(source: str) -> Directives:
     return out
 
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 
 
 @dataclass(frozen=True)
