@@ -1,0 +1,251 @@
+"""The worker's view of one GPU, through the CUDA driver API (cuda.bindings.driver).
+
+Only the worker process imports this module. Everything the verifier and the timer need is here:
+allocation, copies, byte fills, module loading, launches, CUDA-event timing and the L2 flush.
+`FakeDevice` (runner/fake.py) offers the same methods without a GPU, for CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# Errors after which the context is unusable: the worker reports and exits.
+STICKY_ERRORS = {
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "illegal memory access",
+    "CUDA_ERROR_MISALIGNED_ADDRESS": "misaligned address",
+    "CUDA_ERROR_ILLEGAL_INSTRUCTION": "illegal instruction",
+    "CUDA_ERROR_INVALID_PC": "invalid program counter",
+    "CUDA_ERROR_HARDWARE_STACK_ERROR": "hardware stack error (stack overflow?)",
+    "CUDA_ERROR_LAUNCH_FAILED": "kernel launch failed",
+    "CUDA_ERROR_ASSERT": "device-side assert triggered",
+    "CUDA_ERROR_LAUNCH_TIMEOUT": "launch timed out (display watchdog)",
+    "CUDA_ERROR_ECC_UNCORRECTABLE": "uncorrectable ECC error",
+}
+FRIENDLY = {
+    "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES": "too many resources requested for launch "
+    "(registers x block size, or shared memory)",
+    "CUDA_ERROR_INVALID_VALUE": "invalid launch configuration (block or grid too large?)",
+    "CUDA_ERROR_OUT_OF_MEMORY": "out of GPU memory",
+    "CUDA_ERROR_NOT_FOUND": "kernel symbol not found in the CUBIN",
+    "CUDA_ERROR_NO_BINARY_FOR_GPU": "the CUBIN was not built for this GPU's arch",
+    "CUDA_ERROR_INVALID_IMAGE": "the CUBIN image is invalid",
+}
+
+
+class DeviceFault(RuntimeError):
+    """A CUDA call failed. `sticky`: the context is lost (the worker must exit)."""
+
+    def __init__(self, message: str, code: str = "", sticky: bool = False):
+        super().__init__(message)
+        self.code = code
+        self.sticky = sticky
+
+
+class NoDevice(RuntimeError):
+    """No driver or no device: the plain reason, for `GpuSession.available`."""
+
+
+class CudaDevice:
+    fake = False
+
+    def __init__(self, index: int = 0):
+        try:
+            from cuda.bindings import driver
+        except Exception as e:  # no cuda-python, or no libcuda.so behind it
+            raise NoDevice(f"CUDA driver bindings unavailable: {e}") from None
+        self.d = driver
+        try:
+            err = driver.cuInit(0)[0]
+        except Exception as e:
+            raise NoDevice(f"no CUDA driver: {e}") from None
+        if err != driver.CUresult.CUDA_SUCCESS:
+            name = driver.cuGetErrorName(err)[1]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            if "NO_DEVICE" in name:
+                raise NoDevice("no CUDA device visible (CUDA_VISIBLE_DEVICES?)")
+            raise NoDevice(f"cuInit failed: {name}")
+        count = self._ck(driver.cuDeviceGetCount())
+        if count == 0:
+            raise NoDevice("no CUDA device visible (CUDA_VISIBLE_DEVICES?)")
+        if not 0 <= index < count:
+            raise NoDevice(f"GPU {index} requested, {count} visible")
+        self.index = index
+        self.dev = self._ck(driver.cuDeviceGet(index))
+        self.ctx = self._ck(driver.cuDevicePrimaryCtxRetain(self.dev))
+        self._ck(driver.cuCtxSetCurrent(self.ctx))
+        self.stream = self._ck(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        self._flush: tuple[int, int] | None = None
+        self._events: list[Any] = []
+
+    # --- errors ---------------------------------------------------------------------------------
+
+    def _ck(self, result: Any) -> Any:
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != self.d.CUresult.CUDA_SUCCESS:
+            name = self.d.cuGetErrorName(err)[1]
+            name = name.decode() if isinstance(name, bytes) else str(name)
+            if name in STICKY_ERRORS:
+                raise DeviceFault(STICKY_ERRORS[name], name, sticky=True)
+            raise DeviceFault(FRIENDLY.get(name, name), name)
+        if not rest:
+            return None
+        return rest[0] if len(rest) == 1 else tuple(rest)
+
+    # --- description ----------------------------------------------------------------------------
+
+    def attribute(self, name: str) -> int:
+        attr = getattr(self.d.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+        return int(self._ck(self.d.cuDeviceGetAttribute(attr, self.dev)))
+
+    def info(self) -> dict[str, Any]:
+        raw = self._ck(self.d.cuDeviceGetName(256, self.dev))
+        name = raw.split(b"\0", 1)[0].decode() if isinstance(raw, bytes) else str(raw)
+        major = self.attribute("COMPUTE_CAPABILITY_MAJOR")
+        minor = self.attribute("COMPUTE_CAPABILITY_MINOR")
+        driver_version = int(self._ck(self.d.cuDriverGetVersion()))
+        total_mem = int(self._ck(self.d.cuDeviceTotalMem(self.dev)))
+
+        def attr_or_zero(n: str) -> int:
+            try:
+                return self.attribute(n)
+            except Exception:
+                return 0
+
+        return {
+            "name": name,
+            "index": self.index,
+            "arch": f"sm_{major}{minor}",
+            "sm_count": self.attribute("MULTIPROCESSOR_COUNT"),
+            "sm_clock_mhz": attr_or_zero("CLOCK_RATE") // 1000,
+            "mem_clock_mhz": attr_or_zero("MEMORY_CLOCK_RATE") // 1000,
+            "mem_bus_bits": attr_or_zero("GLOBAL_MEMORY_BUS_WIDTH"),
+            "l2_bytes": self.attribute("L2_CACHE_SIZE"),
+            "smem_per_sm": self.attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            "regs_per_sm": self.attribute("MAX_REGISTERS_PER_MULTIPROCESSOR"),
+            "max_threads_per_sm": self.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
+            "total_mem_bytes": total_mem,
+            "pci_bus_id": attr_or_zero("PCI_BUS_ID"),
+            "driver_version": driver_version,
+        }
+
+    # --- memory ---------------------------------------------------------------------------------
+
+    def alloc(self, nbytes: int) -> int:
+        return int(self._ck(self.d.cuMemAlloc(max(1, nbytes))))
+
+    def free(self, ptr: int) -> None:
+        self._ck(self.d.cuMemFree(ptr))
+
+    def upload(self, ptr: int, data: np.ndarray) -> None:
+        data = np.ascontiguousarray(data)
+        if data.nbytes:
+            self._ck(self.d.cuMemcpyHtoD(ptr, data.ctypes.data, data.nbytes))
+
+    def download(self, ptr: int, nbytes: int) -> np.ndarray:
+        out = np.empty(nbytes, np.uint8)
+        if nbytes:
+            self._ck(self.d.cuMemcpyDtoH(out.ctypes.data, ptr, nbytes))
+        return out
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        if nbytes:
+            self._ck(self.d.cuMemsetD8(ptr, byte & 0xFF, nbytes))
+
+    # --- modules and launches -------------------------------------------------------------------
+
+    def load(self, cubin: bytes) -> Any:
+        return self._ck(self.d.cuModuleLoadData(cubin))
+
+    def unload(self, module: Any) -> None:
+        self._ck(self.d.cuModuleUnload(module))
+
+    def function(self, module: Any, symbol: str) -> Any:
+        return self._ck(self.d.cuModuleGetFunction(module, symbol.encode()))
+
+    def launch(
+        self,
+        fn: Any,
+        grid: tuple[int, int, int],
+        block: tuple[int, int, int],
+        smem: int,
+        args: list[np.ndarray],
+    ) -> None:
+        """Enqueue one launch; `args` are one-element arrays holding each parameter's bytes."""
+        if smem > 48 * 1024:
+            self._ck(
+                self.d.cuFuncSetAttribute(
+                    fn,
+                    self.d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem,
+                )
+            )
+        pointers = np.array([a.ctypes.data for a in args], dtype=np.uint64)
+        self._ck(
+            self.d.cuLaunchKernel(
+                fn, *grid, *block, smem, self.stream, pointers.ctypes.data if args else 0, 0
+            )
+        )
+
+    def sync(self) -> None:
+        self._ck(self.d.cuStreamSynchronize(self.stream))
+
+    # --- timing ---------------------------------------------------------------------------------
+
+    def _flush_buffer(self) -> tuple[int, int]:
+        if self._flush is None:
+            # Twice the L2, at least 64 MiB: writing it evicts every line the kernel could reuse.
+            nbytes = max(2 * self.attribute("L2_CACHE_SIZE"), 64 << 20)
+            self._flush = (self.alloc(nbytes), nbytes)
+        return self._flush
+
+    def flush_l2(self) -> None:
+        ptr, nbytes = self._flush_buffer()
+        self._ck(self.d.cuMemsetD32Async(ptr, 0x5A5A5A5A, nbytes // 4, self.stream))
+
+    def _event_pairs(self, count: int) -> list[Any]:
+        while len(self._events) < 2 * count:
+            self._events.append(self._ck(self.d.cuEventCreate(0)))
+        return self._events[: 2 * count]
+
+    def time_rounds(self, runs: list[Callable[[], None]], rounds: int, cold_l2: bool) -> list[list[float]]:
+        """Seconds per run: `rounds` rounds, each running every callable of `runs` once (the order
+        alternating between rounds, for A/B fairness) between its own pair of CUDA events, an L2
+        flush before each when cold. Everything is queued back to back and synchronised once."""
+        events = self._event_pairs(rounds * len(runs))
+        slots: list[tuple[int, int]] = []
+        for r in range(rounds):
+            order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
+            for j in order:
+                k = len(slots)
+                if cold_l2:
+                    self.flush_l2()
+                self._ck(self.d.cuEventRecord(events[2 * k], self.stream))
+                runs[j]()
+                self._ck(self.d.cuEventRecord(events[2 * k + 1], self.stream))
+                slots.append((j, k))
+        self.sync()
+        out: list[list[float]] = [[] for _ in runs]
+        for j, k in slots:
+            ms = self._ck(self.d.cuEventElapsedTime(events[2 * k], events[2 * k + 1]))
+            out[j].append(float(ms) * 1e-3)
+        return out
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 10) -> float:
+        """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
+        free = int(self._ck(self.d.cuMemGetInfo())[0])
+        nbytes = min(nbytes, free // 4)
+        src, dst = self.alloc(nbytes), self.alloc(nbytes)
+        try:
+
+            def copy() -> None:
+                self._ck(self.d.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream))
+
+            self.time_rounds([copy], 3, cold_l2=False)
+            best = min(self.time_rounds([copy], repeats, cold_l2=False)[0])
+            return 2 * nbytes / best
+        finally:
+            self.free(src)
+            self.free(dst)

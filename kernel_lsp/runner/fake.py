@@ -1,0 +1,166 @@
+"""A pretend GPU for CI: same methods as CudaDevice, memory in numpy, kernels from a fixed menu.
+
+Selected with `KERNEL_LSP_FAKE_GPU=1` or the worker's `--fake` flag. A fake "CUBIN" is
+`b"FAKE\\n"` followed by JSON `{"<symbol>": "<behaviour>"}`. Every behaviour takes a vadd-shaped
+parameter list (two float32 inputs, one float32 output, then the element count) so the whole
+verifier can be exercised on a CPU:
+
+    vadd     correct: c = a + b
+    noop     writes nothing (relies on a stale output)
+    const    writes 1.0 everywhere
+    half     does only the first half of the elements
+    oob      correct, plus one element written past the end of c
+    clobber  correct, but also overwrites a[0]
+    flaky    correct, but a different element is wrong on every launch (a race)
+    hang     never returns (the client's launch timeout must fire)
+    crash    an illegal memory access (sticky: the worker must exit)
+    slow     correct, and takes 2 ms
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kernel_lsp.runner.device import DeviceFault
+
+FAKE_MAGIC = b"FAKE\n"
+BEHAVIOURS = ("vadd", "noop", "const", "half", "oob", "clobber", "flaky", "hang", "crash", "slow")
+
+
+def fake_cubin(symbols: dict[str, str]) -> bytes:
+    """The fake image that maps each entry symbol to a behaviour of the menu above."""
+    for b in symbols.values():
+        if b not in BEHAVIOURS:
+            raise ValueError(f"unknown fake behaviour {b!r}")
+    return FAKE_MAGIC + json.dumps(symbols).encode()
+
+
+class FakeDevice:
+    fake = True
+
+    def __init__(self, index: int = 0):
+        self.index = index
+        self._mem: dict[int, np.ndarray] = {}
+        self._next = 1 << 32
+        self._launches = 0
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "name": "Fake GPU (no-GPU mode)",
+            "index": self.index,
+            "arch": "sm_90",
+            "sm_count": 1,
+            "sm_clock_mhz": 1000,
+            "mem_clock_mhz": 1000,
+            "mem_bus_bits": 64,
+            "l2_bytes": 1 << 20,
+            "smem_per_sm": 228 * 1024,
+            "regs_per_sm": 65536,
+            "max_threads_per_sm": 2048,
+            "total_mem_bytes": 1 << 30,
+            "pci_bus_id": 0,
+            "driver_version": 0,
+        }
+
+    # --- memory: a sparse address space of numpy byte arrays ------------------------------------
+
+    def alloc(self, nbytes: int) -> int:
+        ptr = self._next
+        self._mem[ptr] = np.zeros(max(1, nbytes), np.uint8)
+        self._next += (max(1, nbytes) + (1 << 20)) & ~0xFFF  # gaps between allocations
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        self._mem.pop(ptr, None)
+
+    def _locate(self, addr: int, nbytes: int) -> tuple[np.ndarray, int]:
+        for base, buf in self._mem.items():
+            if base <= addr and addr + nbytes <= base + buf.size:
+                return buf, addr - base
+        raise DeviceFault("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", sticky=True)
+
+    def upload(self, ptr: int, data: np.ndarray) -> None:
+        raw = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+        buf, off = self._locate(ptr, raw.size)
+        buf[off : off + raw.size] = raw
+
+    def download(self, ptr: int, nbytes: int) -> np.ndarray:
+        buf, off = self._locate(ptr, nbytes)
+        return buf[off : off + nbytes].copy()
+
+    def fill(self, ptr: int, byte: int, nbytes: int) -> None:
+        buf, off = self._locate(ptr, nbytes)
+        buf[off : off + nbytes] = byte & 0xFF
+
+    def _f32(self, ptr: int, count: int) -> np.ndarray:
+        buf, off = self._locate(ptr, 4 * count)
+        return buf[off : off + 4 * count].view(np.float32)
+
+    # --- modules --------------------------------------------------------------------------------
+
+    def load(self, cubin: bytes) -> dict[str, str]:
+        if not cubin.startswith(FAKE_MAGIC):
+            raise DeviceFault("the CUBIN image is invalid", "CUDA_ERROR_INVALID_IMAGE")
+        return json.loads(cubin[len(FAKE_MAGIC) :])
+
+    def unload(self, module: Any) -> None:
+        pass
+
+    def function(self, module: dict[str, str], symbol: str) -> str:
+        if symbol not in module:
+            raise DeviceFault("kernel symbol not found in the CUBIN", "CUDA_ERROR_NOT_FOUND")
+        return module[symbol]
+
+    def launch(self, fn: str, grid: Any, block: Any, smem: int, args: list[np.ndarray]) -> None:
+        self._launches += 1
+        if fn == "hang":
+            while True:
+                time.sleep(3600)
+        if fn == "crash":
+            raise DeviceFault("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", sticky=True)
+        pa, pb, pc = (int(args[i].view(np.uint64)[0]) for i in range(3))
+        n = int(args[3].view(np.int32)[0])
+        a, b, c = self._f32(pa, n), self._f32(pb, n), self._f32(pc, n)
+        if fn == "noop":
+            return
+        if fn == "const":
+            c[:] = 1.0
+            return
+        if fn == "half":
+            c[: n // 2] = a[: n // 2] + b[: n // 2]
+            return
+        c[:] = a + b
+        if fn == "oob":
+            self._f32(pc, n + 1)[n] = 0.0
+        elif fn == "clobber" and n:
+            a[0] = 42.0
+        elif fn == "flaky" and n:
+            c[self._launches % n] += 1.0
+        elif fn == "slow":
+            time.sleep(0.002)
+
+    def sync(self) -> None:
+        pass
+
+    def flush_l2(self) -> None:
+        pass
+
+    def time_rounds(self, runs: list[Callable[[], None]], rounds: int, cold_l2: bool) -> list[list[float]]:
+        out: list[list[float]] = [[] for _ in runs]
+        for r in range(rounds):
+            order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
+            for j in order:
+                start = time.perf_counter()
+                runs[j]()
+                out[j].append(time.perf_counter() - start)
+        return out
+
+    def copy_bandwidth(self, nbytes: int = 1 << 26, repeats: int = 3) -> float:
+        a = np.zeros(nbytes // 8, np.float64)
+        best = min(self.time_rounds([lambda: a.copy()], repeats, cold_l2=False)[0])
+        return 2 * a.nbytes / best

@@ -1,0 +1,182 @@
+"""The device description: what the GPU is (attributes), what it does (measured copy bandwidth and
+FP32 FMA rate) and what it should do (tensor-core peaks derived from the arch, SMs and clock).
+
+Measured once per device (name, PCI bus, driver) and cached under ~/.cache/kernel-lsp. This module
+imports no CUDA: the worker passes its device object in; the client only reads the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Dense FLOP per clock per SM, from NVIDIA's architecture whitepapers (tensor cores for the 16-bit,
+# tf32 and 8-bit types; CUDA cores for fp32/fp64).
+_FLOP_PER_CLOCK_PER_SM: dict[str, dict[str, int]] = {
+    "sm_80": {"float64": 64, "float32": 128, "tf32": 1024, "float16": 2048, "bfloat16": 2048, "int8": 4096},
+    "sm_86": {"float64": 4, "float32": 256, "tf32": 512, "float16": 1024, "bfloat16": 1024, "int8": 2048},
+    "sm_89": {
+        "float64": 4,
+        "float32": 256,
+        "tf32": 512,
+        "float16": 1024,
+        "bfloat16": 1024,
+        "float8": 2048,
+        "int8": 2048,
+    },
+    "sm_90": {
+        "float64": 128,
+        "float32": 256,
+        "tf32": 2048,
+        "float16": 4096,
+        "bfloat16": 4096,
+        "float8": 8192,
+        "int8": 8192,
+    },
+    "sm_100": {
+        "float64": 128,
+        "float32": 256,
+        "tf32": 4096,
+        "float16": 8192,
+        "bfloat16": 8192,
+        "float8": 16384,
+        "int8": 16384,
+    },
+}
+
+# A kernel that does nothing but independent FMAs: 8 chains per thread hide the FMA latency.
+FMA_PEAK_SOURCE = r"""
+extern "C" __global__ void klsp_fma_peak(float* out, int iters, float b, float c) {
+  float x0 = threadIdx.x, x1 = x0 + 1, x2 = x0 + 2, x3 = x0 + 3;
+  float x4 = x0 + 4, x5 = x0 + 5, x6 = x0 + 6, x7 = x0 + 7;
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      x0 = fmaf(x0, b, c); x1 = fmaf(x1, b, c); x2 = fmaf(x2, b, c); x3 = fmaf(x3, b, c);
+      x4 = fmaf(x4, b, c); x5 = fmaf(x5, b, c); x6 = fmaf(x6, b, c); x7 = fmaf(x7, b, c);
+    }
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
+}
+"""
+FMA_PEAK_SYMBOL = "klsp_fma_peak"
+FMA_FLOP_PER_ITER = 2 * 8 * 16
+
+
+@dataclass
+class DeviceInfo:
+    name: str
+    index: int = 0
+    arch: str = "sm_90"
+    sm_count: int = 0
+    sm_clock_mhz: int = 0
+    mem_clock_mhz: int = 0
+    l2_bytes: int = 0
+    smem_per_sm: int = 0
+    regs_per_sm: int = 0
+    max_threads_per_sm: int = 0
+    total_mem_bytes: int = 0
+    driver_version: int = 0
+    pci_bus_id: int = 0
+    copy_bandwidth_Bps: float = 0.0  # measured device-to-device copy, bytes read + written per s
+    peak_flops: dict[str, float] = field(default_factory=dict)  # per dtype, FLOP/s
+    peak_source: dict[str, str] = field(default_factory=dict)  # "measured" or "derived"
+    measured_at: float = 0.0
+    fake: bool = False
+
+    @property
+    def short_name(self) -> str:
+        """ "H200" from "NVIDIA H200", "H100" from "NVIDIA H100 80GB HBM3"."""
+        words = self.name.replace("NVIDIA", "").split()
+        return words[0] if words else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeviceInfo:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    def peak_for(self, dtype: str) -> float:
+        return self.peak_flops.get(dtype) or self.peak_flops.get("float32", 0.0)
+
+
+def derived_peaks(arch: str, sm_count: int, sm_clock_mhz: int) -> dict[str, float]:
+    table = _FLOP_PER_CLOCK_PER_SM.get(arch)
+    if table is None:
+        major = re.sub(r"\D", "", arch)[:-1] or "9"
+        table = _FLOP_PER_CLOCK_PER_SM.get(f"sm_{major}0", _FLOP_PER_CLOCK_PER_SM["sm_90"])
+    return {k: float(v) * sm_count * sm_clock_mhz * 1e6 for k, v in table.items()}
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kernel-lsp")
+
+
+def cache_path(attrs: dict[str, Any]) -> str:
+    key = f"{attrs.get('name', '?')}-bus{attrs.get('pci_bus_id', 0)}-drv{attrs.get('driver_version', 0)}"
+    return os.path.join(cache_dir(), "device-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", key) + ".json")
+
+
+def load_cached(attrs: dict[str, Any]) -> DeviceInfo | None:
+    try:
+        with open(cache_path(attrs), encoding="utf-8") as f:
+            info = DeviceInfo.from_dict(json.load(f))
+    except (OSError, ValueError, TypeError):
+        return None
+    return info if info.copy_bandwidth_Bps > 0 else None
+
+
+def save_cached(info: DeviceInfo) -> None:
+    path = cache_path(info.to_dict())
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(info.to_dict(), f, indent=1)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home only costs a re-measurement next time
+
+
+def measure_device(device: Any, fma_cubin: bytes | None) -> dict[str, Any]:
+    """Run in the worker: attributes, copy bandwidth and (given the FMA kernel's CUBIN) the
+    measured FP32 rate. Returns DeviceInfo fields."""
+    import numpy as np
+
+    attrs = device.info()
+    info = DeviceInfo.from_dict(attrs)
+    info.fake = bool(getattr(device, "fake", False))
+    info.copy_bandwidth_Bps = float(device.copy_bandwidth())
+    info.peak_flops = derived_peaks(info.arch, info.sm_count, info.sm_clock_mhz)
+    info.peak_source = dict.fromkeys(info.peak_flops, "derived")
+    if fma_cubin and not info.fake:
+        module = device.load(fma_cubin)
+        fn = device.function(module, FMA_PEAK_SYMBOL)
+        blocks, threads, iters = info.sm_count * 8, 256, 4096
+        out = device.alloc(blocks * threads * 4)
+        try:
+            args = [
+                np.array([out], np.uint64),
+                np.array([iters], np.int32),
+                np.array([0.999999], np.float32),
+                np.array([1e-7], np.float32),
+            ]
+
+            def run() -> None:
+                device.launch(fn, (blocks, 1, 1), (threads, 1, 1), 0, args)
+
+            device.time_rounds([run], 3, cold_l2=False)
+            best = min(device.time_rounds([run], 10, cold_l2=False)[0])
+            info.peak_flops["float32"] = blocks * threads * iters * FMA_FLOP_PER_ITER / best
+            info.peak_source["float32"] = "measured"
+        finally:
+            device.free(out)
+            device.unload(module)
+    info.measured_at = time.time()
+    return info.to_dict()

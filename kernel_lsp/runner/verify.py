@@ -1,0 +1,341 @@
+"""Verification that resists cheating kernels (DESIGN.md's list), run inside the worker.
+
+For every case (the spec's sizes plus edge sizes) and every run (one per input distribution, at
+least two, each with a fresh seed, in the SAME buffers so a result cached by pointer goes stale):
+- inputs are fresh random arrays; outputs and scratch are poisoned with a different byte pattern
+  each run (NaN-like 0xFF, then 0x7F), so a stale or unwritten output never passes;
+- every buffer has guard bytes before and after it, which must be intact after the launch;
+- inputs must be bit-identical after the launch (In buffers);
+- outputs are compared with the numpy reference (tolerance or the spec's compare function);
+- the same inputs run again (poison 0xA5) and must agree with the first run (races);
+- optionally the original kernel runs on the same inputs and the candidate must agree with it.
+Timing cases use another seed, and their outputs are checked too (no fast path while timed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernel_lsp.spec import (
+    DTYPES,
+    FLOAT_DTYPES,
+    InOut,
+    Scratch,
+    Spec,
+    SpecError,
+    case_label,
+    default_tolerance,
+    eval_shape,
+    host_view,
+    launch_dims,
+    make_inputs,
+    run_reference,
+)
+
+FRONT_GUARD = 256  # bytes before each buffer (keeps the buffer 256-byte aligned)
+TAIL_GUARD = 64 * 1024  # bytes after: covers a grid rounded up by a block of float4s
+POISONS = (0xFF, 0x7F)  # per run: NaN in every float type, then a huge value
+RERUN_POISON = 0xA5
+VERIFY_SEED = 0x5EED
+TIMING_SEED = 0x7135
+
+Progress = Callable[[str, str, float | None], None]  # (phase, case, timeout_s or None=long)
+
+
+@dataclass
+class Problem:
+    kind: str  # mismatch, unwritten, guard, input_modified, race, baseline_mismatch, crash,
+    # timeout, launch_error, spec_error, suspicious
+    case: str
+    message: str
+    output: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Step:
+    """One launch of a pipeline: the function handle and how to call it."""
+
+    kernel: str
+    fn: Any
+    params: list[str]
+    grid: str
+    block: str
+    smem: str
+
+
+class Failed(Exception):
+    def __init__(self, problem: Problem):
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+@dataclass
+class Buffers:
+    """The device buffers of one case, each with guard bytes on both sides."""
+
+    device: Any
+    spec: Spec
+    sizes: dict[str, int]
+    ptrs: dict[str, int] = field(default_factory=dict)
+    nbytes: dict[str, int] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    _bases: list[int] = field(default_factory=list)
+    _guard: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+
+    def __post_init__(self) -> None:
+        rng = np.random.default_rng(0x6A4D)
+        self._guard = rng.integers(0, 256, FRONT_GUARD + TAIL_GUARD, dtype=np.uint8)
+        for name, arg in self.spec.buffers().items():
+            shape = eval_shape(arg.shape, self.sizes)
+            nbytes = math.prod(shape) * DTYPES[arg.dtype].itemsize
+            base = self.device.alloc(FRONT_GUARD + nbytes + TAIL_GUARD)
+            self._bases.append(base)
+            self.ptrs[name], self.nbytes[name], self.shapes[name] = base + FRONT_GUARD, nbytes, shape
+            self.device.upload(base, self._guard[:FRONT_GUARD])
+            self.device.upload(base + FRONT_GUARD + nbytes, self._guard[FRONT_GUARD:])
+
+    def free(self) -> None:
+        for base in self._bases:
+            self.device.free(base)
+        self._bases.clear()
+
+    def broken_guards(self) -> list[str]:
+        broken = []
+        for name, ptr in self.ptrs.items():
+            front = self.device.download(ptr - FRONT_GUARD, FRONT_GUARD)
+            tail = self.device.download(ptr + self.nbytes[name], TAIL_GUARD)
+            if not np.array_equal(front, self._guard[:FRONT_GUARD]):
+                off = int(np.flatnonzero(front != self._guard[:FRONT_GUARD])[0]) - FRONT_GUARD
+                broken.append(f"`{name}`: wrote {-off} bytes before its start")
+            if not np.array_equal(tail, self._guard[FRONT_GUARD:]):
+                diff = np.flatnonzero(tail != self._guard[FRONT_GUARD:])
+                item = DTYPES[self.spec.args[name].dtype].itemsize
+                broken.append(
+                    f"`{name}`: wrote past its end (element {self.nbytes[name] // item + diff[0] // item}"
+                    f" of {self.nbytes[name] // item}, {diff.size} guard bytes changed)"
+                )
+        return broken
+
+    def upload(self, name: str, array: np.ndarray) -> None:
+        self.device.upload(self.ptrs[name], array)
+
+    def read(self, name: str) -> np.ndarray:
+        dtype = DTYPES[self.spec.args[name].dtype]
+        raw = self.device.download(self.ptrs[name], self.nbytes[name])
+        return raw.view(dtype).reshape(self.shapes[name])
+
+    def poison(self, byte: int) -> None:
+        for name, arg in self.spec.buffers().items():
+            if isinstance(arg, Scratch):
+                self.device.fill(self.ptrs[name], 0 if arg.zero else byte, self.nbytes[name])
+            elif arg.kind == "out":
+                self.device.fill(self.ptrs[name], byte, self.nbytes[name])
+
+    def zero_scratch(self) -> None:
+        for name, arg in self.spec.buffers().items():
+            if isinstance(arg, Scratch) and arg.zero:
+                self.device.fill(self.ptrs[name], 0, self.nbytes[name])
+
+    def args_for(self, step: Step) -> list[np.ndarray]:
+        args = []
+        for p in step.params:
+            arg = self.spec.args[p]
+            if arg.kind == "scalar":
+                args.append(np.array([self.spec.scalar_value(p, self.sizes)]))
+            else:
+                args.append(np.array([self.ptrs[p]], dtype=np.uint64))
+        return args
+
+
+def launcher(device: Any, steps: list[Step], bufs: Buffers) -> Callable[[], None]:
+    """A callable that enqueues the whole pipeline once (argument arrays built once)."""
+    plan = []
+    for step in steps:
+        try:
+            grid, block, smem = launch_dims(step.grid, step.block, step.smem, bufs.sizes)
+        except SpecError as e:
+            raise Failed(Problem("spec_error", case_label(bufs.sizes), str(e))) from None
+        plan.append((step.fn, grid, block, smem, bufs.args_for(step)))
+
+    def run() -> None:
+        for fn, grid, block, smem, args in plan:
+            device.launch(fn, grid, block, smem, args)
+
+    return run
+
+
+# --- comparing ----------------------------------------------------------------------------------
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+def compare_output(
+    name: str,
+    got: np.ndarray,
+    expected: np.ndarray,
+    atol: float,
+    rtol: float,
+    compare: Callable[[np.ndarray, np.ndarray], str | None] | None = None,
+    what: str = "expected",
+) -> str | None:
+    """None when `got` matches, else a message naming the first bad index, the max abs and rel
+    error and the number of wrong elements."""
+    got, expected = host_view(np.asarray(got)), host_view(np.asarray(expected))
+    if compare is not None:
+        msg = compare(got.copy(), expected.copy())
+        return f"`{name}`: {msg}" if msg else None
+    if got.shape != expected.shape:
+        return f"`{name}`: shape {got.shape}, {what} {expected.shape}"
+    g = got.astype(np.float64).reshape(-1)
+    e = expected.astype(np.float64).reshape(-1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(g - e)
+        bad = ~(diff <= atol + rtol * np.abs(e))  # NaN anywhere counts as wrong
+    both_nan = np.isnan(g) & np.isnan(e)
+    bad &= ~both_nan
+    count = int(bad.sum())
+    if count == 0:
+        return None
+    first = int(np.flatnonzero(bad)[0])
+    index = np.unravel_index(first, got.shape) if got.ndim > 1 else first
+    finite = np.where(bad & np.isfinite(diff), diff, 0.0)
+    max_abs = float(np.max(finite)) if np.any(bad & np.isfinite(diff)) else math.inf
+    if np.any(bad & ~np.isfinite(diff)):
+        max_abs = math.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(bad, diff / np.maximum(np.abs(e), 1e-30), 0.0)
+    max_rel = float(np.nanmax(rel)) if not np.all(np.isnan(rel)) else math.inf
+    if np.any(bad & np.isnan(rel)):
+        max_rel = math.inf
+    unwritten = int(np.isnan(g[bad]).sum())
+    note = f"; {unwritten} still hold the poison (never written?)" if unwritten else ""
+    return (
+        f"`{name}`: {count} of {g.size} elements wrong, first at index {index}: got "
+        f"{_fmt(g[first])}, {what} {_fmt(e[first])}; max abs error {_fmt(max_abs)}, "
+        f"max rel error {_fmt(max_rel)}{note}"
+    )
+
+
+def tolerance(arg: Any) -> tuple[float, float]:
+    atol, rtol = default_tolerance(arg.dtype)
+    return (atol if arg.atol is None else arg.atol, rtol if arg.rtol is None else arg.rtol)
+
+
+def _poison_count(spec: Spec, name: str, got: np.ndarray, poison: int) -> int:
+    """Elements still holding the poison bytes (a kernel that never wrote them)."""
+    item = DTYPES[spec.args[name].dtype].itemsize
+    raw = np.ascontiguousarray(got).view(np.uint8).reshape(-1, item)
+    return int(np.all(raw == poison, axis=1).sum())
+
+
+# --- running a case ------------------------------------------------------------------------------
+
+
+class CaseRunner:
+    def __init__(self, device: Any, spec: Spec, sync_with_timeout: Callable[[str], None]):
+        self.device = device
+        self.spec = spec
+        # Synchronises the stream; the caller announces a launch phase (with its timeout) first.
+        self.sync = sync_with_timeout
+
+    def execute(
+        self, steps: list[Step], bufs: Buffers, inputs: dict[str, np.ndarray], poison: int, case: str
+    ) -> dict[str, np.ndarray]:
+        """Upload inputs, poison outputs, run the pipeline once, check guards and inputs, and
+        return the outputs."""
+        for name, array in inputs.items():
+            bufs.upload(name, array)
+        bufs.poison(poison)
+        launcher(self.device, steps, bufs)()
+        self.sync(case)
+        broken = bufs.broken_guards()
+        if broken:
+            raise Failed(Problem("guard", case, f"case {case}: out-of-bounds write: " + "; ".join(broken)))
+        for name, array in inputs.items():
+            if isinstance(self.spec.args[name], InOut):
+                continue
+            after = bufs.read(name)
+            if not np.array_equal(after.view(np.uint8), np.ascontiguousarray(array).view(np.uint8)):
+                flat_a = np.ascontiguousarray(after).view(np.uint8).reshape(-1)
+                flat_b = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+                item = array.dtype.itemsize
+                changed = np.flatnonzero(flat_a != flat_b) // item
+                raise Failed(
+                    Problem(
+                        "input_modified",
+                        case,
+                        f"case {case}: input `{name}` was modified by the kernel ({np.unique(changed).size} "
+                        f"elements changed, first at index {int(changed[0])}); declare it InOut "
+                        "if that is intended",
+                        name,
+                    )
+                )
+        return {name: bufs.read(name).copy() for name in self.spec.outputs()}
+
+    def check_against(
+        self,
+        outputs: dict[str, np.ndarray],
+        expected: dict[str, np.ndarray],
+        case: str,
+        kind: str,
+        what: str,
+        poison: int | None = None,
+    ) -> None:
+        for name, arg in self.spec.outputs().items():
+            atol, rtol = tolerance(arg)
+            msg = compare_output(
+                name, outputs[name], expected[name], atol, rtol, getattr(arg, "compare", None), what
+            )
+            if msg:
+                if poison is not None and arg.dtype not in FLOAT_DTYPES:
+                    left = _poison_count(self.spec, name, outputs[name], poison)
+                    if left:
+                        msg += f"; {left} still hold the poison (never written?)"
+                if kind == "race":
+                    msg = f"two runs on the same inputs disagree (a race?): {msg}"
+                raise Failed(Problem(kind, case, f"case {case}: {msg}", name))
+
+    def verify_case(
+        self,
+        steps: list[Step],
+        sizes: dict[str, int],
+        progress: Progress,
+        launch_timeout: float,
+        baseline: list[Step] | None = None,
+        runs: int = 2,
+    ) -> None:
+        case = case_label(sizes)
+        bufs = Buffers(self.device, self.spec, sizes)
+        try:
+            for run in range(runs):
+                progress("inputs and reference", case, None)
+                try:
+                    inputs = make_inputs(self.spec, sizes, VERIFY_SEED + self.spec.seed, run)
+                    reference = run_reference(self.spec, sizes, inputs)
+                except Exception as e:  # the user's reference or distribution raised
+                    raise Failed(
+                        Problem("spec_error", case, f"case {case}: {type(e).__name__}: {e}")
+                    ) from None
+                progress("verify", case, launch_timeout)
+                poison = POISONS[run % len(POISONS)]
+                first = self.execute(steps, bufs, inputs, poison, case)
+                self.check_against(first, reference, case, "mismatch", "expected", poison)
+                progress("race check", case, launch_timeout)
+                second = self.execute(steps, bufs, inputs, RERUN_POISON, case)
+                self.check_against(second, first, case, "race", "first run gave", RERUN_POISON)
+                if baseline:
+                    progress("original kernel", case, launch_timeout)
+                    original = self.execute(baseline, bufs, inputs, poison, case)
+                    self.check_against(first, original, case, "baseline_mismatch", "original kernel gave")
+        finally:
+            bufs.free()
