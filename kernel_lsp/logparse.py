@@ -159,7 +159,7 @@ def _token_end(source_line: str, col: int) -> int:
     return col + len(m.group(0)) if m else 0
 
 
-_MANGLED_NAME = re.compile(r"(\d+)")
+_MANGLED_NAME = re.compile(r"([0-9]{1,9})")  # bounded: int() refuses over 4300 digits
 
 
 def source_name(mangled: str) -> str:
@@ -174,9 +174,8 @@ def source_name(mangled: str) -> str:
         rest = rest[1:]
         while rest and rest[0] in "rVK":
             rest = rest[1:]
-        while rest and rest[0].isdigit():
-            m = _MANGLED_NAME.match(rest)
-            assert m
+        # ASCII digits only: str.isdigit() also accepts "²", which int() and the regex refuse.
+        while (m := _MANGLED_NAME.match(rest)) is not None:
             n = int(m.group(1))
             names.append(rest[m.end() : m.end() + n])
             rest = rest[m.end() + n :]
