@@ -1,0 +1,90 @@
+"""Real runs on the GPU: device description, verification, timing, A/B comparison, samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_lsp.bench import bench_main
+from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.runner.timing import TimingSettings
+
+pytestmark = pytest.mark.gpu
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    with GpuSession(timing=TimingSettings(budget_s=0.3)) as session:
+        assert session.available, session.reason
+        yield session
+
+
+def test_device_description(gpu):
+    dev = gpu.device
+    assert dev.arch.startswith("sm_") and dev.sm_count > 0 and dev.l2_bytes > 0
+    assert dev.copy_bandwidth_Bps > 5e11  # any datacenter GPU copies faster than 0.5 TB/s
+    assert dev.peak_flops["float32"] > 1e12 and dev.peak_source["float32"] == "measured"
+    assert dev.peak_flops["bfloat16"] > dev.peak_flops["float32"]
+
+
+def test_vadd_verified_and_timed(gpu):
+    path = FIXTURES / "good.cu"
+    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "vadd.spec.py"), "vadd")
+    assert result.ok, result.message
+    labels = [c["case"] for c in result.cases]
+    assert labels == ["n=1", "n=1000", "n=1000003", "n=97"]  # the spec's sizes plus an edge size
+    t = result.timings[0]
+    m = t.measurement
+    assert t.case == "n=4194304" and m.cold_l2 and m.p10_s <= m.median_s <= m.p90_s
+    assert 0.1 < t.roofline < 1.2, t.roofline
+    assert not t.suspicious
+    assert "of DRAM roofline" in result.headline and gpu.device.short_name in result.headline
+
+
+def test_bf16_2d_grid_dynamic_smem(gpu):
+    path = FIXTURES / "bf16_scale.cu"
+    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "bf16_scale.spec.py"))
+    assert result.ok, result.message
+
+
+def test_compare_interleaved(gpu):
+    good = (FIXTURES / "good.cu").read_text()
+    slow = (FIXTURES / "slow.cu").read_text()
+    spec = str(FIXTURES / "vadd.spec.py")
+    same = gpu.compare(good, good, str(FIXTURES / "good.cu"), "vadd", specs_or_spec_path=spec)
+    assert same.error is None, same.error
+    assert same.ci_low < 1.02 and not same.faster
+    assert 0.95 < same.speedup < 1.05
+    faster = gpu.compare(slow, good, str(FIXTURES / "good.cu"), "vadd", specs_or_spec_path=spec)
+    assert faster.faster and faster.ci_low > 1.02, faster
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vector_add/vector_add_fp32.cu",
+        "vector_add/vector_add_bf16.cu",
+        "transpose/transpose_fp32.cu",
+        "softmax/softmax_fp32.cu",
+        "reduce_sum/reduce_sum_fp32.cu",
+    ],
+)
+def test_samples_verify(gpu, name):
+    path = SAMPLES / name
+    if not path.exists():
+        pytest.skip(f"{name} not in samples/")
+    results = check_file(gpu, str(path))
+    assert results, "no spec"
+    for r in results:
+        assert r.ok, f"{r.kernel}: {r.message}"
+
+
+def test_bench_prints_table(capsys):
+    code = bench_main(str(FIXTURES / "good.cu"), spec=str(FIXTURES / "vadd.spec.py"), budget=0.2)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "n=4194304" in out and "GB/s" in out and "device:" in out
