@@ -83,7 +83,9 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and not key.startswith("_"):
+        # A dict where a leaf setting belongs is a wrong type, not a section: keep it whole so
+        # the message names the setting (`includeDirs`), not a made-up key (`includeDirs.a`).
+        if isinstance(v, dict) and not key.startswith("_") and key.removeprefix("kernelLsp.") not in _KEYS:
             out.update(_flatten(v, key + "."))
         else:
             out[key] = v
