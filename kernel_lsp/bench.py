@@ -53,7 +53,7 @@ def bench_main(
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
-    path = args.file
+    path = os.path.abspath(args.file)
     try:
         with open(path, encoding="utf-8") as f:
             source = f.read()

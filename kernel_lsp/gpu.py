@@ -39,7 +39,15 @@ from kernel_lsp.runner.protocol import ProtocolError, read_message, write_messag
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.source import find_kernels, parse_directives
-from kernel_lsp.spec import Spec, SpecLoad, check_spec, distributions, load_specs, spec_path_for
+from kernel_lsp.spec import (
+    Spec,
+    SpecLoad,
+    check_spec,
+    distributions,
+    load_specs,
+    source_constants,
+    spec_path_for,
+)
 from kernel_lsp.stats import Measurement, bootstrap_ratio, format_seconds, summarize
 
 GPU_SOURCE = "kernel-lsp gpu"
@@ -124,6 +132,24 @@ class WorkerDied(RuntimeError):
     def __init__(self, message: str, phase: str = "", case: str = ""):
         super().__init__(message)
         self.phase, self.case = phase, case
+
+
+def _defines(options: Any) -> tuple[str, ...]:
+    return tuple(getattr(options, "defines", ()) or ())
+
+
+def entry_symbols(cubin: bytes, names: Sequence[str]) -> dict[str, str]:
+    """{source name: symbol} read from the CUBIN's string table: the name itself (extern "C") or
+    its Itanium mangling `_Z<len><name>...` (a plain, non-template function)."""
+    strings = [s.decode(errors="replace") for s in cubin.split(b"\0") if s]
+    found: dict[str, str] = {}
+    for name in names:
+        prefix = f"_Z{len(name)}{name}"
+        for text in strings:
+            if text == name or (text.startswith(prefix) and text[len(prefix) :][:1].isalpha()):
+                found[name] = text
+                break
+    return found
 
 
 # --- the worker process -------------------------------------------------------------------------
@@ -269,6 +295,7 @@ class GpuSession:
         self._hello: dict[str, Any] | None = None
         self._reason: str | None = None
         self._device: DeviceInfo | None = None
+        self._retry_at = 0.0
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -292,6 +319,8 @@ class GpuSession:
             self._worker.close()
             self._worker = None
             self.restarts += 1
+        if self._reason and time.monotonic() < self._retry_at:
+            return None  # no GPU a moment ago: do not pay a worker start on every call
         if not self.fake:
             hidden = _hidden_by_env()
             if hidden:
@@ -302,9 +331,11 @@ class GpuSession:
             hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
         except Exception as e:
             self._reason = f"GPU worker did not start: {e}"
+            self._retry_at = time.monotonic() + 60.0
             return None
         if not hello.get("available"):
             self._reason = str(hello.get("reason") or "no GPU")
+            self._retry_at = time.monotonic() + 60.0
             worker.close()
             return None
         self._worker, self._hello, self._reason = worker, hello, None
@@ -410,6 +441,9 @@ class GpuSession:
                 errors or [Diagnostic(path, 1, 1, Severity.ERROR, "compile failed", source=GPU_SOURCE)],
             )
         symbols = {k.name: k.mangled for k in result.kernels}
+        missing = [k for k in kernels if k not in symbols]
+        if missing:  # resources not parsed from the log: read the entry symbols from the CUBIN
+            symbols.update(entry_symbols(result.cubin, missing))
         return result.cubin, symbols, []
 
     # --- spec resolution ----------------------------------------------------------------------
@@ -454,11 +488,12 @@ class GpuSession:
 
     @staticmethod
     def _steps(
-        spec: Spec, source: str, symbols: dict[str, str]
+        spec: Spec, source: str, symbols: dict[str, str], defines: Sequence[str] = ()
     ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
         sigs = find_kernels(source)
         directives = parse_directives(source)
-        problems = [d for d in check_spec(spec, sigs, directives) if d.severity is Severity.ERROR]
+        constants = source_constants(source, defines)
+        problems = [d for d in check_spec(spec, sigs, directives, constants) if d.severity is Severity.ERROR]
         if problems:
             return [], problems
         by_name = {s.name: s for s in sigs}
@@ -474,7 +509,8 @@ class GpuSession:
                         spec.line or 1,
                         1,
                         Severity.ERROR,
-                        f"kernel `{kname}` not in the compiled module (templated?)",
+                        f"kernel `{kname}` not in the compiled module (a template needs an "
+                        "explicit instantiation)",
                         code="spec-kernel",
                         source=GPU_SOURCE,
                     )
@@ -487,6 +523,7 @@ class GpuSession:
                     "grid": d.grid,
                     "block": d.block,
                     "smem": d.smem,
+                    "constants": constants,
                 }
             )
         return steps, []
@@ -556,7 +593,7 @@ class GpuSession:
                 return done(
                     KernelCheck(kernel, "compile_error", message=errors[0].message, diagnostics=errors)
                 )
-            steps, problems = self._steps(spec, source, symbols)
+            steps, problems = self._steps(spec, source, symbols, _defines(compile_options))
             if problems:
                 return done(
                     KernelCheck(kernel, "spec_error", message=problems[0].message, diagnostics=problems)
@@ -575,7 +612,9 @@ class GpuSession:
                 base_cubin, base_symbols, _base_errors = self._build(
                     reference_outputs_from, path, spec.kernels, compile_options
                 )
-                base_steps, _ = self._steps(spec, reference_outputs_from, base_symbols)
+                base_steps, _ = self._steps(
+                    spec, reference_outputs_from, base_symbols, _defines(compile_options)
+                )
                 if base_cubin is None or not base_steps:
                     return done(KernelCheck(kernel, "error", message="the original kernel does not build"))
                 message["baseline_steps"] = base_steps
@@ -687,7 +726,7 @@ class GpuSession:
                 cubin, symbols, errors = self._build(src, path, spec.kernels, opts)
                 if cubin is None:
                     return replace(empty, error=f"does not compile: {errors[0].message}")
-                steps, problems = self._steps(spec, src, symbols)
+                steps, problems = self._steps(spec, src, symbols, _defines(opts))
                 if problems:
                     return replace(empty, error=problems[0].message)
                 built.append((cubin, steps))

@@ -402,17 +402,13 @@ def check_distribution(dist: Distribution) -> str | None:
     return None
 
 
-def sample(
-    dist: Distribution, rng: np.random.Generator, shape: tuple[int, ...], dtype: str
-) -> np.ndarray:
+def sample(dist: Distribution, rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Draw an array of `dtype` (bf16 through ml_dtypes) from a distribution."""
     dt = DTYPES[dtype]
     if callable(dist):
         values = np.asarray(dist(rng, shape))
         if values.shape != shape:
-            raise SpecError(
-                f"distribution callable returned shape {values.shape}, expected {shape}"
-            )
+            raise SpecError(f"distribution callable returned shape {values.shape}, expected {shape}")
         return values.astype(dt)
     problem = check_distribution(dist)
     if problem:
@@ -448,9 +444,7 @@ def host_view(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def make_inputs(
-    spec: Spec, sizes: Mapping[str, Any], seed: int, run: int = 0
-) -> dict[str, np.ndarray]:
+def make_inputs(spec: Spec, sizes: Mapping[str, Any], seed: int, run: int = 0) -> dict[str, np.ndarray]:
     """Fresh host arrays for every In/InOut buffer: `run` picks the distribution (cycling through
     the arg's list), `seed` the stream. Outputs and scratch are not made here (they are poisoned
     on the device)."""
@@ -551,9 +545,7 @@ class SpecLoad:
         return next((s for s in self.specs if s.kernel == kernel), None)
 
 
-def _diag(
-    path: str, line: int, message: str, code: str, severity: Severity = Severity.ERROR
-) -> Diagnostic:
+def _diag(path: str, line: int, message: str, code: str, severity: Severity = Severity.ERROR) -> Diagnostic:
     return Diagnostic(path, max(1, line), 1, severity, message, code=code, source=SPEC_SOURCE)
 
 
@@ -576,17 +568,13 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
         code = compile(source, path, "exec")
         exec(code, namespace)  # the user's own spec file
     except SyntaxError as e:
-        result.diagnostics.append(
-            _diag(path, e.lineno or 1, f"syntax error in spec: {e.msg}", "spec-syntax")
-        )
+        result.diagnostics.append(_diag(path, e.lineno or 1, f"syntax error in spec: {e.msg}", "spec-syntax"))
         return result
     except BaseException as e:  # SystemExit in a spec must not stop the server
         line = _traceback_line(e, path)
         if isinstance(e, SpecError) and e.line:
             line = e.line
-        result.diagnostics.append(
-            _diag(path, line, f"spec raised {type(e).__name__}: {e}", "spec-exception")
-        )
+        result.diagnostics.append(_diag(path, line, f"spec raised {type(e).__name__}: {e}", "spec-exception"))
         return result
     finally:
         if sys.path and sys.path[0] == spec_dir:
@@ -634,11 +622,7 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
     """What can be checked without the kernel: sizes, dtypes, shapes, distributions, callables."""
     p = spec.path
     out: list[Diagnostic] = []
-    if (
-        not isinstance(spec.sizes, list)
-        or not spec.sizes
-        or not all(isinstance(s, dict) for s in spec.sizes)
-    ):
+    if not isinstance(spec.sizes, list) or not spec.sizes or not all(isinstance(s, dict) for s in spec.sizes):
         out.append(
             _diag(
                 p,
@@ -665,11 +649,7 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
     elif not callable(spec.reference):
         out.append(_diag(p, spec.line, "reference must be a function", "spec-reference"))
     if not isinstance(spec.args, dict):
-        out.append(
-            _diag(
-                p, spec.line, "args must be a dict from parameter name to In/Out/...", "spec-args"
-            )
-        )
+        out.append(_diag(p, spec.line, "args must be a dict from parameter name to In/Out/...", "spec-args"))
         return out
     if not spec.outputs():
         out.append(
@@ -685,9 +665,7 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
     for name, arg in spec.args.items():
         if not isinstance(arg, (In, Out, InOut, Scratch, Scalar)):
             out.append(
-                _diag(
-                    p, spec.line, f"`{name}` must be In, Out, InOut, Scratch or Scalar", "spec-args"
-                )
+                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch or Scalar", "spec-args")
             )
             continue
         line = arg.line or spec.line
@@ -709,9 +687,7 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
                     eval_shape(arg.shape, sizes)
         except SpecError as e:
             what = "value" if isinstance(arg, Scalar) else "shape"
-            out.append(
-                _diag(p, line, f"`{name}` {what}: {e} (case {case_label(sizes)})", "spec-shape")
-            )
+            out.append(_diag(p, line, f"`{name}` {what}: {e} (case {case_label(sizes)})", "spec-shape"))
         if isinstance(arg, (In, InOut)):
             for dist in distributions(arg):
                 problem = check_distribution(dist)
@@ -727,6 +703,7 @@ def check_spec(
     spec: Spec,
     signature: KernelSignature | Sequence[KernelSignature],
     directives: Directives,
+    constants: Mapping[str, int] | None = None,
 ) -> list[Diagnostic]:
     """Diagnostics (in the spec file) where the spec does not fit the kernel(s) it describes:
     missing or extra arguments, pointer vs scalar, dtype vs C type, a missing launch line, launch
@@ -841,7 +818,7 @@ def check_spec(
         d = launches[i]
         for sizes in all_sizes:
             try:
-                launch_dims(d.grid, d.block, d.smem, sizes)
+                launch_dims(d.grid, d.block, d.smem, {**(constants or {}), **sizes})
             except SpecError as e:
                 out.append(
                     _diag(
@@ -853,6 +830,33 @@ def check_spec(
                 )
                 break
     return out
+
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)[ \t]+([^\n]*?)\s*(?://.*)?$", re.M)
+
+
+def source_constants(source: str, defines: Sequence[str] = ()) -> dict[str, int]:
+    """Integer macros a launch line may use (`block=BLOCK`): `-D` defines first (they win over
+    an `#ifndef` default), then object-like `#define NAME <int expression>` lines of the source."""
+    raw: dict[str, str] = {}
+    for d in defines:
+        name, _, value = d.partition("=")
+        raw.setdefault(name.strip(), value.strip() or "1")
+    for m in _DEFINE.finditer(source):
+        raw.setdefault(m.group(1), m.group(2))
+    values: dict[str, int] = {}
+    for _ in range(4):  # macros defined in terms of others: a few passes settle them
+        for name, expr in raw.items():
+            if name in values:
+                continue
+            text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr).replace("/", "//").replace("////", "//")
+            try:
+                v = eval_expr(text, values)
+            except SpecError:
+                continue
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                values[name] = int(v)
+    return values
 
 
 def launch_dims(
@@ -878,9 +882,7 @@ def launch_dims(
 
 # --- skeletons ----------------------------------------------------------------------------------
 
-_SIZE_LIKE = re.compile(
-    r"^(n|m|k|len|size|count|num\w*|n\w*|rows|cols|width|height|batch|dim)$", re.I
-)
+_SIZE_LIKE = re.compile(r"^(n|m|k|len|size|count|num\w*|n\w*|rows|cols|width|height|batch|dim)$", re.I)
 
 
 def spec_skeleton(signature: KernelSignature, directives: Directives | None = None) -> str:
@@ -929,9 +931,7 @@ def spec_skeleton(signature: KernelSignature, directives: Directives | None = No
         elif p.name in sizes:
             lines.append(f'        "{p.name}": Scalar("{dtype}"),')
         else:
-            lines.append(
-                f'        "{p.name}": Scalar("{dtype}", 1),  # TODO: a value or size expression'
-            )
+            lines.append(f'        "{p.name}": Scalar("{dtype}", 1),  # TODO: a value or size expression')
     lines += [
         "    },",
         "    reference=reference,",

@@ -69,6 +69,7 @@ class Step:
     grid: str
     block: str
     smem: str
+    constants: dict[str, int] = field(default_factory=dict)  # macros the launch line may use
 
 
 class Failed(Exception):
@@ -160,7 +161,8 @@ def launcher(device: Any, steps: list[Step], bufs: Buffers) -> Callable[[], None
     plan = []
     for step in steps:
         try:
-            grid, block, smem = launch_dims(step.grid, step.block, step.smem, bufs.sizes)
+            names = {**step.constants, **bufs.sizes}
+            grid, block, smem = launch_dims(step.grid, step.block, step.smem, names)
         except SpecError as e:
             raise Failed(Problem("spec_error", case_label(bufs.sizes), str(e))) from None
         plan.append((step.fn, grid, block, smem, bufs.args_for(step)))

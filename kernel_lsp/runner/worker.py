@@ -73,6 +73,7 @@ def _steps(device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list
             s["grid"],
             s["block"],
             str(s.get("smem") or "0"),
+            dict(s.get("constants") or {}),
         )
         for s in steps
     ]
