@@ -1,0 +1,612 @@
+"""Watching a workspace for CUDA and spec files that change on disk (engine side; no LSP).
+
+`WorkspaceWatcher` runs a watchdog observer on one folder (inotify on Linux: event-driven, so an
+idle watcher costs no CPU) and hands out debounced batches: events are collected until none has
+arrived for `debounce_s` (200 ms), or for at most `max_delay_s` while they keep coming, and then
+delivered as one `Batch` of distinct paths. A `git checkout` of 500 files is one batch.
+
+What is watched: `.cu`, `.cuh` and `X.spec.py` files. Skipped: `.git` and other dot folders,
+build folders, whatever the `.gitignore` files on the way down exclude (pathspec), and the
+`exclude` globs of the settings. Symlinked folders are not followed (a symlink loop is harmless);
+folders that cannot be read are reported, not fatal.
+
+`plan_batch` turns a batch into work with an `IncludeGraph`: the files to re-check (changed files
+and everything that includes a changed header, transitively) and the files to forget (deleted).
+
+`watch_check_main` is `kernel-lsp --check --watch`: one full check, then only what changed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TextIO
+
+import pathspec
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+
+from .check import CUDA_SUFFIXES, SKIPPED_DIRS, FileCheck
+from .config import Settings
+from .include_graph import IncludeGraph, normalize
+
+log = logging.getLogger(__name__)
+
+SPEC_SUFFIX = ".spec.py"
+DEBOUNCE_S = 0.2
+MAX_DELAY_S = 2.0
+# Folder names that hold build output or tools' state rather than the user's sources.
+BUILD_DIRS = frozenset(SKIPPED_DIRS | {"_build", "out", "target", "site-packages", "CMakeFiles"})
+
+
+def is_cuda(path: str) -> bool:
+    return path.endswith(CUDA_SUFFIXES)
+
+
+def is_spec(path: str) -> bool:
+    return path.endswith(SPEC_SUFFIX)
+
+
+def is_watched_file(path: str) -> bool:
+    return is_cuda(path) or is_spec(path)
+
+
+def spec_owners(spec_path: str) -> list[str]:
+    """`dir/vadd.spec.py` -> the kernel files it checks (`dir/vadd.cu`, `dir/vadd.cuh`) that exist."""
+    stem = spec_path[: -len(SPEC_SUFFIX)]
+    return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
+
+
+def is_skipped_dir_name(name: str) -> bool:
+    return name.startswith(".") or name in BUILD_DIRS or name.startswith("cmake-build-")
+
+
+# --- what to ignore ---------------------------------------------------------------------------
+
+
+class IgnoreRules:
+    """Skipped folders, `.gitignore` files between the root and a path (deeper ones decide last,
+    as in git), and the settings' `exclude` globs (absolute; a matching folder skips its subtree).
+    `.gitignore` files are read lazily and cached per folder; `invalidate` after one changes."""
+
+    def __init__(self, root: str, exclude: Iterable[str] = ()) -> None:
+        self.root = normalize(root)
+        self.exclude = tuple(exclude)
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {}
+        self._lock = threading.Lock()
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._specs.clear()
+
+    def _spec_for(self, folder: str) -> pathspec.GitIgnoreSpec | None:
+        with self._lock:
+            if folder in self._specs:
+                return self._specs[folder]
+        spec = None
+        try:
+            with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as f:
+                spec = pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+        except (OSError, ValueError):
+            spec = None  # no .gitignore, or unreadable: nothing ignored by it
+        with self._lock:
+            self._specs[folder] = spec
+        return spec
+
+    def _excluded(self, path: str) -> bool:
+        return any(fnmatch.fnmatch(path, pattern) for pattern in self.exclude)
+
+    def ignored(self, path: str, is_dir: bool = False) -> bool:
+        path = normalize(path)
+        if path == self.root:
+            return False
+        rel = os.path.relpath(path, self.root)
+        if rel.startswith(".."):
+            return True  # outside this watcher's folder
+        parts = rel.split(os.sep)
+        dir_parts = parts if is_dir else parts[:-1]
+        if any(is_skipped_dir_name(p) for p in dir_parts):
+            return True
+        if self.exclude:
+            cur = self.root
+            for p in parts:
+                cur = os.path.join(cur, p)
+                if self._excluded(cur):
+                    return True
+        # .gitignore: every folder from the root down to the path's folder may have one.
+        decision = False
+        folder = self.root
+        for i in range(len(parts)):
+            spec = self._spec_for(folder)
+            if spec is not None:
+                sub = "/".join(parts[i:]) + ("/" if is_dir else "")
+                result = spec.check_file(sub)
+                if result.include is not None:
+                    decision = result.include
+            folder = os.path.join(folder, parts[i])
+        return decision
+
+
+# --- walking a tree ---------------------------------------------------------------------------
+
+
+@dataclass
+class Scan:
+    files: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # folders that could not be read
+    truncated: bool = False
+
+
+def scan_tree(root: str, rules: IgnoreRules, limit: int = 100_000) -> Scan:
+    """The watched files under `root` (symlinked folders not followed, so loops are harmless)."""
+    out = Scan()
+
+    def on_error(e: OSError) -> None:
+        out.problems.append(f"cannot read folder {e.filename}: {e.strerror or e}")
+
+    for folder, dirs, names in os.walk(root, onerror=on_error, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not rules.ignored(os.path.join(folder, d), is_dir=True))
+        for n in sorted(names):
+            if is_watched_file(n):
+                p = os.path.join(folder, n)
+                if not rules.ignored(p):
+                    out.files.append(normalize(p))
+                    if len(out.files) >= limit:
+                        out.truncated = True
+                        return out
+    return out
+
+
+# --- batches ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Batch:
+    changed: frozenset[str] = frozenset()  # created, modified or moved here
+    deleted: frozenset[str] = frozenset()  # deleted or moved away
+    deleted_dirs: frozenset[str] = frozenset()  # folders deleted or moved away (files unknown)
+    rules_changed: bool = False  # a .gitignore changed
+    events: int = 0  # raw events folded into this batch
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.deleted or self.deleted_dirs or self.rules_changed)
+
+
+class BatchCollector:
+    """Folds events into one pending batch and delivers it from its own thread after a quiet
+    `debounce_s`, or `max_delay_s` after the first pending event at the latest. Per path the
+    last event wins (delete then create is a change). Idle, the thread sleeps on a condition
+    with no timeout: no wake-ups."""
+
+    def __init__(
+        self,
+        on_batch: Callable[[Batch], None],
+        debounce_s: float = DEBOUNCE_S,
+        max_delay_s: float = MAX_DELAY_S,
+    ) -> None:
+        self._on_batch = on_batch
+        self.debounce_s = debounce_s
+        self.max_delay_s = max_delay_s
+        self._cond = threading.Condition()
+        self._files: dict[str, bool] = {}  # path -> exists (False: deleted)
+        self._dirs_gone: set[str] = set()
+        self._rules_changed = False
+        self._events = 0
+        self._first = 0.0
+        self._last = 0.0
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="kernel-lsp-batches", daemon=True)
+        self.batches = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+
+    def file_event(self, path: str, exists: bool) -> None:
+        self._add(lambda: self._files.__setitem__(path, exists))
+
+    def dir_gone(self, path: str) -> None:
+        self._add(lambda: self._dirs_gone.add(path))
+
+    def rules_changed(self) -> None:
+        self._add(lambda: setattr(self, "_rules_changed", True))
+
+    def _add(self, record: Callable[[], None]) -> None:
+        now = time.monotonic()
+        with self._cond:
+            if not self._events:
+                self._first = now
+            record()
+            self._events += 1
+            self._last = now
+            self._cond.notify()
+
+    def _take(self) -> Batch:
+        batch = Batch(
+            changed=frozenset(p for p, exists in self._files.items() if exists),
+            deleted=frozenset(p for p, exists in self._files.items() if not exists),
+            deleted_dirs=frozenset(self._dirs_gone),
+            rules_changed=self._rules_changed,
+            events=self._events,
+        )
+        self._files, self._dirs_gone, self._rules_changed, self._events = {}, set(), False, 0
+        return batch
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._events and not self._stopped:
+                    self._cond.wait()  # idle: no timeout, no CPU
+                if self._stopped:
+                    return
+                now = time.monotonic()
+                due = min(self._last + self.debounce_s, self._first + self.max_delay_s)
+                if now < due:
+                    self._cond.wait(due - now)
+                    continue
+                batch = self._take()
+            if batch:
+                self.batches += 1
+                try:
+                    self._on_batch(batch)
+                except Exception:
+                    log.exception("watch batch handler failed")
+
+
+# --- the watcher ------------------------------------------------------------------------------
+
+
+class WorkspaceWatcher:
+    """A watchdog observer on one folder, feeding a BatchCollector. `accept` narrows the files
+    further (the CLI watching single files). `start` raises OSError when the folder itself cannot
+    be watched (missing, unreadable, inotify watch limit); folders below it that cannot be read
+    are skipped by watchdog and reported by `scan_tree`."""
+
+    def __init__(
+        self,
+        root: str,
+        on_batch: Callable[[Batch], None],
+        exclude: Iterable[str] = (),
+        debounce_s: float = DEBOUNCE_S,
+        max_delay_s: float = MAX_DELAY_S,
+        accept: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.root = normalize(root)
+        self.rules = IgnoreRules(self.root, exclude)
+        self.collector = BatchCollector(on_batch, debounce_s, max_delay_s)
+        self._accept = accept
+        self._observer = None
+        self.events_seen = 0
+
+    def start(self) -> None:
+        if not os.path.isdir(self.root):
+            raise OSError(f"not a folder: {self.root}")
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise PermissionError(f"cannot read folder {self.root}")
+        observer = Observer()
+        # Only these events: opens, reads and attribute changes (our own compiles read files)
+        # must not wake the watcher. The filter also narrows the inotify mask.
+        wanted = [
+            FileCreatedEvent,
+            FileDeletedEvent,
+            FileModifiedEvent,
+            FileMovedEvent,
+            FileClosedEvent,
+            DirCreatedEvent,
+            DirDeletedEvent,
+            DirMovedEvent,
+        ]
+        observer.schedule(_Handler(self), self.root, recursive=True, event_filter=wanted)
+        self.collector.start()
+        try:
+            observer.start()
+        except Exception:
+            self.collector.stop()
+            raise
+        self._observer = observer
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            if threading.current_thread() is not self._observer:
+                self._observer.join(timeout=5)
+            self._observer = None
+        self.collector.stop()
+
+    def scan(self, limit: int = 100_000) -> Scan:
+        scan = scan_tree(self.root, self.rules, limit)
+        if self._accept is not None:
+            scan.files = [f for f in scan.files if self._accept(f)]
+        return scan
+
+    # Called from watchdog's thread.
+    def on_event(self, kind: str, src: str, dest: str, is_dir: bool) -> None:
+        self.events_seen += 1
+        if is_dir:
+            if kind in ("deleted", "moved"):
+                self.collector.dir_gone(normalize(src))
+            # A created or moved-in folder: watchdog reports the files inside it one by one.
+            return
+        if kind == "moved":
+            self._file(src, exists=False)
+            self._file(dest, exists=True)
+        else:
+            self._file(src, exists=kind != "deleted")
+
+    def _file(self, path: str, exists: bool) -> None:
+        if not path:
+            return
+        if os.path.basename(path) == ".gitignore":
+            if not self.rules.ignored(path):
+                self.rules.invalidate()
+                self.collector.rules_changed()
+            return
+        if not is_watched_file(path) or self.rules.ignored(path):
+            return
+        path = normalize(path)
+        if self._accept is not None and not self._accept(path):
+            return
+        self.collector.file_event(path, exists)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: WorkspaceWatcher) -> None:
+        super().__init__()
+        self._watcher = watcher
+
+    def on_any_event(self, event) -> None:
+        kind = event.event_type
+        if kind not in ("created", "deleted", "modified", "moved", "closed"):
+            return
+        try:
+            self._watcher.on_event(
+                kind, os.fsdecode(event.src_path), os.fsdecode(event.dest_path or ""), event.is_directory
+            )
+        except Exception:  # never let one odd path stop the observer thread
+            log.exception("watch event %r failed", event)
+
+
+# --- from a batch to work ---------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    changed: set[str] = field(default_factory=set)  # watched CUDA files that changed themselves
+    dependents: set[str] = field(default_factory=set)  # files that read a changed header or spec
+    forget: set[str] = field(default_factory=set)  # deleted files
+
+    @property
+    def check(self) -> set[str]:
+        return (self.changed | self.dependents) - self.forget
+
+
+def plan_batch(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> Plan:
+    """What a batch means for checks, updating `graph` on the way. `known` lists files the
+    caller tracks beyond the graph (for folders deleted or moved away)."""
+    plan = Plan()
+    deleted = set(batch.deleted)
+    for folder in batch.deleted_dirs:
+        prefix = folder + os.sep
+        deleted |= graph.files_under(folder) | {k for k in known if k.startswith(prefix)}
+    deleted -= set(batch.changed)
+    for p in deleted:
+        if is_spec(p):
+            plan.dependents.update(spec_owners(p))
+        elif is_cuda(p):
+            plan.forget.add(p)
+            # Before the graph drops the file: whoever included it must now report it missing.
+            plan.dependents |= graph.dependents(p)
+    for p in batch.changed:
+        if is_spec(p):
+            plan.dependents.update(spec_owners(p))
+        elif is_cuda(p):
+            plan.changed.add(p)
+            plan.dependents |= graph.dependents(p)  # through the includes as they were
+    for p in deleted:
+        if is_cuda(p):
+            graph.remove(p)
+    for p in sorted(plan.changed):
+        graph.update(p)
+    for p in sorted(plan.changed):
+        waiting = graph.waiting_for(p)  # a header that files were waiting for now exists
+        for w in waiting:
+            graph.update(w)
+        plan.dependents |= waiting | graph.dependents(p)  # and through the includes as they are
+    plan.dependents -= plan.forget
+    return plan
+
+
+# --- kernel-lsp --check --watch ---------------------------------------------------------------
+
+
+def _block(check: FileCheck) -> list[str]:
+    """A file's findings and kernel resources as the text format prints them."""
+    from .formats import _rel, format_diagnostic, format_resources
+
+    lines = [
+        format_diagnostic(d)
+        for d in sorted(check.diagnostics, key=lambda d: (d.path != check.path, d.path, d.line, d.col))
+    ]
+    lines += [f"{_rel(check.path)}: {format_resources(k)}" for k in check.kernels]
+    return lines
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; the main process ends the workers itself.
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _WatchSession:
+    """The state of `--check --watch`: the files followed, their last output, the include graph."""
+
+    def __init__(self, paths: list[str], settings: Settings, fmt: str, out: TextIO) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        from .check import collect_files
+
+        self.settings = settings
+        self.fmt = fmt
+        self.out = out
+        self.archs = settings.archs()
+        files, _ = collect_files(paths, settings.exclude)
+        self.files = {normalize(f) for f in files}
+        self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
+        self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
+        dirs = settings.compile_options(self.archs[0]).include_dirs if self.archs else ()
+        self.graph = IncludeGraph(dirs)
+        self.last: dict[str, list[str]] = {}
+        self.state: dict[str, FileCheck] = {}
+        self.batches: queue.Queue[Batch | None] = queue.Queue()
+        self.pool = ProcessPoolExecutor(
+            max_workers=max(1, min(len(self.files) or 1, os.cpu_count() or 1)), initializer=_ignore_sigint
+        )
+        self.watchers: list[WorkspaceWatcher] = []
+
+    def follows(self, path: str) -> bool:
+        if path in self.explicit or any(path.startswith(f + os.sep) for f in self.folders):
+            return True
+        return path in self.graph  # a header one of the files includes
+
+    def check(self, paths: Iterable[str]) -> list[FileCheck]:
+        from .check import check_path
+
+        paths = sorted(paths)
+        checks = list(self.pool.map(check_path, paths, [self.settings] * len(paths)))
+        for c in checks:
+            self.state[c.path] = c
+        return checks
+
+    def shown_checks(self) -> list[FileCheck]:
+        """The checks as --check prints them: a header's findings once, not once per includer."""
+        from .check import drop_repeated
+
+        copies = [
+            replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
+        ]
+        drop_repeated(copies)
+        return copies
+
+    def first_run(self) -> None:
+        from .formats import FORMATTERS
+
+        for c in self.check(self.files):
+            self.graph.update(c.path)
+        shown = self.shown_checks()
+        self.last = {c.path: _block(c) for c in shown}
+        print(FORMATTERS[self.fmt](shown, self.archs), file=self.out, flush=True)
+
+    def start_watching(self) -> None:
+        parents = {os.path.dirname(p) for p in self.explicit}
+        roots = sorted(set(self.folders) | parents)
+        # A folder inside another watched folder needs no observer of its own.
+        roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots if o != r)]
+        for root in roots:
+            w = WorkspaceWatcher(root, self.batches.put, self.settings.exclude, accept=self.follows)
+            w.start()
+            self.watchers.append(w)
+
+    def apply(self, batch: Batch) -> None:
+        from .formats import FORMATTERS, _rel
+
+        plan = plan_batch(batch, self.graph, self.files)
+        for p in plan.changed:
+            if is_cuda(p) and (p in self.explicit or any(p.startswith(f + os.sep) for f in self.folders)):
+                self.files.add(p)
+        gone = sorted(p for p in plan.forget if p in self.files)
+        self.files -= set(gone)
+        for p in gone:
+            self.state.pop(p, None)
+        self.check(p for p in plan.check if p in self.files)
+        shown = self.shown_checks()
+        now = {c.path: _block(c) for c in shown}
+        changed = [c for c in shown if now[c.path] != self.last.get(c.path)]
+        gone = [p for p in gone if p in self.last]
+        self.last = now
+        if not changed and not gone:
+            return
+        if self.fmt == "text":
+            lines = []
+            for c in changed:
+                lines += now[c.path] or [f"{_rel(c.path)}: no findings"]
+            lines += [f"{_rel(p)}: deleted" for p in gone]
+            errors = sum(c.errors for c in shown)
+            warnings = sum(c.warnings for c in shown)
+            lines.append(
+                f"[{time.strftime('%H:%M:%S')}] {len(changed) + len(gone)} file(s) changed; "
+                f"now {errors} error(s), {warnings} warning(s) in {len(shown)} file(s)"
+            )
+            print("\n".join(lines), file=self.out, flush=True)
+        else:
+            gone_checks = [FileCheck(p, [], checked=False, missing=True) for p in gone]
+            print(FORMATTERS[self.fmt](changed + gone_checks, self.archs), file=self.out, flush=True)
+
+    def exit_code(self) -> int:
+        return 1 if any(c.errors for c in self.state.values()) else 0
+
+    def close(self) -> None:
+        for w in self.watchers:
+            w.stop()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def watch_check_main(paths: list[str], settings: Settings, fmt: str, out: TextIO | None = None) -> int:
+    """Check everything once, then re-check what changes and print only that, until Ctrl-C (or
+    SIGTERM). Exit code: 1 when the files last checked have errors, else 0; 2 when a folder
+    cannot be watched."""
+    import signal
+
+    out = out or sys.stdout
+    session = _WatchSession(paths, settings, fmt, out)
+    previous_term = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM ends the watch the way Ctrl-C does (process managers, test harnesses).
+        previous_term = signal.signal(signal.SIGTERM, lambda *_: session.batches.put(None))
+    try:
+        session.first_run()
+        try:
+            session.start_watching()
+        except OSError as e:
+            print(f"kernel-lsp: cannot watch: {e}", file=sys.stderr)
+            return 2
+        for w in session.watchers:
+            for problem in w.scan().problems:
+                print(f"kernel-lsp: {problem}; not watched", file=sys.stderr)
+        print(
+            f"kernel-lsp: watching {', '.join(w.root for w in session.watchers)}; Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        while (batch := session.batches.get()) is not None:
+            session.apply(batch)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.close()
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)
+    return session.exit_code()
