@@ -500,7 +500,9 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
 def read_source(path: str, max_bytes: int = MAX_FILE_BYTES) -> tuple[str | None, Diagnostic | None]:
     """The file's text, or a Diagnostic that says why it is not checked."""
 
-    def skip(message: str, sev: Severity = Severity.INFO) -> tuple[None, Diagnostic]:
+    # WARNING like decode_source: the same too-large file must not be "info" from disk and
+    # "warning" from the editor's text.
+    def skip(message: str, sev: Severity = Severity.WARNING) -> tuple[None, Diagnostic]:
         return None, Diagnostic(path, 1, 1, sev, message, code="not-checked", source="kernel-lsp")
 
     try:
