@@ -1,0 +1,407 @@
+"""The FSR loop (Feature Search and Reinforcement, arXiv 2506.09092).
+
+Each round the proposer offers N candidates; each goes through three gates in order — NVRTC
+compile, the function validator (GPU verifier against the spec's reference and the original
+kernel's outputs), the performance profiler (timing). Compiler logs and mismatch reports of the
+failed ones go into the next round's prompt; the fastest correct candidate, with its figures,
+seeds the next round. The loop stops after D rounds, when the time budget is spent, when a round
+brings no improvement, or when the proposer has nothing more to offer.
+
+Acceptance: the fastest correct candidate is timed against the original interleaved (A B A B);
+it is offered only when correct on every case AND the lower bound of the speedup's bootstrap
+interval clears `min_speedup`. Otherwise the verdict says why nothing was offered.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kernel_lsp.spec import Spec
+
+from .cache import ResultCache
+from .evaluator import Evaluator, compile_log, launch_problem, resources_of
+from .features import Features, Profile
+from .model import (
+    Comparison,
+    Figures,
+    Outcome,
+    Proposal,
+    Resources,
+    RoundSummary,
+    RunResult,
+    Status,
+    source_hash,
+)
+from .observers import ProgressEvent
+from .proposers.base import Proposer, RoundContext
+
+log = logging.getLogger(__name__)
+IMPROVEMENT = 0.01  # a round "improves" when its best is at least 1 % faster than the best before
+
+
+@dataclass
+class LoopSettings:
+    rounds: int | None = 3  # None: until the proposer has nothing more to offer
+    candidates: int = 4
+    time_budget_s: float | None = None
+    min_speedup: float = 1.02  # the A/B lower bound must clear this
+    patience: int = 1  # rounds without improvement before stopping (proposers that want it)
+    max_evaluations: int = 256
+    compare_top: int = 2  # A/B this many of the fastest candidates, best first, until one passes
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Target:
+    """What is optimized: one spec'd kernel (or pipeline) of one file, as the run started."""
+
+    path: str
+    source: str
+    spec: Spec
+    kernels: list[str]  # the launched kernels, in order
+    spec_source: str | None = None
+
+    @property
+    def kernel(self) -> str:
+        return self.spec.kernel
+
+
+@dataclass
+class _State:
+    baseline: Outcome
+    seen: dict[str, Outcome] = field(default_factory=dict)
+    evaluations: int = 0
+
+
+def _emit(observers: Iterable[Callable[[ProgressEvent], None]], event: ProgressEvent) -> None:
+    for obs in observers:
+        try:
+            obs(event)
+        except Exception:
+            log.exception("progress observer failed")
+
+
+def _outcome_from_cache(d: dict[str, Any], base: Outcome) -> Outcome:
+    base.status = Status(d["status"])
+    base.message = d.get("message", "")
+    base.figures = Figures(**d["figures"]) if d.get("figures") else None
+    base.resources = [Resources(**r) for r in d.get("resources", [])]
+    base.cached = True
+    return base
+
+
+def evaluate(
+    proposal: Proposal,
+    oid: str,
+    round_no: int,
+    target: Target,
+    evaluator: Evaluator,
+    cache: ResultCache | None,
+    state: _State | None,
+) -> Outcome:
+    """One candidate through the three gates."""
+    start = time.perf_counter()
+    out = Outcome(
+        id=oid,
+        round=round_no,
+        origin=proposal.origin,
+        status=Status.NO_CODE,
+        note=proposal.note,
+        source=proposal.source,
+        config=proposal.config,
+    )
+    if proposal.source is None:
+        out.status = proposal.failure or Status.NO_CODE
+        out.message = proposal.detail
+        return out
+    key = source_hash(proposal.source)
+    if state is not None and key in state.seen:
+        earlier = state.seen[key]
+        out.status = Status.DUPLICATE
+        out.message = f"identical to {earlier.id}"
+        out.figures, out.resources, out.speedup = earlier.figures, earlier.resources, earlier.speedup
+        return out
+    cached = cache.get("check", proposal.source) if cache else None
+    if cached is not None:
+        _outcome_from_cache(cached, out)
+    else:
+        _run_gates(out, proposal.source, target, evaluator)
+        if cache is not None:
+            cache.put(
+                "check",
+                proposal.source,
+                {
+                    "status": out.status.value,
+                    "message": out.message,
+                    "figures": asdict(out.figures) if out.figures else None,
+                    "resources": [asdict(r) for r in out.resources],
+                },
+            )
+    if state is not None:
+        state.seen[key] = out
+        if not out.cached:
+            state.evaluations += 1
+        base = state.baseline.latency_s
+        if out.figures and base:
+            out.speedup = base / out.figures.latency_s
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) -> None:
+    # Gate 1: NVRTC.
+    compiled = evaluator.compile(source)
+    if not compiled.ok:
+        out.status = Status.COMPILE_ERROR
+        out.message = compile_log(compiled)
+        return
+    missing = [k for k in target.kernels if k not in {r.name for r in compiled.kernels}]
+    if missing:
+        out.status = Status.COMPILE_ERROR
+        out.message = f"the compiled module has no kernel {', '.join(missing)} (renamed or templated?)"
+        return
+    defines = evaluator.options.defines
+    problem = launch_problem(compiled, source, target.spec, target.kernels, defines)
+    if problem:
+        out.status = Status.CANNOT_LAUNCH
+        out.message = problem
+        return
+    out.resources = resources_of(compiled, source, target.spec, target.kernels, defines)
+    # Gates 2 and 3: the GPU verifier, then timing.
+    check = evaluator.check(source, target.source)
+    out.figures = check.figures
+    if check.suspicious:
+        out.status = Status.SUSPICIOUS
+        out.message = "\n".join(check.problems)
+    elif not check.ok:
+        out.status = Status.INCORRECT
+        out.message = "\n".join(check.problems) or "verification failed"
+        out.figures = None
+    elif check.figures is None:
+        out.status = Status.INCORRECT
+        out.message = "verified, but the timing produced no figures"
+    else:
+        out.status = Status.CORRECT
+
+
+def optimize(
+    target: Target,
+    proposer: Proposer,
+    evaluator: Evaluator,
+    settings: LoopSettings | None = None,
+    observers: Iterable[Callable[[ProgressEvent], None]] = (),
+    cancel: threading.Event | None = None,
+    cache: ResultCache | None = None,
+) -> RunResult:
+    settings = settings or LoopSettings()
+    cancel = cancel or threading.Event()
+    observers = list(observers)
+    started = time.perf_counter()
+    hw = evaluator.hardware()
+    result = RunResult(
+        path=target.path,
+        kernel=target.kernel,
+        proposer=proposer.name,
+        original=target.source,
+        baseline=Outcome("baseline", 0, "original", Status.NO_CODE, source=target.source),
+        device=hw.name if hw else "",
+        settings={"loop": settings.to_dict(), **proposer.settings()},
+    )
+
+    def emit(kind: str, round_no: int, message: str, outcome: Outcome | None = None) -> None:
+        correct = [o for o in result.outcomes if o.status is Status.CORRECT]
+        best = max((o.speedup or 0.0 for o in correct), default=None)
+        _emit(
+            observers,
+            ProgressEvent(
+                kind=kind,
+                round=round_no,
+                rounds=settings.rounds,
+                proposed=len(result.outcomes),
+                compiled=sum(1 for o in result.outcomes if o.status not in _NOT_COMPILED),
+                correct=len(correct),
+                best_speedup=best,
+                message=message,
+                outcome=outcome,
+            ),
+        )
+
+    # The kernel as written: the baseline every candidate is measured against.
+    emit("baseline", 0, "measuring the kernel as written")
+    baseline = evaluate(Proposal("original", target.source), "baseline", 0, target, evaluator, cache, None)
+    baseline.origin = "original"
+    result.baseline = baseline
+    if baseline.status is not Status.CORRECT:
+        result.verdict = f"the kernel as written does not pass its gates ({baseline.status.label}): {baseline.message.splitlines()[0] if baseline.message else ''}"
+        result.stop_reason = "baseline failed"
+        result.seconds = time.perf_counter() - started
+        emit("done", 0, result.verdict)
+        return result
+    baseline.speedup = 1.0
+    proposer.seed(baseline)
+    state = _State(baseline=baseline, seen={source_hash(target.source): baseline})
+    best = baseline
+    features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
+    features.profile = Profile(baseline.figures, baseline.resources)
+    result.features = features.render()
+    last_round: list[Outcome] = []
+    stalled = 0
+    round_no = 0
+    while True:
+        round_no += 1
+        if settings.rounds is not None and round_no > settings.rounds:
+            result.stop_reason = f"{settings.rounds} round(s) done"
+            break
+        if _over_budget(started, settings):
+            result.stop_reason = f"time budget of {settings.time_budget_s:g} s spent"
+            break
+        if cancel.is_set():
+            result.stop_reason = "cancelled"
+            break
+        if state.evaluations >= settings.max_evaluations:
+            result.stop_reason = f"evaluation budget of {settings.max_evaluations} spent"
+            break
+        emit(
+            "round_start",
+            round_no,
+            f"round {round_no}: asking {proposer.name} for {settings.candidates} candidates",
+        )
+        ctx = RoundContext(round_no, settings.candidates, features, best, last_round, cancel)
+        proposals = proposer.propose(ctx)
+        if not proposals:
+            result.stop_reason = "the proposer has nothing more to offer" + (
+                " (search finished)" if not proposer.stop_when_stalled else ""
+            )
+            break
+        outcomes = []
+        for i, p in enumerate(proposals, start=1):
+            if cancel.is_set() or _over_budget(started, settings):
+                break
+            o = evaluate(p, f"r{round_no}c{i}", round_no, target, evaluator, cache, state)
+            outcomes.append(o)
+            result.outcomes.append(o)
+            emit("candidate", round_no, f"{o.id}: {o.status.label}", o)
+        proposer.observe(outcomes)
+        correct = [o for o in outcomes if o.status is Status.CORRECT and o.latency_s]
+        round_best = min(correct, key=lambda o: o.latency_s or 0.0) if correct else None
+        improved = bool(
+            round_best and best.latency_s and round_best.latency_s < best.latency_s * (1 - IMPROVEMENT)
+        )
+        if improved and round_best is not None:
+            best = round_best
+            features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
+            features.profile = Profile(best.figures, best.resources)
+            stalled = 0
+        else:
+            stalled += 1
+        result.rounds.append(
+            RoundSummary(
+                round=round_no,
+                proposed=len(outcomes),
+                compiled=sum(1 for o in outcomes if o.status not in _NOT_COMPILED),
+                correct=len(correct),
+                best_id=round_best.id if round_best else None,
+                best_latency_s=round_best.latency_s if round_best else None,
+                improved=improved,
+            )
+        )
+        emit("round_end", round_no, f"round {round_no}: {len(correct)}/{len(outcomes)} correct")
+        last_round = outcomes
+        if cancel.is_set():
+            result.stop_reason = "cancelled"
+            break
+        if proposer.stop_when_stalled and stalled >= settings.patience:
+            result.stop_reason = f"no improvement in {stalled} round(s)"
+            break
+
+    _decide(result, target, evaluator, settings, cache, cancel, emit)
+    result.seconds = time.perf_counter() - started
+    emit("done", round_no, result.verdict)
+    return result
+
+
+_NOT_COMPILED = {Status.REQUEST_FAILED, Status.NO_CODE, Status.COMPILE_ERROR, Status.DUPLICATE}
+
+
+def _over_budget(started: float, settings: LoopSettings) -> bool:
+    return settings.time_budget_s is not None and time.perf_counter() - started > settings.time_budget_s
+
+
+def _decide(
+    result: RunResult,
+    target: Target,
+    evaluator: Evaluator,
+    settings: LoopSettings,
+    cache: ResultCache | None,
+    cancel: threading.Event,
+    emit: Callable[..., None],
+) -> None:
+    """Pick the candidate to offer, with the interleaved A/B as the final word."""
+    base = result.baseline.latency_s or 0.0
+    correct = sorted(
+        (o for o in result.outcomes if o.status is Status.CORRECT and o.latency_s),
+        key=lambda o: o.latency_s or 0.0,
+    )
+    result.best = correct[0] if correct else None
+    failures = result.failures()
+    failed_text = ", ".join(f"{n} {k}" for k, n in sorted(failures.items(), key=lambda kv: -kv[1]))
+    tail = (
+        f" {sum(failures.values())} of {len(result.outcomes)} candidate(s) failed: {failed_text}."
+        if failures
+        else ""
+    )
+    if cancel.is_set():
+        result.verdict = "cancelled: nothing offered." + tail
+        return
+    faster = [o for o in correct if o.latency_s and o.latency_s < base]
+    if not faster:
+        best_text = (
+            f" The best correct candidate ran at {result.best.speedup:.2f}x."
+            if result.best and result.best.speedup
+            else ""
+        )
+        result.verdict = (
+            "nothing offered: no correct candidate was faster than the kernel as written." + best_text + tail
+        )
+        return
+    for cand in faster[: max(1, settings.compare_top)]:
+        emit("compare", cand.round, f"A/B: {cand.id} against the original")
+        cached = cache.get("compare", cand.source or "") if cache else None
+        if cached is not None:
+            comp = Comparison(**cached)
+        else:
+            comp = evaluator.compare(target.source, cand.source or "", settings.min_speedup)
+            if cache is not None and not comp.problems:
+                cache.put("compare", cand.source or "", asdict(comp))
+        if result.comparison is None or cand is result.best:
+            result.comparison = comp
+        if comp.problems:
+            cand.message = "A/B: " + "; ".join(comp.problems)
+            continue
+        if comp.ci_low > settings.min_speedup:
+            result.comparison = comp
+            result.accepted = cand
+            result.best = cand
+            result.verdict = (
+                f"{cand.id} ({cand.note or cand.origin}) is {comp.speedup:.2f}x faster than the kernel as written "
+                f"(95% interval {comp.ci_low:.2f}-{comp.ci_high:.2f}, {comp.samples} interleaved samples), "
+                f"correct on every case." + tail
+            )
+            return
+    comp = result.comparison
+    best = faster[0]
+    if comp and not comp.problems:
+        why = (
+            f"the fastest correct candidate ({best.id}) measured {comp.speedup:.2f}x in the interleaved A/B, "
+            f"but its lower bound {comp.ci_low:.3f} does not clear {settings.min_speedup:g}"
+        )
+    else:
+        why = f"the A/B of {best.id} failed: {best.message}"
+    result.verdict = f"nothing offered: {why}." + tail
