@@ -1,0 +1,325 @@
+// End-to-end test: the packaged extension inside a real VS Code (code-server), driven headless in
+// Chromium with playwright-core.
+//
+//   1. real server: a broken .cu file's NVRTC diagnostic shows in the Problems panel, and the status
+//      bar shows the device (or "compile-only (no GPU)");
+//   2. optimizer preview: with a stand-in server (scripts/fake-optimize-server.mjs) that answers
+//      kernelLsp.optimize the way the real one does, "Optimize Kernel at Cursor" opens the Refactor
+//      Preview and leaves the file alone until the user presses Apply.
+//
+// It installs what it needs into editor-client/.e2e (code-server, playwright-core) and, as root on
+// Debian, the system packages (chromium; ripgrep and libkrb5-dev for code-server's install).
+// Environment: KERNEL_LSP_PYTHON (default: <repo>/.venv/bin/python), CHROMIUM (default
+// /usr/bin/chromium), E2E_TIMEOUT_S (default 180, per wait).
+
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// 4.100.x is the newest code-server whose npm install accepts node 20 (later ones need node 22+).
+const CODE_SERVER_VERSION = '4.100.3';
+const PLAYWRIGHT_VERSION = '1.65.1';
+// code-server's VS Code pins @vscode/ripgrep 1.15.11, whose install downloads rg from GitHub.
+const RIPGREP_PACKAGE_VERSION = '1.15.11';
+const RIPGREP_ASSET = 'ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz';
+
+const clientDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const repoDir = resolve(clientDir, '..');
+const toolsDir = join(clientDir, '.e2e');
+const artifactsDir = join(toolsDir, 'artifacts');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const python = process.env.KERNEL_LSP_PYTHON ?? join(repoDir, '.venv', 'bin', 'python');
+const waitMs = Number(process.env.E2E_TIMEOUT_S ?? 180) * 1000;
+
+function step(message) {
+    console.log(`\n== ${message}`);
+}
+
+function run(command, args, options = {}) {
+    execFileSync(command, args, { stdio: 'inherit', ...options });
+}
+
+function commandExists(command) {
+    try {
+        execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+        return true;
+    } catch {
+        return false;
+    }
+}
+
+function ensureSystemPackages() {
+    const missing = [];
+    if (!existsSync(chromiumPath)) {
+        missing.push('chromium');
+    }
+    if (!commandExists('rg')) {
+        missing.push('ripgrep');
+    }
+    if (!existsSync('/usr/include/gssapi/gssapi.h')) {
+        missing.push('libkrb5-dev'); // code-server's native `kerberos` module builds against it
+    }
+    for (const tool of ['make', 'g++', 'pkg-config']) {
+        if (!commandExists(tool)) {
+            missing.push(tool === 'g++' ? 'build-essential' : tool === 'make' ? 'build-essential' : tool);
+        }
+    }
+    if (missing.length === 0) {
+        return;
+    }
+    const packages = [...new Set(missing)];
+    if (process.getuid?.() !== 0 || !commandExists('apt-get')) {
+        throw new Error(`missing system packages: ${packages.join(' ')} (install them, or run as root on Debian)`);
+    }
+    step(`apt-get install ${packages.join(' ')}`);
+    run('apt-get', ['update']);
+    run('apt-get', ['install', '-y', ...packages]);
+}
+
+/** Puts Debian's rg where @vscode/ripgrep's installer looks for a cached download. */
+function seedRipgrepCache() {
+    const cacheDir = join(tmpdir(), `vscode-ripgrep-cache-${RIPGREP_PACKAGE_VERSION}`);
+    if (existsSync(join(cacheDir, RIPGREP_ASSET))) {
+        return;
+    }
+    const stage = mkdtempSync(join(tmpdir(), 'rg-stage-'));
+    const rg = execFileSync('sh', ['-c', 'command -v rg']).toString().trim();
+    run('cp', [rg, join(stage, 'rg')]);
+    mkdirSync(cacheDir, { recursive: true });
+    run('tar', ['czf', join(cacheDir, RIPGREP_ASSET), '-C', stage, 'rg']);
+    rmSync(stage, { recursive: true, force: true });
+}
+
+function ensureNodeTools() {
+    const codeServerEntry = join(toolsDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+    const playwrightEntry = join(toolsDir, 'node_modules', 'playwright-core', 'package.json');
+    if (existsSync(codeServerEntry) && existsSync(playwrightEntry)) {
+        return;
+    }
+    step(`npm install code-server@${CODE_SERVER_VERSION} playwright-core@${PLAYWRIGHT_VERSION} (several minutes)`);
+    seedRipgrepCache();
+    mkdirSync(toolsDir, { recursive: true });
+    writeFileSync(join(toolsDir, 'package.json'), '{ "private": true }\n');
+    run('npm', ['install', '--no-save', '--no-package-lock', `code-server@${CODE_SERVER_VERSION}`, `playwright-core@${PLAYWRIGHT_VERSION}`], {
+        cwd: toolsDir,
+        // unsafe_perm: code-server's postinstall refuses to run as root without it; yes: node-pty's
+        // install runs `npx node-gyp`, which must not stop to ask.
+        env: { ...process.env, npm_config_unsafe_perm: 'true', npm_config_yes: 'true' },
+    });
+}
+
+function freePort() {
+    return new Promise((resolvePort, reject) => {
+        const server = createServer();
+        server.listen(0, '127.0.0.1', () => {
+            const { port } = server.address();
+            server.close(() => resolvePort(port));
+        });
+        server.on('error', reject);
+    });
+}
+
+async function waitForHttp(url, timeoutMs) {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+        try {
+            const response = await fetch(url);
+            if (response.ok) {
+                return;
+            }
+        } catch {
+            // not listening yet
+        }
+        await new Promise((r) => setTimeout(r, 500));
+    }
+    throw new Error(`${url} did not answer within ${timeoutMs / 1000}s`);
+}
+
+function makeWorkspace(name, files) {
+    const folder = mkdtempSync(join(tmpdir(), `kernel-lsp-e2e-${name}-`));
+    for (const [path, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(folder, path)), { recursive: true });
+        writeFileSync(join(folder, path), text);
+    }
+    return folder;
+}
+
+const BROKEN_CU = `__global__ void scale(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * undefined_scale_factor;
+}
+`;
+
+const KERNEL_CU = `__global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+`;
+
+async function openFile(page, name) {
+    await page.locator('.monaco-workbench').waitFor({ timeout: waitMs });
+    // Quick Open needs the workbench to have focus; the explorer is a safe place to click.
+    await page.locator('.part.sidebar, .monaco-workbench').first().click({ position: { x: 5, y: 5 } });
+    await page.keyboard.press('Control+P');
+    await page.locator('.quick-input-widget input').fill(name);
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+    await page.locator(`.tab[aria-label*="${name}"]`).first().waitFor({ timeout: 30_000 });
+    await page.locator('.monaco-editor .view-lines').first().click();
+}
+
+async function runCommand(page, title) {
+    await page.keyboard.press('F1');
+    await page.locator('.quick-input-widget input').fill(`>${title}`);
+    await page.locator('.quick-input-list .monaco-list-row').first().waitFor({ timeout: 30_000 });
+    await page.keyboard.press('Enter');
+}
+
+async function scenarioDiagnostics(page, { baseUrl }) {
+    step(`scenario 1: the real server (${python}) publishes NVRTC diagnostics`);
+    execFileSync(python, ['-c', 'import kernel_lsp'], { stdio: 'inherit' });
+    const folder = makeWorkspace('diagnostics', {
+        'broken.cu': BROKEN_CU,
+        '.vscode/settings.json': JSON.stringify({ 'kernelLsp.interpreter': [python] }, null, 2),
+    });
+    await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
+    await openFile(page, 'broken.cu');
+    await page.keyboard.press('Control+Shift+M'); // Problems panel
+    const problem = page.locator('.markers-panel').getByText(/undefined_scale_factor/).first();
+    await problem.waitFor({ timeout: waitMs });
+    console.log(`Problems panel: ${(await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).join(' | ')}`);
+    const status = page.locator('.statusbar').getByText(/compile-only \(no GPU\)|\$\(chip\)|NVIDIA|GPU/).first();
+    await status.waitFor({ timeout: 30_000 });
+    console.log(`status bar: ${await status.innerText()}`);
+    await page.screenshot({ path: join(artifactsDir, 'diagnostics.png') });
+}
+
+async function scenarioPreview(page, { baseUrl, reportPath }) {
+    step('scenario 2: an optimization shows the Refactor Preview and waits for Apply');
+    const fakeServer = join(clientDir, 'scripts', 'fake-optimize-server.mjs');
+    const folder = makeWorkspace('preview', {
+        'kernel.cu': KERNEL_CU,
+        '.vscode/settings.json': JSON.stringify({ 'kernelLsp.server.path': [process.execPath, fakeServer] }, null, 2),
+    });
+    await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
+    await openFile(page, 'kernel.cu');
+    await page.locator('.statusbar').getByText(/Fake GPU 9000/).first().waitFor({ timeout: waitMs });
+    await runCommand(page, 'kernel-lsp: Optimize Kernel at Cursor');
+
+    const applyButton = page.getByRole('button', { name: 'Apply', exact: true });
+    await applyButton.waitFor({ timeout: waitMs });
+    const editorText = () => page.locator('.monaco-editor .view-lines').first().innerText();
+    if ((await editorText()).includes('optimized by the fake FSR server')) {
+        throw new Error('the edit was applied before the user confirmed it');
+    }
+    if (readFileSync(join(folder, 'kernel.cu'), 'utf8') !== KERNEL_CU) {
+        throw new Error('kernel.cu changed on disk before the user confirmed the edit');
+    }
+    await page.screenshot({ path: join(artifactsDir, 'preview.png') });
+    console.log('Refactor Preview shown; file untouched until Apply');
+    await applyButton.click();
+    await page.locator('.monaco-editor .view-lines').getByText(/optimized by the fake FSR server: saxpy/).first().waitFor({ timeout: 30_000 });
+    await page.locator('.notifications-toasts').getByText(/Optimized saxpy \(fake\)/).first().waitFor({ timeout: 30_000 });
+    console.log('applied after confirmation; result message shown');
+    await page.screenshot({ path: join(artifactsDir, 'applied.png') });
+
+    if (!existsSync(reportPath)) {
+        throw new Error(`the fake server wrote no report at ${reportPath}`);
+    }
+    await runCommand(page, 'kernel-lsp: Open Last Optimization Report');
+    await page.locator('.tab').getByText(/report\.md/).first().waitFor({ timeout: 30_000 });
+    console.log('last report opened');
+}
+
+async function main() {
+    ensureSystemPackages();
+    ensureNodeTools();
+    step('npm run package');
+    run('npm', ['run', 'package'], { cwd: clientDir });
+    mkdirSync(artifactsDir, { recursive: true });
+
+    const home = mkdtempSync(join(tmpdir(), 'kernel-lsp-e2e-home-'));
+    const userDataDir = join(home, 'user-data');
+    const extensionsDir = join(home, 'extensions');
+    mkdirSync(join(userDataDir, 'User'), { recursive: true });
+    writeFileSync(
+        join(userDataDir, 'User', 'settings.json'),
+        JSON.stringify({
+            'workbench.startupEditor': 'none',
+            'security.workspace.trust.enabled': false,
+            'telemetry.telemetryLevel': 'off',
+            'extensions.autoCheckUpdates': false,
+            'workbench.enableExperiments': false,
+        }),
+    );
+    const codeServer = join(toolsDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+    const common = ['--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
+    step('install the .vsix into code-server');
+    run(process.execPath, [codeServer, ...common, '--install-extension', join(clientDir, 'kernel-lsp.vsix')]);
+
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    step(`start code-server on ${baseUrl}`);
+    // The fake server writes its report here; the variable reaches it through code-server's
+    // extension host, which inherits this environment.
+    const reportPath = join(home, 'report.md');
+    const server = spawn(
+        process.execPath,
+        [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FAKE_REPORT_PATH: reportPath } },
+    );
+    const serverLog = [];
+    server.stdout.on('data', (d) => serverLog.push(String(d)));
+    server.stderr.on('data', (d) => serverLog.push(String(d)));
+
+    const { chromium } = await import(join(toolsDir, 'node_modules', 'playwright-core', 'index.mjs'));
+    let browser;
+    let failed = false;
+    try {
+        await waitForHttp(`${baseUrl}/healthz`, 60_000);
+        browser = await chromium.launch({
+            executablePath: chromiumPath,
+            headless: true,
+            args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+        });
+        const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+        page.on('pageerror', (error) => console.log(`[page error] ${error.message}`));
+        for (const scenario of [scenarioDiagnostics, scenarioPreview]) {
+            try {
+                await scenario(page, { baseUrl, reportPath });
+                console.log(`PASS ${scenario.name}`);
+            } catch (error) {
+                failed = true;
+                console.log(`FAIL ${scenario.name}: ${error.stack ?? error}`);
+                await page.screenshot({ path: join(artifactsDir, `${scenario.name}-failure.png`) }).catch(() => undefined);
+                await dumpExtensionLog(page);
+            }
+        }
+    } finally {
+        await browser?.close();
+        server.kill();
+        writeFileSync(join(artifactsDir, 'code-server.log'), serverLog.join(''));
+    }
+    console.log(`\nartifacts (screenshots, code-server log): ${artifactsDir}`);
+    if (failed) {
+        process.exit(1);
+    }
+    console.log('e2e: all scenarios passed');
+}
+
+/** On failure, the kernel-lsp output channel says the most about why. */
+async function dumpExtensionLog(page) {
+    try {
+        await runCommand(page, 'kernel-lsp: Show Server Log');
+        await page.waitForTimeout(1500);
+        const text = await page.locator('.output-view .view-lines, .repl-input-wrapper, [id="workbench.panel.output"]').first().innerText();
+        console.log(`--- kernel-lsp output channel ---\n${text}\n---`);
+    } catch (error) {
+        console.log(`(could not read the output channel: ${error.message})`);
+    }
+}
+
+await main();
