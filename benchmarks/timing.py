@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions, compile_source  # noqa: E402
-from kernel_lsp.gpu import GpuSession  # noqa: E402
+from kernel_lsp.gpu import GpuSession, entry_symbols  # noqa: E402
 from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
 from kernel_lsp.source import find_kernels, parse_directives  # noqa: E402
 from kernel_lsp.spec import (  # noqa: E402
@@ -80,7 +80,9 @@ class ExternalLaunch:
         result = compile_source(source, str(cu), CompileOptions(arch=arch))
         assert result.ok, result.diagnostics
         self.name = spec.kernel
-        symbol = next(k.mangled for k in result.kernels if k.name == spec.kernel)
+        symbols = {k.name: k.mangled for k in result.kernels}
+        symbols.update(entry_symbols(result.cubin, [spec.kernel]) if spec.kernel not in symbols else {})
+        symbol = symbols[spec.kernel]
         self._tmp = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
         self._tmp.write(result.cubin)
         self._tmp.close()
