@@ -83,7 +83,7 @@ class ExternalLaunch:
         symbols = {k.name: k.mangled for k in result.kernels}
         symbols.update(entry_symbols(result.cubin, [spec.kernel]) if spec.kernel not in symbols else {})
         symbol = symbols[spec.kernel]
-        self._tmp = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)
+        self._tmp = tempfile.NamedTemporaryFile(suffix=".cubin", delete=False)  # noqa: SIM115
         self._tmp.write(result.cubin)
         self._tmp.close()
         self.fn = cupy.RawModule(path=self._tmp.name).get_function(symbol)
