@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def register_all(server) -> None:
-    from . import code_lens, diagnostic, hover
+    from . import code_action, code_lens, diagnostic, execute_command, hover
 
-    for module in (hover, diagnostic, code_lens):
+    for module in (hover, diagnostic, code_lens, code_action, execute_command):
         module.register(server)

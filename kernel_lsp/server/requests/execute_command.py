@@ -1,0 +1,236 @@
+"""workspace/executeCommand:
+- `kernelLsp.optimize` [{"uri", "kernel"}] → {"applied", "reportUri", "message"}: an FSR run in the
+  background with $/progress (round, candidates compiled and correct, best speedup), cancellable;
+  it ends with a workspace/applyEdit whose change annotation needs confirmation, so the editor
+  shows a preview. If the document changed meanwhile, nothing is applied and the report is kept.
+- `kernelLsp.lastReport` → {"reportUri"}: the Markdown report of the last run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+
+from ..uris import path_to_uri, uri_to_path
+
+log = logging.getLogger(__name__)
+
+OPTIMIZE_COMMAND = "kernelLsp.optimize"
+LAST_REPORT_COMMAND = "kernelLsp.lastReport"
+ANNOTATION = "kernel-lsp.fsr"
+
+
+@dataclass
+class _FsrState:
+    last_report: str | None = None
+    session: Any = None  # a GpuSession of our own when the GPU feature has none to share
+    running: bool = False
+
+
+def _state(ls) -> _FsrState:
+    state = getattr(ls, "_fsr_state", None)
+    if state is None:
+        state = _FsrState()
+        ls._fsr_state = state
+    return state
+
+
+def _test_evaluator() -> bool:
+    return bool(os.environ.get("KERNEL_LSP_OPTIMIZER_EVALUATOR"))
+
+
+def gpu_absent_reason(ls) -> str | None:
+    """None when FSR can run here, else why not, in words for the user."""
+    if _test_evaluator():
+        return None
+    if not ls.settings.gpu_enabled:
+        return "kernelLsp.gpu.enabled is false"
+    if ls.gpu is not None:
+        return None
+    from ...compile import local_gpu_arch
+
+    if local_gpu_arch() is None:
+        return "no NVIDIA GPU was found on this machine (nvidia-smi lists none)"
+    return None
+
+
+def _session(ls) -> Any:
+    shared = getattr(ls.gpu, "session", None) if ls.gpu is not None else None
+    if shared is not None:
+        return shared
+    state = _state(ls)
+    if state.session is None and not _test_evaluator():
+        from ...gpu import GpuSession
+
+        state.session = GpuSession(device=ls.settings.gpu_device)
+    return state.session
+
+
+def _reply(applied: bool, report: str | None, message: str) -> dict[str, Any]:
+    return {"applied": applied, "reportUri": report, "message": message}
+
+
+def _edit(
+    uri: str, version: int | None, old: str, new: str, label: str, description: str
+) -> types.WorkspaceEdit:
+    from optimizer.edits import line_edits
+
+    edits = [
+        types.AnnotatedTextEdit(
+            range=types.Range(
+                start=types.Position(line=e.start_line, character=0),
+                end=types.Position(line=e.end_line, character=0),
+            ),
+            new_text=e.text,
+            annotation_id=ANNOTATION,
+        )
+        for e in line_edits(old, new)
+    ]
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=edits,
+            )
+        ],
+        change_annotations={
+            ANNOTATION: types.ChangeAnnotation(label=label, needs_confirmation=True, description=description)
+        },
+    )
+
+
+def register(server) -> None:
+    @server.command(LAST_REPORT_COMMAND)
+    def last_report(ls, *args) -> dict[str, Any]:
+        return {"reportUri": _state(ls).last_report}
+
+    @server.command(OPTIMIZE_COMMAND)
+    async def optimize(ls, *args) -> dict[str, Any]:
+        from optimizer.session import OptimizeError, RunRequest, run
+
+        arg = args[0] if args else {}
+        if isinstance(arg, list):  # some clients pass the arguments array as one value
+            arg = arg[0] if arg else {}
+        if (
+            not isinstance(arg, dict)
+            or not isinstance(arg.get("uri"), str)
+            or not isinstance(arg.get("kernel"), str)
+        ):
+            return _reply(False, None, 'kernelLsp.optimize expects [{"uri": "...", "kernel": "..."}]')
+        uri, kernel = arg["uri"], arg["kernel"]
+        path = uri_to_path(uri)
+        if not path:
+            return _reply(False, None, f"not a file: {uri}")
+        state = _state(ls)
+        if state.running:
+            return _reply(
+                False, state.last_report, "an FSR run is already going on; wait for it or cancel it"
+            )
+        reason = gpu_absent_reason(ls)
+        if reason:
+            message = f"FSR needs a GPU to verify and time candidates: {reason}. Nothing was run."
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+            return _reply(False, None, message)
+        doc = ls.open_document(path)
+        if doc is not None:
+            source, version = doc.source, doc.version
+        else:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    source, version = f.read(), None
+            except OSError as e:
+                return _reply(False, None, f"cannot read {path}: {e}")
+        spec_doc = ls.open_document(os.path.splitext(path)[0] + ".spec.py")
+
+        cancel = threading.Event()
+        token = str(uuid.uuid4())
+        progress = True
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception:  # the client does not support server-initiated progress
+            progress = False
+        if progress:
+            ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(
+                    title=f"FSR: optimizing {kernel}",
+                    cancellable=True,
+                    message="measuring the kernel as written",
+                ),
+            )
+            fut = ls.work_done_progress.tokens.get(token)
+            if fut is not None:
+                fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+        loop = asyncio.get_running_loop()
+
+        def report(event) -> None:
+            if progress:
+                loop.call_soon_threadsafe(
+                    ls.work_done_progress.report,
+                    token,
+                    types.WorkDoneProgressReport(message=f"{event.headline}: {event.message}"),
+                )
+
+        req = RunRequest(
+            path=path,
+            kernel=kernel,
+            settings=ls.settings,
+            source=source,
+            spec_source=spec_doc.source if spec_doc is not None else None,
+            workspace=ls.root_path() or os.path.dirname(path),
+        )
+        state.running = True
+        ls.optimizing = True
+        ls.send_status("optimizing", detail=f"FSR: {kernel}")
+        try:
+            result = await loop.run_in_executor(None, lambda: run(req, _session(ls), [report], cancel))
+        except OptimizeError as e:
+            return _reply(False, state.last_report, str(e))
+        except Exception as e:
+            log.exception("FSR run failed")
+            return _reply(False, state.last_report, f"FSR failed: {type(e).__name__}: {e}")
+        finally:
+            state.running = False
+            ls.optimizing = False
+            ls.send_status(None)
+            if progress:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+        md = next((p for p in result.report_paths if p.endswith(".md")), None)
+        report_uri = path_to_uri(md) if md else None
+        state.last_report = report_uri
+        if result.accepted is None or not result.accepted.source:
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Info, message=f"FSR: {result.verdict}")
+            )
+            return _reply(False, report_uri, result.verdict)
+        now = ls.open_document(path)
+        if (now is not None and (now.version != version or now.source != source)) or (
+            now is None and version is not None
+        ):
+            message = (
+                f"{os.path.basename(path)} changed while FSR was running, so the result was not applied. "
+                f"{result.verdict} The diff is in the report."
+            )
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+            return _reply(False, report_uri, message)
+        c = result.comparison
+        label = f"FSR: {kernel} {c.speedup:.2f}x faster" if c else f"FSR: {kernel}"
+        edit = _edit(uri, version, source, result.accepted.source, label, result.verdict)
+        try:
+            answer = await ls.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label=label)
+            )
+        except Exception as e:
+            return _reply(False, report_uri, f"{result.verdict} The editor did not apply the edit: {e}")
+        if not answer.applied:
+            why = f" ({answer.failure_reason})" if answer.failure_reason else ""
+            return _reply(False, report_uri, f"{result.verdict} Not applied{why}.")
+        return _reply(True, report_uri, result.verdict)
