@@ -41,6 +41,7 @@ from kernel_lsp.spec import (  # noqa: E402
     launch_dims,
     load_specs,
     make_inputs,
+    source_constants,
     spec_path_for,
 )
 
@@ -92,7 +93,8 @@ class ExternalLaunch:
         inputs = make_inputs(spec, sizes, 1234, 0)
         sig = next(k for k in find_kernels(source) if k.name == spec.kernel)
         d = parse_directives(source).launches_of(spec.kernel)[0]
-        self.grid, self.block, self.smem = launch_dims(d.grid, d.block, d.smem, sizes)
+        names = {**source_constants(source), **sizes}
+        self.grid, self.block, self.smem = launch_dims(d.grid, d.block, d.smem, names)
         self.args = []
         self.buffers = {}
         for p in sig.params:
@@ -160,9 +162,10 @@ def ncu_median(cu: Path, spec: Path, arch: str) -> float | None:
         arch,
     ]
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False).stdout
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     except subprocess.TimeoutExpired:
         return None
+    out = proc.stdout
     values = []
     for line in out.splitlines():
         if "gpu__time_duration.sum" in line:
@@ -171,6 +174,8 @@ def ncu_median(cu: Path, spec: Path, arch: str) -> float | None:
             scale = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}.get(unit)
             if scale and re.fullmatch(r"[0-9.]+", value):
                 values.append(float(value) * scale)
+    if not values:
+        print(f"ncu gave no gpu__time_duration: {(proc.stdout + proc.stderr)[-600:]}", file=sys.stderr)
     return statistics.median(values) if values else None
 
 
