@@ -251,6 +251,7 @@ def main() -> int:
         tdb = do_bench_median(launch)
         ncu = ncu_median(cu, spec, arch)
         agree = f"{(ours / ncu - 1) * 100:+.1f}%" if ncu else "n/a"
+        print(name, launch.case, ours, warm, cpx, tdb, ncu, f"cv={cv:.4f}", flush=True)
         rows.append(
             [
                 name,
