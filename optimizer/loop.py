@@ -93,6 +93,7 @@ def _outcome_from_cache(d: dict[str, Any], base: Outcome) -> Outcome:
     base.message = d.get("message", "")
     base.figures = Figures(**d["figures"]) if d.get("figures") else None
     base.resources = [Resources(**r) for r in d.get("resources", [])]
+    base.cost_s = float(d.get("cost_s", 0.0))
     base.cached = True
     return base
 
@@ -133,6 +134,7 @@ def evaluate(
         _outcome_from_cache(cached, out)
     else:
         _run_gates(out, proposal.source, target, evaluator)
+        out.cost_s = time.perf_counter() - start
         if cache is not None:
             cache.put(
                 "check",
@@ -142,6 +144,7 @@ def evaluate(
                     "message": out.message,
                     "figures": asdict(out.figures) if out.figures else None,
                     "resources": [asdict(r) for r in out.resources],
+                    "cost_s": out.cost_s,
                 },
             )
     if state is not None:

@@ -81,7 +81,8 @@ class Outcome:
     figures: Figures | None = None
     resources: list[Resources] = field(default_factory=list)
     speedup: float | None = None  # baseline latency / this latency (from the check's timing)
-    seconds: float = 0.0  # wall time spent on this candidate
+    seconds: float = 0.0  # wall time spent on this candidate in this run
+    cost_s: float = 0.0  # what its gates cost when first evaluated (kept through the cache)
     cached: bool = False
 
     @property
