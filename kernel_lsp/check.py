@@ -22,6 +22,7 @@ class FileCheck:
     results: list[CompileResult] = field(default_factory=list)
     checked: bool = True  # False: skipped (binary, too large, not UTF-8, gone)
     missing: bool = False  # the file no longer exists
+    gpu_checks: list = field(default_factory=list)  # kernel_lsp.gpu.KernelCheck, when verified
 
     @property
     def kernels(self) -> list[KernelResources]:

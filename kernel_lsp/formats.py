@@ -46,6 +46,25 @@ def format_resources(k: KernelResources) -> str:
     return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
 
 
+def format_gpu_check(g) -> str:
+    """One line per spec'd kernel: verdict, then per timed case median (p10-p90, n) and roofline."""
+    if not g.ok:
+        return f"kernel {g.kernel or '?'} on GPU: {g.status}: {g.message}"
+    parts = [f"kernel {g.kernel} on GPU: verified on {len(g.cases)} case(s)"]
+    for t in g.timings:
+        m = t.measurement
+        cache = "cold L2" if m.cold_l2 else "warm L2"
+        fig = f"{t.case}: {m.median_s * 1e3:.4f} ms (p10-p90 {m.spread}, n={m.n}, {cache})"
+        if t.bandwidth_Bps:
+            fig += f", {t.bandwidth_Bps / 1e9:.0f} GB/s"
+        if t.roofline:
+            fig += f", {t.roofline:.0%} of {t.bound} roofline"
+        parts.append(fig)
+    if g.device:
+        parts.append(g.device.name)
+    return "; ".join(parts)
+
+
 def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
@@ -66,6 +85,7 @@ def as_text(checks: list[FileCheck], archs: list[str]) -> str:
             for d in sorted(c.diagnostics, key=lambda d: (d.path != c.path, d.path, d.line, d.col))
         ]
         lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
+        lines += [f"{_rel(c.path)}: {format_gpu_check(g)}" for g in c.gpu_checks]
     lines.append(summary_line(checks, archs))
     return "\n".join(lines)
 
@@ -109,6 +129,29 @@ def _kernel_json(k: KernelResources) -> dict:
     }
 
 
+def _gpu_json(g) -> dict:
+    return {
+        "kernel": g.kernel,
+        "status": g.status,
+        "ok": g.ok,
+        "message": g.message,
+        "device": g.device.name if g.device else None,
+        "cases": g.cases,
+        "timings": [
+            {
+                "case": t.case,
+                **t.measurement.to_dict(),
+                "bandwidthBps": t.bandwidth_Bps,
+                "flopsPerS": t.flops_per_s,
+                "roofline": t.roofline,
+                "bound": t.bound,
+                "suspicious": t.suspicious,
+            }
+            for t in g.timings
+        ],
+    }
+
+
 def as_json(checks: list[FileCheck], archs: list[str]) -> str:
     return json.dumps(
         {
@@ -120,6 +163,7 @@ def as_json(checks: list[FileCheck], archs: list[str]) -> str:
                     "checked": c.checked,
                     "diagnostics": [_diag_json(d) for d in c.diagnostics],
                     "kernels": [_kernel_json(k) for k in c.kernels],
+                    "gpu": [_gpu_json(g) for g in c.gpu_checks],
                 }
                 for c in checks
             ],

@@ -109,7 +109,7 @@ class Analysis:
         """The file is gone: clear its findings everywhere."""
         self.results.pop(path, None)
         self._again.discard(path)
-        self._set_findings(path, [])
+        self.set_findings(path, [])
         ev = self._done.get(path)
         if ev:
             ev.set()
@@ -187,7 +187,7 @@ class Analysis:
             self.forget(path)
             return
         self.results[path] = check
-        self._set_findings(path, check.diagnostics)
+        self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)
 
     @staticmethod
@@ -211,14 +211,16 @@ class Analysis:
 
     # --- publishing ---------------------------------------------------------------------------
 
-    def _set_findings(self, checked: str, diagnostics: list[Diagnostic]) -> None:
+    def set_findings(self, checked: str, diagnostics: list[Diagnostic]) -> None:
+        """Publish what the check of `checked` found (on it and on other files). Other producers
+        (GPU verification) use their own `checked` key, e.g. "gpu:<path>"."""
         by_target: dict[str, list[Diagnostic]] = {}
         for d in diagnostics:
             target = os.path.normpath(os.path.abspath(d.path)) if os.path.isabs(d.path) else checked
             by_target.setdefault(target, []).append(d)
-        touched = (
-            {t for t, sources in self._published.items() if checked in sources} | set(by_target) | {checked}
-        )
+        touched = {t for t, sources in self._published.items() if checked in sources} | set(by_target)
+        if os.path.isabs(checked):
+            touched.add(checked)
         for target in touched:
             sources = self._published.setdefault(target, {})
             if target in by_target:

@@ -28,6 +28,8 @@ class KernelLanguageServer(LanguageServer):
         self.pull_diagnostics = False
         self.device_name: str | None = None
         self.optimizing = False
+        # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
+        self.after_check_hooks: list = []
         self.analysis = Analysis(
             publish=self._publish,
             snapshot=self.snapshot,
@@ -35,10 +37,12 @@ class KernelLanguageServer(LanguageServer):
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
         )
-        self.gpu = None  # the GPU feature, when a GPU is present and enabled
+        self.gpu = None  # the GPU feature, once a GPU answered
         self.gpu_absent_reason = "no GPU was found (or kernelLsp.gpu.enabled is false)."
-        # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
-        self.after_check_hooks: list = []
+        from .gpu_feature import GpuFeature
+
+        self.gpu_feature = GpuFeature(self)
+        self.after_check_hooks.append(self.gpu_feature.after_check)
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -59,6 +63,10 @@ class KernelLanguageServer(LanguageServer):
 
     def request_check(self, uri: str) -> None:
         path = uri_to_path(uri)
+        if path and path.endswith(".spec.py"):
+            from .gpu_feature import cu_for_spec
+
+            path = cu_for_spec(path)  # a spec's findings come from checking its kernel file
         if path and path.endswith((".cu", ".cuh")):
             self.analysis.request(path)
 

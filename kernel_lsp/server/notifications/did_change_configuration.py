@@ -13,6 +13,12 @@ def register(server) -> None:
         changed = await refresh_configuration(ls)
         if not changed and isinstance(params.settings, dict) and params.settings:
             changed = ls.apply_settings(params.settings, "didChangeConfiguration")
+        if changed and ls.settings.gpu_enabled != (ls.gpu is not None):
+            if ls.settings.gpu_enabled:
+                await ls.gpu_feature.start()
+            else:
+                ls.gpu_feature.stop()
+                ls.gpu_absent_reason = "GPU checks are off (kernelLsp.gpu.enabled is false)."
         if changed:
             for uri in list(ls.workspace.text_documents):
                 ls.request_check(uri)

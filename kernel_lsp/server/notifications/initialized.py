@@ -28,10 +28,12 @@ def register(server) -> None:
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
+        await ls.gpu_feature.start()
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
+        ls.gpu_feature.stop()
 
 
 async def refresh_configuration(ls) -> bool:

@@ -1,0 +1,179 @@
+"""GPU verification and timing in the editor: after a file compiles cleanly and has a spec, its
+kernels are verified and timed on the GPU (in the GPU worker process, driven from one background
+thread so the event loop never waits), and the figures feed hover, code lenses and diagnostics."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from lsprotocol import types
+
+from ..gpu import GpuSession, KernelCheck, check_file
+from ..spec import spec_path_for
+from ..stats import format_seconds
+
+log = logging.getLogger(__name__)
+
+
+def cu_for_spec(spec_path: str) -> str | None:
+    stem = spec_path[: -len(".spec.py")]
+    for suffix in (".cu", ".cuh"):
+        if os.path.exists(stem + suffix):
+            return stem + suffix
+    return None
+
+
+class GpuFeature:
+    def __init__(self, server) -> None:
+        self.server = server
+        self.session: GpuSession | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-gpu")
+        self.results: dict[str, list[KernelCheck]] = {}
+        self._verified: dict[str, str] = {}
+        self._running: set[str] = set()
+        self._again: set[str] = set()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        settings = self.server.settings
+        if not settings.gpu_enabled:
+            self.server.gpu_absent_reason = "GPU checks are off (kernelLsp.gpu.enabled is false)."
+            return
+        loop = asyncio.get_running_loop()
+        session = GpuSession(device=settings.gpu_device)
+        available = await loop.run_in_executor(self._thread, lambda: session.available)
+        if not available:
+            self.server.gpu_absent_reason = f"no GPU available ({session.reason})."
+            session.close()
+            log.info("GPU checks off: %s", session.reason)
+            self.server.send_status(None)
+            return
+        self.session = session
+        self.server.gpu = self
+        self.server.device_name = session.device.name if session.device else "GPU"
+        log.info("GPU checks on %s", self.server.device_name)
+        self.server.send_status(None)
+        # Files checked before the GPU answered get verified now.
+        for path, check in list(self.server.analysis.results.items()):
+            self.after_check(path, check, None)
+
+    def stop(self) -> None:
+        if self.session is not None:
+            self.session.close()
+        self.session = None
+        self.server.gpu = None
+        self.server.device_name = None
+
+    # --- scheduling ---------------------------------------------------------------------------
+
+    def after_check(self, path: str, check, snap) -> None:
+        if self.session is None or not path.endswith(".cu") or check.errors or not check.checked:
+            return
+        if not os.path.exists(spec_path_for(path)) and self.server.snapshot(spec_path_for(path)).text is None:
+            return
+        if path in self._running:
+            self._again.add(path)
+            return
+        self._running.add(path)
+        asyncio.ensure_future(self._verify(path))
+
+    async def _verify(self, path: str) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                self._again.discard(path)
+                snap = self.server.snapshot(path)
+                spec_text = self.server.snapshot(spec_path_for(path)).text
+                text = snap.text
+                if text is None:
+                    try:
+                        with open(path, encoding="utf-8") as f:
+                            text = f.read()
+                    except OSError:
+                        return
+                try:
+                    with open(spec_path_for(path), encoding="utf-8") as f:
+                        disk_spec = f.read()
+                except OSError:
+                    disk_spec = ""
+                key = hashlib.sha256(
+                    repr((text, spec_text or disk_spec, self.server.settings)).encode()
+                ).hexdigest()
+                if self._verified.get(path) == key:
+                    return
+                session = self.session
+                if session is None:
+                    return
+                arch = session.device.arch if session.device else self.server.settings.archs()[0]
+                options = self.server.settings.compile_options(arch, self.server.root_path())
+                self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
+                checks = await loop.run_in_executor(
+                    self._thread, lambda: check_file(session, path, text, options, True, spec_text)
+                )
+                now = self.server.snapshot(path)
+                if now.version != snap.version:
+                    continue  # the document moved on while the GPU worked: verify the new text
+                self._verified[path] = key
+                self.results[path] = checks
+                diags = [d for k in checks for d in k.diagnostics]
+                self.server.analysis.set_findings(f"gpu:{path}", diags)
+                self._refresh_lenses()
+                if path not in self._again:
+                    return
+        except Exception:
+            log.exception("GPU verification of %s failed", path)
+        finally:
+            self._running.discard(path)
+            self.server.send_status(None)
+
+    def _refresh_lenses(self) -> None:
+        caps = self.server.client_capabilities.workspace
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            self.server.workspace_code_lens_refresh(None)
+
+    # --- figures ------------------------------------------------------------------------------
+
+    def _check_for(self, path: str, kernel: str) -> KernelCheck | None:
+        return next((k for k in self.results.get(path, []) if k.kernel == kernel), None)
+
+    def headline(self, path: str, kernel: str) -> str | None:
+        k = self._check_for(path, kernel)
+        return k.headline if k else None
+
+    def hover_sections(self, path: str, kernel: str) -> list[str]:
+        k = self._check_for(path, kernel)
+        device = self.session.device.name if self.session and self.session.device else "GPU"
+        if k is None:
+            if not os.path.exists(spec_path_for(path)):
+                return [
+                    f"_No spec: add `{os.path.basename(spec_path_for(path))}` (code action “Write a spec skeleton”) to verify and time this kernel on {device}._"
+                ]
+            return [f"_GPU check pending on {device}._"]
+        if not k.ok:
+            return [f"**GPU check ({device}): {k.status}** — {k.message}"]
+        rows = [
+            f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
+            "latency is the median of n cold-L2 samples, spread p10–p90",
+            "",
+            "| case | median | p10–p90 | n | bandwidth | FLOP/s | roofline |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for t in k.timings:
+            m = t.measurement
+            bw = f"{t.bandwidth_Bps / 1e9:.0f} GB/s" if t.bandwidth_Bps else "–"
+            fl = f"{t.flops_per_s / 1e12:.2f} TFLOP/s" if t.flops_per_s else "–"
+            roof = f"{t.roofline:.0%} of {t.bound}" if t.roofline else "–"
+            if t.suspicious:
+                roof += f" ⚠ {t.suspicious}"
+            cache = "" if m.cold_l2 else " (warm L2)"
+            rows.append(
+                f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
+            )
+        rows.append("")
+        rows.append("_Occupancy above is theoretical; achieved occupancy needs a profiler run (ncu)._")
+        return ["\n".join(rows)]
