@@ -13,6 +13,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
@@ -118,10 +119,8 @@ class Analysis:
         """The newest result for `path`, waiting for a check in flight."""
         ev = self._done.get(path)
         if ev is not None and not ev.is_set():
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(ev.wait(), timeout)
-            except asyncio.TimeoutError:
-                pass
         return self.results.get(path)
 
     async def _run(self, path: str) -> None:

@@ -10,8 +10,6 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from lsprotocol import types
-
 from ..gpu import GpuSession, KernelCheck, check_file
 from ..spec import spec_path_for
 from ..stats import format_seconds
@@ -36,6 +34,7 @@ class GpuFeature:
         self._verified: dict[str, str] = {}
         self._running: set[str] = set()
         self._again: set[str] = set()
+        self._tasks: dict[str, asyncio.Future] = {}  # keeps running tasks referenced
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -80,7 +79,7 @@ class GpuFeature:
             self._again.add(path)
             return
         self._running.add(path)
-        asyncio.ensure_future(self._verify(path))
+        self._tasks[path] = asyncio.ensure_future(self._verify(path))
 
     async def _verify(self, path: str) -> None:
         loop = asyncio.get_running_loop()
@@ -113,7 +112,7 @@ class GpuFeature:
                 options = self.server.settings.compile_options(arch, self.server.root_path())
                 self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
                 checks = await loop.run_in_executor(
-                    self._thread, lambda: check_file(session, path, text, options, True, spec_text)
+                    self._thread, check_file, session, path, text, options, True, spec_text
                 )
                 now = self.server.snapshot(path)
                 if now.version != snap.version:
