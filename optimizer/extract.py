@@ -166,7 +166,10 @@ def extract_candidate(answer: str, original: str, kernels: list[str]) -> Extract
     best = max(reversed(with_kernels), key=score)
     notes = []
     defined = {k.name for k in find_kernels(best)}
-    if not set(kernels) <= defined:
+    # A whole file has its launch line or preprocessor lines; kernels alone (or only some of
+    # them) replace their definitions in the original, keeping its macros and helpers.
+    whole_file = bool(_LAUNCH.search(best) or re.search(r"^\s*#\s*\w+", best, re.M))
+    if not set(kernels) <= defined or not whole_file:
         best = splice(original, best, kernels)
         notes.append("the answer's kernels were spliced into the original file")
     source, repaired = _ensure_launch_lines(best, original, kernels, answer)

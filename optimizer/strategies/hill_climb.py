@@ -41,6 +41,29 @@ class HillClimb(Strategy):
                 out.append(c)
         return out
 
+    def _far_point(self, tries: int = 8) -> Config | None:
+        """A random untried configuration, the one of a few draws farthest (in value steps) from
+        everything tried: restarts then explore other basins instead of the one just left."""
+        draws = []
+        for _ in range(tries):
+            c = self.space.random(self.rng, self.asked)
+            if c is None:
+                break
+            draws.append(c)
+        if not draws:
+            return None
+
+        def index(c: Config) -> list[int]:
+            return [self.space.values[n].index(c[n]) for n in self.space.names]
+
+        tried = [index(self.space.config(k)) for k in self.costs]
+
+        def distance(c: Config) -> int:
+            i = index(c)
+            return min((sum(abs(a - b) for a, b in zip(i, t, strict=True)) for t in tried), default=0)
+
+        return max(draws, key=distance)
+
     def _next(self, n: int) -> list[Config]:
         if self.current is None:
             self.current = self.start or self.space.random(self.rng, self.asked)
@@ -70,7 +93,7 @@ class HillClimb(Strategy):
         self._best_at_restart = best
         if self._restarts_without_gain >= self.patience:
             return []
-        point = self.space.random(self.rng, self.asked)
+        point = self._far_point()
         if point is None:
             return []
         self.restarts += 1
