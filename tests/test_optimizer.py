@@ -409,7 +409,7 @@ def test_tuner_skips_blocks_that_cannot_launch(tmp_path):
 
 
 def test_find_spec_messages(simple, tmp_path):
-    with pytest.raises(OptimizeError, match="has no spec: other.spec.py does not exist"):
+    with pytest.raises(OptimizeError, match=r"has no spec: other\.spec\.py does not exist"):
         find_spec(str(tmp_path / "other.cu"), "k")
     with pytest.raises(OptimizeError, match=r"has no spec for `nope` \(it has: vadd\)"):
         find_spec(str(simple), "nope")
