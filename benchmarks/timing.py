@@ -126,7 +126,8 @@ def do_bench_median(launch: ExternalLaunch) -> float | None:
     try:
         import torch  # noqa: F401  (do_bench times on torch's stream)
         from triton.testing import do_bench
-    except Exception:
+    except Exception as e:
+        print(f"do_bench unavailable: {type(e).__name__}: {e}", file=sys.stderr)
         return None
     return float(do_bench(launch, warmup=25, rep=100, return_mode="median")) * 1e-3
 
@@ -171,7 +172,16 @@ def ncu_median(cu: Path, spec: Path, arch: str) -> float | None:
         if "gpu__time_duration.sum" in line:
             cells = [c.strip('"') for c in line.split('","')]
             unit, value = cells[-2], cells[-1].strip('"').replace(",", "")
-            scale = {"nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "second": 1.0}.get(unit)
+            scale = {
+                "ns": 1e-9,
+                "nsecond": 1e-9,
+                "us": 1e-6,
+                "usecond": 1e-6,
+                "ms": 1e-3,
+                "msecond": 1e-3,
+                "s": 1.0,
+                "second": 1.0,
+            }.get(unit)
             if scale and re.fullmatch(r"[0-9.]+", value):
                 values.append(float(value) * scale)
     if not values:
@@ -288,7 +298,9 @@ def main() -> int:
     print(text)
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "timing.md").write_text(text + "\n")
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # cupy's teardown after cuda.bindings can segfault; everything is written
 
 
 if __name__ == "__main__":
