@@ -10,7 +10,8 @@
 // It installs what it needs into editor-client/.e2e (code-server, playwright-core) and, as root on
 // Debian, the system packages (chromium; ripgrep and libkrb5-dev for code-server's install).
 // Environment: KERNEL_LSP_PYTHON (default: <repo>/.venv/bin/python), CHROMIUM (default
-// /usr/bin/chromium), E2E_TIMEOUT_S (default 180, per wait).
+// /usr/bin/chromium), E2E_TIMEOUT_S (default 180, per wait), E2E_SCENARIOS (e.g. "preview": run
+// only the scenarios whose names contain one of these comma-separated words).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -102,8 +103,9 @@ function ensureNodeTools() {
     step(`npm install code-server@${CODE_SERVER_VERSION} playwright-core@${PLAYWRIGHT_VERSION} (several minutes)`);
     seedRipgrepCache();
     mkdirSync(toolsDir, { recursive: true });
-    writeFileSync(join(toolsDir, 'package.json'), '{ "private": true }\n');
-    run('npm', ['install', '--no-save', '--no-package-lock', `code-server@${CODE_SERVER_VERSION}`, `playwright-core@${PLAYWRIGHT_VERSION}`], {
+    const manifest = { private: true, dependencies: { 'code-server': CODE_SERVER_VERSION, 'playwright-core': PLAYWRIGHT_VERSION } };
+    writeFileSync(join(toolsDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    run('npm', ['install', '--no-package-lock'], {
         cwd: toolsDir,
         // unsafe_perm: code-server's postinstall refuses to run as root without it; yes: node-pty's
         // install runs `npx node-gyp`, which must not stop to ask.
@@ -159,6 +161,22 @@ const KERNEL_CU = `__global__ void saxpy(float a, const float* x, float* y, int 
 }
 `;
 
+/** Text of everything `selector` matches, with Monaco's non-breaking spaces made plain. */
+async function textOf(page, selector) {
+    const texts = await page.locator(selector).allTextContents();
+    return texts.join('\n').replace(/\u00a0/g, ' ');
+}
+
+async function waitForText(page, selector, pattern, timeoutMs = 30_000) {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(await textOf(page, selector))) {
+        if (Date.now() > deadline) {
+            throw new Error(`no ${pattern} in ${selector} within ${timeoutMs / 1000}s`);
+        }
+        await page.waitForTimeout(250);
+    }
+}
+
 async function openFile(page, name) {
     await page.locator('.monaco-workbench').waitFor({ timeout: waitMs });
     // Quick Open needs the workbench to have focus; the explorer is a safe place to click.
@@ -188,8 +206,7 @@ async function scenarioDiagnostics(page, { baseUrl }) {
     await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
     await openFile(page, 'broken.cu');
     await page.keyboard.press('Control+Shift+M'); // Problems panel
-    const problem = page.locator('.markers-panel').getByText(/undefined_scale_factor/).first();
-    await problem.waitFor({ timeout: waitMs });
+    await waitForText(page, '.markers-panel', /undefined_scale_factor/, waitMs);
     console.log(`Problems panel: ${(await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).join(' | ')}`);
     const status = page.locator('.statusbar').getByText(/compile-only \(no GPU\)|\$\(chip\)|NVIDIA|GPU/).first();
     await status.waitFor({ timeout: 30_000 });
@@ -211,18 +228,25 @@ async function scenarioPreview(page, { baseUrl, reportPath }) {
 
     const applyButton = page.getByRole('button', { name: 'Apply', exact: true });
     await applyButton.waitFor({ timeout: waitMs });
-    const editorText = () => page.locator('.monaco-editor .view-lines').first().innerText();
-    if ((await editorText()).includes('optimized by the fake FSR server')) {
+    if ((await textOf(page, '.monaco-editor .view-lines')).includes('optimized by the fake FSR server')) {
         throw new Error('the edit was applied before the user confirmed it');
     }
     if (readFileSync(join(folder, 'kernel.cu'), 'utf8') !== KERNEL_CU) {
         throw new Error('kernel.cu changed on disk before the user confirmed the edit');
     }
+    // VS Code lists edits that need confirmation unticked: the user opts in to each one.
+    const fileCheckbox = page.locator('.bulk-edit-panel .edit-checkbox').first();
+    if (await fileCheckbox.isChecked()) {
+        throw new Error('the Refactor Preview pre-selected the edit; it should wait for the user');
+    }
     await page.screenshot({ path: join(artifactsDir, 'preview.png') });
-    console.log('Refactor Preview shown; file untouched until Apply');
+    console.log('Refactor Preview shown, edit unticked; file untouched');
+    await fileCheckbox.check();
     await applyButton.click();
-    await page.locator('.monaco-editor .view-lines').getByText(/optimized by the fake FSR server: saxpy/).first().waitFor({ timeout: 30_000 });
-    await page.locator('.notifications-toasts').getByText(/Optimized saxpy \(fake\)/).first().waitFor({ timeout: 30_000 });
+    await waitForText(page, '.monaco-editor .view-lines', /optimized by the fake FSR server: saxpy/);
+    // The result message: a toast, or already in the notification center.
+    await page.locator('[id="status.notifications"]').click();
+    await waitForText(page, '.notifications-toasts, .notifications-center', /Optimized saxpy \(fake\)/);
     console.log('applied after confirmation; result message shown');
     await page.screenshot({ path: join(artifactsDir, 'applied.png') });
 
@@ -287,7 +311,9 @@ async function main() {
         });
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
         page.on('pageerror', (error) => console.log(`[page error] ${error.message}`));
-        for (const scenario of [scenarioDiagnostics, scenarioPreview]) {
+        const only = process.env.E2E_SCENARIOS?.split(',');
+        const scenarios = [scenarioDiagnostics, scenarioPreview].filter((scenario) => !only || only.some((name) => scenario.name.toLowerCase().includes(name.toLowerCase())));
+        for (const scenario of scenarios) {
             try {
                 await scenario(page, { baseUrl, reportPath });
                 console.log(`PASS ${scenario.name}`);
