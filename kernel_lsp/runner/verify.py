@@ -209,13 +209,14 @@ def compare_output(
     if count == 0:
         return None
     first = int(np.flatnonzero(bad)[0])
-    index = np.unravel_index(first, got.shape) if got.ndim > 1 else first
+    index = tuple(int(i) for i in np.unravel_index(first, got.shape)) if got.ndim > 1 else first
     finite = np.where(bad & np.isfinite(diff), diff, 0.0)
     max_abs = float(np.max(finite)) if np.any(bad & np.isfinite(diff)) else math.inf
     if np.any(bad & ~np.isfinite(diff)):
         max_abs = math.inf
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(bad, diff / np.maximum(np.abs(e), 1e-30), 0.0)
+        # relative to |expected|, or to the tolerance floor where expected is 0
+        rel = np.where(bad, diff / np.maximum(np.abs(e), max(atol, 1e-12)), 0.0)
     max_rel = float(np.nanmax(rel)) if not np.all(np.isnan(rel)) else math.inf
     if np.any(bad & np.isnan(rel)):
         max_rel = math.inf

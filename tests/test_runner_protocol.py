@@ -1,0 +1,125 @@
+"""The worker protocol, restarts and timeouts, with the worker in its no-GPU (fake) mode."""
+
+from __future__ import annotations
+
+import io
+import textwrap
+
+import pytest
+
+from kernel_lsp.gpu import GpuSession
+from kernel_lsp.runner.fake import fake_cubin
+from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
+from kernel_lsp.spec import load_specs
+
+SPEC = textwrap.dedent(
+    """\
+    from kernel_lsp.spec import In, Out, Scalar, Spec
+    print("a spec that prints must not corrupt the protocol")
+    SPEC = Spec(
+        kernel="vadd",
+        sizes=[{"n": 1}, {"n": 1000}],
+        timing_sizes=[{"n": 4096}],
+        args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
+        reference=lambda a, b: {"c": a + b},
+    )
+    """
+)
+STEPS = [
+    {
+        "kernel": "vadd",
+        "symbol": "k",
+        "params": ["a", "b", "c", "n"],
+        "grid": "cdiv(n, 256)",
+        "block": "256",
+        "smem": "0",
+    }
+]
+
+
+def test_frames_round_trip_with_blobs():
+    buf = io.BytesIO()
+    write_message(buf, {"op": "check", "x": [1, 2]}, [b"\x00cubin", b""])
+    write_message(buf, {"op": "hello"})
+    buf.seek(0)
+    assert read_message(buf) == ({"op": "check", "x": [1, 2]}, [b"\x00cubin", b""])
+    assert read_message(buf) == ({"op": "hello"}, [])
+    with pytest.raises(EOFError):
+        read_message(buf)
+    with pytest.raises(ProtocolError):
+        read_message(io.BytesIO(b"JUNK\x00\x00\x00\x00"))
+
+
+@pytest.fixture(scope="module")
+def session():
+    with GpuSession(fake=True, launch_timeout_s=1.5) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spec") / "vadd.spec.py"
+    path.write_text(SPEC)
+    return load_specs(str(path)).specs[0]
+
+
+def run(session, spec, behaviour):
+    return session.check_compiled(fake_cubin({"k": behaviour}), STEPS, spec)
+
+
+def test_fake_device_answers(session):
+    assert session.available and session.reason == ""
+    assert session.device.name.startswith("Fake") and session.device.copy_bandwidth_Bps > 0
+
+
+def test_correct_kernel_passes_and_is_timed(session, spec):
+    r = run(session, spec, "vadd")
+    assert r.ok, r.message
+    assert [c["case"] for c in r.cases] == ["n=1", "n=1000", "n=97"]
+    (t,) = r.timings
+    assert t.case == "n=4096" and t.measurement.n >= 15
+
+
+@pytest.mark.parametrize(
+    "behaviour, kind, words",
+    [
+        ("noop", "mismatch", "still hold the poison"),
+        ("const", "mismatch", "elements wrong, first at index 0"),
+        ("half", "mismatch", "case n=1: `c`: 1 of 1 elements wrong"),
+        ("oob", "guard", "wrote past its end"),
+        ("clobber", "input_modified", "input `a` was modified"),
+        ("flaky", "mismatch", "elements wrong"),
+        ("crash", "crash", "illegal memory access in case n=1"),
+    ],
+)
+def test_cheats_rejected(session, spec, behaviour, kind, words):
+    r = run(session, spec, behaviour)
+    assert not r.ok and r.problems[0].kind == kind, r.message
+    assert words in r.message, r.message
+    assert run(session, spec, "vadd").ok  # the session answers afterwards
+
+
+def test_hang_times_out_and_worker_restarts(session, spec):
+    before = session.worker_pid
+    r = run(session, spec, "hang")
+    assert r.problems[0].kind == "timeout"
+    assert r.message == "kernel timed out after 1.5 s in case n=1 (verify)"
+    again = run(session, spec, "vadd")
+    assert again.ok and session.worker_pid != before
+
+
+def test_compare_interleaved(session, spec):
+    slow = (fake_cubin({"k": "slow"}), STEPS)
+    fast = (fake_cubin({"k": "vadd"}), STEPS)
+    c = session.compare_compiled(slow, fast, spec)
+    assert c.error is None and c.faster and c.ci_low > 2, c
+    same = session.compare_compiled(fast, fast, spec)
+    assert not same.faster or same.ci_low > 1.02
+
+
+def test_unavailable_without_gpu(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    s = GpuSession(fake=False)
+    assert not s.available and "CUDA_VISIBLE_DEVICES" in s.reason
+    check = s.check("__global__ void k() {}", "k.cu", None, "k")
+    assert check.status == "unavailable" and "no GPU" in check.message
