@@ -1,0 +1,299 @@
+"""Keeps diagnostics true when files change on disk outside the editor (git checkouts, code
+generators, another editor).
+
+- A `WorkspaceWatcher` (watchdog, inotify) runs per workspace folder: started on `initialized`
+  and on `workspace/didChangeWorkspaceFolders`, stopped on `shutdown`. Its debounced batches
+  cross to the event loop with `call_soon_threadsafe`.
+- A batch becomes work through the include graph (`kernel_lsp.watch.plan_batch`): changed files
+  and every file that includes a changed header, directly or transitively, are re-checked
+  (closed files from disk, their diagnostics published); deleted files are forgotten.
+- Open documents: the editor's text stays the truth. A disk change to an open file itself
+  schedules nothing (the editor's diagnostics stay); a disk change to a header it includes
+  re-checks it (its editor text, against the new header). A deleted file that is still open
+  keeps its diagnostics.
+- Bounded work: re-checks are fed to the Analysis at most `2 x workers` at a time, open
+  documents first; the Analysis coalesces requests per file.
+- Start-up: the include graph is built from a walk of each folder (off the loop); the files
+  themselves are compiled at start-up only when a folder holds at most
+  `STARTUP_CHECK_LIMIT` of them (a small project shows all its problems at once; a large
+  one would keep every core busy for minutes after the editor opens). Past that, files are
+  checked when opened or when they (or their headers) change.
+
+`kernelLsp/watchStats` returns counters (compiles, batches, watched folders) for tests and
+benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import threading
+from collections import deque
+
+from lsprotocol import types
+
+from ..include_graph import IncludeGraph, normalize, read_text
+from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
+from .uris import uri_to_path
+
+log = logging.getLogger(__name__)
+
+STARTUP_CHECK_LIMIT = int(os.environ.get("KERNEL_LSP_STARTUP_CHECK_LIMIT", "50"))
+SCAN_LIMIT = 100_000
+STATS_REQUEST = "kernelLsp/watchStats"
+
+
+class Watching:
+    def __init__(self, server) -> None:
+        self.server = server
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.watchers: dict[str, WorkspaceWatcher] = {}
+        # The graph is filled by the start-up walk (a thread) and by the loop: one lock.
+        self.graph = IncludeGraph(read=self._read)
+        self.graph_lock = threading.Lock()
+        self.problems: list[str] = []
+        self.batches = 0
+        self.events = 0
+        self.requested = 0
+        self._queue: deque[str] = deque()
+        self._queued: set[str] = set()
+        self._draining = False
+        self._slots: asyncio.Semaphore | None = None
+        self._stopped = False
+        self._tasks: set[asyncio.Future] = set()
+        self.ready: set[str] = set()  # folders watched and walked
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _is_open(self, path: str) -> bool:
+        try:
+            return self.server.open_document(path) is not None
+        except Exception:  # no workspace yet
+            return False
+
+    def _read(self, path: str) -> str | None:
+        # The editor's text for open documents (its includes are what the user sees).
+        if threading.current_thread() is threading.main_thread():
+            snap = self.server.snapshot(path)
+            if snap.text is not None:
+                return snap.text
+        return read_text(path)
+
+    def _include_dirs(self) -> tuple[str, ...]:
+        settings = self.server.settings
+        archs = settings.archs()
+        return settings.compile_options(archs[0], self.server.root_path()).include_dirs if archs else ()
+
+    def folders(self) -> list[str]:
+        ws = self.server.workspace
+        out = []
+        for folder in ws.folders.values() if ws else ():
+            p = uri_to_path(folder.uri)
+            if p:
+                out.append(normalize(p))
+        if not out and (root := self.server.root_path()):
+            out.append(normalize(root))
+        # A folder inside another one is watched through its parent.
+        return [f for f in sorted(set(out)) if not any(f.startswith(o + os.sep) for o in out if o != f)]
+
+    # --- starting and stopping ----------------------------------------------------------------
+
+    async def sync_folders(self) -> None:
+        """Watch exactly the workspace's folders: start new ones, stop removed ones."""
+        if self._stopped:
+            return
+        self.loop = asyncio.get_running_loop()
+        if self._slots is None:
+            workers = getattr(self.server.analysis, "_workers", 2)
+            self._slots = asyncio.Semaphore(max(2, 2 * workers))
+        wanted = self.folders()
+        for root in list(self.watchers):
+            if root not in wanted:
+                self.watchers.pop(root).stop()
+                self.ready.discard(root)
+        for root in wanted:
+            if root not in self.watchers:
+                await self._start(root)
+
+    async def _start(self, root: str) -> None:
+        watcher = WorkspaceWatcher(root, self._from_thread, self.server.settings.exclude)
+        self.watchers[root] = watcher
+        loop = asyncio.get_running_loop()
+        try:
+            # Registering inotify watches walks the tree: off the loop.
+            await loop.run_in_executor(None, watcher.start)
+        except OSError as e:
+            self.watchers.pop(root, None)
+            self._problem(f"cannot watch {root} for changes on disk: {e}", popup=True)
+            return
+        scan = await loop.run_in_executor(None, self._scan, watcher)
+        for problem in scan.problems:
+            self._problem(f"{problem}; changes there are not seen")
+        if scan.truncated:
+            self._problem(
+                f"{root}: more than {SCAN_LIMIT} CUDA files; headers are followed for the first ones"
+            )
+        if len(scan.files) <= STARTUP_CHECK_LIMIT:
+            self._enqueue(scan.files)
+        self.ready.add(root)
+        log.info("watching %s (%d CUDA/spec files)", root, len(scan.files))
+
+    def _scan(self, watcher: WorkspaceWatcher):
+        scan = watcher.scan(SCAN_LIMIT)
+        with self.graph_lock:
+            self.graph.include_dirs = self._include_dirs()
+        for f in scan.files:
+            if is_cuda(f):
+                text = read_text(f)
+                with self.graph_lock:
+                    if f not in self.graph:
+                        self.graph.update(f, text)
+        return scan
+
+    def stop(self) -> None:
+        self._stopped = True
+        for watcher in self.watchers.values():
+            watcher.stop()
+        self.watchers.clear()
+        self._queue.clear()
+        self._queued.clear()
+
+    def _problem(self, message: str, popup: bool = False) -> None:
+        self.problems.append(message)
+        log.warning(message)
+        try:
+            if popup:
+                self.server.show_warning(f"kernel-lsp: {message}")
+            else:
+                self.server.window_log_message(
+                    types.LogMessageParams(type=types.MessageType.Warning, message=f"kernel-lsp: {message}")
+                )
+        except Exception:
+            log.debug("could not tell the client", exc_info=True)
+
+    # --- batches ------------------------------------------------------------------------------
+
+    def _from_thread(self, batch: Batch) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed() and not self._stopped:
+            loop.call_soon_threadsafe(self.handle_batch, batch)
+
+    def handle_batch(self, batch: Batch) -> None:
+        """On the loop: turn a batch into re-checks and forgotten files."""
+        if self._stopped:
+            return
+        self.batches += 1
+        self.events += batch.events
+        analysis = self.server.analysis
+        with self.graph_lock:
+            self.graph.include_dirs = self._include_dirs()
+            plan = plan_batch(batch, self.graph, list(analysis.results))
+        for path in sorted(plan.forget):
+            if not self._is_open(path):  # an open buffer still holds the text
+                analysis.forget(path)
+        # An open file that changed on disk keeps the editor's diagnostics; one that reads a
+        # changed header is re-checked with its editor text.
+        todo = {p for p in plan.changed if not self._is_open(p)} | plan.dependents
+        self._enqueue(todo - plan.forget)
+        log.debug("batch of %d events: %d to check, %d forgotten", batch.events, len(todo), len(plan.forget))
+
+    def after_check(self, path, check, snap) -> None:
+        """Every check (editor or watcher) refreshes the file's includes in the graph."""
+        if not is_cuda(path):
+            return
+        text = snap.text if snap is not None and snap.text is not None else None
+        with self.graph_lock:
+            self.graph.update(path, text)
+
+    # --- bounded feeding ----------------------------------------------------------------------
+
+    def _enqueue(self, paths) -> None:
+        fresh = [p for p in paths if p not in self._queued]
+        # Open documents first: that is where the user is looking.
+        fresh.sort(key=lambda p: (not self._is_open(p), p))
+        for p in fresh:
+            self._queued.add(p)
+            self._queue.append(p)
+        if self._queue and not self._draining:
+            self._draining = True
+            self._keep(asyncio.ensure_future(self._drain()))
+
+    def _keep(self, task: asyncio.Future) -> None:
+        # The loop holds tasks weakly: keep a reference until each is done.
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _drain(self) -> None:
+        assert self._slots is not None
+        try:
+            while self._queue and not self._stopped:
+                await self._slots.acquire()
+                if not self._queue:
+                    self._slots.release()
+                    break
+                path = self._queue.popleft()
+                self._queued.discard(path)
+                self.requested += 1
+                self.server.analysis.request(path)
+                self._keep(asyncio.ensure_future(self._release_when_done(path)))
+        finally:
+            self._draining = False
+
+    async def _release_when_done(self, path: str) -> None:
+        try:
+            await self.server.analysis.wait(path, timeout=120.0)
+        finally:
+            assert self._slots is not None
+            self._slots.release()
+
+    def stats(self) -> dict:
+        return {
+            "compiles": self.server.analysis.compiles,
+            "batches": self.batches,
+            "events": self.events,
+            "requested": self.requested,
+            "queued": len(self._queue),
+            "folders": sorted(self.ready),
+            "graphFiles": len(self.graph),
+            "problems": list(self.problems),
+        }
+
+
+def _chain(server, method: str, extra) -> None:
+    """Run `extra(ls)` after the handler another module registered for `method` (pygls allows
+    one handler per method; initialized and shutdown belong to notifications/initialized.py)."""
+    features = server.protocol.fm.features
+    original = features.get(method)
+
+    async def chained(*args):
+        result = original(*args) if original is not None else None
+        if inspect.isawaitable(result):
+            result = await result
+        more = extra(server)
+        if inspect.isawaitable(more):
+            await more
+        return result
+
+    if original is None:
+        server.feature(method)(lambda ls, params=None: extra(ls))
+    else:
+        features[method] = chained
+
+
+def register(server) -> None:
+    watching = Watching(server)
+    server.watching = watching
+    server.after_check_hooks.append(watching.after_check)
+
+    _chain(server, types.INITIALIZED, lambda ls: watching.sync_folders())
+    _chain(server, types.SHUTDOWN, lambda ls: watching.stop())
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_workspace_folders(ls, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        await watching.sync_folders()
+
+    @server.feature(STATS_REQUEST)
+    def watch_stats(ls, params=None) -> dict:
+        return watching.stats()
