@@ -78,12 +78,13 @@ class IncludeGraph:
         return seen
 
     def waiting_for(self, path: str) -> set[str]:
-        """Files with an include that named nothing before and now resolves to `path`."""
+        """Files with an include that resolved to nothing and would resolve to `path` (once it
+        exists: the header appeared, or is about to)."""
         target_path = normalize(path)
         out = set()
         for includer, target, quoted in self._unresolved.get(os.path.basename(target_path), ()):
-            resolved = resolve_include(target, quoted, os.path.dirname(includer), self.include_dirs)
-            if resolved and normalize(resolved) == target_path:
+            search = ([os.path.dirname(includer)] if quoted else []) + list(self.include_dirs)
+            if any(normalize(os.path.join(d, target)) == target_path for d in search):
                 out.add(includer)
         return out
 
