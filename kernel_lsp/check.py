@@ -12,6 +12,7 @@ from .config import Settings
 from .model import CompileResult, Diagnostic, KernelResources, Severity
 
 CUDA_SUFFIXES = (".cu", ".cuh")
+SPEC_SUFFIX = ".spec.py"
 SKIPPED_DIRS = frozenset({"node_modules", "build", "__pycache__", "dist", ".git"})
 
 
@@ -38,6 +39,12 @@ class FileCheck:
 
     def result_for(self, arch: str) -> CompileResult | None:
         return next((r for r in self.results if r.arch == arch), None)
+
+
+def kernel_file_for_spec(spec_path: str) -> str | None:
+    """`vadd.spec.py` -> `vadd.cu` (or `.cuh`) when that file exists."""
+    stem = spec_path[: -len(SPEC_SUFFIX)]
+    return next((stem + s for s in CUDA_SUFFIXES if os.path.exists(stem + s)), None)
 
 
 def drop_repeated(checks: list[FileCheck]) -> None:

@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import FileCheck, check_path, check_source
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_path, check_source, kernel_file_for_spec
 from ..compile import include_closure
 from ..config import Settings
 from ..model import Diagnostic, Severity
@@ -97,7 +97,15 @@ class Analysis:
     # --- scheduling ---------------------------------------------------------------------------
 
     def request(self, path: str) -> None:
-        """Check `path` soon (its editor text if open, else the file on disk)."""
+        """Check `path` soon (its editor text if open, else the file on disk). A spec sidecar
+        stands for its kernel file: the kernel file's check verifies it."""
+        if path.endswith(SPEC_SUFFIX):
+            kernel_file = kernel_file_for_spec(path)
+            if kernel_file is None:
+                return
+            path = kernel_file
+        if not path.endswith(CUDA_SUFFIXES):
+            return
         self._done.setdefault(path, asyncio.Event()).clear()
         if path in self._running:
             self._again.add(path)

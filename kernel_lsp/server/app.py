@@ -63,11 +63,7 @@ class KernelLanguageServer(LanguageServer):
 
     def request_check(self, uri: str) -> None:
         path = uri_to_path(uri)
-        if path and path.endswith(".spec.py"):
-            from .gpu_feature import cu_for_spec
-
-            path = cu_for_spec(path)  # a spec's findings come from checking its kernel file
-        if path and path.endswith((".cu", ".cuh")):
+        if path:
             self.analysis.request(path)
 
     def _after_check(self, path, check, snap) -> None:

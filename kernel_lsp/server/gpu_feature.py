@@ -17,14 +17,6 @@ from ..stats import format_seconds
 log = logging.getLogger(__name__)
 
 
-def cu_for_spec(spec_path: str) -> str | None:
-    stem = spec_path[: -len(".spec.py")]
-    for suffix in (".cu", ".cuh"):
-        if os.path.exists(stem + suffix):
-            return stem + suffix
-    return None
-
-
 class GpuFeature:
     def __init__(self, server) -> None:
         self.server = server
