@@ -293,7 +293,8 @@ async function main() {
     const server = spawn(
         process.execPath,
         [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FAKE_REPORT_PATH: reportPath } },
+        // Its own process group, so that stopping it also stops the extension host and the servers.
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FAKE_REPORT_PATH: reportPath }, detached: true },
     );
     const serverLog = [];
     server.stdout.on('data', (d) => serverLog.push(String(d)));
@@ -326,7 +327,7 @@ async function main() {
         }
     } finally {
         await browser?.close();
-        server.kill();
+        stopProcessGroup(server.pid);
         writeFileSync(join(artifactsDir, 'code-server.log'), serverLog.join(''));
     }
     console.log(`\nartifacts (screenshots, code-server log): ${artifactsDir}`);
@@ -334,6 +335,14 @@ async function main() {
         process.exit(1);
     }
     console.log('e2e: all scenarios passed');
+}
+
+function stopProcessGroup(pid) {
+    try {
+        process.kill(-pid, 'SIGTERM');
+    } catch {
+        // already gone
+    }
 }
 
 /** On failure, the kernel-lsp output channel says the most about why. */
