@@ -1,0 +1,51 @@
+// Layer norm, BF16 in and out: y[r][c] = (x[r][c] - mean_r) / sqrt(var_r + eps) * weight[c] + bias[c],
+// with the biased variance (as torch.nn.functional.layer_norm).
+// Loads are widened to float, the math is done in float, and each result is rounded once.
+// One block per row, three passes over the row: the mean, then the variance around it (two
+// passes are more accurate than sum and sum of squares), then the output.
+#include <cuda_bf16.h>
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+
+// kernel-lsp: launch layernorm grid=rows block=BLOCK
+// kernel-lsp: tune BLOCK=256,64,128,512,1024
+
+// Tree reduction of one value per thread; the block size must be a power of two.
+__device__ float block_sum(float value, float* buf)
+{
+    buf[threadIdx.x] = value;
+    __syncthreads();
+    for (int stride = BLOCK / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride) buf[threadIdx.x] += buf[threadIdx.x + stride];
+        __syncthreads();
+    }
+    const float result = buf[0];
+    __syncthreads();  // buf may be reused right after
+    return result;
+}
+
+extern "C" __global__ void layernorm(const __nv_bfloat16* x, const __nv_bfloat16* weight, const __nv_bfloat16* bias,
+                                     __nv_bfloat16* y, int rows, int cols, float eps)
+{
+    __shared__ float buf[BLOCK];
+    const int row = blockIdx.x;
+    if (row >= rows) return;
+    const __nv_bfloat16* xr = x + (long long)row * cols;
+    __nv_bfloat16* yr = y + (long long)row * cols;
+
+    float sum = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += BLOCK) sum += __bfloat162float(xr[c]);
+    const float mean = block_sum(sum, buf) / cols;
+
+    float sum_sq = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += BLOCK) {
+        const float d = __bfloat162float(xr[c]) - mean;
+        sum_sq += d * d;
+    }
+    const float rstd = rsqrtf(block_sum(sum_sq, buf) / cols + eps);
+
+    for (int c = threadIdx.x; c < cols; c += BLOCK)
+        yr[c] = __float2bfloat16((__bfloat162float(xr[c]) - mean) * rstd * __bfloat162float(weight[c]) + __bfloat162float(bias[c]));
+}

@@ -1,0 +1,34 @@
+// SiLU-and-mul (the gated MLP activation of Llama-style models), BF16 in and out:
+// x holds rows x (2*d): the gate in columns [0, d), the up projection in [d, 2d);
+// out[r][j] = silu(x[r][j]) * x[r][d + j], silu(v) = v / (1 + exp(-v)).
+// Loads are widened to float, the math is done in float, and each result is rounded once.
+// One thread per output element (ITEMS elements with the tunable), BLOCK apart for coalescing.
+// Indices are int: the spec keeps rows * 2d below 2^31.
+#include <cuda_bf16.h>
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+#ifndef ITEMS
+#define ITEMS 1
+#endif
+
+// kernel-lsp: launch silu_and_mul grid=cdiv(rows*d, BLOCK*ITEMS) block=BLOCK
+// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8
+
+extern "C" __global__ void silu_and_mul(const __nv_bfloat16* x, __nv_bfloat16* out, int rows, int d)
+{
+    const int total = rows * d;
+    const int first = blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const int i = first + k * BLOCK;
+        if (i < total) {
+            const int r = i / d;
+            const int j = i - r * d;
+            const float gate = __bfloat162float(x[2 * r * d + j]);
+            const float up = __bfloat162float(x[2 * r * d + d + j]);
+            out[i] = __float2bfloat16(gate / (1.0f + expf(-gate)) * up);
+        }
+    }
+}
