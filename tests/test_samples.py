@@ -163,9 +163,11 @@ def test_spec_loads_and_fits_its_kernel(cu: Path) -> None:
     for name, arg in spec.outputs().items():
         assert arg.atol is not None and arg.rtol is not None, f"{name}: give a tolerance"
     sizes = [math.prod(s.values()) for s in spec.sizes]
-    assert min(sizes) == 1, "test a size of 1"
+    assert min(sizes) <= 2, "test the smallest size there is (1, or 2 where a dimension must be even)"
+    # Large enough to fill an H100 for timing: well past its 50 MB L2, or 100M+ operations (Monte
+    # Carlo counts 3 float ops a point; its integer hash is most of the work).
     work = spec.work_for(spec.timing_cases()[0])
-    assert work["bytes"] >= 100e6 or work["flops"] >= 1e9, f"timing case too small to fill a GPU: {work}"
+    assert work["bytes"] >= 64e6 or work["flops"] >= 3e8, f"timing case too small to fill a GPU: {work}"
 
 
 H100_GRID_YZ = 65_535

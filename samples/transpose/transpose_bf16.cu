@@ -14,7 +14,7 @@ static_assert(BLOCK_ROWS <= TILE && TILE % BLOCK_ROWS == 0, "BLOCK_ROWS must div
 static_assert(TILE * BLOCK_ROWS <= 1024, "at most 1024 threads per block");
 
 // kernel-lsp: launch transpose grid=(cdiv(cols, TILE), cdiv(rows, TILE)) block=(TILE, BLOCK_ROWS)
-// kernel-lsp: tune TILE=32,16,64 BLOCK_ROWS=8,4,16,32
+// kernel-lsp: tune TILE=32,16,64 BLOCK_ROWS=8,4,16
 
 extern "C" __global__ void transpose(const __nv_bfloat16* src, __nv_bfloat16* dst, int rows, int cols)
 {
