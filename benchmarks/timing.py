@@ -122,13 +122,24 @@ def cupyx_median(launch: ExternalLaunch) -> float:
     return float(np.median(r.gpu_times[0]))
 
 
-def do_bench_median(launch: ExternalLaunch) -> float | None:
+def do_bench_median(cu: Path, spec: Path, arch: str) -> float | None:
+    """Triton's do_bench in its own process: torch must be imported before cupy there."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--do-bench", str(cu), str(spec), arch],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
     try:
-        import torch  # noqa: F401  (do_bench times on torch's stream)
-        from triton.testing import do_bench
-    except Exception as e:
-        print(f"do_bench unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        return float(json.loads(out.stdout.strip().splitlines()[-1])["median_s"])
+    except Exception:
+        print(f"do_bench unavailable: {(out.stdout + out.stderr)[-600:]}", file=sys.stderr)
         return None
+
+
+def do_bench_here(cu: Path, spec: Path, arch: str) -> float:
+    import torch  # noqa: F401  (before cupy; do_bench times on torch's stream)
+    from triton.testing import do_bench
+
+    launch = ExternalLaunch(cu, spec, arch)
     return float(do_bench(launch, warmup=25, rep=100, return_mode="median")) * 1e-3
 
 
@@ -207,7 +218,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--launch-only", nargs=3, metavar=("CU", "SPEC", "ARCH"))
     parser.add_argument("--ours-once", nargs=2, metavar=("CU", "SPEC"))
+    parser.add_argument("--do-bench", nargs=3, metavar=("CU", "SPEC", "ARCH"))
     args = parser.parse_args()
+    if args.do_bench:
+        cu, spec, arch = args.do_bench
+        print(json.dumps({"median_s": do_bench_here(Path(cu), Path(spec), arch)}))
+        return 0
     if args.launch_only:  # the process ncu profiles
         cu, spec, arch = args.launch_only
         launch = ExternalLaunch(Path(cu), Path(spec), arch)
@@ -258,7 +274,7 @@ def main() -> int:
         warm = ours_once(cu, spec, cold=False)
         launch = ExternalLaunch(cu, spec, arch)
         cpx = cupyx_median(launch)
-        tdb = do_bench_median(launch)
+        tdb = do_bench_median(cu, spec, arch)
         ncu = ncu_median(cu, spec, arch)
         agree = f"{(ours / ncu - 1) * 100:+.1f}%" if ncu else "n/a"
         print(name, launch.case, ours, warm, cpx, tdb, ncu, f"cv={cv:.4f}", flush=True)
