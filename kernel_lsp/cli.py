@@ -138,6 +138,9 @@ def serve_main(argv: list[str]) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=[handler],
     )
+    if not args.log_level.upper().startswith("DEBUG"):
+        # pygls logs every message it sends at INFO: keep the log for what the server does.
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     from .server import serve
 
     if args.tcp:
