@@ -14,6 +14,9 @@ import os
 import re
 from typing import Any
 
+# Bumped whenever the gates change what they decide: older results are then not reused.
+CACHE_VERSION = "2"
+
 
 def default_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -27,7 +30,9 @@ class ResultCache:
         self.directory = (
             os.path.join(directory, re.sub(r"[^A-Za-z0-9_.-]+", "_", device_key)) if directory else None
         )
-        self.context = hashlib.sha256(context.encode("utf-8", "surrogatepass")).hexdigest()
+        self.context = hashlib.sha256(
+            (CACHE_VERSION + "\n" + context).encode("utf-8", "surrogatepass")
+        ).hexdigest()
         self.hits = 0
 
     def _path(self, kind: str, source: str) -> str | None:

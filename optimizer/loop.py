@@ -166,6 +166,11 @@ def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) 
         out.message = compile_log(compiled)
         return
     missing = [k for k in target.kernels if k not in {r.name for r in compiled.kernels}]
+    if missing and compiled.cubin:
+        # Some NVRTC builds leave ptxas' resource lines out of the log: look in the CUBIN itself.
+        from kernel_lsp.gpu import entry_symbols
+
+        missing = [k for k in missing if k not in entry_symbols(compiled.cubin, missing)]
     if missing:
         out.status = Status.COMPILE_ERROR
         out.message = f"the compiled module has no kernel {', '.join(missing)} (renamed or templated?)"
