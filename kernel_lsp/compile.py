@@ -309,7 +309,14 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         return replace(hit, cached=True)
     start = time.perf_counter()
     try:
-        ok, log, cubin = _run_nvrtc(source, path, nvrtc_flags(path, options))
+        flags = nvrtc_flags(path, options)
+        ok, log, cubin = _run_nvrtc(source, path, flags)
+        # Seen with NVRTC 13.0 on an H200 under parallel compiles: a successful compile whose log
+        # lacks ptxas's resource report (an empty log). Asking again has given it back.
+        for _ in range(2):
+            if not (ok and "__global__" in source and "Compiling entry function" not in log):
+                break
+            ok, log, cubin = _run_nvrtc(source, path, flags)
     except Exception as e:  # NVRTC missing or broken: the tool failed, not the file
         return CompileResult(
             path,
