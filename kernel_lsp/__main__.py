@@ -2,4 +2,6 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+# Guarded: compile workers are started with "spawn", which imports this module again.
+if __name__ == "__main__":
+    sys.exit(main())

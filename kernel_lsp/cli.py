@@ -10,11 +10,11 @@ import argparse
 import logging
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from . import __version__
 from .check import FileCheck, check_path, collect_files, drop_repeated
+from .compile import compile_pool
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
@@ -64,7 +64,7 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     # NVRTC serialises compiles inside one process, so parallel files need processes.
     if jobs <= 1 or len(files) <= 1:
         return [check_path(f, settings) for f in files]
-    with ProcessPoolExecutor(max_workers=min(jobs, len(files))) as pool:
+    with compile_pool(min(jobs, len(files))) as pool:
         return list(pool.map(_check_one, files, [settings] * len(files)))
 
 

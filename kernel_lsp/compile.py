@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import multiprocessing
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from . import archs
@@ -25,6 +27,13 @@ from .source import find_includes, find_kernels, parse_directives
 
 FALLBACK_ARCH = "sm_90"
 MAX_FILE_BYTES = 2 * 1024 * 1024
+
+
+def compile_pool(workers: int) -> ProcessPoolExecutor:
+    """Worker processes for NVRTC. Started with "spawn": a child forked from a process that has
+    already used NVRTC 13.0 compiles fine but loses ptxas's resource report from its log (seen on
+    an H200), and NVRTC serialises compiles within one process anyway."""
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 @dataclass(frozen=True)

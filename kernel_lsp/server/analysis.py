@@ -22,8 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_path, check_source, kernel_file_for_spec
-from ..compile import include_closure
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, kernel_file_for_spec
+from ..compile import compile_pool, include_closure
 from ..config import Settings
 from ..model import Diagnostic, Severity
 
@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 def _check_job(text: str | None, path: str, settings: Settings, base_dir: str | None) -> FileCheck:
     if text is None:
         return check_path(path, settings, base_dir)
-    return check_source(text, path, settings, base_dir)
+    # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
+    # binary content (NVRTC would stop at the first NUL and report a clean file).
+    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir)
 
 
 def _warm_up() -> None:
@@ -81,7 +83,7 @@ class Analysis:
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self._workers)
+            self._pool = compile_pool(self._workers)
         return self._pool
 
     def warm_up(self) -> None:
@@ -91,8 +93,14 @@ class Analysis:
 
     def shutdown(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            # An NVRTC call cannot be interrupted, and the interpreter joins the pool at exit: a
+            # long compile (a 3 s cub include, a huge file) would hold `exit` up. End the workers.
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for w in workers:
+                with contextlib.suppress(Exception):  # already gone
+                    w.terminate()
 
     # --- scheduling ---------------------------------------------------------------------------
 
