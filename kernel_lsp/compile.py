@@ -26,13 +26,18 @@ from .model import CompileResult, Diagnostic, KernelResources, Severity
 from .source import find_includes, find_kernels, parse_directives
 
 FALLBACK_ARCH = "sm_90"
+
+# Where a CUDA driver is installed, NVRTC serves repeated compiles from the driver's compute cache,
+# and a cache hit's log has no ptxas resource report (seen on an H200 with NVRTC 13.0; also
+# NVIDIA/cuda-python#1124). The resources are the point of compiling here, so never use the cache.
+os.environ["CUDA_CACHE_DISABLE"] = "1"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
 def compile_pool(workers: int) -> ProcessPoolExecutor:
-    """Worker processes for NVRTC. Started with "spawn": a child forked from a process that has
-    already used NVRTC 13.0 compiles fine but loses ptxas's resource report from its log (seen on
-    an H200), and NVRTC serialises compiles within one process anyway."""
+    """Worker processes for NVRTC (it serialises compiles within one process). Started with
+    "spawn": the server forks from a process with threads (pygls, watchdog, the GPU client), which
+    is unsafe, and a fresh process holds no state of the parent's NVRTC."""
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
 
@@ -318,14 +323,7 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         return replace(hit, cached=True)
     start = time.perf_counter()
     try:
-        flags = nvrtc_flags(path, options)
-        ok, log, cubin = _run_nvrtc(source, path, flags)
-        # Seen with NVRTC 13.0 on an H200 under parallel compiles: a successful compile whose log
-        # lacks ptxas's resource report (an empty log). Asking again has given it back.
-        for _ in range(2):
-            if not (ok and "__global__" in source and "Compiling entry function" not in log):
-                break
-            ok, log, cubin = _run_nvrtc(source, path, flags)
+        ok, log, cubin = _run_nvrtc(source, path, nvrtc_flags(path, options))
     except Exception as e:  # NVRTC missing or broken: the tool failed, not the file
         return CompileResult(
             path,
