@@ -29,6 +29,9 @@ from ..model import Diagnostic, Severity
 
 log = logging.getLogger(__name__)
 
+# How long requests must pause, during a burst, before the newest text is checked again.
+BURST_QUIET_S = 0.15
+
 
 def _check_job(text: str | None, path: str, settings: Settings, base_dir: str | None) -> FileCheck:
     if text is None:
@@ -74,6 +77,7 @@ class Analysis:
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: set[str] = set()
+        self._last_request: dict[str, float] = {}
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
@@ -115,6 +119,7 @@ class Analysis:
         if not path.endswith(CUDA_SUFFIXES):
             return
         self._done.setdefault(path, asyncio.Event()).clear()
+        self._last_request[path] = asyncio.get_running_loop().time()
         if path in self._running:
             self._again.add(path)
             return
@@ -146,6 +151,10 @@ class Analysis:
                 await self._check_once(path)
                 if path not in self._again:
                     break
+                # A burst (saves while a check ran): wait for a quiet moment, then check the
+                # newest text once. A lone save starts at once; 50 saves in a second cost a
+                # handful of compiles instead of one per compile time.
+                await self._quiet(path)
         except Exception:
             log.exception("check of %s failed", path)
         finally:
@@ -153,6 +162,11 @@ class Analysis:
             self._done.setdefault(path, asyncio.Event()).set()
             if not self._running:
                 self._on_busy(False)
+
+    async def _quiet(self, path: str) -> None:
+        loop = asyncio.get_running_loop()
+        while (left := self._last_request.get(path, 0.0) + BURST_QUIET_S - loop.time()) > 0:
+            await asyncio.sleep(left)
 
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
