@@ -1,0 +1,260 @@
+"""How fast diagnostics come back through the real server, next to the bare compile and nvcc.
+
+For each sample: didSave -> publishDiagnostics (median, p95 over N saves, each save a real
+compile: a counter comment changes the text), an unchanged re-save (cache hit), the bare NVRTC
+compile of the same text (compile_source, use_cache=False, in this process), and `nvcc -c` when
+nvcc is on PATH. Then the server's start-up time to the initialize answer and its idle RSS.
+Everything is measured side by side in one run.
+
+    .venv/bin/python benchmarks/diagnostics.py [--saves 30] [--nvcc-runs 2] [--only vector_add]
+
+Targets (issue 2): server overhead <= 10 ms over the bare compile; unchanged re-save <= 5 ms;
+>= 20x faster than nvcc -c."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import glob
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kernel_lsp.compile import CompileOptions, compile_source  # noqa: E402
+
+ARCH = "sm_90"
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return [int(p) for p in out.split()]
+
+
+class Bench:
+    def __init__(self) -> None:
+        self.client = LanguageClient("kernel-lsp-bench", "1")
+        self.published: dict[str, tuple[int | None, float, int]] = {}
+        self.events: dict[str, asyncio.Event] = {}
+
+        @self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def on_publish(params: types.PublishDiagnosticsParams) -> None:
+            self.published[params.uri] = (params.version, time.perf_counter(), len(params.diagnostics))
+            self.events.setdefault(params.uri, asyncio.Event()).set()
+
+        @self.client.feature("kernelLsp/status")
+        def on_status(params) -> None:
+            pass
+
+    async def start(self, root: Path) -> tuple[float, int]:
+        t0 = time.perf_counter()
+        await self.client.start_io(
+            sys.executable,
+            "-m",
+            "kernel_lsp",
+            "--log-level",
+            "WARNING",
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=root.as_uri(),
+                initialization_options={"arch": [ARCH], "gpu": {"enabled": False}},
+            )
+        )
+        startup = time.perf_counter() - t0
+        self.client.initialized(types.InitializedParams())
+        return startup, self.client._server.pid
+
+    async def publish_after(self, uri: str, action, version: int | None) -> float:
+        """Seconds from `action()` to the publication of `uri` at `version`."""
+        ev = self.events.setdefault(uri, asyncio.Event())
+        ev.clear()
+        t0 = time.perf_counter()
+        action()
+        while True:
+            await asyncio.wait_for(ev.wait(), 120)
+            ev.clear()
+            v, t, _ = self.published[uri]
+            if version is None or v == version:
+                return t - t0
+
+    def open(self, path: Path, text: str) -> None:
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=path.as_uri(), language_id="cuda", version=1, text=text
+                )
+            )
+        )
+
+    def change_and_save(self, path: Path, text: str, version: int) -> None:
+        path.write_text(text)
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=path.as_uri(), version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+        self.save(path)
+
+    def save(self, path: Path) -> None:
+        self.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+        )
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), 10)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+
+
+def nvcc_time(path: Path, runs: int) -> float | None:
+    nvcc = shutil.which("nvcc")
+    if not nvcc or runs <= 0:
+        return None
+    times = []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            proc = subprocess.run(
+                [nvcc, "-c", f"-arch={ARCH}", "-std=c++17", str(path), "-o", os.path.join(d, "k.o")],
+                capture_output=True,
+            )
+            if proc.returncode != 0:
+                return None
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
+    base = path.read_text()
+    uri = path.as_uri()
+    await b.publish_after(uri, lambda: b.open(path, base), 1)
+    save_times, bare_times = [], []
+    for i in range(saves):
+        text = base + f"// bench save {i}\n"
+        version = i + 2
+        save_times.append(
+            await b.publish_after(uri, lambda t=text, v=version: b.change_and_save(path, t, v), version)
+        )
+    for i in range(max(5, saves // 3)):
+        text = base + f"// bare compile {i}\n"
+        t0 = time.perf_counter()
+        compile_source(text, str(path), CompileOptions(arch=ARCH), use_cache=False)
+        bare_times.append(time.perf_counter() - t0)
+    cached = [await b.publish_after(uri, lambda: b.save(path), None) for _ in range(10)]
+    return {
+        "name": str(path.relative_to(path.parents[1])),
+        "save_med": statistics.median(save_times),
+        "save_p95": pct(save_times, 0.95),
+        "bare_med": statistics.median(bare_times),
+        "cached_med": statistics.median(cached),
+        "nvcc": nvcc_time(path, nvcc_runs),
+    }
+
+
+async def main_async(args) -> None:
+    files = sorted(Path(p) for p in glob.glob(str(REPO / "samples" / "*" / "*.cu")) if "/broken/" not in p)
+    if args.only:
+        files = [f for f in files if any(o in str(f) for o in args.only)]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        copies = []
+        for f in files:
+            dest = root / f.parent.name / f.name
+            dest.parent.mkdir(exist_ok=True)
+            for sib in f.parent.iterdir():  # headers and specs beside it
+                if sib.is_file() and not (dest.parent / sib.name).exists():
+                    shutil.copy(sib, dest.parent / sib.name)
+            copies.append(dest)
+        # Warm this process' NVRTC so the bare compile is not charged its loading.
+        compile_source(
+            "__global__ void w() {}\n", str(root / "w.cu"), CompileOptions(arch=ARCH), use_cache=False
+        )
+        b = Bench()
+        startup, pid = await b.start(root)
+        await asyncio.sleep(3.0)  # workers warm up; then idle
+        rss_server = rss_kib(pid)
+        rss_workers = sum(rss_kib(c) for c in children(pid))
+        rows = []
+        for f in copies:
+            rows.append(await bench_file(b, f, args.saves, args.nvcc_runs))
+            print(f"  measured {rows[-1]['name']}", file=sys.stderr)
+        await b.stop()
+
+    ms = lambda s: f"{s * 1e3:8.1f}"  # noqa: E731
+    head = (
+        f"{'sample':34} {'save->diag med':>14} {'p95':>8} {'bare NVRTC':>10} {'overhead':>9} "
+        f"{'re-save':>8} {'nvcc -c':>8} {'nvcc/save':>9}"
+    )
+    print(f"\nkernel-lsp diagnostics benchmark ({args.saves} saves per sample, times in ms, arch {ARCH})")
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        nv = f"{r['nvcc'] * 1e3:8.0f}" if r["nvcc"] else "     n/a"
+        ratio = f"{r['nvcc'] / r['save_med']:8.1f}x" if r["nvcc"] else "      n/a"
+        print(
+            f"{r['name']:34} {ms(r['save_med']):>14} {ms(r['save_p95'])} {ms(r['bare_med']):>10} "
+            f"{ms(r['save_med'] - r['bare_med']):>9} {ms(r['cached_med'])} {nv} {ratio}"
+        )
+    over = [r["save_med"] - r["bare_med"] for r in rows]
+    cached = [r["cached_med"] for r in rows]
+    ratios = [r["nvcc"] / r["save_med"] for r in rows if r["nvcc"]]
+    print("-" * len(head))
+    print(f"server start-up to initialize answer: {startup * 1e3:.0f} ms")
+    print(
+        f"idle RSS: server {rss_server / 1024:.0f} MiB, compile workers {rss_workers / 1024:.0f} MiB in all"
+    )
+    print(
+        f"targets: overhead <= 10 ms: median {statistics.median(over) * 1e3:.1f} ms, worst {max(over) * 1e3:.1f} ms"
+        f" | re-save <= 5 ms: median {statistics.median(cached) * 1e3:.1f} ms, worst {max(cached) * 1e3:.1f} ms"
+        + (
+            f" | >= 20x faster than nvcc -c: median {statistics.median(ratios):.1f}x, worst {min(ratios):.1f}x"
+            if ratios
+            else ""
+        )
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--saves", type=int, default=30)
+    p.add_argument("--nvcc-runs", type=int, default=2)
+    p.add_argument("--only", action="append", help="substring of the sample paths to keep (repeatable)")
+    asyncio.run(main_async(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
