@@ -81,6 +81,7 @@ class Analysis:
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
+        self._closed = False
         self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
 
     # --- pool ---------------------------------------------------------------------------------
@@ -96,6 +97,7 @@ class Analysis:
             pool.submit(_warm_up)
 
     def shutdown(self) -> None:
+        self._closed = True  # checks still in flight must not write to a closed client
         if self._pool is not None:
             pool, self._pool = self._pool, None
             # An NVRTC call cannot be interrupted, and the interpreter joins the pool at exit: a
@@ -223,6 +225,8 @@ class Analysis:
     def _cache_key(path: str, text: str | None, settings: Settings) -> str | None:
         if text is None:
             return None  # files on disk are re-read each time: the watcher says when they change
+        if len(text) > settings.max_file_bytes:
+            return None  # not compiled anyway; scanning it for includes would block the loop
         ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         try:
             headers = include_closure(text, path, settings.include_dirs)
@@ -243,6 +247,8 @@ class Analysis:
     def set_findings(self, checked: str, diagnostics: list[Diagnostic]) -> None:
         """Publish what the check of `checked` found (on it and on other files). Other producers
         (GPU verification) use their own `checked` key, e.g. "gpu:<path>"."""
+        if self._closed:
+            return
         by_target: dict[str, list[Diagnostic]] = {}
         for d in diagnostics:
             target = os.path.normpath(os.path.abspath(d.path)) if os.path.isabs(d.path) else checked
