@@ -48,6 +48,7 @@ class KernelSignature:
     col: int  # 1-based column of the kernel's name
     templated: bool = False
     extern_c: bool = False
+    definition: bool = True  # False for a declaration or an explicit instantiation
 
 
 _GLOBAL = re.compile(r"__global__")
@@ -93,7 +94,8 @@ def find_kernels(source: str) -> list[KernelSignature]:
         # The name is the last identifier before "(", skipping __launch_bounds__(...) and the like.
         head = code[m.end() : open_paren]
         while True:
-            names = list(_IDENT.finditer(head))
+            # `name<float>(`: an explicit instantiation; the name is before the template arguments.
+            names = list(_IDENT.finditer(_without_trailing_template_args(head)))
             if not names:
                 break
             name = names[-1].group(0)
@@ -119,12 +121,27 @@ def find_kernels(source: str) -> list[KernelSignature]:
         before = code[max(0, m.start() - 300) : m.start()]
         templated = bool(re.search(r"template\s*<[^;{}]*>\s*$", before))
         extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
-        kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c))
-    # A declaration followed by a definition names the same kernel twice: keep the definition.
+        is_definition = code[close + 1 :].lstrip().startswith("{")
+        kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c, is_definition))
+    # Declarations and explicit instantiations name a kernel again: keep its definition (or, with
+    # none in this file, its last declaration).
     by_name: dict[str, KernelSignature] = {}
     for k in kernels:
-        by_name[k.name] = k
+        if k.name not in by_name or k.definition or not by_name[k.name].definition:
+            by_name[k.name] = k
     return [k for k in kernels if by_name[k.name] is k]
+
+
+def _without_trailing_template_args(head: str) -> str:
+    text = head.rstrip()
+    if not text.endswith(">"):
+        return head
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {">": 1, "<": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i]
+    return head
 
 
 def _matching_paren(code: str, open_paren: int) -> int:
