@@ -261,20 +261,23 @@ class Watching:
         }
 
 
-def _chain(server, method: str, extra) -> None:
+def _chain(server, method: str, extra, wait_s: float = 5.0) -> None:
     """Run `extra(ls)` after the handler another module registered for `method` (pygls allows
-    one handler per method; initialized and shutdown belong to notifications/initialized.py)."""
+    one handler per method; initialized and shutdown belong to notifications/initialized.py).
+    An original handler that takes longer than `wait_s` (a GPU probe, a slow client) does not
+    hold `extra` back: both then go on side by side."""
     features = server.protocol.fm.features
     original = features.get(method)
 
     async def chained(*args):
         result = original(*args) if original is not None else None
-        if inspect.isawaitable(result):
-            result = await result
+        task = asyncio.ensure_future(result) if inspect.isawaitable(result) else None
+        if task is not None:
+            await asyncio.wait({task}, timeout=wait_s)
         more = extra(server)
         if inspect.isawaitable(more):
             await more
-        return result
+        return await task if task is not None else result
 
     if original is None:
         server.feature(method)(lambda ls, params=None: extra(ls))
