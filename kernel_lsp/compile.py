@@ -34,11 +34,13 @@ os.environ["CUDA_CACHE_DISABLE"] = "1"
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-def compile_pool(workers: int) -> ProcessPoolExecutor:
+def compile_pool(workers: int, initializer=None) -> ProcessPoolExecutor:
     """Worker processes for NVRTC (it serialises compiles within one process). Started with
     "spawn": the server forks from a process with threads (pygls, watchdog, the GPU client), which
     is unsafe, and a fresh process holds no state of the parent's NVRTC."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=initializer
+    )
 
 
 @dataclass(frozen=True)

@@ -465,9 +465,8 @@ class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
     def __init__(self, paths: list[str], settings: Settings, fmt: str, out: TextIO) -> None:
-        from concurrent.futures import ProcessPoolExecutor
-
         from .check import collect_files
+        from .compile import compile_pool
 
         self.settings = settings
         self.fmt = fmt
@@ -482,8 +481,8 @@ class _WatchSession:
         self.last: dict[str, list[str]] = {}
         self.state: dict[str, FileCheck] = {}
         self.batches: queue.Queue[Batch | None] = queue.Queue()
-        self.pool = ProcessPoolExecutor(
-            max_workers=max(1, min(len(self.files) or 1, os.cpu_count() or 1)), initializer=_ignore_sigint
+        self.pool = compile_pool(
+            max(1, min(len(self.files) or 1, os.cpu_count() or 1)), initializer=_ignore_sigint
         )
         self.watchers: list[WorkspaceWatcher] = []
 
