@@ -179,7 +179,8 @@ def include_closure(source: str, path: str, include_dirs: tuple[str, ...]) -> di
     return seen
 
 
-def _stamp(paths: list[str]) -> tuple:
+def header_stamps(paths) -> tuple:
+    """(path, mtime, size) of each header, for cache keys: a header edited on disk changes it."""
     out = []
     for p in sorted(paths):
         try:
@@ -207,7 +208,7 @@ class CompileCache:
         headers = include_closure(source, path, user_dirs)
         h = hashlib.sha256()
         h.update(source.encode("utf-8", "surrogatepass"))
-        h.update(repr((os.path.abspath(path), options, _stamp(list(headers)))).encode())
+        h.update(repr((os.path.abspath(path), options, header_stamps(headers))).encode())
         return h.hexdigest()
 
     def get(self, key: str) -> CompileResult | None:

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from fixture_sources import VADD as SIMPLE
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,14 +36,6 @@ from optimizer.tunables import LAUNCH_BLOCK, apply_config, current_config, defin
 REPO = Path(__file__).resolve().parents[1]
 VADD_DIR = REPO / "samples" / "vector_add"
 
-SIMPLE = """\
-// kernel-lsp: launch vadd grid=cdiv(n, 256) block=256
-extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) c[i] = a[i] + b[i];
-}
-"""
 SPEC = """\
 from kernel_lsp.spec import In, Out, Scalar, Spec
 

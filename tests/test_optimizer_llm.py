@@ -19,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fixture_sources import VADD
 
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.config import Settings
@@ -29,14 +30,6 @@ from optimizer.testing import ContentEvaluator, Rule
 
 API_KEY = "sk-kernel-lsp-test-SECRET-9f8e7d"
 
-VADD = """\
-// kernel-lsp: launch vadd grid=cdiv(n, 256) block=256
-extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) c[i] = a[i] + b[i];
-}
-"""
 
 SPEC = """\
 from kernel_lsp.spec import In, Out, Scalar, Spec

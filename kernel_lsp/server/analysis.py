@@ -23,7 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, kernel_file_for_spec
-from ..compile import compile_pool, include_closure
+from ..compile import compile_pool, header_stamps, include_closure
 from ..config import Settings
 from ..model import Diagnostic, Severity
 
@@ -232,14 +232,7 @@ class Analysis:
             headers = include_closure(text, path, settings.include_dirs)
         except Exception:
             headers = {}
-        stamps = []
-        for h in sorted(headers):
-            try:
-                st = os.stat(h)
-                stamps.append((h, st.st_mtime_ns, st.st_size))
-            except OSError:
-                stamps.append((h, None, None))
-        raw = repr((path, ident, settings, stamps))
+        raw = repr((path, ident, settings, header_stamps(headers)))
         return hashlib.sha256(raw.encode()).hexdigest()
 
     # --- publishing ---------------------------------------------------------------------------

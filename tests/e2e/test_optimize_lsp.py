@@ -17,19 +17,12 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from fixture_sources import VADD
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 REPO = Path(__file__).resolve().parents[2]
 
-VADD = """\
-// kernel-lsp: launch vadd grid=cdiv(n, 256) block=256
-extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) c[i] = a[i] + b[i];
-}
-"""
 SPEC = """\
 from kernel_lsp.spec import In, Out, Scalar, Spec
 
