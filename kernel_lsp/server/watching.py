@@ -117,8 +117,21 @@ class Watching:
             if root not in self.watchers:
                 await self._start(root)
 
+    def _exclude_for(self, root: str) -> tuple[str, ...]:
+        """The settings' `exclude` globs as absolute patterns: relative ones are the workspace's."""
+        return tuple(os.path.normpath(os.path.join(root, e)) for e in self.server.settings.exclude)
+
+    async def settings_changed(self) -> None:
+        """Watchers built with other `exclude` globs start again with the new ones."""
+        stale = [r for r, w in self.watchers.items() if w.rules.exclude != self._exclude_for(r)]
+        for root in stale:
+            self.watchers.pop(root).stop()
+            self.ready.discard(root)
+        if stale:
+            await self.sync_folders()
+
     async def _start(self, root: str) -> None:
-        watcher = WorkspaceWatcher(root, self._from_thread, self.server.settings.exclude)
+        watcher = WorkspaceWatcher(root, self._from_thread, self._exclude_for(root))
         self.watchers[root] = watcher
         loop = asyncio.get_running_loop()
         try:

@@ -152,6 +152,25 @@ async def test_git_and_ignored_folders_are_not_checked(client: LanguageClient, t
         assert diags(client, tmp_path / folder / "x.cu") is None, folder
 
 
+async def test_exclude_setting_reaches_running_watchers(client: LanguageClient, tmp_path):
+    gen = tmp_path / "generated"
+    gen.mkdir()
+    await start(client, tmp_path, {"exclude": ["generated"]})
+    await _watching(client)
+    (gen / "a.cu").write_text(BAD_CU)
+    marker = tmp_path / "seen.cu"
+    marker.write_text(BAD_CU)  # written last: once it is checked, a.cu had its chance
+    await until(lambda: has_errors(client, marker), what="the marker file")
+    await asyncio.sleep(0.5)
+    assert diags(client, gen / "a.cu") is None, "an excluded folder was checked"
+
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"kernelLsp": {"exclude": []}})
+    )
+    (gen / "b.cu").write_text(BAD_CU)
+    await until(lambda: has_errors(client, gen / "b.cu"), what="a file in the folder no longer excluded")
+
+
 async def test_open_document_keeps_editor_text_but_follows_its_header(client: LanguageClient, tmp_path):
     header = tmp_path / "h.cuh"
     header.write_text(GOOD_HEADER)

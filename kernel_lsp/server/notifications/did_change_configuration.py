@@ -19,6 +19,8 @@ def register(server) -> None:
             else:
                 ls.gpu_feature.stop()
                 ls.gpu_absent_reason = "GPU checks are off (kernelLsp.gpu.enabled is false)."
+        if changed and getattr(ls, "watching", None) is not None:
+            await ls.watching.settings_changed()
         if changed:
             for uri in list(ls.workspace.text_documents):
                 ls.request_check(uri)
