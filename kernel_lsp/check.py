@@ -107,23 +107,55 @@ def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
     return out
 
 
-def check_source(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+def check_source(
+    source: str, path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+) -> FileCheck:
     results = [compile_source(source, path, settings.compile_options(a, base_dir)) for a in settings.archs()]
-    return FileCheck(path, merge_arch_diagnostics(results), results)
+    diagnostics = merge_arch_diagnostics(results)
+    if path.endswith(".cu"):
+        diagnostics += spec_findings(path, source, settings.defines, spec_text)
+    return FileCheck(path, diagnostics, results)
 
 
-def check_bytes(data: bytes, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+def spec_findings(
+    path: str, source: str, defines: tuple[str, ...] = (), spec_text: str | None = None
+) -> list[Diagnostic]:
+    """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
+    kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
+    user's spec, so the server calls this in a compile worker, never on its event loop.
+    `spec_text`: the spec's unsaved editor text, when there is one."""
+    from .source import find_kernels, parse_directives
+    from .spec import check_spec, load_specs, source_constants, spec_path_for
+
+    spec_path = spec_path_for(path)
+    if spec_text is None and not os.path.exists(spec_path):
+        return []
+    loaded = load_specs(spec_path, spec_text)
+    found = list(loaded.diagnostics)
+    if loaded.ok:
+        kernels, directives = find_kernels(source), parse_directives(source)
+        constants = source_constants(source, defines)
+        for spec in loaded.specs:
+            found += check_spec(spec, kernels, directives, constants)
+    return found
+
+
+def check_bytes(
+    data: bytes, path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+) -> FileCheck:
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return check_source(source, path, settings, base_dir)
+    return check_source(source, path, settings, base_dir, spec_text)
 
 
-def check_path(path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+def check_path(
+    path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+) -> FileCheck:
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return check_source(source, path, settings, base_dir)
+    return check_source(source, path, settings, base_dir, spec_text)
 
 
 def _excluded(path: str, exclude: tuple[str, ...]) -> bool:

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
+from concurrent.futures import wait
 from dataclasses import replace
 
 from . import __version__
 from .check import FileCheck, check_path, collect_files, drop_repeated
-from .compile import compile_pool
+from .compile import JOB_TIMEOUT_S, compile_pool, end_pool
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from .model import Diagnostic, Severity
+from .spec import spec_path_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
 
@@ -56,16 +60,29 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
     return settings, problems + more
 
 
-def _check_one(path: str, settings: Settings) -> FileCheck:
-    return check_path(path, settings)
-
-
 def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileCheck]:
-    # NVRTC serialises compiles inside one process, so parallel files need processes.
-    if jobs <= 1 or len(files) <= 1:
+    # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
+    # sidecar runs the user's code, which only a worker process can be stopped in.
+    has_spec = any(os.path.exists(spec_path_for(f)) for f in files if f.endswith(".cu"))
+    if (jobs <= 1 or len(files) <= 1) and not has_spec:
         return [check_path(f, settings) for f in files]
-    with compile_pool(min(jobs, len(files))) as pool:
-        return list(pool.map(_check_one, files, [settings] * len(files)))
+    workers = max(1, min(jobs, len(files)))
+    pool = compile_pool(workers)
+    try:
+        futures = [pool.submit(check_path, f, settings) for f in files]
+        wait(futures, timeout=JOB_TIMEOUT_S * math.ceil(len(files) / workers))
+        return [fut.result() if fut.done() else _timed_out(f) for f, fut in zip(files, futures, strict=True)]
+    finally:
+        end_pool(pool)
+
+
+def _timed_out(path: str) -> FileCheck:
+    spec = spec_path_for(path)
+    where = spec if os.path.exists(spec) else path
+    message = f"checking {os.path.basename(path)} took over {JOB_TIMEOUT_S:.0f} s and was stopped; does its spec never return?"
+    return FileCheck(
+        path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code="timeout", source="kernel-lsp")]
+    )
 
 
 def check_main(argv: list[str]) -> int:

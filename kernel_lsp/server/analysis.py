@@ -23,9 +23,10 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, kernel_file_for_spec
-from ..compile import compile_pool, header_stamps, include_closure
+from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
 from ..config import Settings
 from ..model import Diagnostic, Severity
+from ..spec import spec_path_for
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +34,14 @@ log = logging.getLogger(__name__)
 BURST_QUIET_S = 0.15
 
 
-def _check_job(text: str | None, path: str, settings: Settings, base_dir: str | None) -> FileCheck:
+def _check_job(
+    text: str | None, path: str, settings: Settings, base_dir: str | None, spec_text: str | None = None
+) -> FileCheck:
     if text is None:
-        return check_path(path, settings, base_dir)
+        return check_path(path, settings, base_dir, spec_text)
     # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
     # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir)
+    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text)
 
 
 def _warm_up() -> None:
@@ -98,15 +101,12 @@ class Analysis:
 
     def shutdown(self) -> None:
         self._closed = True  # checks still in flight must not write to a closed client
+        self._end_workers()
+
+    def _end_workers(self) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            # An NVRTC call cannot be interrupted, and the interpreter joins the pool at exit: a
-            # long compile (a 3 s cub include, a huge file) would hold `exit` up. End the workers.
-            workers = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for w in workers:
-                with contextlib.suppress(Exception):  # already gone
-                    w.terminate()
+            end_pool(pool)
 
     # --- scheduling ---------------------------------------------------------------------------
 
@@ -176,14 +176,39 @@ class Analysis:
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
-        key = self._cache_key(path, snap.text, settings)
+        spec_path = spec_path_for(path)
+        spec_text = self._snapshot(spec_path).text
+        key = self._cache_key(path, snap.text, settings, spec_path, spec_text)
         check = self._cache.get(key) if key else None
         if check is None:
             loop = asyncio.get_running_loop()
             self.compiles += 1
             try:
-                check = await loop.run_in_executor(
-                    self._executor(), _check_job, snap.text, path, settings, base_dir
+                check = await asyncio.wait_for(
+                    loop.run_in_executor(
+                        self._executor(), _check_job, snap.text, path, settings, base_dir, spec_text
+                    ),
+                    JOB_TIMEOUT_S,
+                )
+            except asyncio.TimeoutError:
+                # Only the user's spec can run this long (NVRTC has no loops of its own): the
+                # worker is stuck in it, so end the workers and say where to look.
+                log.error("checking %s took over %.0f s; restarting the compile workers", path, JOB_TIMEOUT_S)
+                self._end_workers()
+                check = FileCheck(
+                    path,
+                    [
+                        Diagnostic(
+                            spec_path if os.path.exists(spec_path) else path,
+                            1,
+                            1,
+                            Severity.ERROR,
+                            f"checking this file took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
+                            "does the spec (or something it imports) never return?",
+                            code="timeout",
+                            source="kernel-lsp",
+                        )
+                    ],
                 )
             except BrokenProcessPool:
                 # A crash inside NVRTC killed a worker: start a fresh pool and report it.
@@ -222,7 +247,9 @@ class Analysis:
         self._on_checked(path, check, snap)
 
     @staticmethod
-    def _cache_key(path: str, text: str | None, settings: Settings) -> str | None:
+    def _cache_key(
+        path: str, text: str | None, settings: Settings, spec_path: str = "", spec_text: str | None = None
+    ) -> str | None:
         if text is None:
             return None  # files on disk are re-read each time: the watcher says when they change
         if len(text) > settings.max_file_bytes:
@@ -232,7 +259,9 @@ class Analysis:
             headers = include_closure(text, path, settings.include_dirs)
         except Exception:
             headers = {}
-        raw = repr((path, ident, settings, header_stamps(headers)))
+        # The spec sidecar's findings are part of the result: its text, or its stamp on disk.
+        spec = spec_text if spec_text is not None else header_stamps([spec_path])
+        raw = repr((path, ident, settings, header_stamps(headers), spec))
         return hashlib.sha256(raw.encode()).hexdigest()
 
     # --- publishing ---------------------------------------------------------------------------

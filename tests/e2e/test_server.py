@@ -3,10 +3,13 @@ settings, header findings on both files."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
-from conftest import BASE_OPTIONS, change_and_save, diagnostics, open_file, start, stats, uri
+import pytest_lsp
+from conftest import BASE_OPTIONS, change_and_save, diagnostics, open_file, server_env, start, stats, uri
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import ClientServerConfig, LanguageClient
 
 ERROR = types.DiagnosticSeverity.Error
 WARNING = types.DiagnosticSeverity.Warning
@@ -176,3 +179,66 @@ async def test_status_notification_and_stats(client: LanguageClient, workspace):
     s = await stats(client)
     # The workspace watcher may check the other files too; this one was checked at least once.
     assert s["compiles"] >= 1 and s["checkedFiles"] >= 1
+
+
+SPEC_OK = """\
+from kernel_lsp.spec import In, Out, Scalar, Spec
+
+SPEC = Spec(
+    kernel="vadd",
+    sizes=[{"n": 1}, {"n": 1000}],
+    args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
+    reference=lambda a, b, **_: {"c": a + b},
+)
+"""
+
+
+async def test_spec_problems_show_in_the_spec_without_a_gpu(client: LanguageClient, tmp_path):
+    from fixture_sources import VADD
+
+    cu, spec = tmp_path / "vadd.cu", tmp_path / "vadd.spec.py"
+    cu.write_text(VADD)
+    broken = SPEC_OK.replace('sizes=[{"n": 1}, {"n": 1000}]', 'sizes=[{"n": undefined_size}]')
+    spec.write_text(broken)
+    await start(client, tmp_path)
+    open_file(client, cu)
+    found = await diagnostics(client, uri(spec), until=lambda ds: len(ds) > 0)
+    bad_line = broken.splitlines().index('    sizes=[{"n": undefined_size}],')
+    assert found[0].range.start.line == bad_line and "NameError" in found[0].message
+
+    # The fix, saved from the editor (its unsaved text is the truth), clears it.
+    u = open_file(client, spec, text=broken)
+    client.diagnostics.pop(uri(spec), None)
+    change_and_save(client, spec, SPEC_OK, version=2)
+    assert await diagnostics(client, u, until=lambda ds: len(ds) == 0) == []
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "kernel_lsp"],
+        server_env={**server_env(), "KERNEL_LSP_JOB_TIMEOUT_S": "4"},
+    )
+)
+async def impatient_client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_spec_that_never_returns_is_stopped_and_the_server_goes_on(impatient_client, tmp_path):
+    """A spec stuck in a loop holds a compile worker: past the job timeout the workers are ended,
+    the spec gets a diagnostic, and the next file still compiles."""
+    from fixture_sources import VADD
+
+    client = impatient_client
+    (tmp_path / "vadd.cu").write_text(VADD)
+    (tmp_path / "vadd.spec.py").write_text("while True:\n    pass\n")
+    (tmp_path / "other.cu").write_text("__global__ void k(float* x) { x[0] = y; }\n")
+    await start(client, tmp_path)
+    open_file(client, tmp_path / "vadd.cu")
+    found = await diagnostics(
+        client, uri(tmp_path / "vadd.spec.py"), until=lambda ds: len(ds) > 0, timeout=60
+    )
+    assert "took over 4 s" in found[0].message
+    open_file(client, tmp_path / "other.cu")
+    other = await diagnostics(client, uri(tmp_path / "other.cu"), until=lambda ds: len(ds) > 0, timeout=60)
+    assert any('"y" is undefined' in d.message for d in other)
