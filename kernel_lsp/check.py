@@ -41,10 +41,10 @@ class FileCheck:
         return next((r for r in self.results if r.arch == arch), None)
 
 
-def kernel_file_for_spec(spec_path: str) -> str | None:
-    """`vadd.spec.py` -> `vadd.cu` (or `.cuh`) when that file exists."""
+def spec_owners(spec_path: str) -> list[str]:
+    """`dir/vadd.spec.py` -> the kernel files it checks (`dir/vadd.cu`, `dir/vadd.cuh`) that exist."""
     stem = spec_path[: -len(SPEC_SUFFIX)]
-    return next((stem + s for s in CUDA_SUFFIXES if os.path.exists(stem + s)), None)
+    return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
 
 
 def drop_repeated(checks: list[FileCheck]) -> None:

@@ -43,13 +43,12 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from .check import CUDA_SUFFIXES, SKIPPED_DIRS, FileCheck
+from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, FileCheck, spec_owners
 from .config import Settings
 from .include_graph import IncludeGraph, normalize
 
 log = logging.getLogger(__name__)
 
-SPEC_SUFFIX = ".spec.py"
 DEBOUNCE_S = 0.2
 MAX_DELAY_S = 2.0
 # Folder names that hold build output or tools' state rather than the user's sources.
@@ -66,12 +65,6 @@ def is_spec(path: str) -> bool:
 
 def is_watched_file(path: str) -> bool:
     return is_cuda(path) or is_spec(path)
-
-
-def spec_owners(spec_path: str) -> list[str]:
-    """`dir/vadd.spec.py` -> the kernel files it checks (`dir/vadd.cu`, `dir/vadd.cuh`) that exist."""
-    stem = spec_path[: -len(SPEC_SUFFIX)]
-    return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
 
 
 def is_skipped_dir_name(name: str) -> bool:

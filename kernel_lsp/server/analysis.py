@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, kernel_file_for_spec
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, spec_owners
 from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
 from ..config import Settings
 from ..model import Diagnostic, Severity
@@ -114,10 +114,9 @@ class Analysis:
         """Check `path` soon (its editor text if open, else the file on disk). A spec sidecar
         stands for its kernel file: the kernel file's check verifies it."""
         if path.endswith(SPEC_SUFFIX):
-            kernel_file = kernel_file_for_spec(path)
-            if kernel_file is None:
-                return
-            path = kernel_file
+            for kernel_file in spec_owners(path):
+                self.request(kernel_file)
+            return
         if not path.endswith(CUDA_SUFFIXES):
             return
         self._done.setdefault(path, asyncio.Event()).clear()
@@ -137,6 +136,11 @@ class Analysis:
         ev = self._done.get(path)
         if ev:
             ev.set()
+
+    async def latest(self, path: str, timeout: float = 10.0) -> FileCheck | None:
+        """The last result at once when there is one (a hover must not wait for a re-check in
+        flight); else wait for the first."""
+        return self.results.get(path) or await self.wait(path, timeout)
 
     async def wait(self, path: str, timeout: float = 60.0) -> FileCheck | None:
         """The newest result for `path`, waiting for a check in flight."""

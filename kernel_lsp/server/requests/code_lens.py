@@ -25,7 +25,7 @@ def register(server) -> None:
         path = uri_to_path(params.text_document.uri)
         if not path:
             return []
-        check = await ls.analysis.wait(path, timeout=10)
+        check = await ls.analysis.latest(path)
         if not check:
             return []
         lenses, seen = [], set()

@@ -18,6 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ def register(server) -> None:
                     source, version = f.read(), None
             except OSError as e:
                 return _reply(False, None, f"cannot read {path}: {e}")
-        spec_doc = ls.open_document(os.path.splitext(path)[0] + ".spec.py")
+        spec_doc = ls.open_document(spec_path_for(path))
 
         cancel = threading.Event()
         token = str(uuid.uuid4())

@@ -51,7 +51,7 @@ def register(server) -> None:
             return None
         if name not in {k.name for k in find_kernels(doc.source)}:
             return None
-        check = await ls.analysis.wait(path, timeout=10)
+        check = await ls.analysis.latest(path)
         kernels = [k for k in check.kernels if k.name == name] if check else []
         parts = []
         if kernels:
