@@ -2,6 +2,7 @@
 
 kernel       case          median     p10-p90              n    GB/s   % roofline  device  L2
 vector_add   n=33554432    120.31 us  119.90 us-121.02 us  57  3346.6   87% DRAM   H100    cold
+occupancy vector_add (n=33554432): achieved 91.2%, theoretical 100.0% (ncu)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--include", "-I", action="append", default=[], help="include directory")
     p.add_argument("--define", "-D", action="append", default=[], help="NAME[=value]")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per launch before giving up")
+    p.add_argument("--no-occupancy", action="store_true", help="skip reading achieved occupancy with ncu")
     return p
 
 
@@ -82,8 +84,15 @@ def bench_main(
         dev = gpu.device
         rows: list[list[str]] = []
         failed = False
+        occupancy: list[str] = []
         for spec in specs:
-            check = gpu.check(source, path, loaded, spec.kernel, options_)
+            check = gpu.check(source, path, loaded, spec.kernel, options_, profile=not args.no_occupancy)
+            occupancy += [
+                f"occupancy {o.kernel} ({o.case}): achieved {o.achieved:.1%}, theoretical {o.theoretical:.1%} (ncu)"
+                for o in check.occupancy
+            ]
+            if check.occupancy_note:
+                occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
             if not check.ok:
                 failed = True
                 print(f"{spec.title}: {check.status}: {check.message}", file=out)
@@ -109,6 +118,8 @@ def bench_main(
         if rows:
             head = ["kernel", "case", "median", "p10-p90", "n", "GB/s", "% roofline", "device", "L2"]
             print_table(head, rows, out)
+        for line in occupancy:
+            print(line, file=out)
         if dev:
             print(
                 f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs, "

@@ -97,6 +97,11 @@ def check_main(argv: list[str]) -> int:
         action="store_true",
         help="compile only: skip GPU verification even when a GPU is present",
     )
+    p.add_argument(
+        "--occupancy",
+        action="store_true",
+        help="with a GPU and ncu: read each verified kernel's achieved occupancy (seconds per kernel)",
+    )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
     _add_compile_flags(p)
@@ -133,7 +138,7 @@ def check_main(argv: list[str]) -> int:
     if settings.gpu_enabled and local_gpu_arch():
         from .gpu_check import verify_checks
 
-        verify_checks(checks, settings)
+        verify_checks(checks, settings, profile=args.occupancy)
     from .formats import FORMATTERS
 
     print(FORMATTERS[args.format](checks, archs))

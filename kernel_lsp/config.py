@@ -30,6 +30,7 @@ class Settings:
     max_file_bytes: int = MAX_FILE_BYTES
     gpu_enabled: bool = True
     gpu_device: int | None = None
+    achieved_occupancy: bool = True  # read it with ncu after a verification, where ncu is installed
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = field(default=None, repr=False)  # never printed
@@ -68,6 +69,7 @@ _KEYS: dict[str, str] = {
     "maxFileBytes": "max_file_bytes",
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
+    "gpu.achievedOccupancy": "achieved_occupancy",
     "llm.baseUrl": "llm_base_url",
     "llm.model": "llm_model",
     "llm.apiKey": "llm_api_key",
@@ -130,7 +132,7 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a string or a list of strings")
         return tuple(value)
-    if name in ("default_device", "gpu_enabled"):
+    if name in ("default_device", "gpu_enabled", "achieved_occupancy"):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value

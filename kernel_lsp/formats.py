@@ -60,6 +60,10 @@ def format_gpu_check(g) -> str:
         if t.roofline:
             fig += f", {t.roofline:.0%} of {t.bound} roofline"
         parts.append(fig)
+    parts += [
+        f"occupancy of {o.kernel}: achieved {o.achieved:.0%} of theoretical {o.theoretical:.0%} (ncu)"
+        for o in g.occupancy
+    ]
     if g.device:
         parts.append(g.device.name)
     return "; ".join(parts)
@@ -149,6 +153,11 @@ def _gpu_json(g) -> dict:
             }
             for t in g.timings
         ],
+        "occupancy": [
+            {"kernel": o.kernel, "case": o.case, "achieved": o.achieved, "theoretical": o.theoretical}
+            for o in g.occupancy
+        ],
+        "occupancyNote": g.occupancy_note or None,
     }
 
 

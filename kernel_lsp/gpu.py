@@ -35,6 +35,7 @@ from kernel_lsp.runner.hardware import (
     load_cached,
     save_cached,
 )
+from kernel_lsp.runner.profile import OccupancyFigure, find_ncu, profile_occupancy
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
@@ -85,6 +86,10 @@ class KernelCheck:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     duration_s: float = 0.0
     spec_name: str = ""
+    # Achieved occupancy per kernel of the pipeline, from ncu on the largest timed case; the note
+    # says why there is none (not asked for, no ncu, counters not permitted).
+    occupancy: list[OccupancyFigure] = field(default_factory=list)
+    occupancy_note: str = ""
 
     @property
     def headline(self) -> str:
@@ -547,10 +552,12 @@ class GpuSession:
         reference_outputs_from: str | None = None,
         spec_source: str | None = None,
         on_progress: ProgressFn | None = None,
+        profile: bool = False,
     ) -> KernelCheck:
         """Compile `source` for this GPU, verify `kernel` against its spec (and, with
         `reference_outputs_from`, against the outputs of that original source's kernel on the same
-        inputs), then time it unless `measure` is False. Never raises."""
+        inputs), then time it unless `measure` is False; with `profile`, read the achieved
+        occupancy of the largest timed case with ncu (seconds more). Never raises."""
         start = time.perf_counter()
         kernel_line = next((k.line for k in find_kernels(source) if k.name == kernel), 1)
 
@@ -619,7 +626,10 @@ class GpuSession:
                     return done(KernelCheck(kernel, "error", message="the original kernel does not build"))
                 message["baseline_steps"] = base_steps
                 blobs.append(base_cubin)
-            return done(self._run_check(kernel, spec, message, blobs, on_progress))
+            check = self._run_check(kernel, spec, message, blobs, on_progress)
+            if profile and check.ok and check.timings:
+                self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels})
+            return done(check)
 
     def _run_check(
         self,
@@ -665,6 +675,53 @@ class GpuSession:
             spec_name=spec.title,
         )
 
+    def add_occupancy(
+        self,
+        check: KernelCheck,
+        source: str,
+        path: str,
+        specs_or_spec_path: SpecArg = None,
+        compile_options: Any = None,
+        spec_source: str | None = None,
+    ) -> KernelCheck:
+        """Fill `check.occupancy` for a check that verified and timed, after the fact, so that a
+        caller can publish the verdict first (the compile is cached; ncu takes seconds)."""
+        if not (check.ok and check.timings):
+            return check
+        with self._lock:
+            spec, _ = self._resolve_spec(specs_or_spec_path, path, check.kernel, spec_source)
+            if spec is None:
+                return check
+            cubin, symbols, _ = self._build(source, path, spec.kernels, compile_options)
+            steps, problems = self._steps(spec, source, symbols, _defines(compile_options))
+            if cubin is None or problems:
+                return check
+            message = {"spec": self._spec_desc(spec, spec_source), "steps": steps}
+            self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels})
+        return check
+
+    def _profile(
+        self, check: KernelCheck, message: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
+    ) -> None:
+        """Achieved occupancy of the largest timed case, from a one-launch process under ncu."""
+        ncu = find_ncu()
+        if ncu is None:
+            check.occupancy_note = (
+                "achieved occupancy needs Nsight Compute (`ncu`), which is not installed here"
+            )
+            return
+        timed = check.timings[-1]
+        job = {
+            "spec": message["spec"],
+            "steps": message["steps"],
+            "sizes": timed.sizes,
+            "case": timed.case,
+            "device": self.device_index,
+            "fake": self.fake,
+        }
+        report = profile_occupancy(ncu, job, cubin, symbol_to_kernel)
+        check.occupancy, check.occupancy_note = report.figures, report.note
+
     def check_compiled(
         self,
         cubin: bytes,
@@ -673,6 +730,7 @@ class GpuSession:
         measure: bool = True,
         spec_source: str | None = None,
         baseline: tuple[bytes, list[dict[str, Any]]] | None = None,
+        profile: bool = False,
     ) -> KernelCheck:
         """Lower level: verify an already built CUBIN with explicit launch steps ([{kernel,
         symbol, params, grid, block, smem}]). Used by tests (and by the fake device)."""
@@ -691,7 +749,10 @@ class GpuSession:
             if baseline:
                 message["baseline_steps"] = baseline[1]
                 blobs.append(baseline[0])
-            return self._run_check(spec.kernel, spec, message, blobs, None)
+            check = self._run_check(spec.kernel, spec, message, blobs, None)
+            if profile and check.ok and check.timings:
+                self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps})
+            return check
 
     # --- A/B ----------------------------------------------------------------------------------
 
@@ -787,6 +848,7 @@ def check_file(
     measure: bool = True,
     spec_source: str | None = None,
     on_progress: ProgressFn | None = None,
+    profile: bool = False,
 ) -> list[KernelCheck]:
     """Check every kernel of a .cu that its sidecar spec describes (the CLI's and server's entry)."""
     if source is None:
@@ -809,6 +871,7 @@ def check_file(
             measure,
             spec_source=spec_source,
             on_progress=on_progress,
+            profile=profile,
         )
         for s in loaded.specs
     ]

@@ -11,7 +11,9 @@ from .gpu import GpuSession, check_file
 from .spec import spec_path_for
 
 
-def verify_checks(checks: list[FileCheck], settings: Settings, log=print) -> str | None:
+def verify_checks(
+    checks: list[FileCheck], settings: Settings, log=print, profile: bool = False
+) -> str | None:
     """Verify in place; returns the device description, or None with the reason logged."""
     todo = [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
     if not todo:
@@ -22,7 +24,7 @@ def verify_checks(checks: list[FileCheck], settings: Settings, log=print) -> str
             return None
         for c in todo:
             options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
-            c.gpu_checks = check_file(gpu, c.path, compile_options=options)
+            c.gpu_checks = check_file(gpu, c.path, compile_options=options, profile=profile)
             for k in c.gpu_checks:
                 c.diagnostics.extend(k.diagnostics)
         d = gpu.device

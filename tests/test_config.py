@@ -23,6 +23,14 @@ def test_camel_case_nested_dotted_and_wrapper_agree():
     assert nested.arch == ("sm_80",) and nested.gpu_enabled is False
 
 
+def test_achieved_occupancy_setting():
+    assert Settings().achieved_occupancy is True
+    s, problems = settings_from_dict({"kernelLsp": {"gpu": {"achievedOccupancy": False}}})
+    assert problems == [] and s.achieved_occupancy is False
+    s, problems = settings_from_dict({"gpu.achievedOccupancy": "off"})
+    assert s.achieved_occupancy is True and "expected true or false" in problems[0]
+
+
 def test_arch_string_with_commas_and_spaces():
     s, _ = settings_from_dict({"arch": "sm_80, sm_90  sm_100"})
     assert s.arch == ("sm_80", "sm_90", "sm_100")

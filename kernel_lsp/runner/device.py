@@ -238,7 +238,9 @@ class CudaDevice:
                 from kernel_lsp.compile import CompileOptions, compile_source
 
                 info = self.info()
-                result = compile_source(TIMING_HELPERS, "kernel_lsp_timing.cu", CompileOptions(arch=info["arch"]))
+                result = compile_source(
+                    TIMING_HELPERS, "kernel_lsp_timing.cu", CompileOptions(arch=info["arch"])
+                )
                 if result.ok and result.cubin:
                     module = self.load(result.cubin)
                     self._helpers = {n: self.function(module, n) for n in ("kl_flush", "kl_spin")}
@@ -257,7 +259,11 @@ class CudaDevice:
             self._ck(self.d.cuMemsetD32Async(ptr, 0x5A5A5A5A, nbytes // 4, self.stream))
             return
         blocks = 4 * self.attribute("MULTIPROCESSOR_COUNT")
-        args = [np.array([ptr], np.uint64), np.array([nbytes // 16], np.uint64), np.array([self._sink], np.uint64)]
+        args = [
+            np.array([ptr], np.uint64),
+            np.array([nbytes // 16], np.uint64),
+            np.array([self._sink], np.uint64),
+        ]
         self.launch(fn, (blocks, 1, 1), (256, 1, 1), 0, args)
 
     def head_start(self, seconds: float) -> None:

@@ -49,7 +49,7 @@ FATAL_EXIT = 3
 Send = Callable[[dict[str, Any]], None]
 
 
-def _load_spec(desc: dict[str, Any]) -> Spec:
+def load_spec(desc: dict[str, Any]) -> Spec:
     loaded = load_specs(desc["path"], desc.get("source"))
     errors = [d for d in loaded.diagnostics if d.severity.label == "error"]
     if errors:
@@ -62,7 +62,7 @@ def _load_spec(desc: dict[str, Any]) -> Spec:
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
 
 
-def _steps(device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any]) -> list[Step]:
+def build_steps(device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any]) -> list[Step]:
     module = device.load(cubin)
     modules.append(module)
     return [
@@ -156,13 +156,13 @@ class Worker:
         launch_timeout_s, device {DeviceInfo fields, for the roofline}, runs.
         Reply: status ok|failed, problems [...], cases [{case, ok}], timings [{case, measurement,
         bytes, flops, bandwidth_Bps, flops_per_s, roofline, bound, suspicious}]."""
-        spec = _load_spec(msg["spec"])
+        spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         modules: list[Any] = []
         self.progress("load", "", timeout)
-        steps = _steps(self.device, blobs[0], msg["steps"], modules)
+        steps = build_steps(self.device, blobs[0], msg["steps"], modules)
         baseline = (
-            _steps(self.device, blobs[1], msg["baseline_steps"], modules)
+            build_steps(self.device, blobs[1], msg["baseline_steps"], modules)
             if msg.get("baseline_steps")
             else None
         )
@@ -258,13 +258,13 @@ class Worker:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
         timing, launch_timeout_s. Reply: cases [{case, a: [seconds], b: [seconds]}], problems
         (the candidate's outputs after timing, checked against the reference)."""
-        spec = _load_spec(msg["spec"])
+        spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         settings = TimingSettings.from_dict(msg.get("timing"))
         modules: list[Any] = []
         self.progress("load", "", timeout)
-        steps_a = _steps(self.device, blobs[0], msg["steps_a"], modules)
-        steps_b = _steps(self.device, blobs[1], msg["steps_b"], modules)
+        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules)
+        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules)
         cases, problems = [], []
         for sizes in spec.timing_cases():
             bufs, inputs, label = self._timing_setup(spec, sizes)

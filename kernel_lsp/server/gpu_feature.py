@@ -114,6 +114,14 @@ class GpuFeature:
                 diags = [d for k in checks for d in k.diagnostics]
                 self.server.analysis.set_findings(f"gpu:{path}", diags)
                 self._refresh_lenses()
+                if self.server.settings.achieved_occupancy and any(k.ok and k.timings for k in checks):
+                    self.server.send_status(
+                        "checking", f"reading occupancy of {os.path.basename(path)} (ncu)"
+                    )
+                    for k in checks:
+                        await loop.run_in_executor(
+                            self._thread, session.add_occupancy, k, text, path, None, options, spec_text
+                        )
                 if path not in self._again:
                     return
         except Exception:
@@ -166,5 +174,14 @@ class GpuFeature:
                 f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
             )
         rows.append("")
-        rows.append("_Occupancy above is theoretical; achieved occupancy needs a profiler run (ncu)._")
+        if k.occupancy:
+            rows += [
+                f"Occupancy of `{o.kernel}` ({o.case}, ncu): achieved **{o.achieved:.0%}** of the "
+                f"SM's warp slots vs theoretical {o.theoretical:.0%}"
+                for o in k.occupancy
+            ]
+        elif k.occupancy_note:
+            rows.append(f"_Achieved occupancy: {k.occupancy_note}. The occupancy above is theoretical._")
+        else:
+            rows.append("_Occupancy above is theoretical; achieved occupancy (ncu) is being read or is off._")
         return ["\n".join(rows)]

@@ -15,6 +15,8 @@ import pytest
 from conftest import REPO, change_and_save, diagnostics, open_file, start, uri
 from lsprotocol import types
 
+from kernel_lsp.runner.profile import find_ncu
+
 pytestmark = pytest.mark.gpu
 
 GPU_OPTIONS = {"arch": "auto", "gpu": {"enabled": True}}
@@ -63,6 +65,20 @@ async def test_gpu_figures_and_mismatch(client, workspace: Path):
     assert re.search(r"\| sm_\d+a? \| \d+ \|", text), text
     assert "| case | median | p10–p90 | n |" in text, text
     assert "cold-L2" in text
+
+    # Achieved occupancy follows from ncu, seconds after the verdict.
+    if find_ncu():
+        deadline = time.monotonic() + 180
+        while "achieved **" not in text and time.monotonic() < deadline:
+            await asyncio.sleep(1.0)
+            hover = await client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=u),
+                    position=kernel_position(cu, "vector_add"),
+                )
+            )
+            text = hover.contents.value
+        assert re.search(r"achieved \*\*\d+%\*\* of the SM's warp slots vs theoretical \d+%", text), text
 
     # A kernel that compiles but computes the wrong thing gets a mismatch at its definition.
     wrong = cu.read_text().replace("x.v[j] + y.v[j]", "x.v[j] - y.v[j]")

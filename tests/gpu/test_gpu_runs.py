@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.bench import bench_main
+from kernel_lsp.compile import CompileOptions, compile_file
 from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.timing import TimingSettings
 
 pytestmark = pytest.mark.gpu
@@ -88,3 +90,30 @@ def test_bench_prints_table(capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "n=4194304" in out and "GB/s" in out and "device:" in out
+    if find_ncu():
+        assert "occupancy vadd (n=4194304): achieved" in out, out
+
+
+@pytest.mark.parametrize(
+    "path, spec",
+    [
+        (FIXTURES / "good.cu", FIXTURES / "vadd.spec.py"),  # a C++ (mangled) entry
+        (SAMPLES / "reduce_sum" / "reduce_sum_fp32.cu", None),  # a two-kernel pipeline
+        (SAMPLES / "softmax" / "softmax_bf16.cu", None),
+    ],
+)
+def test_achieved_occupancy_from_ncu(gpu, path, spec):
+    if find_ncu() is None:
+        pytest.skip("ncu (Nsight Compute) is not installed on this GPU machine")
+    result = gpu.check(path.read_text(), str(path), str(spec) if spec else None, profile=True)
+    assert result.ok, result.message
+    assert result.occupancy, result.occupancy_note
+    compiled = {
+        k.name: k.occupancy for k in compile_file(str(path), CompileOptions(arch=gpu.device.arch)).kernels
+    }
+    assert sorted(o.kernel for o in result.occupancy) == sorted(compiled)  # every kernel of the pipeline
+    for o in result.occupancy:
+        assert o.case == result.timings[-1].case
+        # ncu's theoretical figure is ours (same limits); achieved can only be lower.
+        assert o.theoretical == pytest.approx(compiled[o.kernel].fraction, abs=0.01), o
+        assert 0.0 < o.achieved <= o.theoretical + 0.02, o

@@ -21,7 +21,7 @@ export interface KernelLspSettings {
     defines: string[];
     defaultDevice: boolean;
     checkOn: CheckOn;
-    gpu: { enabled: boolean; device: number | null };
+    gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer };
     trace: { server: TraceLevel };
@@ -35,7 +35,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     defines: [],
     defaultDevice: false,
     checkOn: 'save',
-    gpu: { enabled: true, device: null },
+    gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto' },
     trace: { server: 'off' },
@@ -122,6 +122,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         gpu: {
             enabled: gpu.enabled !== false,
             device: typeof device === 'number' && Number.isInteger(device) && device >= 0 ? device : null,
+            achievedOccupancy: gpu.achievedOccupancy !== false,
         },
         llm: { baseUrl: asNullableString(llm.baseUrl), model: asNullableString(llm.model) },
         optimizer: {

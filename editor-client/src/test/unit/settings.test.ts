@@ -18,7 +18,7 @@ describe('normalizeSettings', () => {
             defines: ['BLOCK=256'],
             defaultDevice: true,
             checkOn: 'change',
-            gpu: { enabled: false, device: 1 },
+            gpu: { enabled: false, device: 1, achievedOccupancy: false },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
             optimizer: { rounds: 5, candidates: 8, proposer: 'tune' },
             trace: { server: 'verbose' },
@@ -36,7 +36,7 @@ describe('normalizeSettings', () => {
                 arch: 90,
                 includeDirs: [1, '', 'inc'],
                 checkOn: 'always',
-                gpu: { enabled: 'no', device: -1 },
+                gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
                 trace: { server: 'loud' },
@@ -47,7 +47,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.arch, 'auto');
         assert.deepEqual(settings.includeDirs, ['inc']);
         assert.equal(settings.checkOn, 'save');
-        assert.deepEqual(settings.gpu, { enabled: true, device: null });
+        assert.deepEqual(settings.gpu, { enabled: true, device: null, achievedOccupancy: true });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
         assert.equal(settings.trace.server, 'off');
