@@ -5,24 +5,80 @@
 //   out[t][h][i + half] = x[t][h][i + half] * c + x[t][h][i] * s
 // One thread per rotated pair (ITEMS pairs with the tunable). Indices are int: the spec keeps
 // tokens * heads * head_dim below 2^31.
+// VEC > 1: when half is a multiple of VEC, both halves of every head and every table row start on
+// a VEC-float boundary, so a thread rotates VEC consecutive pairs with 16-byte accesses (4 loads
+// and 2 stores for 4*VEC floats) and divides once per vector; otherwise the scalar loop runs.
 #ifndef BLOCK
 #define BLOCK 256
 #endif
 #ifndef ITEMS
 #define ITEMS 1
 #endif
+#ifndef VEC
+#define VEC 1
+#endif
+static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC floats must fit one 16-byte access");
 
-// kernel-lsp: launch rope grid=cdiv(tokens*heads*(head_dim//2), BLOCK*ITEMS) block=BLOCK
-// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8
+// kernel-lsp: launch rope grid=cdiv(tokens*heads*(head_dim//2), BLOCK*ITEMS*VEC) block=BLOCK
+// kernel-lsp: tune BLOCK=256,128,512 ITEMS=1,2,4 VEC=1,4
 
-extern "C" __global__ void rope(const float* x, const float* cos_table, const float* sin_table,
-                                float* out, int tokens, int heads, int head_dim)
+// VEC floats read and written as one aligned access.
+struct alignas(sizeof(float) * VEC) FloatVec {
+    float v[VEC];
+};
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+    rope(const float* x, const float* cos_table, const float* sin_table, float* out, int tokens, int heads,
+         int head_dim)
 {
     const int half = head_dim / 2;
     const int total = tokens * heads * half;
-    const int first = blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;
+    if (VEC > 1 && half % VEC == 0) {
+        // Vector path: vector v holds pairs [VEC*iv, VEC*iv + VEC) of one head. The vectors of a
+        // block are BLOCK apart, so a warp's loads are contiguous runs. All loads are issued
+        // before any store (`out` could alias the inputs, so the compiler would not reorder them).
+        const int half_vecs = half / VEC;
+        const int vecs = total / VEC;
+        const int first = blockIdx.x * (BLOCK * ITEMS) + threadIdx.x;
+        const FloatVec* xv = reinterpret_cast<const FloatVec*>(x);
+        FloatVec a[ITEMS], b[ITEMS], c[ITEMS], s[ITEMS];
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) {
+        for (int k = 0; k < ITEMS; ++k) {
+            const int v = first + k * BLOCK;
+            if (v < vecs) {
+                const int token_head = v / half_vecs;  // token * heads + head
+                const int iv = v - token_head * half_vecs;
+                const int t = token_head / heads;
+                const int base = 2 * token_head * half_vecs;  // the head's first vector
+                a[k] = xv[base + iv];
+                b[k] = xv[base + half_vecs + iv];
+                c[k] = reinterpret_cast<const FloatVec*>(cos_table)[t * half_vecs + iv];
+                s[k] = reinterpret_cast<const FloatVec*>(sin_table)[t * half_vecs + iv];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int v = first + k * BLOCK;
+            if (v < vecs) {
+                const int token_head = v / half_vecs;
+                const int iv = v - token_head * half_vecs;
+                const int base = 2 * token_head * half_vecs;
+                FloatVec lo, hi;
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) {
+                    lo.v[e] = a[k].v[e] * c[k].v[e] - b[k].v[e] * s[k].v[e];
+                    hi.v[e] = b[k].v[e] * c[k].v[e] + a[k].v[e] * s[k].v[e];
+                }
+                reinterpret_cast<FloatVec*>(out)[base + iv] = lo;
+                reinterpret_cast<FloatVec*>(out)[base + half_vecs + iv] = hi;
+            }
+        }
+        return;
+    }
+    // Scalar path (the naive kernel when VEC == 1): the block's BLOCK*ITEMS*VEC pairs, BLOCK apart.
+    const int first = blockIdx.x * (BLOCK * ITEMS * VEC) + threadIdx.x;
+#pragma unroll
+    for (int k = 0; k < ITEMS * VEC; ++k) {
         const int p = first + k * BLOCK;
         if (p < total) {
             const int i = p % half;
