@@ -9,6 +9,7 @@ SPEC = Spec(
         {"rows": 1, "cols": 1000},
         {"rows": 33, "cols": 17},
         {"rows": 257, "cols": 1031},
+        {"rows": 258, "cols": 1032},  # even, not a multiple of any tile: paired edge tiles
         {"rows": 4096, "cols": 8192},  # 32M elements for timing
     ],
     args={
