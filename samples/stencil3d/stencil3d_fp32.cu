@@ -2,17 +2,29 @@
 // (x fastest):
 //   dst = 0.4 * center + 0.1 * (the six face neighbours),
 // where a neighbour outside the grid counts as 0 (a fixed zero boundary).
-// One thread per grid point: BX x BY threads per block in an x-y plane, one plane per grid z.
+// Default (VEC=1, ITEMS=1): one thread per grid point, BX x BY threads per block in an x-y plane,
+// one plane per grid z; neighbours come from the caches. Tuned (VEC or ITEMS > 1): each thread
+// owns VEC consecutive points of ITEMS consecutive planes (2.5-D blocking); see the second kernel.
 #ifndef BX
 #define BX 32
 #endif
 #ifndef BY
 #define BY 8
 #endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef ITEMS
+#define ITEMS 1
+#endif
 static_assert(BX * BY <= 1024, "at most 1024 threads per block");
+static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC floats make one 4, 8 or 16-byte access");
+static_assert(ITEMS >= 1, "ITEMS planes per thread");
 
-// kernel-lsp: launch stencil3d grid=(cdiv(nx, BX), cdiv(ny, BY), nz) block=(BX, BY)
-// kernel-lsp: tune BX=32,64,128 BY=8,1,2,4
+// kernel-lsp: launch stencil3d grid=(cdiv(nx, BX * VEC), cdiv(ny, BY), cdiv(nz, ITEMS)) block=(BX, BY)
+// kernel-lsp: tune BX=32,64 BY=8,4 VEC=1,4 ITEMS=1,2,4
+
+#if VEC == 1 && ITEMS == 1
 
 extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int ny, int nx)
 {
@@ -31,3 +43,109 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
     if (z + 1 < nz) neighbours += src[at + plane];
     dst[at] = 0.4f * src[at] + 0.1f * neighbours;
 }
+
+#else
+
+// The thread loads planes z0-1 .. z0+ITEMS of its VEC columns before any math: ITEMS+2
+// independent loads in flight (bytes in flight are what a memory-bound kernel needs), each plane
+// read once per thread, the z-neighbours being registers. The y-neighbours are the points of the
+// threads above and below, shared through one shared-memory tile per plane (with the row above
+// and below the block loaded by its first and last thread rows); the x-neighbours come from the
+// lanes beside it by warp shuffle, lanes 0 and 31 loading the one point past their warp's edge.
+static_assert(BX % 32 == 0, "a warp must be 32 consecutive threads of one row for the shuffles");
+
+// VEC floats read and written as one aligned access. A row starts VEC-aligned only when
+// nx % VEC == 0 (the buffer itself is aligned), so that is when the vector path is taken.
+struct alignas(sizeof(float) * VEC) Pack {
+    float v[VEC];
+};
+
+// Points x0 .. x0+VEC-1 of row (z, y); points outside the grid read as 0 (the zero boundary).
+__device__ __forceinline__ Pack load_pack(const float* src, int z, int y, int x0, int nz, int ny, int nx, bool whole)
+{
+    Pack p;
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) p.v[e] = 0.0f;
+    if (z < 0 || z >= nz || y < 0 || y >= ny) return p;
+    const float* row = src + ((long long)z * ny + y) * nx;
+    if (whole) {
+        if (x0 < nx) p = *reinterpret_cast<const Pack*>(row + x0);  // all VEC points are inside
+    } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            if (x0 + e < nx) p.v[e] = row[x0 + e];
+    }
+    return p;
+}
+
+__device__ __forceinline__ void store_pack(float* dst, int z, int y, int x0, int nz, int ny, int nx, bool whole, const Pack& p)
+{
+    if (z >= nz || y >= ny) return;
+    float* row = dst + ((long long)z * ny + y) * nx;
+    if (whole) {
+        if (x0 < nx) *reinterpret_cast<Pack*>(row + x0) = p;
+    } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            if (x0 + e < nx) row[x0 + e] = p.v[e];
+    }
+}
+
+extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int ny, int nx)
+{
+    // Row BY+1 of plane k: the block's points of plane z0+k, one halo row above (0) and below.
+    __shared__ Pack tile[ITEMS][BY + 2][BX];
+    const int lane = threadIdx.x % 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x0 = (blockIdx.x * BX + tx) * VEC;
+    const int y = blockIdx.y * BY + ty;
+    const int z0 = blockIdx.z * ITEMS;
+    const bool whole = nx % VEC == 0;
+    // No early return: every thread takes part in __syncthreads and the shuffles; threads outside
+    // the grid hold zeros and store nothing.
+
+    Pack col[ITEMS + 2];  // planes z0-1 .. z0+ITEMS of this thread's row y, VEC columns
+#pragma unroll
+    for (int k = 0; k < ITEMS + 2; ++k) col[k] = load_pack(src, z0 - 1 + k, y, x0, nz, ny, nx, whole);
+    const bool edge_lane = lane == 0 || lane == 31;
+    const int xe = lane == 0 ? x0 - 1 : x0 + VEC;  // the point just past the warp's edge
+    const bool edge_in = edge_lane && xe >= 0 && xe < nx && y < ny;
+    float edge[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k)
+        edge[k] = edge_in && z0 + k < nz ? src[((long long)(z0 + k) * ny + y) * nx + xe] : 0.0f;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) tile[k][ty + 1][tx] = col[k + 1];
+    if (ty == 0) {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) tile[k][0][tx] = load_pack(src, z0 + k, y - 1, x0, nz, ny, nx, whole);
+    }
+    if (ty == BY - 1) {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) tile[k][BY + 1][tx] = load_pack(src, z0 + k, y + 1, x0, nz, ny, nx, whole);
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        const Pack& c = col[k + 1];
+        const Pack up = tile[k][ty][tx];
+        const Pack down = tile[k][ty + 2][tx];
+        float left = __shfl_up_sync(0xffffffffu, c.v[VEC - 1], 1);
+        float right = __shfl_down_sync(0xffffffffu, c.v[0], 1);
+        if (lane == 0) left = edge[k];
+        if (lane == 31) right = edge[k];
+        Pack out;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            const float l = e == 0 ? left : c.v[e - 1];
+            const float r = e == VEC - 1 ? right : c.v[e + 1];
+            // the naive kernel's order: x, y, z neighbours
+            const float neighbours = l + r + up.v[e] + down.v[e] + col[k].v[e] + col[k + 2].v[e];
+            out.v[e] = 0.4f * c.v[e] + 0.1f * neighbours;
+        }
+        store_pack(dst, z0 + k, y, x0, nz, ny, nx, whole, out);
+    }
+}
+
+#endif
