@@ -3,7 +3,9 @@
 //   dst = 0.4 * center + 0.1 * (the six face neighbours),
 // where a neighbour outside the grid counts as 0 (a fixed zero boundary).
 // Loads are widened to float, the math is done in float, and each result is rounded once.
-// One thread per grid point: BX x BY threads per block in an x-y plane, one plane per grid z.
+// Default (VEC=1, ITEMS=1): one thread per grid point, BX x BY threads per block in an x-y plane,
+// one plane per grid z; neighbours come from the caches. Tuned (VEC or ITEMS > 1): each thread
+// owns VEC consecutive points of ITEMS consecutive planes (2.5-D blocking); see the second kernel.
 #include <cuda_bf16.h>
 
 #ifndef BX
@@ -12,10 +14,20 @@
 #ifndef BY
 #define BY 8
 #endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef ITEMS
+#define ITEMS 1
+#endif
 static_assert(BX * BY <= 1024, "at most 1024 threads per block");
+static_assert(VEC == 1 || VEC == 2 || VEC == 4 || VEC == 8, "VEC bf16 make one 2, 4, 8 or 16-byte access");
+static_assert(ITEMS >= 1, "ITEMS planes per thread");
 
-// kernel-lsp: launch stencil3d grid=(cdiv(nx, BX), cdiv(ny, BY), nz) block=(BX, BY)
-// kernel-lsp: tune BX=32,64,128 BY=8,1,2,4
+// kernel-lsp: launch stencil3d grid=(cdiv(nx, BX * VEC), cdiv(ny, BY), cdiv(nz, ITEMS)) block=(BX, BY)
+// kernel-lsp: tune BX=32,64 BY=8,4 VEC=1,8 ITEMS=1,2,4
+
+#if VEC == 1 && ITEMS == 1
 
 extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* dst, int nz, int ny, int nx)
 {
@@ -34,3 +46,128 @@ extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* ds
     if (z + 1 < nz) neighbours += __bfloat162float(src[at + plane]);
     dst[at] = __float2bfloat16(0.4f * __bfloat162float(src[at]) + 0.1f * neighbours);
 }
+
+#else
+
+// The thread loads planes z0-1 .. z0+ITEMS of its VEC columns before any math: ITEMS+2
+// independent loads in flight (bytes in flight are what a memory-bound kernel needs), each plane
+// read once per thread, the z-neighbours being registers. The y-neighbours are the points of the
+// threads above and below, shared through one shared-memory tile per plane (with the row above
+// and below the block loaded by its first and last thread rows); the x-neighbours come from the
+// lanes beside it by warp shuffle, lanes 0 and 31 loading the one point past their warp's edge.
+static_assert(BX % 32 == 0, "a warp must be 32 consecutive threads of one row for the shuffles");
+
+// VEC bf16 kept packed two to a 32-bit register (the first point in the low half, as in memory),
+// so the ITEMS+2 planes cost VEC/2 registers each; they are widened to float only when used.
+constexpr int WORDS = (VEC + 1) / 2;
+struct alignas(sizeof(unsigned int) * WORDS) Pack {
+    unsigned int w[WORDS];
+};
+
+__device__ __forceinline__ float widen(const Pack& p, int e)
+{
+    return __bfloat162float(__ushort_as_bfloat16((unsigned short)(p.w[e / 2] >> (16 * (e % 2)))));
+}
+
+__device__ __forceinline__ unsigned int bits(const __nv_bfloat16 h, int e)
+{
+    return (unsigned int)__bfloat16_as_ushort(h) << (16 * (e % 2));
+}
+
+// Points x0 .. x0+VEC-1 of row (z, y); points outside the grid read as 0 (the zero boundary).
+// `whole`: one 4/8/16-byte access, taken only when nx % VEC == 0, the one case where every row
+// starts VEC-aligned (the buffer itself is aligned); else point by point.
+__device__ __forceinline__ Pack load_pack(const __nv_bfloat16* src, int z, int y, int x0, int nz, int ny, int nx,
+                                          bool whole)
+{
+    Pack p;
+#pragma unroll
+    for (int k = 0; k < WORDS; ++k) p.w[k] = 0u;
+    if (z < 0 || z >= nz || y < 0 || y >= ny) return p;
+    const __nv_bfloat16* row = src + ((long long)z * ny + y) * nx;
+    if (whole) {
+        if (x0 < nx) p = *reinterpret_cast<const Pack*>(row + x0);  // all VEC points are inside
+    } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            if (x0 + e < nx) p.w[e / 2] |= bits(row[x0 + e], e);
+    }
+    return p;
+}
+
+__device__ __forceinline__ void store_pack(__nv_bfloat16* dst, int z, int y, int x0, int nz, int ny, int nx,
+                                           bool whole, const Pack& p)
+{
+    if (z >= nz || y >= ny) return;
+    __nv_bfloat16* row = dst + ((long long)z * ny + y) * nx;
+    if (whole) {
+        if (x0 < nx) *reinterpret_cast<Pack*>(row + x0) = p;
+    } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+            if (x0 + e < nx) row[x0 + e] = __ushort_as_bfloat16((unsigned short)(p.w[e / 2] >> (16 * (e % 2))));
+    }
+}
+
+extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* dst, int nz, int ny, int nx)
+{
+    // Row BY+1 of plane k: the block's points of plane z0+k, one halo row above (0) and below.
+    __shared__ Pack tile[ITEMS][BY + 2][BX];
+    const int lane = threadIdx.x % 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int x0 = (blockIdx.x * BX + tx) * VEC;
+    const int y = blockIdx.y * BY + ty;
+    const int z0 = blockIdx.z * ITEMS;
+    const bool whole = VEC > 1 && nx % VEC == 0;  // VEC=1 is one 2-byte point: the scalar path
+    // No early return: every thread takes part in __syncthreads and the shuffles; threads outside
+    // the grid hold zeros and store nothing.
+
+    Pack col[ITEMS + 2];  // planes z0-1 .. z0+ITEMS of this thread's row y, VEC columns
+#pragma unroll
+    for (int k = 0; k < ITEMS + 2; ++k) col[k] = load_pack(src, z0 - 1 + k, y, x0, nz, ny, nx, whole);
+    const bool edge_lane = lane == 0 || lane == 31;
+    const int xe = lane == 0 ? x0 - 1 : x0 + VEC;  // the point just past the warp's edge
+    const bool edge_in = edge_lane && xe >= 0 && xe < nx && y < ny;
+    float edge[ITEMS];
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k)
+        edge[k] = edge_in && z0 + k < nz ? __bfloat162float(src[((long long)(z0 + k) * ny + y) * nx + xe]) : 0.0f;
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) tile[k][ty + 1][tx] = col[k + 1];
+    if (ty == 0) {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) tile[k][0][tx] = load_pack(src, z0 + k, y - 1, x0, nz, ny, nx, whole);
+    }
+    if (ty == BY - 1) {
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) tile[k][BY + 1][tx] = load_pack(src, z0 + k, y + 1, x0, nz, ny, nx, whole);
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int k = 0; k < ITEMS; ++k) {
+        float c[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) c[e] = widen(col[k + 1], e);
+        const Pack up = tile[k][ty][tx];
+        const Pack down = tile[k][ty + 2][tx];
+        float left = __shfl_up_sync(0xffffffffu, c[VEC - 1], 1);
+        float right = __shfl_down_sync(0xffffffffu, c[0], 1);
+        if (lane == 0) left = edge[k];
+        if (lane == 31) right = edge[k];
+        Pack out;
+#pragma unroll
+        for (int w = 0; w < WORDS; ++w) out.w[w] = 0u;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            const float l = e == 0 ? left : c[e - 1];
+            const float r = e == VEC - 1 ? right : c[e + 1];
+            // the naive kernel's order: x, y, z neighbours
+            const float neighbours = l + r + widen(up, e) + widen(down, e) + widen(col[k], e) + widen(col[k + 2], e);
+            out.w[e / 2] |= bits(__float2bfloat16(0.4f * c[e] + 0.1f * neighbours), e);
+        }
+        store_pack(dst, z0 + k, y, x0, nz, ny, nx, whole, out);
+    }
+}
+
+#endif
