@@ -49,8 +49,8 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
 // The thread loads planes z0-1 .. z0+ITEMS of its VEC columns before any math: ITEMS+2
 // independent loads in flight (bytes in flight are what a memory-bound kernel needs), each plane
 // read once per thread, the z-neighbours being registers. The y-neighbours are the points of the
-// threads above and below, shared through one shared-memory tile per plane (with the row above
-// and below the block loaded by its first and last thread rows); the x-neighbours come from the
+// threads above and below, shared through one shared-memory tile per plane (the rows above and
+// below the block loaded by its first and last thread rows); the x-neighbours come from the
 // lanes beside it by warp shuffle, lanes 0 and 31 loading the one point past their warp's edge.
 static_assert(BX % 32 == 0, "a warp must be 32 consecutive threads of one row for the shuffles");
 
@@ -114,13 +114,21 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k)
         edge[k] = edge_in && z0 + k < nz ? src[((long long)(z0 + k) * ny + y) * nx + xe] : 0.0f;
+    // The first and last thread rows also load the row above / below the block (the y-halo),
+    // issued with the loads above, before anything waits on them: one memory round trip a block.
+    const bool halo_row = ty == 0 || ty == BY - 1;
+    const int halo_at = ty == 0 ? 0 : BY + 1;
+    Pack halo[ITEMS];
 #pragma unroll
-    for (int k = 0; k < ITEMS; ++k) tile[k][ty + 1][tx] = col[k + 1];
-    if (ty == 0) {
+    for (int k = 0; k < ITEMS; ++k)
+        halo[k] = load_pack(src, z0 + k, !halo_row ? -1 : ty == 0 ? y - 1 : y + 1, x0, nz, ny, nx, whole);
+
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) tile[k][0][tx] = load_pack(src, z0 + k, y - 1, x0, nz, ny, nx, whole);
+    for (int k = 0; k < ITEMS; ++k) {
+        tile[k][ty + 1][tx] = col[k + 1];
+        if (halo_row) tile[k][halo_at][tx] = halo[k];
     }
-    if (ty == BY - 1) {
+    if (BY == 1) {  // one thread row is both first and last: its row below comes second
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) tile[k][BY + 1][tx] = load_pack(src, z0 + k, y + 1, x0, nz, ny, nx, whole);
     }
