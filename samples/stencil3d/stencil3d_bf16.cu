@@ -55,18 +55,24 @@ extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* ds
 // threads above and below, shared through one shared-memory tile per plane (the rows above and
 // below the block loaded by its first and last thread rows); the x-neighbours come from the
 // lanes beside it by warp shuffle, lanes 0 and 31 loading the one point past their warp's edge.
+// The kernel runs close to the SMs' instruction-issue rate, so each load costs one predicate and
+// one address add (offsets step a plane at a time), not a full bounds check and index product.
 static_assert(BX % 32 == 0, "a warp must be 32 consecutive threads of one row for the shuffles");
 
 // VEC bf16 kept packed two to a 32-bit register (the first point in the low half, as in memory),
-// so the ITEMS+2 planes cost VEC/2 registers each; they are widened to float only when used.
+// so the ITEMS+2 planes cost VEC/2 registers each; they are widened to float only when used. A row
+// starts VEC-aligned only when nx % VEC == 0 (the buffer itself is aligned), so that is when the
+// vector path (one 4, 8 or 16-byte access) is taken.
 constexpr int WORDS = (VEC + 1) / 2;
 struct alignas(sizeof(unsigned int) * WORDS) Pack {
     unsigned int w[WORDS];
 };
 
+// A bf16 is the top half of a float: widening puts its bits there (exact, one instruction).
 __device__ __forceinline__ float widen(const Pack& p, int e)
 {
-    return __bfloat162float(__ushort_as_bfloat16((unsigned short)(p.w[e / 2] >> (16 * (e % 2)))));
+    const unsigned int w = p.w[e / 2];
+    return __uint_as_float(e % 2 ? w & 0xffff0000u : w << 16);
 }
 
 __device__ __forceinline__ unsigned int bits(const __nv_bfloat16 h, int e)
@@ -74,44 +80,45 @@ __device__ __forceinline__ unsigned int bits(const __nv_bfloat16 h, int e)
     return (unsigned int)__bfloat16_as_ushort(h) << (16 * (e % 2));
 }
 
-// Points x0 .. x0+VEC-1 of row (z, y); points outside the grid read as 0 (the zero boundary).
-// `whole`: one 4/8/16-byte access, taken only when nx % VEC == 0, the one case where every row
-// starts VEC-aligned (the buffer itself is aligned); else point by point.
-__device__ __forceinline__ Pack load_pack(const __nv_bfloat16* src, int z, int y, int x0, int nz, int ny, int nx,
-                                          bool whole)
+// The VEC points at src[at..], x0 .. x0+VEC-1 of a row; `inside`: the row is in the grid and
+// x0 < nx. Points outside the grid read as 0 (the zero boundary).
+__device__ __forceinline__ Pack load_pack(const __nv_bfloat16* at, bool inside, int x0, int nx, bool whole)
 {
     Pack p;
 #pragma unroll
     for (int k = 0; k < WORDS; ++k) p.w[k] = 0u;
-    if (z < 0 || z >= nz || y < 0 || y >= ny) return p;
-    const __nv_bfloat16* row = src + ((long long)z * ny + y) * nx;
     if (whole) {
-        if (x0 < nx) p = *reinterpret_cast<const Pack*>(row + x0);  // all VEC points are inside
+        if (inside) p = *reinterpret_cast<const Pack*>(at);  // all VEC points are inside
     } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-            if (x0 + e < nx) p.w[e / 2] |= bits(row[x0 + e], e);
+            if (inside && x0 + e < nx) p.w[e / 2] |= bits(at[e], e);
     }
     return p;
 }
 
-__device__ __forceinline__ void store_pack(__nv_bfloat16* dst, int z, int y, int x0, int nz, int ny, int nx,
+__device__ __forceinline__ void store_pack(__nv_bfloat16* dst, long long at, bool inside, int x0, int nx,
                                            bool whole, const Pack& p)
 {
-    if (z >= nz || y >= ny) return;
-    __nv_bfloat16* row = dst + ((long long)z * ny + y) * nx;
     if (whole) {
-        if (x0 < nx) *reinterpret_cast<Pack*>(row + x0) = p;
+        if (inside) *reinterpret_cast<Pack*>(dst + at) = p;
     } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-            if (x0 + e < nx) row[x0 + e] = __ushort_as_bfloat16((unsigned short)(p.w[e / 2] >> (16 * (e % 2))));
+            if (inside && x0 + e < nx)
+                dst[at + e] = __ushort_as_bfloat16((unsigned short)(p.w[e / 2] >> (16 * (e % 2))));
     }
 }
 
-extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* dst, int nz, int ny, int nx)
+__device__ __forceinline__ bool in_range(int i, int n)
 {
-    // Row BY+1 of plane k: the block's points of plane z0+k, one halo row above (0) and below.
+    return (unsigned int)i < (unsigned int)n;  // 0 <= i < n in one compare
+}
+
+extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* dst, int nz, int ny,
+                                     int nx)
+{
+    // tile[k]: plane z0+k, the block's BY rows at 1..BY and the rows above (0) and below (BY+1) it.
     __shared__ Pack tile[ITEMS][BY + 2][BX];
     const int lane = threadIdx.x % 32;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -119,44 +126,64 @@ extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* ds
     const int y = blockIdx.y * BY + ty;
     const int z0 = blockIdx.z * ITEMS;
     const bool whole = VEC > 1 && nx % VEC == 0;  // VEC=1 is one 2-byte point: the scalar path
+    const long long plane = (long long)ny * nx;
+    const long long at = ((long long)(z0 - 1) * ny + y) * nx + x0;  // row (z0-1, y); used only when inside
+    const bool row_in = y < ny && x0 < nx;
     // No early return: every thread takes part in __syncthreads and the shuffles; threads outside
     // the grid hold zeros and store nothing.
 
     Pack col[ITEMS + 2];  // planes z0-1 .. z0+ITEMS of this thread's row y, VEC columns
 #pragma unroll
-    for (int k = 0; k < ITEMS + 2; ++k) col[k] = load_pack(src, z0 - 1 + k, y, x0, nz, ny, nx, whole);
-    const bool edge_lane = lane == 0 || lane == 31;
-    const int xe = lane == 0 ? x0 - 1 : x0 + VEC;  // the point just past the warp's edge
-    const bool edge_in = edge_lane && xe >= 0 && xe < nx && y < ny;
+    for (int k = 0; k < ITEMS + 2; ++k)
+        col[k] = load_pack(src + at + k * plane, row_in && in_range(z0 - 1 + k, nz), x0, nx, whole);
+    // The first and last thread rows also load the row above / below the block (the y-halo),
+    // issued with the loads above, before anything waits on them: one memory round trip a block.
+    const bool halo_row = ty == 0 || ty == BY - 1;  // whole warps: the other warps skip this
+    const int dy = ty == 0 ? -1 : 1;
+    Pack halo[ITEMS];
+    if (halo_row) {
+        const bool halo_in = x0 < nx && in_range(y + dy, ny);
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k)
+            halo[k] = load_pack(src + at + (k + 1) * plane + dy * nx, halo_in && in_range(z0 + k, nz), x0, nx,
+                                whole);
+    }
+    const int dx = lane == 0 ? -1 : VEC;  // lanes 0 and 31: the point just past the warp's edge
+    const bool edge_in = (lane == 0 || lane == 31) && y < ny && in_range(x0 + dx, nx);
     float edge[ITEMS];
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k)
-        edge[k] = edge_in && z0 + k < nz ? __bfloat162float(src[((long long)(z0 + k) * ny + y) * nx + xe]) : 0.0f;
-    // The first and last thread rows also load the row above / below the block (the y-halo),
-    // issued with the loads above, before anything waits on them: one memory round trip a block.
-    const bool halo_row = ty == 0 || ty == BY - 1;
-    const int halo_at = ty == 0 ? 0 : BY + 1;
-    Pack halo[ITEMS];
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k)
-        halo[k] = load_pack(src, z0 + k, !halo_row ? -1 : ty == 0 ? y - 1 : y + 1, x0, nz, ny, nx, whole);
+        edge[k] = edge_in && in_range(z0 + k, nz) ? __bfloat162float(src[at + (k + 1) * plane + dx])
+                                                   : 0.0f;
 
+    const int halo_at = ty == 0 ? 0 : BY + 1;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         tile[k][ty + 1][tx] = col[k + 1];
         if (halo_row) tile[k][halo_at][tx] = halo[k];
     }
     if (BY == 1) {  // one thread row is both first and last: its row below comes second
+        const bool below_in = x0 < nx && in_range(y + 1, ny);
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) tile[k][BY + 1][tx] = load_pack(src, z0 + k, y + 1, x0, nz, ny, nx, whole);
+        for (int k = 0; k < ITEMS; ++k)
+            tile[k][BY + 1][tx] =
+                load_pack(src + at + (k + 1) * plane + nx, below_in && in_range(z0 + k, nz), x0, nx, whole);
     }
     __syncthreads();
 
+    // Planes z-1, z, z+1 widened once each as the loop walks down z (the loop is unrolled, so
+    // these arrays are registers renamed from one plane to the next).
+    float below[VEC], c[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        below[e] = widen(col[0], e);
+        c[e] = widen(col[1], e);
+    }
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
-        float c[VEC];
+        float above[VEC];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) c[e] = widen(col[k + 1], e);
+        for (int e = 0; e < VEC; ++e) above[e] = widen(col[k + 2], e);
         const Pack up = tile[k][ty][tx];
         const Pack down = tile[k][ty + 2][tx];
         float left = __shfl_up_sync(0xffffffffu, c[VEC - 1], 1);
@@ -171,10 +198,15 @@ extern "C" __global__ void stencil3d(const __nv_bfloat16* src, __nv_bfloat16* ds
             const float l = e == 0 ? left : c[e - 1];
             const float r = e == VEC - 1 ? right : c[e + 1];
             // the naive kernel's order: x, y, z neighbours
-            const float neighbours = l + r + widen(up, e) + widen(down, e) + widen(col[k], e) + widen(col[k + 2], e);
+            const float neighbours = l + r + widen(up, e) + widen(down, e) + below[e] + above[e];
             out.w[e / 2] |= bits(__float2bfloat16(0.4f * c[e] + 0.1f * neighbours), e);
         }
-        store_pack(dst, z0 + k, y, x0, nz, ny, nx, whole, out);
+        store_pack(dst, at + (k + 1) * plane, row_in && z0 + k < nz, x0, nx, whole, out);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) {
+            below[e] = c[e];
+            c[e] = above[e];
+        }
     }
 }
 

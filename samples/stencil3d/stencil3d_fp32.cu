@@ -52,6 +52,8 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
 // threads above and below, shared through one shared-memory tile per plane (the rows above and
 // below the block loaded by its first and last thread rows); the x-neighbours come from the
 // lanes beside it by warp shuffle, lanes 0 and 31 loading the one point past their warp's edge.
+// The kernel runs close to the SMs' instruction-issue rate, so each load costs one predicate and
+// one address add (offsets step a plane at a time), not a full bounds check and index product.
 static_assert(BX % 32 == 0, "a warp must be 32 consecutive threads of one row for the shuffles");
 
 // VEC floats read and written as one aligned access. A row starts VEC-aligned only when
@@ -60,40 +62,43 @@ struct alignas(sizeof(float) * VEC) Pack {
     float v[VEC];
 };
 
-// Points x0 .. x0+VEC-1 of row (z, y); points outside the grid read as 0 (the zero boundary).
-__device__ __forceinline__ Pack load_pack(const float* src, int z, int y, int x0, int nz, int ny, int nx, bool whole)
+// The VEC points at src[at..], x0 .. x0+VEC-1 of a row; `inside`: the row is in the grid and
+// x0 < nx. Points outside the grid read as 0 (the zero boundary).
+__device__ __forceinline__ Pack load_pack(const float* at, bool inside, int x0, int nx, bool whole)
 {
     Pack p;
 #pragma unroll
     for (int e = 0; e < VEC; ++e) p.v[e] = 0.0f;
-    if (z < 0 || z >= nz || y < 0 || y >= ny) return p;
-    const float* row = src + ((long long)z * ny + y) * nx;
     if (whole) {
-        if (x0 < nx) p = *reinterpret_cast<const Pack*>(row + x0);  // all VEC points are inside
+        if (inside) p = *reinterpret_cast<const Pack*>(at);  // all VEC points are inside
     } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-            if (x0 + e < nx) p.v[e] = row[x0 + e];
+            if (inside && x0 + e < nx) p.v[e] = at[e];
     }
     return p;
 }
 
-__device__ __forceinline__ void store_pack(float* dst, int z, int y, int x0, int nz, int ny, int nx, bool whole, const Pack& p)
+__device__ __forceinline__ void store_pack(float* dst, long long at, bool inside, int x0, int nx, bool whole,
+                                           const Pack& p)
 {
-    if (z >= nz || y >= ny) return;
-    float* row = dst + ((long long)z * ny + y) * nx;
     if (whole) {
-        if (x0 < nx) *reinterpret_cast<Pack*>(row + x0) = p;
+        if (inside) *reinterpret_cast<Pack*>(dst + at) = p;
     } else {
 #pragma unroll
         for (int e = 0; e < VEC; ++e)
-            if (x0 + e < nx) row[x0 + e] = p.v[e];
+            if (inside && x0 + e < nx) dst[at + e] = p.v[e];
     }
+}
+
+__device__ __forceinline__ bool in_range(int i, int n)
+{
+    return (unsigned int)i < (unsigned int)n;  // 0 <= i < n in one compare
 }
 
 extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int ny, int nx)
 {
-    // Row BY+1 of plane k: the block's points of plane z0+k, one halo row above (0) and below.
+    // tile[k]: plane z0+k, the block's BY rows at 1..BY and the rows above (0) and below (BY+1) it.
     __shared__ Pack tile[ITEMS][BY + 2][BX];
     const int lane = threadIdx.x % 32;
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -101,36 +106,47 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
     const int y = blockIdx.y * BY + ty;
     const int z0 = blockIdx.z * ITEMS;
     const bool whole = nx % VEC == 0;
+    const long long plane = (long long)ny * nx;
+    const long long at = ((long long)(z0 - 1) * ny + y) * nx + x0;  // row (z0-1, y); used only when inside
+    const bool row_in = y < ny && x0 < nx;
     // No early return: every thread takes part in __syncthreads and the shuffles; threads outside
     // the grid hold zeros and store nothing.
 
     Pack col[ITEMS + 2];  // planes z0-1 .. z0+ITEMS of this thread's row y, VEC columns
 #pragma unroll
-    for (int k = 0; k < ITEMS + 2; ++k) col[k] = load_pack(src, z0 - 1 + k, y, x0, nz, ny, nx, whole);
-    const bool edge_lane = lane == 0 || lane == 31;
-    const int xe = lane == 0 ? x0 - 1 : x0 + VEC;  // the point just past the warp's edge
-    const bool edge_in = edge_lane && xe >= 0 && xe < nx && y < ny;
+    for (int k = 0; k < ITEMS + 2; ++k)
+        col[k] = load_pack(src + at + k * plane, row_in && in_range(z0 - 1 + k, nz), x0, nx, whole);
+    // The first and last thread rows also load the row above / below the block (the y-halo),
+    // issued with the loads above, before anything waits on them: one memory round trip a block.
+    const bool halo_row = ty == 0 || ty == BY - 1;  // whole warps: the other warps skip this
+    const int dy = ty == 0 ? -1 : 1;
+    Pack halo[ITEMS];
+    if (halo_row) {
+        const bool halo_in = x0 < nx && in_range(y + dy, ny);
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k)
+            halo[k] = load_pack(src + at + (k + 1) * plane + dy * nx, halo_in && in_range(z0 + k, nz), x0, nx,
+                                whole);
+    }
+    const int dx = lane == 0 ? -1 : VEC;  // lanes 0 and 31: the point just past the warp's edge
+    const bool edge_in = (lane == 0 || lane == 31) && y < ny && in_range(x0 + dx, nx);
     float edge[ITEMS];
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k)
-        edge[k] = edge_in && z0 + k < nz ? src[((long long)(z0 + k) * ny + y) * nx + xe] : 0.0f;
-    // The first and last thread rows also load the row above / below the block (the y-halo),
-    // issued with the loads above, before anything waits on them: one memory round trip a block.
-    const bool halo_row = ty == 0 || ty == BY - 1;
-    const int halo_at = ty == 0 ? 0 : BY + 1;
-    Pack halo[ITEMS];
-#pragma unroll
-    for (int k = 0; k < ITEMS; ++k)
-        halo[k] = load_pack(src, z0 + k, !halo_row ? -1 : ty == 0 ? y - 1 : y + 1, x0, nz, ny, nx, whole);
+        edge[k] = edge_in && in_range(z0 + k, nz) ? src[at + (k + 1) * plane + dx] : 0.0f;
 
+    const int halo_at = ty == 0 ? 0 : BY + 1;
 #pragma unroll
     for (int k = 0; k < ITEMS; ++k) {
         tile[k][ty + 1][tx] = col[k + 1];
         if (halo_row) tile[k][halo_at][tx] = halo[k];
     }
     if (BY == 1) {  // one thread row is both first and last: its row below comes second
+        const bool below_in = x0 < nx && in_range(y + 1, ny);
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) tile[k][BY + 1][tx] = load_pack(src, z0 + k, y + 1, x0, nz, ny, nx, whole);
+        for (int k = 0; k < ITEMS; ++k)
+            tile[k][BY + 1][tx] =
+                load_pack(src + at + (k + 1) * plane + nx, below_in && in_range(z0 + k, nz), x0, nx, whole);
     }
     __syncthreads();
 
@@ -152,7 +168,7 @@ extern "C" __global__ void stencil3d(const float* src, float* dst, int nz, int n
             const float neighbours = l + r + up.v[e] + down.v[e] + col[k].v[e] + col[k + 2].v[e];
             out.v[e] = 0.4f * c.v[e] + 0.1f * neighbours;
         }
-        store_pack(dst, z0 + k, y, x0, nz, ny, nx, whole, out);
+        store_pack(dst, at + (k + 1) * plane, row_in && z0 + k < nz, x0, nx, whole, out);
     }
 }
 
