@@ -86,7 +86,9 @@ def bench_main(
         failed = False
         occupancy: list[str] = []
         for spec in specs:
-            check = gpu.check(source, path, loaded, spec.kernel, options_, profile=not args.no_occupancy)
+            check = gpu.check(source, path, loaded, spec.kernel, options_)
+            if not args.no_occupancy:
+                gpu.add_occupancy(check, source, path, loaded, options_)
             occupancy += [
                 f"occupancy {o.kernel} ({o.case}): achieved {o.achieved:.1%}, theoretical {o.theoretical:.1%} (ncu)"
                 for o in check.occupancy

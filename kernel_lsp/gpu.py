@@ -552,12 +552,11 @@ class GpuSession:
         reference_outputs_from: str | None = None,
         spec_source: str | None = None,
         on_progress: ProgressFn | None = None,
-        profile: bool = False,
     ) -> KernelCheck:
         """Compile `source` for this GPU, verify `kernel` against its spec (and, with
         `reference_outputs_from`, against the outputs of that original source's kernel on the same
-        inputs), then time it unless `measure` is False; with `profile`, read the achieved
-        occupancy of the largest timed case with ncu (seconds more). Never raises."""
+        inputs), then time it unless `measure` is False. Never raises. Achieved occupancy comes
+        after, from `add_occupancy`."""
         start = time.perf_counter()
         kernel_line = next((k.line for k in find_kernels(source) if k.name == kernel), 1)
 
@@ -626,10 +625,7 @@ class GpuSession:
                     return done(KernelCheck(kernel, "error", message="the original kernel does not build"))
                 message["baseline_steps"] = base_steps
                 blobs.append(base_cubin)
-            check = self._run_check(kernel, spec, message, blobs, on_progress)
-            if profile and check.ok and check.timings:
-                self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels})
-            return done(check)
+            return done(self._run_check(kernel, spec, message, blobs, on_progress))
 
     def _run_check(
         self,
@@ -684,8 +680,9 @@ class GpuSession:
         compile_options: Any = None,
         spec_source: str | None = None,
     ) -> KernelCheck:
-        """Fill `check.occupancy` for a check that verified and timed, after the fact, so that a
-        caller can publish the verdict first (the compile is cached; ncu takes seconds)."""
+        """Fill `check.occupancy` for a check that verified and timed: its largest timed case run
+        once more under ncu (seconds). Separate from `check` so that a caller can publish the
+        verdict first; the compile comes from the cache."""
         if not (check.ok and check.timings):
             return check
         with self._lock:
@@ -848,7 +845,6 @@ def check_file(
     measure: bool = True,
     spec_source: str | None = None,
     on_progress: ProgressFn | None = None,
-    profile: bool = False,
 ) -> list[KernelCheck]:
     """Check every kernel of a .cu that its sidecar spec describes (the CLI's and server's entry)."""
     if source is None:
@@ -871,7 +867,6 @@ def check_file(
             measure,
             spec_source=spec_source,
             on_progress=on_progress,
-            profile=profile,
         )
         for s in loaded.specs
     ]

@@ -24,7 +24,12 @@ def verify_checks(
             return None
         for c in todo:
             options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
-            c.gpu_checks = check_file(gpu, c.path, compile_options=options, profile=profile)
+            c.gpu_checks = check_file(gpu, c.path, compile_options=options)
+            if profile:
+                with open(c.path, encoding="utf-8") as f:
+                    source = f.read()
+                for k in c.gpu_checks:
+                    gpu.add_occupancy(k, source, c.path, None, options)
             for k in c.gpu_checks:
                 c.diagnostics.extend(k.diagnostics)
         d = gpu.device

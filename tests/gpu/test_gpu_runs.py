@@ -105,7 +105,8 @@ def test_bench_prints_table(capsys):
 def test_achieved_occupancy_from_ncu(gpu, path, spec):
     if find_ncu() is None:
         pytest.skip("ncu (Nsight Compute) is not installed on this GPU machine")
-    result = gpu.check(path.read_text(), str(path), str(spec) if spec else None, profile=True)
+    source, spec_arg = path.read_text(), str(spec) if spec else None
+    result = gpu.add_occupancy(gpu.check(source, str(path), spec_arg), source, str(path), spec_arg)
     assert result.ok, result.message
     assert result.occupancy, result.occupancy_note
     compiled = {
