@@ -8,7 +8,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_lsp.logparse import parse_log, source_name
+from kernel_lsp.compile.logparse import parse_log, source_name
 from kernel_lsp.model import Severity
 
 # --- real logs --------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .model import Diagnostic, Severity
+from ..model import Diagnostic, Severity
 
 _HEADER = re.compile(
     r"^(?P<path>.+?)\((?P<line>\d+)\): (?P<sev>catastrophic error|error|warning|remark|note)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .source import blank_comments_keep_strings
+from ..source import blank_comments_keep_strings
 
 HOST_HEADERS = frozenset(
     [

@@ -1,0 +1,51 @@
+"""The compile stage: CUDA source → a compiler backend → one compiled artifact (`CompileResult`:
+findings, per-kernel resources, CUBIN, the headers read). Never raises on user input.
+
+Backends: `nvrtc` (device-only files, in process). The flag sources, the log parser and the
+artifact builder are shared by every backend.
+"""
+
+from __future__ import annotations
+
+from ..model import CompileResult
+from .files import MAX_FILE_BYTES, decode_source, read_source
+from .includes import header_stamps, include_closure, resolve_include
+from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
+from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
+from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+
+__all__ = [
+    "FALLBACK_ARCH",
+    "JOB_TIMEOUT_S",
+    "MAX_FILE_BYTES",
+    "CompileOptions",
+    "CompileResult",
+    "check_arch",
+    "compile_file",
+    "compile_pool",
+    "compile_source",
+    "cuda_include_dirs",
+    "decode_source",
+    "end_pool",
+    "header_stamps",
+    "include_closure",
+    "local_gpu_arch",
+    "nvrtc_version",
+    "read_source",
+    "resolve_arch",
+    "resolve_include",
+    "supported_archs",
+]
+
+
+def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
+    """Compile one file for one arch with the backend its options and text call for."""
+    return compile_nvrtc(source, path, options, use_cache)
+
+
+def compile_file(path: str, options: CompileOptions) -> CompileResult:
+    source, problem = read_source(path)
+    if source is None:
+        assert problem is not None
+        return CompileResult(path, options.arch, False, [problem])
+    return compile_source(source, path, options)

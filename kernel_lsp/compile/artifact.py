@@ -1,0 +1,204 @@
+"""A compiler's log and output → the one compiled-artifact type every backend returns
+(`CompileResult`: findings, per-kernel resources, CUBIN, the headers read)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import replace
+
+from .. import archs
+from ..model import CompileResult, Diagnostic, KernelResources, Severity
+from ..source import find_includes, find_kernels, parse_directives
+from .hostcode import find_host_code, host_code_message
+from .includes import include_closure
+from .logparse import parse_log, source_name
+from .options import CompileOptions
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+_INT_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
+
+
+def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:
+    """The thread count of a launch's block expression when it needs no runtime size. Macros
+    come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
+    env: dict[str, int] = {m.group(1): int(m.group(2)) for m in _INT_DEFINE.finditer(source)}
+    for d in defines:
+        name, _, value = d.partition("=")
+        if value.strip().lstrip("-").isdigit():
+            env[name.strip()] = int(value)
+    try:
+        v = eval(expr, {"__builtins__": {}}, env)
+    except Exception:
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, tuple) and all(isinstance(x, int) for x in v):
+        n = 1
+        for x in v:
+            n *= x
+        return n
+    return None
+
+
+def build_result(
+    source: str, path: str, options: CompileOptions, ok: bool, log: str, cubin: bytes | None
+) -> CompileResult:
+    parsed = parse_log(log, default_path=os.path.abspath(path))
+    headers = include_closure(source, path, options.include_dirs)
+    diags: list[Diagnostic] = []
+    for d in parsed.diagnostics:
+        if _same_file(d.path, path):
+            diags.append(replace(d, path=path))
+            continue
+        diags.append(d)
+        # An error inside a header also shows at the #include line that leads to it.
+        if d.severity >= Severity.WARNING:
+            line, _ = headers.get(os.path.normpath(d.path), (None, None))
+            if line is None:
+                line, _ = _include_line_for(source, d.path)
+            diags.append(
+                Diagnostic(
+                    path,
+                    line or 1,
+                    1,
+                    d.severity,
+                    f"in included header {os.path.basename(d.path)}:{d.line}:{d.col}: {d.message}",
+                    code=d.code,
+                    end_col=0,
+                    related=((d.path, d.line, d.col, d.message),),
+                )
+            )
+    for message in parsed.option_errors:
+        diags.append(
+            Diagnostic(
+                path,
+                1,
+                1,
+                Severity.ERROR,
+                f"NVRTC rejected an option: {message}",
+                code="option",
+                source="kernel-lsp",
+            )
+        )
+    diags = [_explain_missing_header(d, path, options) for d in diags]
+
+    if not ok:
+        host = find_host_code(source)
+        if host and not options.default_device:
+            first = host[0]
+            hidden = sum(1 for d in diags if d.severity == Severity.ERROR)
+            message = host_code_message(host)
+            if hidden:
+                message += f" ({hidden} NVRTC error(s) hidden until then.)"
+            diags = [
+                Diagnostic(
+                    path,
+                    first.line,
+                    first.col,
+                    Severity.ERROR,
+                    message,
+                    code="host-code",
+                    source="kernel-lsp",
+                    related=tuple((path, u.line, u.col, u.what) for u in host[1:]),
+                )
+            ]
+        elif not any(d.severity == Severity.ERROR for d in diags):
+            diags.append(
+                Diagnostic(
+                    path,
+                    1,
+                    1,
+                    Severity.ERROR,
+                    "NVRTC failed without a message: " + log.strip()[:500],
+                    code="nvrtc",
+                    source="kernel-lsp",
+                )
+            )
+
+    kernels = _kernel_resources(source, path, options, parsed.resources)
+    for k in kernels:
+        if k.spills:
+            diags.append(
+                Diagnostic(
+                    path,
+                    k.line or 1,
+                    1,
+                    Severity.WARNING,
+                    f"kernel `{k.name}` spills to local memory on {k.arch}: {k.spill_store_bytes} bytes "
+                    f"spill stores, {k.spill_load_bytes} bytes spill loads",
+                    code="spill",
+                    source="kernel-lsp",
+                )
+            )
+    # ptxas repeats --warn-on-spills as a line-less warning; the kernel's own diagnostic says more.
+    diags = [d for d in diags if not (d.source == "ptxas" and "spill" in d.message.lower())]
+    return CompileResult(
+        path=path,
+        arch=options.arch,
+        ok=ok,
+        diagnostics=diags,
+        kernels=kernels,
+        cubin=cubin,
+        log=log,
+        unparsed=parsed.unparsed,
+        includes=sorted(headers),
+    )
+
+
+def _include_line_for(source: str, header_path: str) -> tuple[int | None, str | None]:
+    base = os.path.basename(header_path)
+    for inc in find_includes(source):
+        if os.path.basename(inc.target) == base:
+            return inc.line, inc.target
+    return None, None
+
+
+def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -> Diagnostic:
+    if "cannot open source file" not in d.message:
+        return d
+    searched = [
+        os.path.dirname(os.path.abspath(path)),
+        *options.include_dirs,
+        "CUDA headers (cudart, cccl)",
+    ]
+    return replace(
+        d,
+        message=f"{d.message}; searched: {', '.join(searched)}. Add its folder to kernelLsp.includeDirs (or --include).",
+    )
+
+
+def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list) -> list[KernelResources]:
+    signatures = {k.name: k for k in find_kernels(source)}
+    directives = parse_directives(source)
+    out = []
+    for r in raw:
+        name = source_name(r.mangled)
+        sig = signatures.get(name)
+        launches = directives.launches_of(name)
+        block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
+        dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
+        occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
+        out.append(
+            KernelResources(
+                name=name,
+                mangled=r.mangled,
+                arch=r.arch,
+                registers=r.registers,
+                shared_bytes=r.shared_bytes,
+                stack_bytes=r.stack_bytes,
+                spill_store_bytes=r.spill_store_bytes,
+                spill_load_bytes=r.spill_load_bytes,
+                barriers=r.barriers,
+                const_bytes=r.const_bytes,
+                line=sig.line if sig else 0,
+                block_size=block,
+                occupancy=occ,
+            )
+        )
+    out.sort(key=lambda k: (k.line or 1 << 30, k.name))
+    return out

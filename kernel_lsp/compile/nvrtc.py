@@ -1,0 +1,145 @@
+"""The NVRTC backend: device-only CUDA source → CUBIN and a log, in process.
+
+Uses the low-level `cuda.bindings.nvrtc` calls, which need no driver and no GPU (cuda.core's
+Program asks the driver for the arch). Never raises: every failure is a Diagnostic.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import replace
+
+from .. import archs
+from ..model import CompileResult, Diagnostic, Severity
+from .artifact import build_result
+from .cache import CompileCache
+from .options import CompileOptions, cuda_include_dirs
+
+# Where a CUDA driver is installed, NVRTC serves repeated compiles from the driver's compute cache,
+# and a cache hit's log has no ptxas resource report (seen on an H200 with NVRTC 13.0; also
+# NVIDIA/cuda-python#1124). The resources are the point of compiling here, so never use the cache.
+os.environ["CUDA_CACHE_DISABLE"] = "1"
+
+
+@functools.cache
+def supported_archs() -> tuple[str, ...]:
+    try:
+        from cuda.bindings import nvrtc
+
+        err, numbers = nvrtc.nvrtcGetSupportedArchs()
+        if err == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            return tuple(f"sm_{n}" for n in numbers)
+    except Exception:
+        pass
+    return ()
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception as e:
+        return f"unavailable ({e})"
+
+
+def check_arch(arch: str) -> str | None:
+    """A message when NVRTC cannot compile for `arch`, else None."""
+    supported = supported_archs()
+    if archs.arch_number(arch) is None or (supported and arch.rstrip("af") not in supported):
+        listed = ", ".join(supported) if supported else "unknown (NVRTC not loaded)"
+        return f"unknown or unsupported arch `{arch}`; this NVRTC ({nvrtc_version()}) supports: {listed}"
+    return None
+
+
+_cache = CompileCache()
+
+
+# --- compile ----------------------------------------------------------------------------------
+
+
+def nvrtc_flags(path: str, options: CompileOptions) -> list[str]:
+    flags = [
+        f"-arch={options.arch}",
+        f"-std={options.std}",
+        "--ptxas-options=-v",
+        "--ptxas-options=--warn-on-spills",
+        "-lineinfo",
+        f"-I{os.path.dirname(os.path.abspath(path))}",
+    ]
+    flags += [f"-I{d}" for d in options.include_dirs]
+    flags += [f"-I{d}" for d in cuda_include_dirs()]
+    flags += [f"-D{d}" for d in options.defines]
+    if options.default_device:
+        flags.append("-default-device")
+    flags += list(options.extra)
+    return flags
+
+
+def _run_nvrtc(source: str, path: str, flags: list[str]) -> tuple[bool, str, bytes | None]:
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8"), os.path.abspath(path).encode(), 0, [], [])
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        return False, f"nvrtc: error: nvrtcCreateProgram failed: {err.name}", None
+    try:
+        encoded = [f.encode() for f in flags]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        cubin = None
+        if result == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, csize = nvrtc.nvrtcGetCUBINSize(prog)
+            cubin = b" " * csize
+            nvrtc.nvrtcGetCUBIN(prog, cubin)
+        elif result == nvrtc.nvrtcResult.NVRTC_ERROR_INVALID_OPTION and not log.strip(b" \x00"):
+            log = f"nvrtc: error: invalid option in {' '.join(flags)}".encode()
+        return result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode("utf-8", "replace"), cubin
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_nvrtc(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
+    """Compile one file for one arch. Never raises."""
+    arch_problem = check_arch(options.arch)
+    if arch_problem:
+        return CompileResult(
+            path,
+            options.arch,
+            False,
+            [Diagnostic(path, 1, 1, Severity.ERROR, arch_problem, code="arch", source="kernel-lsp")],
+        )
+    key = CompileCache.key(source, path, options) if use_cache else ""
+    if use_cache and (hit := _cache.get(key)) is not None:
+        return replace(hit, cached=True)
+    start = time.perf_counter()
+    try:
+        ok, log, cubin = _run_nvrtc(source, path, nvrtc_flags(path, options))
+    except Exception as e:  # NVRTC missing or broken: the tool failed, not the file
+        return CompileResult(
+            path,
+            options.arch,
+            False,
+            [
+                Diagnostic(
+                    path,
+                    1,
+                    1,
+                    Severity.ERROR,
+                    f"NVRTC could not run: {e}",
+                    code="nvrtc",
+                    source="kernel-lsp",
+                )
+            ],
+            log=str(e),
+        )
+    result = build_result(source, path, options, ok, log, cubin)
+    result.duration_s = time.perf_counter() - start
+    if use_cache:
+        _cache.put(key, result)
+    return result
