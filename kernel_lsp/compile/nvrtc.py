@@ -71,9 +71,13 @@ def nvrtc_flags(path: str, options: CompileOptions) -> list[str]:
         "-lineinfo",
         f"-I{os.path.dirname(os.path.abspath(path))}",
     ]
-    flags += [f"-I{d}" for d in options.include_dirs]
+    # NVRTC has no -isystem: system folders are searched like the others, after them.
+    flags += [f"-I{d}" for d in (*options.include_dirs, *options.system_include_dirs)]
     flags += [f"-I{d}" for d in cuda_include_dirs()]
     flags += [f"-D{d}" for d in options.defines]
+    flags += [f"-U{u}" for u in options.undefines]
+    # NVRTC 13 knows neither --expt-relaxed-constexpr nor --extended-lambda: files that need them
+    # go to nvcc (see compile_source's choice of backend).
     if options.default_device:
         flags.append("-default-device")
     flags += list(options.extra)

@@ -12,14 +12,27 @@ from dataclasses import dataclass, replace
 FALLBACK_ARCH = "sm_90"
 
 
+COMPILERS = ("auto", "nvrtc", "nvcc")
+
+
 @dataclass(frozen=True)
 class CompileOptions:
+    """Backend-neutral: each backend turns these into its own flags."""
+
     arch: str = FALLBACK_ARCH
     include_dirs: tuple[str, ...] = ()
+    system_include_dirs: tuple[str, ...] = ()  # -isystem (compile_commands.json, torch)
     defines: tuple[str, ...] = ()  # "NAME=value" or "NAME" -> -D
+    undefines: tuple[str, ...] = ()  # -U
     default_device: bool = False
-    extra: tuple[str, ...] = ()  # more NVRTC flags
+    relaxed_constexpr: bool = False  # --expt-relaxed-constexpr
+    extended_lambda: bool = False  # --extended-lambda
+    extra: tuple[str, ...] = ()  # more flags for the backend, passed as they are
     std: str = "c++17"
+    # "auto": NVRTC for device-only text, nvcc for text with host code.
+    compiler: str = "auto"
+    # With nvcc: also compile the host side (`nvcc -c`), so the host compiler's own errors show.
+    host_check: bool = False
 
     def with_arch(self, arch: str) -> CompileOptions:
         return replace(self, arch=arch)
