@@ -1,18 +1,22 @@
 """The compile stage: CUDA source → a compiler backend → one compiled artifact (`CompileResult`:
 findings, per-kernel resources, CUBIN, the headers read). Never raises on user input.
 
-Backends: `nvrtc` (device-only files, in process). The flag sources, the log parser and the
-artifact builder are shared by every backend.
+Backends: `nvrtc` (device-only files, in process) and `nvcc` (files with host code, options NVRTC
+cannot take; a subprocess). The flag sources, the log parser and the artifact builder are shared
+by every backend.
 """
 
 from __future__ import annotations
 
 from ..model import CompileResult
 from .files import MAX_FILE_BYTES, decode_source, read_source
+from .hostcode import find_host_code
 from .includes import header_stamps, include_closure, resolve_include
+from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
 from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+from .toolchain import find_toolchain
 
 __all__ = [
     "FALLBACK_ARCH",
@@ -21,12 +25,14 @@ __all__ = [
     "CompileOptions",
     "CompileResult",
     "check_arch",
+    "choose_backend",
     "compile_file",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
     "decode_source",
     "end_pool",
+    "find_toolchain",
     "header_stamps",
     "include_closure",
     "local_gpu_arch",
@@ -38,8 +44,24 @@ __all__ = [
 ]
 
 
+def choose_backend(source: str, options: CompileOptions) -> str:
+    """ "nvrtc" or "nvcc". With `compiler = auto`: nvcc for text with host code and for options
+    NVRTC 13 rejects, when nvcc and a host compiler are there; NVRTC otherwise (its host-code
+    diagnostic then says what to install)."""
+    if options.compiler in ("nvrtc", "nvcc"):
+        return options.compiler
+    needs_nvcc = options.relaxed_constexpr or options.extended_lambda
+    if not needs_nvcc and not options.default_device:
+        needs_nvcc = bool(find_host_code(source))
+    if needs_nvcc and find_toolchain(options.extra).problem is None:
+        return "nvcc"
+    return "nvrtc"
+
+
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
     """Compile one file for one arch with the backend its options and text call for."""
+    if choose_backend(source, options) == "nvcc":
+        return compile_nvcc(source, path, options, use_cache)
     return compile_nvrtc(source, path, options, use_cache)
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from .. import archs
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import find_includes, find_kernels, parse_directives
+from .files import MAX_FILE_BYTES
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
 from .logparse import parse_log, source_name
@@ -45,10 +46,35 @@ def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -
     return None
 
 
+def _line_reader(source: str, path: str):
+    """line_text(path, line) for the log parser: the compiled text for the file itself, disk for
+    headers (read once each)."""
+    files: dict[str, list[str]] = {os.path.abspath(path): source.splitlines()}
+
+    def line_text(p: str, line: int) -> str | None:
+        key = os.path.abspath(p)
+        if key not in files:
+            try:
+                with open(key, encoding="utf-8", errors="replace") as f:
+                    files[key] = f.read(MAX_FILE_BYTES).splitlines()
+            except OSError:
+                files[key] = []
+        lines = files[key]
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    return line_text
+
+
 def build_result(
-    source: str, path: str, options: CompileOptions, ok: bool, log: str, cubin: bytes | None
+    source: str,
+    path: str,
+    options: CompileOptions,
+    ok: bool,
+    log: str,
+    cubin: bytes | None,
+    backend: str = "nvrtc",
 ) -> CompileResult:
-    parsed = parse_log(log, default_path=os.path.abspath(path))
+    parsed = parse_log(log, default_path=os.path.abspath(path), line_text=_line_reader(source, path))
     headers = include_closure(source, path, options.include_dirs)
     diags: list[Diagnostic] = []
     for d in parsed.diagnostics:
@@ -80,19 +106,20 @@ def build_result(
                 1,
                 1,
                 Severity.ERROR,
-                f"NVRTC rejected an option: {message}",
+                f"{'nvcc' if backend == 'nvcc' else 'NVRTC'} rejected the invocation: {message}"
+                + (f" (extra flags: {' '.join(options.extra)})" if options.extra else ""),
                 code="option",
                 source="kernel-lsp",
             )
         )
     diags = [_explain_missing_header(d, path, options) for d in diags]
 
-    if not ok:
+    if not ok and backend == "nvrtc":
         host = find_host_code(source)
         if host and not options.default_device:
             first = host[0]
             hidden = sum(1 for d in diags if d.severity == Severity.ERROR)
-            message = host_code_message(host)
+            message = host_code_message(host, _host_code_advice(options))
             if hidden:
                 message += f" ({hidden} NVRTC error(s) hidden until then.)"
             diags = [
@@ -148,6 +175,16 @@ def build_result(
         unparsed=parsed.unparsed,
         includes=sorted(headers),
     )
+
+
+def _host_code_advice(options: CompileOptions) -> str:
+    """Why NVRTC got a file with host code: the setting, or the missing nvcc or host compiler."""
+    if options.compiler == "nvrtc":
+        return "The compiler setting is `nvrtc`; set it to `auto` or `nvcc` to compile host code with nvcc."
+    from .toolchain import find_toolchain
+
+    problem = find_toolchain(options.extra).problem
+    return f"nvcc would compile it, but {problem}." if problem else ""
 
 
 def _include_line_for(source: str, header_path: str) -> tuple[int | None, str | None]:

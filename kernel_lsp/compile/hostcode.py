@@ -50,6 +50,9 @@ HOST_HEADERS = frozenset(
     ]
 )
 
+# Host-only libraries named by folder: PyTorch extensions, pybind11.
+HOST_HEADER_FOLDERS = ("torch/", "ATen/", "c10/", "pybind11/")
+
 _MARKERS = [
     (re.compile(r"\bint\s+main\s*\("), "`main`"),
     (
@@ -97,7 +100,7 @@ def find_host_code(source: str) -> list[HostCodeUse]:
         if "host" in stack:
             continue
         m = _INCLUDE.match(text)
-        if m and m.group(1).strip() in HOST_HEADERS:
+        if m and (m.group(1).strip() in HOST_HEADERS or m.group(1).strip().startswith(HOST_HEADER_FOLDERS)):
             found.append(HostCodeUse(lineno, m.start(1), f"`#include <{m.group(1).strip()}>`"))
             continue
         for pattern, what in _MARKERS:
@@ -106,12 +109,13 @@ def find_host_code(source: str) -> list[HostCodeUse]:
     return found
 
 
-def host_code_message(uses: list[HostCodeUse]) -> str:
+def host_code_message(uses: list[HostCodeUse], advice: str = "") -> str:
     shown = ", ".join(f"{u.what} (line {u.line})" for u in uses[:4])
     more = f" and {len(uses) - 4} more" if len(uses) > 4 else ""
     return (
         f"NVRTC compiles device code only, and this file has host code: {shown}{more}. "
-        "Guard the host code with `#ifndef __CUDACC_RTC__` ... `#endif`, or, if unannotated "
+        + (advice + " Or guard" if advice else "Guard")
+        + " the host code with `#ifndef __CUDACC_RTC__` ... `#endif`, or, if unannotated "
         "functions are meant for the device, turn on the kernelLsp.defaultDevice setting "
         "(passes -default-device)."
     )

@@ -1,4 +1,4 @@
-"""NVRTC's compile log → Diagnostics and per-kernel resources.
+"""NVRTC's and nvcc's compile logs → Diagnostics and per-kernel resources.
 
 The log looks like this (verified with NVRTC 13):
 
@@ -10,12 +10,20 @@ The log looks like this (verified with NVRTC 13):
     ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
     ptxas info    : Used 10 registers, used 1 barriers, 1024 bytes smem
 
+nvcc's front end prints the same `file(line): error` + caret format, but its source line is the
+preprocessed one (`__device__` shows as `__attribute__((device))`), so the caret's column is
+re-anchored on the real line when the caller can give it. nvcc adds lines of its own
+(`nvcc fatal   : Unknown option '-Xfoo'`, `nvcc warning : ...`), prints the ptxas frame line without
+the `ptxas .` prefix, and with `-c` the host compiler's `file:line:col: error: ...` (g++) and the
+assembler's `file:line: Error: ...`.
+
 Parsing never fails: what is not understood is returned in `unparsed`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..model import Diagnostic, Severity
@@ -33,7 +41,7 @@ _SEVERITY = {
 }
 _ENTRY = re.compile(r"ptxas info\s*: Compiling entry function '(?P<name>[^']+)' for '(?P<arch>[^']+)'")
 _FRAME = re.compile(
-    r"ptxas\s+\.\s+(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, "
+    r"^(?:ptxas\s+\.\s+)?(?P<stack>\d+) bytes stack frame, (?P<st>\d+) bytes spill stores, "
     r"(?P<ld>\d+) bytes spill loads"
 )
 _USED = re.compile(r"ptxas info\s*: Used (?P<regs>\d+) registers(?P<rest>.*)$")
@@ -41,6 +49,24 @@ _SMEM = re.compile(r"(\d+) bytes smem")
 _CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _PTXAS_DIAG = re.compile(r"^ptxas (?P<sev>warning|error|fatal)\s*: (?P<msg>.*)$")
+_NVCC_DIAG = re.compile(r"^nvcc (?P<sev>warning|error|fatal)\s*: (?P<msg>.*)$")
+# g++: `file:12:5: error: ...`; the assembler: `file:12: Error: ...`.
+_HOST_DIAG = re.compile(
+    r"^(?P<path>[^:(]+(?::\\[^:]*)?):(?P<line>\d+):(?:(?P<col>\d+):)? "
+    r"(?P<sev>fatal error|error|warning|note|Error|Warning): (?P<msg>.*)$"
+)
+_HOST_SEVERITY = {
+    "fatal error": Severity.ERROR,
+    "error": Severity.ERROR,
+    "Error": Severity.ERROR,
+    "warning": Severity.WARNING,
+    "Warning": Severity.WARNING,
+    "note": Severity.INFO,
+}
+# g++'s source excerpt (`    5 |   asm(...)`, `      |   ^~~`) and context lines say nothing new.
+_HOST_NOISE = re.compile(
+    r"^(\d*\s*\|.*|.*: (In function|In member function|In instantiation of|At global scope).*|.*: Assembler messages:|In file included from .*|\s+from .*)$"
+)
 _IGNORED = re.compile(
     r"^(Remark: The warnings can be suppressed.*|\d+ errors? detected in the compilation of.*"
     r"|.*(catastrophic )?errors? detected in the compilation of.*|Compilation terminated\.?"
@@ -71,7 +97,11 @@ class ParsedLog:
     option_errors: list[str] = field(default_factory=list)
 
 
-def parse_log(log: str, default_path: str = "") -> ParsedLog:
+def parse_log(
+    log: str, default_path: str = "", line_text: Callable[[str, int], str | None] | None = None
+) -> ParsedLog:
+    """`line_text(path, line)`: the real text of a source line, to re-anchor carets shown on
+    preprocessed lines (nvcc)."""
     out = ParsedLog()
     lines = log.replace("\x00", "").splitlines()
     current: RawResources | None = None
@@ -93,7 +123,12 @@ def parse_log(log: str, default_path: str = "") -> ParsedLog:
                 and lines[i + 1].startswith("  ")
             ):
                 col = max(1, lines[i + 1].index("^") - 2 + 1)
-                end_col = _token_end(lines[i][2:], col)
+                shown = lines[i][2:]
+                real = line_text(m.group("path") or default_path, int(m.group("line"))) if line_text else None
+                if real is not None and real.rstrip() != shown.rstrip():
+                    col = _anchor_column(shown, col, real)
+                    shown = real
+                end_col = _token_end(shown, col)
                 i += 2
             message = m.group("msg").strip()
             # Some messages continue on indented lines that are not the source/caret pair.
@@ -141,6 +176,30 @@ def parse_log(log: str, default_path: str = "") -> ParsedLog:
                 Diagnostic(default_path, 1, 1, sev, m.group("msg").strip(), source="ptxas")
             )
             continue
+        m = _NVCC_DIAG.match(stripped)
+        if m:
+            if m.group("sev") == "warning":
+                out.diagnostics.append(
+                    Diagnostic(default_path, 1, 1, Severity.WARNING, m.group("msg").strip(), source="nvcc")
+                )
+            else:
+                out.option_errors.append(m.group("msg").strip())
+            continue
+        m = _HOST_DIAG.match(stripped)
+        if m:
+            out.diagnostics.append(
+                Diagnostic(
+                    path=m.group("path"),
+                    line=int(m.group("line")),
+                    col=int(m.group("col") or 1),
+                    severity=_HOST_SEVERITY[m.group("sev")],
+                    message=m.group("msg").strip(),
+                    source="host compiler",
+                )
+            )
+            continue
+        if _HOST_NOISE.match(text):
+            continue
         if stripped.startswith("nvrtc: error:"):
             out.option_errors.append(stripped.removeprefix("nvrtc: error:").strip())
             continue
@@ -148,6 +207,24 @@ def parse_log(log: str, default_path: str = "") -> ParsedLog:
             continue
         out.unparsed.append(text)
     return out
+
+
+def _anchor_column(shown: str, col: int, real: str) -> int:
+    """The column in the real line of the token the caret marks in the preprocessed line: where
+    the rest of the shown line is found, else the occurrence of the token nearest the caret
+    counted from the line's end (macros expand before the caret, rarely after it)."""
+    start = col - 1
+    rest = shown[start:].rstrip()
+    if rest and (at := real.rfind(rest)) >= 0:
+        return at + 1
+    token = re.match(r"[A-Za-z_]\w*|\d[\w.]*|\S", shown[start:])
+    if not token:
+        return min(col, max(1, len(real)))
+    hits = [h.start() for h in re.finditer(re.escape(token.group(0)), real)]
+    if not hits:
+        return min(col, max(1, len(real)))
+    from_end = len(shown.rstrip()) - start
+    return min(hits, key=lambda h: abs((len(real.rstrip()) - h) - from_end)) + 1
 
 
 def _token_end(source_line: str, col: int) -> int:

@@ -1,0 +1,164 @@
+"""The nvcc backend: host+device CUDA source → CUBIN and a log, through the nvcc executable.
+
+The editor's text is compiled, not the file on disk, and nothing is written into the user's
+folders: the text goes to a temporary folder behind `#line 1 "<real path>"`, so every finding
+names the real file, and the file's own folder comes first among the include folders, so its
+quoted includes find the same neighbours they would find beside it. Never raises: a missing tool,
+a flag nvcc rejects, a crash or a hang is a Diagnostic.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+
+from ..model import CompileResult, Diagnostic, Severity
+from .artifact import build_result
+from .cache import CompileCache
+from .options import CompileOptions
+from .toolchain import Toolchain, find_toolchain
+
+# nvcc on a large file takes seconds; one that takes this long is stuck (or a template recursion
+# without end) and is killed with everything it started.
+NVCC_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_NVCC_TIMEOUT_S", "60"))
+
+_cache = CompileCache()
+
+
+def _tool_diagnostic(path: str, options: CompileOptions, message: str, log: str = "") -> CompileResult:
+    return CompileResult(
+        path,
+        options.arch,
+        False,
+        [Diagnostic(path, 1, 1, Severity.ERROR, message, code="nvcc", source="kernel-lsp")],
+        log=log,
+    )
+
+
+def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list[str]:
+    flags = [
+        f"-arch={options.arch}",
+        f"-std={options.std}",
+        "-Xptxas",
+        "-v,--warn-on-spills",
+        "-lineinfo",
+        # The text is compiled from a temporary folder: the real folder stands in for it.
+        f"-I{os.path.dirname(os.path.abspath(path))}",
+    ]
+    flags += [f"-I{d}" for d in options.include_dirs]
+    for d in options.system_include_dirs:
+        flags += ["-isystem", d]
+    flags += [f"-D{d}" for d in options.defines]
+    flags += [f"-U{u}" for u in options.undefines]
+    if options.relaxed_constexpr:
+        flags.append("--expt-relaxed-constexpr")
+    if options.extended_lambda:
+        flags.append("--extended-lambda")
+    # -default-device is NVRTC's alone; with nvcc, host code is compiled for the host.
+    if os.environ.get("CXX") and toolchain.host_compiler and "-ccbin" not in " ".join(options.extra):
+        flags += ["-ccbin", toolchain.host_compiler]
+    flags += list(options.extra)
+    return flags
+
+
+def _line_directive(path: str) -> str:
+    escaped = os.path.abspath(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'#line 1 "{escaped}"\n'
+
+
+def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, str]:
+    """(exit code, stdout+stderr); exit code None after a timeout. The whole process group is
+    killed on a timeout: nvcc's children (cudafe++, cicc, ptxas, g++) would outlive it."""
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        out, _ = proc.communicate()
+        return None, out.decode("utf-8", "replace")
+
+
+def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
+    """Compile one file for one arch with nvcc. Never raises."""
+    toolchain = find_toolchain(options.extra)
+    if toolchain.problem:
+        return _tool_diagnostic(path, options, toolchain.problem)
+    key = CompileCache.key(source, path, options) + str(toolchain) if use_cache else ""
+    if use_cache and (hit := _cache.get(key)) is not None:
+        return replace(hit, cached=True)
+    start = time.perf_counter()
+    assert toolchain.nvcc is not None
+    with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
+        name = os.path.basename(path) or "source.cu"
+        if not name.endswith(".cu"):
+            name += ".cu"  # nvcc picks the language by suffix: a .cuh is CUDA too
+        stem = name[: -len(".cu")]
+        src = os.path.join(tmp, name)
+        try:
+            with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(_line_directive(path) + source)
+        except (OSError, UnicodeEncodeError) as e:
+            return _tool_diagnostic(path, options, f"cannot write the temporary copy for nvcc: {e}")
+        if options.host_check:
+            # -c also runs the host compiler; --keep leaves the device CUBIN next to the object.
+            keep = os.path.join(tmp, "keep")
+            os.mkdir(keep)
+            mode = ["-c", "-o", os.path.join(tmp, stem + ".o"), "--keep", "--keep-dir", keep]
+            cubin_path = os.path.join(keep, f"{stem}.{options.arch}.cubin")
+        else:
+            cubin_path = os.path.join(tmp, stem + ".cubin")
+            mode = ["-cubin", "-o", cubin_path]
+        command = [toolchain.nvcc, *mode, *nvcc_flags(path, options, toolchain), src]
+        try:
+            code, log = _run(command, tmp, NVCC_TIMEOUT_S)
+        except OSError as e:
+            return _tool_diagnostic(
+                path, options, f"nvcc ({toolchain.nvcc}) could not run: {e.strerror or e}"
+            )
+        if code is None:
+            return _tool_diagnostic(
+                path,
+                options,
+                f"nvcc took over {NVCC_TIMEOUT_S:.0f} s and was stopped (KERNEL_LSP_NVCC_TIMEOUT_S)",
+                log,
+            )
+        ok = code == 0
+        cubin = None
+        if ok and os.path.isfile(cubin_path):
+            with open(cubin_path, "rb") as f:
+                cubin = f.read()
+    # nvcc names the temporary copy in a few lines of its own ("... in the compilation of").
+    log = log.replace(src, os.path.abspath(path))
+    result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
+    if not ok and not any(d.severity == Severity.ERROR for d in result.diagnostics):
+        how = f"was killed by signal {-code}" if code < 0 else f"failed (exit code {code})"
+        result.diagnostics.append(
+            Diagnostic(
+                path,
+                1,
+                1,
+                Severity.ERROR,
+                f"nvcc {how} without a message: " + (log.strip()[-500:] or "no output"),
+                code="nvcc",
+                source="kernel-lsp",
+            )
+        )
+    result.duration_s = time.perf_counter() - start
+    if use_cache:
+        _cache.put(key, result)
+    return result

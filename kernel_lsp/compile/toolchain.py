@@ -1,0 +1,82 @@
+"""Where nvcc and its host compiler come from, and what to install when one is missing.
+
+nvcc: `CUDA_HOME`/`CUDA_PATH` when set (the user points at a toolkit), else NVIDIA's pip wheel
+(`nvidia-cuda-nvcc`), else `nvcc` on PATH. Host compiler: `-ccbin` in the extra flags, else `CXX`,
+else `g++` on PATH (nvcc's own default on Linux).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+INSTALL_NVCC = "pip install nvidia-cuda-nvcc nvidia-cuda-crt"
+INSTALL_GXX = "a C++ host compiler (`apt install g++`, `dnf install gcc-c++`) or set CXX"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    nvcc: str | None
+    host_compiler: str | None
+    nvcc_from: str = ""  # "CUDA_HOME", "wheel", "PATH": said in messages
+
+    @property
+    def problem(self) -> str | None:
+        """What is missing for nvcc to compile host+device text, with what to install."""
+        if self.nvcc is None:
+            return f"no nvcc found (looked in CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH); install it: `{INSTALL_NVCC}`"
+        if self.host_compiler is None:
+            return f"nvcc ({self.nvcc}) needs a host compiler and none was found; install {INSTALL_GXX}"
+        return None
+
+
+def _toolkit_nvcc() -> str | None:
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root:
+            candidate = os.path.join(root, "bin", "nvcc")
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def _wheel_nvcc() -> str | None:
+    """The nvcc of the nvidia-cuda-nvcc wheel, found through the installed `nvidia` package."""
+    try:
+        import nvidia  # namespace package of NVIDIA's wheels
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for version_dir in sorted(os.listdir(root), reverse=True) if os.path.isdir(root) else []:
+            candidate = os.path.join(root, version_dir, "bin", "nvcc")
+            if version_dir.startswith("cu") and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def _split_ccbin(extra: tuple[str, ...]) -> str | None:
+    for i, flag in enumerate(extra):
+        for prefix in ("-ccbin=", "--compiler-bindir="):
+            if flag.startswith(prefix):
+                return flag[len(prefix) :]
+        if flag in ("-ccbin", "--compiler-bindir") and i + 1 < len(extra):
+            return extra[i + 1]
+    return None
+
+
+def find_toolchain(extra: tuple[str, ...] = ()) -> Toolchain:
+    """Looked up on each call (cheap: a few stats), so a tool installed while the server runs is used."""
+    nvcc, where = _toolkit_nvcc(), "CUDA_HOME"
+    if nvcc is None:
+        nvcc, where = _wheel_nvcc(), "wheel"
+    if nvcc is None:
+        nvcc, where = shutil.which("nvcc"), "PATH"
+    ccbin = _split_ccbin(extra)
+    if ccbin:
+        host = ccbin if os.path.exists(ccbin) else shutil.which(ccbin)
+    elif os.environ.get("CXX"):
+        host = shutil.which(os.environ["CXX"])
+    else:
+        host = shutil.which("g++")
+    return Toolchain(nvcc, host, where if nvcc else "")
