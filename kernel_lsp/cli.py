@@ -41,6 +41,18 @@ def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--default-device", action="store_true", default=None, help="pass -default-device to NVRTC"
     )
+    p.add_argument(
+        "--compiler",
+        choices=["auto", "nvrtc", "nvcc"],
+        default=None,
+        help="compile backend (default auto: NVRTC for device-only files, nvcc for files with host code)",
+    )
+    p.add_argument(
+        "--host-check",
+        action="store_true",
+        default=None,
+        help="with nvcc, also compile the host side (nvcc -c) so the host compiler's errors show",
+    )
     p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
 
 
@@ -56,6 +68,10 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
         flags["defines"] = args.define
     if args.default_device:
         flags["defaultDevice"] = True
+    if getattr(args, "compiler", None):
+        flags["compiler"] = args.compiler
+    if getattr(args, "host_check", None):
+        flags["hostCheck"] = True
     settings, more = settings_from_dict(flags, settings)
     return settings, problems + more
 

@@ -37,6 +37,8 @@ class Settings:
     optimizer_rounds: int = 3
     optimizer_candidates: int = 4
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
+    compiler: str = "auto"  # "auto" | "nvrtc" | "nvcc": auto = NVRTC unless the file has host code
+    host_check: bool = False  # nvcc -c: the host compiler's own errors too
 
     def archs(self) -> list[str]:
         out: list[str] = []
@@ -52,7 +54,12 @@ class Settings:
             for d in self.include_dirs
         )
         return CompileOptions(
-            arch=arch, include_dirs=dirs, defines=self.defines, default_device=self.default_device
+            arch=arch,
+            include_dirs=dirs,
+            defines=self.defines,
+            default_device=self.default_device,
+            compiler=self.compiler,
+            host_check=self.host_check,
         )
 
 
@@ -76,9 +83,16 @@ _KEYS: dict[str, str] = {
     "optimizer.rounds": "optimizer_rounds",
     "optimizer.candidates": "optimizer_candidates",
     "optimizer.proposer": "optimizer_proposer",
+    "compiler": "compiler",
+    "hostCheck": "host_check",
+    "host-check": "host_check",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
-_CHOICES = {"check_on": ("save", "change"), "optimizer_proposer": ("auto", "llm", "tune")}
+_CHOICES = {
+    "check_on": ("save", "change"),
+    "optimizer_proposer": ("auto", "llm", "tune"),
+    "compiler": ("auto", "nvrtc", "nvcc"),
+}
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -132,7 +146,7 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a string or a list of strings")
         return tuple(value)
-    if name in ("default_device", "gpu_enabled", "achieved_occupancy"):
+    if name in ("default_device", "gpu_enabled", "achieved_occupancy", "host_check"):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value

@@ -112,6 +112,7 @@ def _kernel_json(k: KernelResources) -> dict:
     o = k.occupancy
     return {
         "name": k.name,
+        "function": k.source_function,
         "mangled": k.mangled,
         "arch": k.arch,
         "line": k.line,

@@ -40,7 +40,9 @@ class Diagnostic:
 class KernelResources:
     """What ptxas reports for one entry function, plus occupancy computed from the arch's limits."""
 
-    name: str  # source-level name, e.g. "vadd"
+    # The name a user and a spec use: "vadd", a template instance "total<float>", an overload
+    # "relu(float*, int)" when the plain name is shared.
+    name: str
     mangled: str  # entry symbol, e.g. "_Z4vaddPKfS0_Pfi"
     arch: str  # "sm_90"
     registers: int
@@ -53,6 +55,11 @@ class KernelResources:
     line: int = 0  # 1-based line of the definition in the checked file (0: unknown)
     block_size: int | None = None  # from the launch comment, when there is one
     occupancy: Occupancy | None = None
+    function: str = ""  # the function's plain name in the source ("total"); "" means `name`
+
+    @property
+    def source_function(self) -> str:
+        return self.function or self.name
 
     @property
     def spills(self) -> bool:
@@ -89,3 +96,4 @@ class CompileResult:
     includes: list[str] = field(default_factory=list)
     duration_s: float = 0.0
     cached: bool = False
+    compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"

@@ -123,13 +123,18 @@ def find_kernels(source: str) -> list[KernelSignature]:
         extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
         is_definition = code[close + 1 :].lstrip().startswith("{")
         kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c, is_definition))
-    # Declarations and explicit instantiations name a kernel again: keep its definition (or, with
-    # none in this file, its last declaration).
-    by_name: dict[str, KernelSignature] = {}
+    # Declarations and explicit instantiations name a kernel again: keep its definitions (or, with
+    # none in this file, its last declaration). Overloads (other parameter types) are kernels of
+    # their own; a definition repeated with the same types (#if/#else branches) counts once, the last.
+    defined = {k.name for k in kernels if k.definition}
+    last: dict[tuple, KernelSignature] = {}
     for k in kernels:
-        if k.name not in by_name or k.definition or not by_name[k.name].definition:
-            by_name[k.name] = k
-    return [k for k in kernels if by_name[k.name] is k]
+        if k.definition:
+            last[(k.name, tuple(" ".join(p.type.split()) for p in k.params))] = k
+        elif k.name not in defined:
+            last[(k.name,)] = k
+    kept = {id(k) for k in last.values()}
+    return [k for k in kernels if id(k) in kept]
 
 
 def _without_trailing_template_args(head: str) -> str:

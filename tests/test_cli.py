@@ -62,11 +62,20 @@ def test_broken_samples_report_the_expected_findings(capsys):
     )
     assert has(rf'{rel}/broken_header\.cuh:6:12: error: identifier "flaot" is undefined \[nvrtc\]')
     assert has(rf"{rel}/header_error\.cu:4:1: error: in included header broken_header\.cuh:6:12: .*")
-    host = [ln for ln in lines if "host_code.cu" in ln and ": error:" in ln]
-    assert len(host) == 1 and "[host-code]" in host[0] and "__CUDACC_RTC__" in host[0]
+    # A whole program with host code compiles with nvcc (compiler = auto): no finding.
+    assert not [ln for ln in lines if "host_code.cu" in ln and ": error:" in ln]
+    assert any(re.search(r"host_code\.cu: kernel add_one \[sm_90\]: \d+ registers", ln) for ln in lines)
     # The header's own error is reported once, although both the header and its includer see it.
     assert sum("broken_header.cuh:6:12: error" in ln for ln in lines) == 1
-    assert lines[-1].startswith("checked 5 file(s) for sm_90: 4 error(s), 1 warning(s)")
+    assert lines[-1].startswith("checked 5 file(s) for sm_90: 3 error(s), 1 warning(s)")
+
+
+def test_host_code_with_the_nvrtc_compiler_gets_one_finding_that_says_what_to_do(capsys):
+    code, out, _ = check(capsys, str(SAMPLES / "broken" / "host_code.cu"), "--compiler", "nvrtc")
+    assert code == 1
+    host = [ln for ln in out.splitlines() if "host_code.cu" in ln and ": error:" in ln]
+    assert len(host) == 1 and "[host-code]" in host[0] and "__CUDACC_RTC__" in host[0]
+    assert "compiler setting is `nvrtc`" in host[0]
 
 
 def test_missing_path_is_a_tool_failure(capsys, tmp_path):

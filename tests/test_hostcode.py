@@ -74,17 +74,27 @@ def test_message_says_how_to_fix_and_counts_the_rest():
     assert "and 2 more" in msg
 
 
+HOST_FILE = (
+    "#include <vector>\n" + KERNEL + "int main() { std::vector<int> v(3); float* d; cudaMalloc(&d, 4); }\n"
+)
+
+
+def test_a_host_file_goes_to_nvcc_under_auto():
+    result = compile_source(HOST_FILE, "/tmp/kernel_lsp_host.cu", CompileOptions(arch="sm_90"))
+    assert result.compiler == "nvcc"
+    assert result.ok and result.diagnostics == []
+    assert [k.name for k in result.kernels] == ["k"]
+
+
 def test_a_failing_host_file_gets_one_diagnostic_instead_of_a_wall():
-    src = (
-        "#include <vector>\n"
-        + KERNEL
-        + "int main() { std::vector<int> v(3); float* d; cudaMalloc(&d, 4); }\n"
+    result = compile_source(
+        HOST_FILE, "/tmp/kernel_lsp_host.cu", CompileOptions(arch="sm_90", compiler="nvrtc")
     )
-    result = compile_source(src, "/tmp/kernel_lsp_host.cu", CompileOptions(arch="sm_90"))
     assert not result.ok
     (d,) = result.diagnostics
     assert d.code == "host-code" and d.line == 1
     assert "NVRTC compiles device code only" in d.message
+    assert "compiler setting is `nvrtc`" in d.message
     # The other uses are kept as related locations.
     assert {r[1] for r in d.related} >= {3}
 

@@ -371,8 +371,8 @@ def test_reference_matches_an_independent_computation(cu: Path) -> None:
 # --- samples/broken -----------------------------------------------------------------------------
 
 
-def _findings(name: str) -> list[tuple[str, int, Severity, str | None, str]]:
-    result = compile_file(str(BROKEN / name), CompileOptions(arch="sm_90"))
+def _findings(name: str, compiler: str = "auto") -> list[tuple[str, int, Severity, str | None, str]]:
+    result = compile_file(str(BROKEN / name), CompileOptions(arch="sm_90", compiler=compiler))
     return [(Path(d.path).name, d.line, d.severity, d.code, d.message) for d in result.diagnostics]
 
 
@@ -398,8 +398,12 @@ def test_broken_header_error_shows_in_header_and_at_include_line() -> None:
     assert [(f[1], f[2]) for f in at_include] == [(4, Severity.ERROR)], "the #include line is line 4"
 
 
-def test_broken_host_code_gets_one_clear_finding() -> None:
-    found = _findings("host_code.cu")
+def test_host_code_compiles_with_nvcc() -> None:
+    assert _findings("host_code.cu") == []
+
+
+def test_broken_host_code_gets_one_clear_finding_from_nvrtc() -> None:
+    found = _findings("host_code.cu", compiler="nvrtc")
     assert len(found) == 1, found
     path, _line, severity, _code, message = found[0]
     assert (path, severity) == ("host_code.cu", Severity.ERROR)

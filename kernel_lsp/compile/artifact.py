@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from dataclasses import replace
 
 from .. import archs
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
-from ..source import find_includes, find_kernels, parse_directives
+from ..source import KernelSignature, find_includes, find_kernels, parse_directives
+from .demangle import Demangled, demangle
 from .files import MAX_FILE_BYTES
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
@@ -174,6 +176,7 @@ def build_result(
         log=log,
         unparsed=parsed.unparsed,
         includes=sorted(headers),
+        compiler=backend,
     )
 
 
@@ -210,19 +213,20 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
 
 
 def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list) -> list[KernelResources]:
-    signatures = {k.name: k for k in find_kernels(source)}
+    signatures = find_kernels(source)
     directives = parse_directives(source)
     out = []
     for r in raw:
-        name = source_name(r.mangled)
-        sig = signatures.get(name)
-        launches = directives.launches_of(name)
+        parts = demangle(r.mangled)
+        function = parts.name if parts else source_name(r.mangled)
+        sig = _definition_of(function, parts, signatures)
+        launches = directives.launches_of(function)
         block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
         dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
         occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
         out.append(
             KernelResources(
-                name=name,
+                name=parts.instance if parts else function,
                 mangled=r.mangled,
                 arch=r.arch,
                 registers=r.registers,
@@ -235,7 +239,48 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 line=sig.line if sig else 0,
                 block_size=block,
                 occupancy=occ,
+                function=function,
             )
         )
+    # Overloads share a name: each is told apart by its parameters.
+    shared = Counter(k.name for k in out)
+    out = [
+        replace(k, name=f"{k.name}({', '.join(parts.params)})")
+        if shared[k.name] > 1 and (parts := demangle(k.mangled))
+        else k
+        for k in out
+    ]
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
+
+
+_TYPE_WORDS = {"unsigned": "unsigned int", "signed": "int", "long int": "long", "short int": "short"}
+
+
+def _type_key(text: str) -> tuple[str, int]:
+    """(base type without qualifiers or namespaces, pointer depth): what a demangled parameter
+    and a source parameter have in common."""
+    depth = text.count("*")
+    base = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict|struct|class)\b|[*&]", " ", text)
+    base = " ".join(base.split())
+    base = _TYPE_WORDS.get(base, base)
+    return base.rsplit("::", 1)[-1], depth
+
+
+def _definition_of(function: str, parts: Demangled | None, signatures: list[KernelSignature]):
+    """The signature an entry symbol was compiled from: by name, then for overloads by how many
+    parameters of the demangled symbol agree with the source's (type and pointer depth)."""
+    candidates = [s for s in signatures if s.name == function]
+    if len(candidates) <= 1 or parts is None:
+        return candidates[0] if candidates else None
+
+    def score(sig: KernelSignature) -> tuple:
+        same = sum(_type_key(p.type) == _type_key(q) for p, q in zip(sig.params, parts.params, strict=False))
+        return (
+            sig.templated == bool(parts.template_args),
+            len(sig.params) == len(parts.params),
+            same,
+            sig.definition,
+        )
+
+    return max(candidates, key=score)

@@ -68,8 +68,8 @@ async def test_header_error_on_header_and_include_line(client: LanguageClient, w
     assert (on_header.range.start.line, on_header.range.start.character) == (5, 11)
 
 
-async def test_host_code_is_one_diagnostic(client: LanguageClient, workspace):
-    await start(client, workspace)
+async def test_host_code_is_one_diagnostic_with_the_nvrtc_compiler(client: LanguageClient, workspace):
+    await start(client, workspace, options={**BASE_OPTIONS, "compiler": "nvrtc"})
     u = open_file(client, workspace / "broken" / "host_code.cu")
     (d,) = await diagnostics(client, u)
     assert d.code == "host-code" and "__CUDACC_RTC__" in d.message and d.range.start.line == 4

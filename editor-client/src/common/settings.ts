@@ -5,6 +5,7 @@ import { API_KEY_ENV } from './constants';
 export type CheckOn = 'save' | 'change';
 export type Proposer = 'auto' | 'llm' | 'tune';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
+export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -20,6 +21,8 @@ export interface KernelLspSettings {
     includeDirs: string[];
     defines: string[];
     defaultDevice: boolean;
+    compiler: Compiler;
+    hostCheck: boolean;
     checkOn: CheckOn;
     gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
@@ -34,6 +37,8 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     includeDirs: [],
     defines: [],
     defaultDevice: false,
+    compiler: 'auto',
+    hostCheck: false,
     checkOn: 'save',
     gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
@@ -118,6 +123,8 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         includeDirs: expand(asStringArray(section.includeDirs)),
         defines: asStringArray(section.defines),
         defaultDevice: section.defaultDevice === true,
+        compiler: asChoice(section.compiler, ['auto', 'nvrtc', 'nvcc'], DEFAULT_SETTINGS.compiler),
+        hostCheck: section.hostCheck === true,
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

@@ -29,11 +29,17 @@ def register(server) -> None:
         if not check:
             return []
         lenses, seen = [], set()
+        # Template instances and overloads on one line: a lens each, named.
+        per_line: dict[int, set[str]] = {}
+        for k in check.kernels:
+            per_line.setdefault(k.line, set()).add(k.name)
         for k in check.kernels:
             if k.name in seen or not k.line:
                 continue
             seen.add(k.name)
             title = ls.gpu_headline(path, k.name) or compile_headline(k)
+            if len(per_line[k.line]) > 1:
+                title = f"{k.name}: {title}"
             pos = types.Position(line=k.line - 1, character=0)
             lenses.append(
                 types.CodeLens(

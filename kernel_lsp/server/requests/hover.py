@@ -20,10 +20,13 @@ def word_at(line: str, character: int) -> str | None:
     return None
 
 
-def resources_markdown(name: str, kernels: list[KernelResources]) -> str:
+def resources_markdown(name: str, kernels: list[KernelResources], compiler: str = "nvrtc") -> str:
+    # Template instances and overloads share the word under the cursor: a row each, named.
+    several = len({k.name for k in kernels}) > 1
     rows = [
-        "| arch | registers | static smem | stack | spill st/ld | occupancy |",
-        "|---|---|---|---|---|---|",
+        ("| kernel " if several else "")
+        + "| arch | registers | static smem | stack | spill st/ld | occupancy |",
+        ("|---" if several else "") + "|---|---|---|---|---|---|",
     ]
     for k in kernels:
         occ = "n/a (no literal block size in the launch comment)"
@@ -31,11 +34,13 @@ def resources_markdown(name: str, kernels: list[KernelResources]) -> str:
             o = k.occupancy
             occ = f"{o.fraction:.0%} at {o.block_size} threads ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps; {o.limiter})"
         rows.append(
-            f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
+            (f"| `{k.name}` " if several else "")
+            + f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
             f"| {k.spill_store_bytes} B / {k.spill_load_bytes} B | {occ} |"
         )
+    title = name if several or not kernels else kernels[0].name
     return (
-        f"**`{name}`** — compiled with NVRTC (theoretical occupancy from the arch's limits)\n\n"
+        f"**`{title}`** — compiled with {'nvcc' if compiler == 'nvcc' else 'NVRTC'} (theoretical occupancy from the arch's limits)\n\n"
         + "\n".join(rows)
     )
 
@@ -52,10 +57,11 @@ def register(server) -> None:
         if name not in {k.name for k in find_kernels(doc.source)}:
             return None
         check = await ls.analysis.latest(path)
-        kernels = [k for k in check.kernels if k.name == name] if check else []
+        kernels = [k for k in check.kernels if k.source_function == name] if check else []
         parts = []
         if kernels:
-            parts.append(resources_markdown(name, kernels))
+            compiler = check.results[0].compiler if check.results else "nvrtc"
+            parts.append(resources_markdown(name, kernels, compiler))
         elif check and check.errors:
             parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
         else:

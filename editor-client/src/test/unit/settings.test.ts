@@ -17,6 +17,8 @@ describe('normalizeSettings', () => {
             includeDirs: ['${workspaceFolder}/include', '~/cutlass/include', '/abs'],
             defines: ['BLOCK=256'],
             defaultDevice: true,
+            compiler: 'nvcc',
+            hostCheck: true,
             checkOn: 'change',
             gpu: { enabled: false, device: 1, achievedOccupancy: false },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
@@ -36,6 +38,8 @@ describe('normalizeSettings', () => {
                 arch: 90,
                 includeDirs: [1, '', 'inc'],
                 checkOn: 'always',
+                compiler: 'gcc',
+                hostCheck: 'yes',
                 gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
@@ -47,6 +51,8 @@ describe('normalizeSettings', () => {
         assert.equal(settings.arch, 'auto');
         assert.deepEqual(settings.includeDirs, ['inc']);
         assert.equal(settings.checkOn, 'save');
+        assert.equal(settings.compiler, 'auto');
+        assert.equal(settings.hostCheck, false);
         assert.deepEqual(settings.gpu, { enabled: true, device: null, achievedOccupancy: true });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
