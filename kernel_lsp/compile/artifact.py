@@ -77,6 +77,10 @@ def build_result(
     backend: str = "nvrtc",
 ) -> CompileResult:
     parsed = parse_log(log, default_path=os.path.abspath(path), line_text=_line_reader(source, path))
+    if backend != "nvrtc":  # the front end's findings are the backend's
+        parsed.diagnostics = [
+            replace(d, source=backend) if d.source == "nvrtc" else d for d in parsed.diagnostics
+        ]
     headers = include_closure(source, path, options.include_dirs)
     diags: list[Diagnostic] = []
     for d in parsed.diagnostics:
@@ -199,7 +203,7 @@ def _include_line_for(source: str, header_path: str) -> tuple[int | None, str | 
 
 
 def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -> Diagnostic:
-    if "cannot open source file" not in d.message:
+    if "cannot open source file" not in d.message and not d.message.endswith("No such file or directory"):
         return d
     searched = [
         os.path.dirname(os.path.abspath(path)),
@@ -250,6 +254,9 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
         else k
         for k in out
     ]
+    # A symbol the demangler does not read leaves a shared name: the symbol tells them apart.
+    shared = Counter(k.name for k in out)
+    out = [replace(k, name=f"{k.name} [{k.mangled}]") if shared[k.name] > 1 else k for k in out]
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
 

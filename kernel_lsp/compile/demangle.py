@@ -187,6 +187,43 @@ class _Parser:
             return name, args
         return name, None
 
+    def local_name(self) -> str:
+        """Z <function encoding> E <entity>: a type declared inside a function, such as the closure
+        type of a lambda passed to a kernel template (`run(float*)::{lambda(float)#1}`)."""
+        self.take(1)  # Z
+        saved = self.template_args
+        function, args = self.name()
+        if args is not None:
+            self.template_args = args
+            self.type()
+            function += f"<{', '.join(args)}>"
+        params = []
+        while self.peek() != "E":
+            if not self.peek():
+                raise _Fail
+            params.append(self.type())
+        self.take(1)
+        self.template_args = saved
+        if params == ["void"]:
+            params = []
+        if self.peek(2) == "Ul":
+            self.take(2)
+            lambda_params = []
+            while self.peek() != "E":
+                if not self.peek():
+                    raise _Fail
+                lambda_params.append(self.type())
+            self.take(1)
+            n = self.seq_id("_")
+            if lambda_params == ["void"]:
+                lambda_params = []
+            entity = f"{{lambda({', '.join(lambda_params)})#{n + 1}}}"
+        elif self.peek() in "0123456789":
+            entity = self.source_name()
+        else:
+            raise _Fail
+        return f"{function}({', '.join(params)})::{entity}"
+
     def nested_name(self) -> tuple[str, list[str] | None]:
         self.take(1)  # N
         while self.peek() in ("r", "V", "K"):
@@ -270,6 +307,10 @@ class _Parser:
             if self.peek() == "I":
                 out += f"<{', '.join(self.template_args_list())}>"
                 self.subs.append(out)
+            return out
+        if c == "Z":
+            out = self.local_name()
+            self.subs.append(out)
             return out
         if c == "N" or c in "0123456789" or self.peek(2) == "St":
             saved = self.template_args

@@ -69,7 +69,7 @@ _HOST_NOISE = re.compile(
 )
 _IGNORED = re.compile(
     r"^(Remark: The warnings can be suppressed.*|\d+ errors? detected in the compilation of.*"
-    r"|.*(catastrophic )?errors? detected in the compilation of.*|Compilation terminated\.?"
+    r"|.*(catastrophic )?errors? detected in the compilation of.*|[Cc]ompilation terminated\.?"
     r"|ptxas info\s*: (\d+ bytes gmem.*|Function properties for .*|Compile time = .*)"
     r"|ptxas\s+\.\s+.*|nvrtc: error: .*)$"
 )

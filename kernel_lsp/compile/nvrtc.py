@@ -16,6 +16,7 @@ from ..model import CompileResult, Diagnostic, Severity
 from .artifact import build_result
 from .cache import CompileCache
 from .options import CompileOptions, cuda_include_dirs
+from .toolchain import find_toolchain
 
 # Where a CUDA driver is installed, NVRTC serves repeated compiles from the driver's compute cache,
 # and a cache hit's log has no ptxas resource report (seen on an H200 with NVRTC 13.0; also
@@ -118,7 +119,12 @@ def compile_nvrtc(source: str, path: str, options: CompileOptions, use_cache: bo
             False,
             [Diagnostic(path, 1, 1, Severity.ERROR, arch_problem, code="arch", source="kernel-lsp")],
         )
-    key = CompileCache.key(source, path, options) if use_cache else ""
+    # The host-code finding names what is missing for nvcc, so that is part of the key.
+    key = (
+        CompileCache.key(source, path, options) + str(find_toolchain(options.extra).problem)
+        if use_cache
+        else ""
+    )
     if use_cache and (hit := _cache.get(key)) is not None:
         return replace(hit, cached=True)
     start = time.perf_counter()
