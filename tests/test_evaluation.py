@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.evaluation.pool import BackendPool, parse_gpus
-from kernel_lsp.evaluation.specs import kernel_symbols, launch_steps
+from kernel_lsp.evaluation.specs import instance_name, kernel_symbols, launch_steps
 from kernel_lsp.gpu import GpuSession, check_file
 from kernel_lsp.model import CompileResult, KernelResources
 from kernel_lsp.runner.fake import fake_cubin
@@ -236,3 +236,30 @@ def _fake_compile(self, source: str, path: str, options=None) -> CompileResult:
     """Stands in for compile_source on the fake GPU: `// fake: BEHAVIOUR` picks the kernel."""
     m = re.search(r"// fake: (\w+)", source)
     return artifact(path, {"vadd": (VADD_MANGLED, m.group(1) if m else "vadd")})
+
+
+@pytest.mark.parametrize(
+    ("mangled", "name"),
+    [
+        ("_Z5scaleIfEvPKT_S2_PS0_i", "scale<float>"),
+        ("_Z3addILi4EEvPf", "add<4>"),
+        ("_Z5totalI4PairEvPKT_PS1_i", "total<Pair>"),
+        ("_ZN2ns5totalIdLb1EEEvPT_", "total<double, true>"),
+        ("_Z4vaddPKfS0_Pfi", None),  # not a template
+        ("vadd", None),  # extern "C"
+        ("_Z5scaleIN2ns4PairEEvPT_", None),  # a nested class argument: not read, never guessed
+    ],
+)
+def test_instance_names_from_entry_symbols(mangled, name):
+    assert instance_name(mangled) == name
+
+
+def test_template_instances_of_a_real_nvrtc_compile(tmp_path):
+    # NVRTC's artifact names both instances `scale`: the symbols tell them apart.
+    from kernel_lsp.compile import CompileOptions, compile_source
+
+    result = compile_source(TEMPLATE, str(tmp_path / "scale.cu"), CompileOptions(arch="sm_90"))
+    assert result.ok, result.diagnostics
+    found, problems = kernel_symbols(result, ["scale<float>", "scale<double>"])
+    assert problems == []
+    assert found == {"scale<float>": SCALE_FLOAT, "scale<double>": SCALE_DOUBLE}
