@@ -263,3 +263,35 @@ def test_template_instances_of_a_real_nvrtc_compile(tmp_path):
     found, problems = kernel_symbols(result, ["scale<float>", "scale<double>"])
     assert problems == []
     assert found == {"scale<float>": SCALE_FLOAT, "scale<double>": SCALE_DOUBLE}
+
+
+# --- the optimizer keeps host code ---------------------------------------------------------------
+
+
+def test_a_candidate_without_the_files_host_code_keeps_it():
+    from optimizer.extract import extract_candidate
+
+    answer = (
+        "```cuda\n#include <cuda_runtime.h>\n// kernel-lsp: launch vadd grid=cdiv(n, 512) block=512\n"
+        "__global__ void vadd(const float* a, const float* b, float* c, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) c[i] = b[i] + a[i];\n}\n```\n"
+        "Bigger blocks."
+    )
+    got = extract_candidate(answer, HOST_DEVICE, ["vadd"])
+    assert got.source is not None and "keeping its host code" in got.message
+    assert "int main()" in got.source and "vadd<<<4, 256>>>" in got.source
+    assert "c[i] = b[i] + a[i]" in got.source and "c[i] = a[i] + b[i]" not in got.source
+    assert "launch vadd grid=cdiv(n, 512) block=512" in got.source and "block=256" not in got.source
+    # An answer that kept the host code is taken as it is.
+    whole = "```cuda\n" + HOST_DEVICE.replace("a[i] + b[i]", "b[i] + a[i]") + "```"
+    whole = whole.replace("cudaDeviceSynchronize());", "cudaDeviceSynchronize());\n    return 0;")
+    kept = extract_candidate(whole, HOST_DEVICE, ["vadd"])
+    assert kept.source is not None and "return 0;" in kept.source and "spliced" not in kept.message
+
+
+def test_a_template_instance_candidate_is_extracted_by_its_template():
+    from optimizer.extract import extract_candidate
+
+    answer = "```cuda\n" + TEMPLATE.replace("c[i] = a[i] + b[i]", "c[i] = b[i] + a[i]") + "```"
+    got = extract_candidate(answer, TEMPLATE, ["scale<float>"])
+    assert got.source is not None and "c[i] = b[i] + a[i]" in got.source
