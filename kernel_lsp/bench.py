@@ -85,10 +85,14 @@ def bench_main(
         rows: list[list[str]] = []
         failed = False
         occupancy: list[str] = []
+        # One compile for the device's exact arch (NVRTC or nvcc: compile_source picks), shared by
+        # every spec'd kernel of the file.
+        artifact = gpu.compile(source, path, options_)
+        defines = options_.defines
         for spec in specs:
-            check = gpu.check(source, path, loaded, spec.kernel, options_)
+            check = gpu.check(source, path, loaded, spec.kernel, artifact, defines=defines)
             if not args.no_occupancy:
-                gpu.add_occupancy(check, source, path, loaded, options_)
+                gpu.add_occupancy(check, source, path, loaded, artifact, defines=defines)
             occupancy += [
                 f"occupancy {o.kernel} ({o.case}): achieved {o.achieved:.1%}, theoretical {o.theoretical:.1%} (ncu)"
                 for o in check.occupancy

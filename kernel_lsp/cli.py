@@ -118,6 +118,11 @@ def check_main(argv: list[str]) -> int:
         action="store_true",
         help="with a GPU and ncu: read each verified kernel's achieved occupancy (seconds per kernel)",
     )
+    p.add_argument(
+        "--gpus",
+        metavar="all|N",
+        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
+    )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
     _add_compile_flags(p)
@@ -154,7 +159,7 @@ def check_main(argv: list[str]) -> int:
     if settings.gpu_enabled and local_gpu_arch():
         from .gpu_check import verify_checks
 
-        verify_checks(checks, settings, profile=args.occupancy)
+        verify_checks(checks, settings, profile=args.occupancy, gpus=args.gpus)
     from .formats import FORMATTERS
 
     print(FORMATTERS[args.format](checks, archs))

@@ -30,6 +30,8 @@ class Settings:
     max_file_bytes: int = MAX_FILE_BYTES
     gpu_enabled: bool = True
     gpu_device: int | None = None
+    # "all" or a number of GPUs from gpu_device on: spec'd files are verified in parallel.
+    gpu_devices: str | None = None
     achieved_occupancy: bool = True  # read it with ncu after a verification, where ncu is installed
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -76,6 +78,7 @@ _KEYS: dict[str, str] = {
     "maxFileBytes": "max_file_bytes",
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
+    "gpu.devices": "gpu_devices",
     "gpu.achievedOccupancy": "achieved_occupancy",
     "llm.baseUrl": "llm_base_url",
     "llm.model": "llm_model",
@@ -129,7 +132,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"unknown setting `{key}`")
             continue
         if value is None:
-            if name in ("gpu_device", "llm_base_url", "llm_model", "llm_api_key"):
+            if name in ("gpu_device", "gpu_devices", "llm_base_url", "llm_model", "llm_api_key"):
                 changes[name] = None
             continue
         try:
@@ -150,6 +153,11 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value
+    if name == "gpu_devices":
+        text = str(value).strip().lower()
+        if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
+            raise ValueError('expected "all" or a positive number of GPUs')
+        return text
     if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError("expected a non-negative integer")

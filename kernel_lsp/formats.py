@@ -65,7 +65,8 @@ def format_gpu_check(g) -> str:
         for o in g.occupancy
     ]
     if g.device:
-        parts.append(g.device.name)
+        where = f" (GPU {g.device_index})" if getattr(g, "device_index", None) is not None else ""
+        parts.append(g.device.name + where)
     return "; ".join(parts)
 
 
@@ -141,6 +142,8 @@ def _gpu_json(g) -> dict:
         "ok": g.ok,
         "message": g.message,
         "device": g.device.name if g.device else None,
+        "device_index": getattr(g, "device_index", None),
+        "host": getattr(g, "host", ""),
         "cases": g.cases,
         "timings": [
             {

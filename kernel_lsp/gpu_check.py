@@ -1,36 +1,87 @@
 """GPU verification for `kernel-lsp --check`: every file that compiled and has a spec sidecar is
-verified and timed on the GPU; the findings join the file's diagnostics."""
+compiled for the device, verified and timed on the GPU; the findings join the file's
+diagnostics. With several GPUs (`--gpus all|N`, `gpu.devices`) the files are spread over them,
+one session per GPU, and each progress line says which GPU did the file."""
 
 from __future__ import annotations
 
 import os
+import sys
 
 from .check import FileCheck
 from .config import Settings
+from .evaluation.pool import BackendPool, parse_gpus
 from .gpu import GpuSession, check_file
 from .spec import spec_path_for
 
 
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool = False) -> None:
+    """Compile `c`'s file for this GPU, check every spec'd kernel, add the findings to `c`."""
+    options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
+    with open(c.path, encoding="utf-8") as f:
+        source = f.read()
+    artifact = gpu.compile(source, c.path, options)
+    c.gpu_checks = check_file(gpu, c.path, source, options, artifact=artifact)
+    if profile:
+        for k in c.gpu_checks:
+            gpu.add_occupancy(k, source, c.path, None, artifact, defines=options.defines)
+    for k in c.gpu_checks:
+        c.diagnostics.extend(k.diagnostics)
+
+
+def open_sessions(devices: list[int], log=print) -> list[GpuSession]:
+    """A session per device that answers; the others are closed with their reason logged."""
+    sessions = [GpuSession(device=d) for d in devices]
+    usable = []
+    for s in sessions:
+        if s.available:
+            usable.append(s)
+        else:
+            if len(devices) > 1:
+                log(f"kernel-lsp: GPU {s.device_index} skipped: {s.reason}")
+            s.close()
+    if not usable and sessions:
+        log(f"kernel-lsp: GPU verification skipped: {sessions[0].reason}")
+    return usable
+
+
 def verify_checks(
-    checks: list[FileCheck], settings: Settings, log=print, profile: bool = False
+    checks: list[FileCheck],
+    settings: Settings,
+    log=print,
+    profile: bool = False,
+    gpus: str | None = None,
+    progress=_stderr,
 ) -> str | None:
     """Verify in place; returns the device description, or None with the reason logged."""
     todo = [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
     if not todo:
         return None
-    with GpuSession(device=settings.gpu_device) as gpu:
-        if not gpu.available:
-            log(f"kernel-lsp: GPU verification skipped: {gpu.reason}")
+    devices, problem = parse_gpus(gpus if gpus is not None else settings.gpu_devices, settings.gpu_device)
+    if problem:
+        log(f"kernel-lsp: {problem}")
+    sessions = open_sessions(devices, log)
+    if not sessions:
+        return None
+    pool = BackendPool(sessions)
+    try:
+
+        def verify(gpu: GpuSession, c: FileCheck) -> None:
+            verify_file(gpu, c, settings, profile)
+
+        def done(c: FileCheck, _result: None, gpu: GpuSession) -> None:
+            if len(pool) > 1:
+                verdicts = ", ".join(f"{k.kernel or '?'} {k.status}" for k in c.gpu_checks) or "no kernels"
+                progress(f"kernel-lsp: GPU {gpu.device_index}: {os.path.relpath(c.path)}: {verdicts}")
+
+        pool.map(verify, todo, done)
+        names = sorted({s.device.name for s in sessions if s.device})
+        if not names:
             return None
-        for c in todo:
-            options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
-            c.gpu_checks = check_file(gpu, c.path, compile_options=options)
-            if profile:
-                with open(c.path, encoding="utf-8") as f:
-                    source = f.read()
-                for k in c.gpu_checks:
-                    gpu.add_occupancy(k, source, c.path, None, options)
-            for k in c.gpu_checks:
-                c.diagnostics.extend(k.diagnostics)
-        d = gpu.device
-        return d.name if d else None
+        return names[0] if len(sessions) == 1 else f"{len(sessions)} GPUs ({', '.join(names)})"
+    finally:
+        pool.close()

@@ -137,6 +137,17 @@ def find_kernels(source: str) -> list[KernelSignature]:
     return [k for k in kernels if id(k) in kept]
 
 
+def kernel_base_name(name: str) -> str:
+    """The function name a kernel is declared under: `ns::scale<float>` -> `scale`."""
+    return _without_trailing_template_args(name).strip().rpartition("::")[2].strip()
+
+
+def find_kernel(sigs: list[KernelSignature], name: str) -> KernelSignature | None:
+    """The signature of `name`, a plain kernel or a template instance (`scale<float>`)."""
+    by_name = {s.name: s for s in sigs}
+    return by_name.get(name) or by_name.get(kernel_base_name(name))
+
+
 def _without_trailing_template_args(head: str) -> str:
     text = head.rstrip()
     if not text.endswith(">"):
@@ -201,7 +212,13 @@ class Directives:
     problems: list[DirectiveProblem] = field(default_factory=list)
 
     def launches_of(self, kernel: str) -> list[LaunchDirective]:
-        return [d for d in self.launches if d.kernel == kernel]
+        """The launch lines of `kernel`; a template instance (`scale<float>`) without lines of its
+        own uses those of its template (`scale`)."""
+        exact = [d for d in self.launches if d.kernel == kernel]
+        base = kernel_base_name(kernel)
+        if exact or base == kernel:
+            return exact
+        return [d for d in self.launches if d.kernel == base]
 
     @property
     def tune_space(self) -> dict[str, tuple[str, ...]]:

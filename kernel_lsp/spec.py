@@ -37,7 +37,7 @@ import ml_dtypes
 import numpy as np
 
 from kernel_lsp.model import Diagnostic, Severity
-from kernel_lsp.source import Directives, KernelSignature
+from kernel_lsp.source import Directives, KernelSignature, find_kernel
 
 SPEC_SOURCE = "kernel-lsp spec"
 _THIS_FILE = os.path.abspath(__file__)
@@ -710,13 +710,12 @@ def check_spec(
     expressions that do not evaluate over the sizes."""
     p = spec.path
     sigs = [signature] if isinstance(signature, KernelSignature) else list(signature)
-    by_name = {s.name: s for s in sigs}
     out: list[Diagnostic] = []
     if not isinstance(spec.args, dict):
         return out
     used: set[str] = set()
     for kname in spec.kernels:
-        sig = by_name.get(kname)
+        sig = find_kernel(sigs, kname)
         if sig is None:
             out.append(_diag(p, spec.line, f"no kernel `{kname}` in the .cu file", "spec-kernel"))
             continue
@@ -788,7 +787,7 @@ def check_spec(
                     )
                 )
     for name, arg in spec.args.items():
-        if name not in used and sigs and all(k in by_name for k in spec.kernels):
+        if name not in used and sigs and all(find_kernel(sigs, k) for k in spec.kernels):
             out.append(
                 _diag(
                     p,

@@ -12,11 +12,13 @@ import importlib
 import os
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernel_lsp import archs
 from kernel_lsp.compile import CompileOptions, compile_source
+from kernel_lsp.evaluation.pool import BackendPool
 from kernel_lsp.model import CompileResult, Severity
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
@@ -64,22 +66,22 @@ class Evaluator(ABC):
         hw = self.hardware()
         return f"{hw.name}-{hw.arch}" if hw else "unknown"
 
+    @property
+    def parallelism(self) -> int:
+        """How many candidates `check` can take at once (one per GPU)."""
+        return 1
+
     def compile_options(self) -> CompileOptions:
         hw = self.hardware()
         if hw and self.options.arch.rstrip("af") != hw.arch:
-            return CompileOptions(
-                arch=hw.arch,
-                include_dirs=self.options.include_dirs,
-                defines=self.options.defines,
-                default_device=self.options.default_device,
-                extra=self.options.extra,
-                std=self.options.std,
-            )
+            return replace(self.options, arch=hw.arch)
         return self.options
 
-    # --- gate 1: NVRTC (real for every evaluator) ------------------------------------------------
+    # --- gate 1: the compiler (real for every evaluator) -------------------------------------------
 
     def compile(self, source: str) -> CompileResult:
+        """compile_source picks the backend: NVRTC for device code, nvcc when the candidate keeps
+        the file's host code; the same gate for the original and every candidate."""
         return compile_source(launch_ready(source, self.options.defines), self.path, self.compile_options())
 
     # --- gates 2 and 3, and the A/B --------------------------------------------------------------
@@ -206,7 +208,9 @@ def compile_log(result: CompileResult, limit: int = 12) -> str:
 
 
 class GpuEvaluator(Evaluator):
-    """The gates on a GPU, through kernel_lsp.gpu.GpuSession (a worker process)."""
+    """The gates on GPUs, through kernel_lsp.gpu.GpuSession (a worker process per GPU). With more
+    than one session, candidates are checked in parallel, one per GPU; an A/B comparison always
+    runs both sides on one GPU."""
 
     def __init__(
         self,
@@ -217,9 +221,11 @@ class GpuEvaluator(Evaluator):
         spec_source: str | None = None,
         specs: SpecLoad | None = None,
         own_session: bool = False,
+        more_sessions: Sequence[Any] = (),
     ):
         super().__init__(path, spec, options, spec_source)
         self.session = session
+        self.pool = BackendPool([session, *more_sessions])
         self.specs = specs if specs is not None else [spec]
         self._own = own_session
         self._hw: Hardware | None = None
@@ -232,24 +238,39 @@ class GpuEvaluator(Evaluator):
     def reason(self) -> str:
         return str(self.session.reason)
 
+    @property
+    def parallelism(self) -> int:
+        return len(self.pool)
+
     def hardware(self) -> Hardware | None:
         if self._hw is None and self.available:
             dev = self.session.device
             self._hw = Hardware.from_device(dev) if dev is not None else None
         return self._hw
 
+    def _artifact(self, session: Any, source: str) -> tuple[str, CompileResult]:
+        """The launch-ready text and its artifact, compiled for `session`'s own device (the
+        compile cache makes the repeat of gate 1 free on a device like the first)."""
+        text = launch_ready(source, self.options.defines)
+        return text, session.compile(text, self.path, self.options)
+
     def check(self, source: str, original: str) -> CheckResult:
-        defines = self.options.defines
-        kc = self.session.check(
-            launch_ready(source, defines),
-            self.path,
-            self.specs,
-            self.spec.kernel,
-            self.compile_options(),
-            measure=True,
-            reference_outputs_from=launch_ready(original, defines) if original != source else None,
-            spec_source=self.spec_source,
-        )
+        def on(session: Any) -> Any:
+            text, artifact = self._artifact(session, source)
+            reference = self._artifact(session, original) if original != source else None
+            return session.check(
+                text,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                artifact,
+                measure=True,
+                reference_outputs_from=reference,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+
+        kc = self.pool.run(on)
         problems = [f"{p.kind}" + (f" ({p.case})" if p.case else "") + f": {p.message}" for p in kc.problems]
         if not problems and not kc.ok:
             problems = [f"{kc.status}: {kc.message}"]
@@ -270,17 +291,23 @@ class GpuEvaluator(Evaluator):
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
 
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
-        defines = self.options.defines
-        c = self.session.compare(
-            launch_ready(original, defines),
-            launch_ready(candidate, defines),
-            self.path,
-            self.spec.kernel,
-            self.compile_options(),
-            self.specs,
-            min_speedup=min_speedup,
-            spec_source=self.spec_source,
-        )
+        def on(session: Any) -> Any:  # both sides on this one GPU, interleaved
+            base_text, base = self._artifact(session, original)
+            cand_text, cand = self._artifact(session, candidate)
+            return session.compare(
+                base_text,
+                cand_text,
+                self.path,
+                self.spec.kernel,
+                base,
+                self.specs,
+                cand,
+                min_speedup=min_speedup,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+
+        c = self.pool.run(on)
         problems = [p.message for p in c.problems]
         if c.error:
             problems.insert(0, c.error)
@@ -292,7 +319,7 @@ class GpuEvaluator(Evaluator):
 
     def close(self) -> None:
         if self._own:
-            self.session.close()
+            self.pool.close()
 
 
 def evaluator_factory_from_env() -> Any | None:

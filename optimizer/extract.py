@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernel_lsp.source import blank_comments, find_kernels, parse_directives
+from kernel_lsp.compile.hostcode import find_host_code
+from kernel_lsp.source import blank_comments, find_kernels, kernel_base_name, parse_directives
 
 _FENCE = re.compile(
     r"(?P<fence>```+|~~~+)[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<body>.*?)(?:\n(?P=fence)[ \t]*(?=\n|$)|\Z)",
@@ -116,6 +117,22 @@ def splice(original: str, partial: str, kernels: list[str]) -> str:
     return out
 
 
+def _launch_lines_from(answer_block: str, spliced: str) -> str:
+    """The spliced file with its launch lines replaced by those of the answer, kernel by kernel
+    and in order (the answer's kernels were written for its own grid and block)."""
+    theirs = parse_directives(answer_block).launches
+    lines = spliced.splitlines(keepends=True)
+    used: dict[str, int] = {}
+    for d in parse_directives(spliced).launches:
+        mine = [t for t in theirs if t.kernel == d.kernel]
+        i = used.get(d.kernel, 0)
+        if i < len(mine):
+            used[d.kernel] = i + 1
+            ending = "\n" if lines[d.line - 1].endswith("\n") else ""
+            lines[d.line - 1] = answer_block.splitlines()[mine[i].line - 1].strip() + ending
+    return "".join(lines)
+
+
 def _ensure_launch_lines(candidate: str, original: str, kernels: list[str], answer: str) -> tuple[str, str]:
     """Every launched kernel needs its launch line: keep the candidate's, else take one from the
     prose of the answer, else the original's. Returns (source, what was repaired)."""
@@ -149,6 +166,8 @@ def extract_candidate(answer: str, original: str, kernels: list[str]) -> Extract
     """The candidate `.cu` an answer proposes for `kernels` (all launched kernels of the spec)."""
     if not answer or not answer.strip():
         return Extracted(None, "empty answer")
+    # A spec may name a template instance (`scale<float>`): the source defines `scale`.
+    kernels = list(dict.fromkeys(kernel_base_name(k) for k in kernels))
     blocks = code_blocks(answer)
     if not blocks:
         bare = _bare_code(answer)
@@ -169,9 +188,18 @@ def extract_candidate(answer: str, original: str, kernels: list[str]) -> Extract
     # A whole file has its launch line or preprocessor lines; kernels alone (or only some of
     # them) replace their definitions in the original, keeping its macros and helpers.
     whole_file = bool(_LAUNCH.search(best) or re.search(r"^\s*#\s*\w+", best, re.M))
-    if not set(kernels) <= defined or not whole_file:
+    # A file with host code (main, <<<>>> launches) keeps it: an answer that dropped it (device
+    # code only) has its kernels spliced into the original, host code and all.
+    drops_host = not {u.what for u in find_host_code(original)} <= {u.what for u in find_host_code(best)}
+    if not set(kernels) <= defined or not whole_file or drops_host:
+        answer_block = best
         best = splice(original, best, kernels)
-        notes.append("the answer's kernels were spliced into the original file")
+        if drops_host:
+            best = _launch_lines_from(answer_block, best)
+        notes.append(
+            "the answer's kernels were spliced into the original file"
+            + (" (keeping its host code)" if drops_host else "")
+        )
     source, repaired = _ensure_launch_lines(best, original, kernels, answer)
     if repaired:
         notes.append(repaired)

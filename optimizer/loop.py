@@ -18,9 +18,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kernel_lsp.evaluation.specs import kernel_symbols
 from kernel_lsp.spec import Spec
 
 from .cache import ResultCache
@@ -106,8 +108,10 @@ def evaluate(
     evaluator: Evaluator,
     cache: ResultCache | None,
     state: _State | None,
+    ran: dict[str, Outcome] | None = None,
 ) -> Outcome:
-    """One candidate through the three gates."""
+    """One candidate through the three gates (`ran`: gates already run, by source hash, in a
+    parallel round)."""
     start = time.perf_counter()
     out = Outcome(
         id=oid,
@@ -132,6 +136,10 @@ def evaluate(
     cached = cache.get("check", proposal.source) if cache else None
     if cached is not None:
         _outcome_from_cache(cached, out)
+    elif ran is not None and key in ran:
+        done = ran[key]
+        out.status, out.message, out.figures = done.status, done.message, done.figures
+        out.resources, out.cost_s = done.resources, done.cost_s
     else:
         _run_gates(out, proposal.source, target, evaluator)
         out.cost_s = time.perf_counter() - start
@@ -158,6 +166,39 @@ def evaluate(
     return out
 
 
+def _gates_in_parallel(
+    proposals: list[Proposal],
+    target: Target,
+    evaluator: Evaluator,
+    cache: ResultCache | None,
+    state: _State,
+) -> dict[str, Outcome]:
+    """The gates of a round's new candidates, run at once on the evaluator's GPUs (one candidate
+    per GPU), by source hash. Duplicates and cached ones are left to `evaluate`, in order, so a
+    parallel round decides exactly what a serial one would."""
+    fresh: dict[str, str] = {}
+    for p in proposals:
+        if p.source is None:
+            continue
+        key = source_hash(p.source)
+        if key in state.seen or key in fresh or (cache and cache.get("check", p.source) is not None):
+            continue
+        fresh[key] = p.source
+
+    def gates(source: str) -> Outcome:
+        start = time.perf_counter()
+        out = Outcome(id="", round=0, origin="", status=Status.NO_CODE, source=source)
+        _run_gates(out, source, target, evaluator)
+        out.cost_s = time.perf_counter() - start
+        return out
+
+    if len(fresh) < 2:
+        return {}
+    with ThreadPoolExecutor(max_workers=evaluator.parallelism, thread_name_prefix="fsr-eval") as ex:
+        futures = {key: ex.submit(gates, source) for key, source in fresh.items()}
+    return {key: f.result() for key, f in futures.items()}
+
+
 def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) -> None:
     # Gate 1: NVRTC.
     compiled = evaluator.compile(source)
@@ -165,15 +206,12 @@ def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) 
         out.status = Status.COMPILE_ERROR
         out.message = compile_log(compiled)
         return
-    missing = [k for k in target.kernels if k not in {r.name for r in compiled.kernels}]
-    if missing and compiled.cubin:
-        # Some NVRTC builds leave ptxas' resource lines out of the log: look in the CUBIN itself.
-        from kernel_lsp.gpu import entry_symbols
-
-        missing = [k for k in missing if k not in entry_symbols(compiled.cubin, missing)]
+    # Each launched kernel must be in the module: by source name, template instance (mangled
+    # entries from the resource report), or the CUBIN's own symbols.
+    _, missing = kernel_symbols(compiled, target.kernels)
     if missing:
         out.status = Status.COMPILE_ERROR
-        out.message = f"the compiled module has no kernel {', '.join(missing)} (renamed or templated?)"
+        out.message = "; ".join(missing) + " (renamed or templated?)"
         return
     defines = evaluator.options.defines
     problem = launch_problem(compiled, source, target.spec, target.kernels, defines)
@@ -289,10 +327,15 @@ def optimize(
             )
             break
         outcomes = []
+        ran = (
+            _gates_in_parallel(proposals, target, evaluator, cache, state)
+            if evaluator.parallelism > 1
+            else {}
+        )
         for i, p in enumerate(proposals, start=1):
             if cancel.is_set() or _over_budget(started, settings):
                 break
-            o = evaluate(p, f"r{round_no}c{i}", round_no, target, evaluator, cache, state)
+            o = evaluate(p, f"r{round_no}c{i}", round_no, target, evaluator, cache, state, ran)
             outcomes.append(o)
             result.outcomes.append(o)
             emit("candidate", round_no, f"{o.id}: {o.status.label}", o)

@@ -138,12 +138,12 @@ def run(
                 raise OptimizeError(
                     "no GPU: kernelLsp.gpu.enabled is false. FSR needs a GPU to verify and time candidates."
                 )
+            more: list[Any] = []
             if session is None:
-                from kernel_lsp.gpu import GpuSession
-
-                session, own = GpuSession(device=req.settings.gpu_device), True
+                session, more = open_sessions(req.settings)
+                own = True
             evaluator = GpuEvaluator(
-                session, req.path, spec, options, req.spec_source, loaded, own_session=own
+                session, req.path, spec, options, req.spec_source, loaded, own_session=own, more_sessions=more
             )
     try:
         if not evaluator.available:
@@ -183,6 +183,24 @@ def run(
         return result
     finally:
         evaluator.close()
+
+
+def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
+    """The first GPU's session, and one more per further GPU of `gpu.devices` that answers (a
+    round's candidates are then checked in parallel, one per GPU)."""
+    from kernel_lsp.evaluation.pool import parse_gpus
+    from kernel_lsp.gpu import GpuSession
+
+    devices, _ = parse_gpus(settings.gpu_devices, settings.gpu_device)
+    first = GpuSession(device=devices[0])
+    more = []
+    for d in devices[1:]:
+        s = GpuSession(device=d)
+        if s.available:
+            more.append(s)
+        else:
+            s.close()
+    return first, more
 
 
 def _read(path: str) -> str:

@@ -5,12 +5,14 @@ thread so the event loop never waits), and the figures feed hover, code lenses a
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 from ..gpu import GpuSession, KernelCheck, check_file
+from ..source import kernel_base_name
 from ..spec import spec_path_for
 from ..stats import format_seconds
 
@@ -103,8 +105,14 @@ class GpuFeature:
                 arch = session.device.arch if session.device else self.server.settings.archs()[0]
                 options = self.server.settings.compile_options(arch, self.server.root_path())
                 self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
+                # Compiled once for the device's exact arch; the same artifact is verified, timed
+                # and profiled.
+                artifact = await loop.run_in_executor(self._thread, session.compile, text, path, options)
                 checks = await loop.run_in_executor(
-                    self._thread, check_file, session, path, text, options, True, spec_text
+                    self._thread,
+                    functools.partial(
+                        check_file, session, path, text, options, True, spec_text, artifact=artifact
+                    ),
                 )
                 now = self.server.snapshot(path)
                 if now.version != snap.version:
@@ -120,7 +128,17 @@ class GpuFeature:
                     )
                     for k in checks:
                         await loop.run_in_executor(
-                            self._thread, session.add_occupancy, k, text, path, None, options, spec_text
+                            self._thread,
+                            functools.partial(
+                                session.add_occupancy,
+                                k,
+                                text,
+                                path,
+                                None,
+                                artifact,
+                                spec_text,
+                                defines=options.defines,
+                            ),
                         )
                 if path not in self._again:
                     return
@@ -138,7 +156,11 @@ class GpuFeature:
     # --- figures ------------------------------------------------------------------------------
 
     def _check_for(self, path: str, kernel: str) -> KernelCheck | None:
-        return next((k for k in self.results.get(path, []) if k.kernel == kernel), None)
+        # A template's hover and lens show its instance's figures (`scale<float>` under `scale`).
+        checks = self.results.get(path, [])
+        return next((k for k in checks if k.kernel == kernel), None) or next(
+            (k for k in checks if kernel_base_name(k.kernel) == kernel), None
+        )
 
     def headline(self, path: str, kernel: str) -> str | None:
         k = self._check_for(path, kernel)

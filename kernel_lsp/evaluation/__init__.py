@@ -1,0 +1,9 @@
+"""The evaluation stage: compiled artifacts → a backend on a GPU → verdicts and measurements.
+
+specs.py         spec resolution: launch steps and entry symbols from a source and its artifact
+backend.py       the EvaluationBackend protocol (check / compare / profile / device / close)
+local.py         `local`: one GPU of this machine through a worker process
+worker_process.py  the worker subprocess and its wire (runner/protocol.py)
+results.py       KernelCheck, CaseTiming, Comparison (with the host and GPU they came from)
+pool.py          several backends, one per GPU, for parallel work
+"""

@@ -1,0 +1,313 @@
+"""The `local` evaluation backend: one GPU of this machine through one worker process.
+
+The worker isolates the GPU work: a hang or an illegal address kills only the worker, and the
+next request starts a fresh one (`restarts` counts them). Requests are serialised (one GPU, one
+worker); several devices get several backends (kernel_lsp.evaluation.pool).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from kernel_lsp.runner.hardware import FMA_PEAK_SOURCE, DeviceInfo, load_cached, save_cached
+from kernel_lsp.runner.profile import OccupancyReport, profile_occupancy
+from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.runner.verify import Problem
+from kernel_lsp.spec import Spec, distributions
+from kernel_lsp.stats import Measurement, bootstrap_ratio, summarize
+
+from .backend import Built
+from .results import CaseTiming, Comparison, KernelCheck
+from .specs import spec_desc
+from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
+
+
+def _hidden_by_env() -> str | None:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
+        return "CUDA_VISIBLE_DEVICES hides every GPU"
+    return None
+
+
+def fake_from_env() -> bool:
+    return os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+
+
+class LocalBackend:
+    """One GPU of this machine. Thread-safe (one request at a time)."""
+
+    def __init__(
+        self,
+        device: int | None = None,
+        launch_timeout_s: float = 5.0,
+        timing: TimingSettings | None = None,
+        fake: bool | None = None,
+        start_timeout_s: float = 60.0,
+        use_device_cache: bool = True,
+    ):
+        self.device_index = 0 if device is None else int(device)
+        self.host = socket.gethostname()
+        self.launch_timeout_s = launch_timeout_s
+        self.timing = timing or TimingSettings()
+        self.fake = fake if fake is not None else fake_from_env()
+        self.start_timeout_s = start_timeout_s
+        self.use_device_cache = use_device_cache
+        self.restarts = 0
+        self._lock = threading.RLock()
+        self._worker: WorkerProcess | None = None
+        self._hello: dict[str, Any] | None = None
+        self._reason: str | None = None
+        self._device: DeviceInfo | None = None
+        self._retry_at = 0.0
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+
+    def _ensure_worker(self) -> WorkerProcess | None:
+        """A live worker, starting one if needed; None (with _reason set) when there is no GPU."""
+        if self._worker is not None and self._worker.alive:
+            return self._worker
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+            self.restarts += 1
+        if self._reason and time.monotonic() < self._retry_at:
+            return None  # no GPU a moment ago: do not pay a worker start on every call
+        if not self.fake:
+            hidden = _hidden_by_env()
+            if hidden:
+                self._reason = hidden
+                return None
+        try:
+            worker = WorkerProcess(self.device_index, self.fake)
+            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
+        except Exception as e:
+            self._reason = f"GPU worker did not start: {e}"
+            self._retry_at = time.monotonic() + 60.0
+            return None
+        if not hello.get("available"):
+            self._reason = str(hello.get("reason") or "no GPU")
+            self._retry_at = time.monotonic() + 60.0
+            worker.close()
+            return None
+        self._worker, self._hello, self._reason = worker, hello, None
+        return worker
+
+    @property
+    def available(self) -> bool:
+        with self._lock:
+            return self._ensure_worker() is not None
+
+    @property
+    def reason(self) -> str:
+        """Why `available` is False ("" when it is True)."""
+        with self._lock:
+            self._ensure_worker()
+            return self._reason or ""
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.proc.pid if self._worker is not None else None
+
+    @property
+    def device(self) -> DeviceInfo | None:
+        """Attributes, measured copy bandwidth, peak FLOP/s per dtype: measured once per device
+        and cached on disk."""
+        with self._lock:
+            if self._device is not None:
+                return self._device
+            worker = self._ensure_worker()
+            if worker is None or self._hello is None:
+                return None
+            attrs = self._hello["device"]
+            cached = load_cached(attrs) if self.use_device_cache and not self.fake else None
+            if cached is not None:
+                self._device = cached
+                return cached
+            fma = self._compile_helper(FMA_PEAK_SOURCE, attrs.get("arch", "sm_90"))
+            try:
+                reply = worker.request({"op": "device_info"}, [fma] if fma else None, 120.0)
+                info = DeviceInfo.from_dict(reply["device"])
+            except Exception:
+                info = DeviceInfo.from_dict(attrs)  # bare attributes rather than nothing
+            if self.use_device_cache and not self.fake and info.copy_bandwidth_Bps:
+                save_cached(info)
+            self._device = info
+            return info
+
+    @staticmethod
+    def _compile_helper(source: str, arch: str) -> bytes | None:
+        """The backend's own measuring kernel (peak FLOP/s), built for this device."""
+        try:
+            from kernel_lsp.compile import CompileOptions, compile_source
+
+            result = compile_source(source, "kernel_lsp_helper.cu", CompileOptions(arch=arch))
+            return result.cubin if result.ok else None
+        except Exception:
+            return None
+
+    def _request(
+        self,
+        message: dict[str, Any],
+        blobs: list[bytes],
+        on_progress: ProgressFn | None,
+    ) -> dict[str, Any]:
+        worker = self._ensure_worker()
+        if worker is None:
+            raise WorkerDied(f"no GPU: {self._reason}")
+        message = dict(message, launch_timeout_s=self.launch_timeout_s)
+        try:
+            reply = worker.request(message, blobs, max(30.0, self.launch_timeout_s), on_progress)
+        except (WorkerHung, WorkerDied):
+            worker.kill()  # restarted on the next request
+            raise
+        if reply.get("fatal"):
+            worker.kill()
+        return reply
+
+    def _stamp(self, result: Any) -> Any:
+        result.host, result.device_index = self.host, self.device_index
+        return result
+
+    # --- the evaluation backend interface -------------------------------------------------------
+
+    def check(
+        self,
+        spec: Spec,
+        spec_source: str | None,
+        built: Built,
+        measure: bool = True,
+        baseline: Built | None = None,
+        on_progress: ProgressFn | None = None,
+    ) -> KernelCheck:
+        with self._lock:
+            if not self.available:
+                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=f"no GPU: {self.reason}"))
+            message: dict[str, Any] = {
+                "op": "check",
+                "spec": spec_desc(spec, spec_source),
+                "steps": built[1],
+                "measure": measure,
+                "timing": self.timing.__dict__,
+                "device": self.device.to_dict() if self.device else {},
+                "runs": max([2] + [len(distributions(a)) for a in spec.args.values() if a.is_input]),
+            }
+            blobs = [built[0]]
+            if baseline is not None:
+                message["baseline_steps"] = baseline[1]
+                blobs.append(baseline[0])
+            check = self._run_check(spec, message, blobs, on_progress)
+            check.device = self._device
+            return self._stamp(check)
+
+    def _run_check(
+        self,
+        spec: Spec,
+        message: dict[str, Any],
+        blobs: list[bytes],
+        on_progress: ProgressFn | None,
+    ) -> KernelCheck:
+        kernel = spec.kernel
+        try:
+            reply = self._request(message, blobs, on_progress)
+        except WorkerHung as e:
+            p = Problem("timeout", e.case, f"kernel {e}")
+            return KernelCheck(kernel, "failed", message=p.message, problems=[p], spec_name=spec.title)
+        except (WorkerDied, RuntimeError) as e:
+            p = Problem("crash", getattr(e, "case", ""), str(e))
+            return KernelCheck(kernel, "failed", message=p.message, problems=[p], spec_name=spec.title)
+        problems = [Problem(**p) for p in reply.get("problems", [])]
+        timings = [
+            CaseTiming(
+                case=t["case"],
+                sizes=t.get("sizes", {}),
+                measurement=Measurement.from_dict(t["measurement"]),
+                bytes=t.get("bytes", 0.0),
+                flops=t.get("flops", 0.0),
+                bandwidth_Bps=t.get("bandwidth_Bps", 0.0),
+                flops_per_s=t.get("flops_per_s", 0.0),
+                roofline=t.get("roofline", 0.0),
+                bound=t.get("bound", ""),
+                suspicious=t.get("suspicious"),
+            )
+            for t in reply.get("timings", [])
+        ]
+        ok = not problems
+        return KernelCheck(
+            kernel,
+            "ok" if ok else "failed",
+            ok=ok,
+            message="" if ok else problems[0].message,
+            problems=problems,
+            cases=reply.get("cases", []),
+            timings=timings,
+            spec_name=spec.title,
+        )
+
+    def compare(
+        self,
+        spec: Spec,
+        spec_source: str | None,
+        baseline: Built,
+        candidate: Built,
+        min_speedup: float = 1.02,
+        on_progress: ProgressFn | None = None,
+    ) -> Comparison:
+        empty = self._stamp(Comparison(1.0, 1.0, 1.0, 0, None, None))
+        with self._lock:
+            if not self.available:
+                return replace(empty, error=f"no GPU: {self.reason}")
+            message = {
+                "op": "compare",
+                "spec": spec_desc(spec, spec_source),
+                "steps_a": baseline[1],
+                "steps_b": candidate[1],
+                "timing": self.timing.__dict__,
+                "device": self.device.to_dict() if self.device else {},
+            }
+            try:
+                reply = self._request(message, [baseline[0], candidate[0]], on_progress)
+            except (WorkerHung, WorkerDied, RuntimeError) as e:
+                return replace(empty, error=str(e))
+            problems = [Problem(**p) for p in reply.get("problems", [])]
+            if not reply.get("cases"):
+                return replace(
+                    empty, problems=problems, error=problems[0].message if problems else "no timing case"
+                )
+            case = reply["cases"][-1]  # the largest timing size
+            a, b = case["a"], case["b"]
+            speedup, low, high = bootstrap_ratio(a, b)
+            name = self.device.name if self.device else ""
+            suspicious = case.get("suspicious")
+            return self._stamp(
+                Comparison(
+                    speedup=speedup,
+                    ci_low=low,
+                    ci_high=high,
+                    n=min(len(a), len(b)),
+                    baseline=summarize(a, self.timing.cold_l2, name, case["case"]),
+                    candidate=summarize(b, self.timing.cold_l2, name, case["case"]),
+                    case=case["case"],
+                    faster=low > min_speedup and not suspicious and not problems,
+                    suspicious=suspicious,
+                    problems=problems,
+                    device_name=name,
+                )
+            )
+
+    def profile(
+        self, ncu: str, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
+    ) -> OccupancyReport:
+        job = dict(job, device=self.device_index, fake=self.fake)
+        with self._lock:  # nothing else on this GPU while ncu replays the kernels
+            return profile_occupancy(ncu, job, cubin, symbol_to_kernel)

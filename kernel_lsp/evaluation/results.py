@@ -1,0 +1,87 @@
+"""What an evaluation backend answers: plain dataclasses, each saying the host and GPU it came
+from (several backends may serve one run)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernel_lsp.model import Diagnostic
+from kernel_lsp.runner.hardware import DeviceInfo
+from kernel_lsp.runner.profile import OccupancyFigure
+from kernel_lsp.runner.verify import Problem
+from kernel_lsp.stats import Measurement, format_seconds
+
+
+@dataclass
+class CaseTiming:
+    case: str
+    sizes: dict[str, int]
+    measurement: Measurement
+    bytes: float = 0.0
+    flops: float = 0.0
+    bandwidth_Bps: float = 0.0
+    flops_per_s: float = 0.0
+    roofline: float = 0.0  # fraction of the roofline bound reached (1.0 = at the bound)
+    bound: str = ""  # "DRAM" or "<dtype> peak"
+    suspicious: str | None = None
+
+
+@dataclass
+class KernelCheck:
+    kernel: str
+    status: str  # ok, failed, unavailable, compile_error, spec_error, error
+    ok: bool = False
+    message: str = ""
+    problems: list[Problem] = field(default_factory=list)
+    cases: list[dict[str, Any]] = field(default_factory=list)  # [{case, ok}] verified cases
+    timings: list[CaseTiming] = field(default_factory=list)
+    device: DeviceInfo | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    duration_s: float = 0.0
+    spec_name: str = ""
+    # Achieved occupancy per kernel of the pipeline, from ncu on the largest timed case; the note
+    # says why there is none (not asked for, no ncu, counters not permitted).
+    occupancy: list[OccupancyFigure] = field(default_factory=list)
+    occupancy_note: str = ""
+    # Where it ran: the host name and the device index there (one backend per GPU).
+    host: str = ""
+    device_index: int | None = None
+
+    @property
+    def headline(self) -> str:
+        """`0.201 ms · 96% of DRAM roofline · H200` for the largest timed case."""
+        if not self.ok:
+            return self.message
+        if not self.timings:
+            return "verified" + (f" · {self.device.short_name}" if self.device else "")
+        t = self.timings[-1]
+        parts = [format_seconds(t.measurement.median_s)]
+        if t.roofline:
+            parts.append(f"{t.roofline * 100:.0f}% of {t.bound} roofline")
+        if self.device:
+            parts.append(self.device.short_name)
+        return " · ".join(parts)
+
+
+@dataclass
+class Comparison:
+    """Candidate against baseline, timed interleaved. speedup = baseline median / candidate
+    median; [ci_low, ci_high] its bootstrap interval. `faster` only when the lower bound clears
+    the threshold and nothing is suspicious or wrong."""
+
+    speedup: float
+    ci_low: float
+    ci_high: float
+    n: int
+    baseline: Measurement | None
+    candidate: Measurement | None
+    case: str = ""
+    faster: bool = False
+    suspicious: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    error: str | None = None
+    # The one device both sides ran on (a speedup is never measured across devices).
+    host: str = ""
+    device_index: int | None = None
+    device_name: str = ""

@@ -1,0 +1,237 @@
+"""Spec resolution: from a source, its compiled artifact and a spec, the launch steps a backend
+runs ([{kernel, symbol, params, grid, block, smem, constants}]). Pure: no GPU, no compiling.
+
+A spec names a kernel by its source name (`saxpy`) or a template instance (`scale<float>`); the
+entry symbol comes from the artifact's kernels (mangled names from the compiler's resource
+report), with the CUBIN's string table as the fallback for plain names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from kernel_lsp.model import CompileResult, Diagnostic, Severity
+from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
+from kernel_lsp.spec import Spec, SpecLoad, check_spec, load_specs, source_constants, spec_path_for
+
+GPU_SOURCE = "kernel-lsp gpu"
+SpecArg = str | Spec | Sequence[Spec] | SpecLoad | None
+
+
+def entry_symbols(cubin: bytes, names: Sequence[str]) -> dict[str, str]:
+    """{source name: symbol} read from the CUBIN's string table: the name itself (extern "C") or
+    its Itanium mangling `_Z<len><name>...` (a plain, non-template function)."""
+    strings = [s.decode(errors="replace") for s in cubin.split(b"\0") if s]
+    found: dict[str, str] = {}
+    for name in names:
+        prefix = f"_Z{len(name)}{name}"
+        for text in strings:
+            if text == name or (text.startswith(prefix) and text[len(prefix) :][:1].isalpha()):
+                found[name] = text
+                break
+    return found
+
+
+_BUILTIN = {
+    "b": "bool",
+    "c": "char",
+    "a": "signed char",
+    "h": "unsigned char",
+    "s": "short",
+    "t": "unsigned short",
+    "i": "int",
+    "j": "unsigned int",
+    "l": "long",
+    "m": "unsigned long",
+    "x": "long long",
+    "y": "unsigned long long",
+    "f": "float",
+    "d": "double",
+}
+
+
+def _length_name(text: str, i: int) -> tuple[str, int] | None:
+    j = i
+    while j < len(text) and text[j].isascii() and text[j].isdigit():
+        j += 1
+    if j == i or j - i > 4:
+        return None
+    n = int(text[i:j])
+    return (text[j : j + n], j + n) if j + n <= len(text) else None
+
+
+def _template_arg(text: str, i: int) -> tuple[str, int] | None:
+    """One mangled template argument at `i`: a builtin type, a class name, a pointer to one, or
+    an integer literal (`Li4E`, `Lb1E`)."""
+    if i >= len(text):
+        return None
+    c = text[i]
+    if c in _BUILTIN:
+        return _BUILTIN[c], i + 1
+    if c == "P":
+        inner = _template_arg(text, i + 1)
+        return (inner[0] + "*", inner[1]) if inner else None
+    if c == "L" and i + 1 < len(text) and text[i + 1] in _BUILTIN:
+        end = text.find("E", i + 2)
+        if end < 0:
+            return None
+        value = text[i + 2 : end].replace("n", "-", 1)
+        if text[i + 1] == "b":
+            value = "true" if value == "1" else "false"
+        return value, end + 1
+    return _length_name(text, i)
+
+
+def instance_name(mangled: str) -> str | None:
+    """`_Z5scaleIfEvPKT_S2_PS0_i` -> `scale<float>`: the template instance an entry symbol is
+    (builtin, class and integer arguments; None for anything else, or a plain function)."""
+    if not mangled.startswith("_Z"):
+        return None
+    i = 2
+    if mangled[i : i + 1] == "N":  # nested: namespaces first, the function's name last
+        i += 1
+    name = None
+    while (part := _length_name(mangled, i)) is not None:
+        name, i = part
+        if mangled[i : i + 1] == "I" or mangled[2:3] != "N":
+            break
+    if name is None or mangled[i : i + 1] != "I":
+        return None
+    i += 1
+    args = []
+    while i < len(mangled) and mangled[i] != "E":
+        arg = _template_arg(mangled, i)
+        if arg is None:
+            return None
+        args.append(arg[0])
+        i = arg[1]
+    return f"{name}<{', '.join(args)}>" if i < len(mangled) else None
+
+
+def _normal(name: str) -> str:
+    """`ns::total< float >` -> `total<float>`: how two spellings of one instance compare."""
+    text = "".join(name.split())
+    head, lt, args = text.partition("<")
+    return head.rpartition("::")[2] + lt + args
+
+
+def kernel_symbols(artifact: CompileResult, kernels: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """{spec kernel name: entry symbol} for the kernels found in the artifact, and a message per
+    kernel that is not (absent, or a template with several instances and no instance named)."""
+    # A backend may name an instance by its template only (`scale`): its symbol says which.
+    by_name = {
+        _normal(k.name if "<" in k.name else instance_name(k.mangled) or k.name): k.mangled
+        for k in artifact.kernels
+    }
+    found: dict[str, str] = {}
+    problems: list[str] = []
+    for name in dict.fromkeys(kernels):
+        symbol = by_name.get(_normal(name))
+        if symbol is None and "<" not in name:
+            instances = sorted(n for n in by_name if kernel_base_name(n) == name)
+            if len(instances) == 1:
+                symbol = by_name[instances[0]]
+            elif len(instances) > 1:
+                problems.append(
+                    f"`{name}` is a template with {len(instances)} instances ({', '.join(instances)}): "
+                    f'name one in the spec, e.g. kernel="{instances[0]}"'
+                )
+                continue
+        if symbol is None and artifact.cubin and "<" not in name:
+            # Some builds leave ptxas' resource lines out of the log: read the CUBIN itself.
+            symbol = entry_symbols(artifact.cubin, [name]).get(name)
+        if symbol is None:
+            problems.append(
+                f"kernel `{name}` not in the compiled module"
+                + (" (a template needs an explicit instantiation)" if "<" in name else "")
+            )
+            continue
+        found[name] = symbol
+    return found, problems
+
+
+def resolve_spec(
+    specs: SpecArg, path: str, kernel: str | None, spec_source: str | None
+) -> tuple[Spec | None, list[Diagnostic]]:
+    """The spec of `kernel` (the first one when None) from a spec path, a load, or specs."""
+    if specs is None:
+        specs = spec_path_for(path)
+    if isinstance(specs, str):
+        if spec_source is None and not os.path.exists(specs):
+            return None, [
+                Diagnostic(
+                    path,
+                    1,
+                    1,
+                    Severity.INFO,
+                    f"no spec ({os.path.basename(specs)})",
+                    code="no-spec",
+                    source=GPU_SOURCE,
+                )
+            ]
+        specs = load_specs(specs, spec_source)
+    if isinstance(specs, SpecLoad):
+        errors = [d for d in specs.diagnostics if d.severity is Severity.ERROR]
+        if errors:
+            return None, errors
+        candidates = specs.specs
+    elif isinstance(specs, Spec):
+        candidates = [specs]
+    else:
+        candidates = list(specs)
+    for spec in candidates:
+        if kernel in (None, spec.kernel, spec.name):
+            return spec, []
+    return None, [
+        Diagnostic(
+            path, 1, 1, Severity.INFO, f"no spec for kernel `{kernel}`", code="no-spec", source=GPU_SOURCE
+        )
+    ]
+
+
+def launch_steps(
+    spec: Spec, source: str, artifact: CompileResult, defines: Sequence[str] = ()
+) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+    """The pipeline's launch steps, or the diagnostics (in the spec file) that prevent them."""
+    sigs = find_kernels(source)
+    directives = parse_directives(source)
+    constants = source_constants(source, defines)
+    problems = [d for d in check_spec(spec, sigs, directives, constants) if d.severity is Severity.ERROR]
+    if problems:
+        return [], problems
+    symbols, missing = kernel_symbols(artifact, spec.kernels)
+    if missing:
+        return [], [
+            Diagnostic(
+                spec.path or "", spec.line or 1, 1, Severity.ERROR, m, code="spec-kernel", source=GPU_SOURCE
+            )
+            for m in missing
+        ]
+    steps, seen = [], {}
+    for kname in spec.kernels:
+        i = seen.get(kname, 0)
+        seen[kname] = i + 1
+        d = directives.launches_of(kname)[i]
+        sig = find_kernel(sigs, kname)
+        assert sig is not None  # check_spec reported it otherwise
+        steps.append(
+            {
+                "kernel": kname,
+                "symbol": symbols[kname],
+                "params": [p.name for p in sig.params],
+                "grid": d.grid,
+                "block": d.block,
+                "smem": d.smem,
+                "constants": constants,
+            }
+        )
+    return steps, []
+
+
+def spec_desc(spec: Spec, spec_source: str | None) -> dict[str, Any]:
+    """How the worker finds the spec: its path, and the editor's text when it is open."""
+    if not spec.path:
+        raise ValueError("the spec must come from a spec file (load_specs sets its path)")
+    return {"path": spec.path, "source": spec_source, "kernel": spec.kernel}
