@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from .compile import compile_source, decode_source, read_source
 from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .include_graph import IncludeGraph
 from .model import CompileResult, Diagnostic, KernelResources, Severity
@@ -135,9 +136,24 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file."""
     project = settings.project_flags(path, base_dir)
+    flags = project.flags
+    if (include := torch_include(source)) is not None:
+        # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
+        torch = torch_flags()
+        if torch.problem:
+            found = Diagnostic(
+                path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
+            )
+            return FileCheck(path, [found], checked=False)
+        base = flags or CommandFlags()
+        flags = replace(
+            base,
+            system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
+            defines=extension_defines(path) + base.defines,
+        )
     results = [
-        compile_source(source, path, settings.compile_options(a, base_dir, project.flags))
-        for a in settings.archs(project.flags)
+        compile_source(source, path, settings.compile_options(a, base_dir, flags))
+        for a in settings.archs(flags)
     ]
     diagnostics = merge_arch_diagnostics(results)
     if project.problem:

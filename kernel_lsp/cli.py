@@ -150,7 +150,9 @@ def check_main(argv: list[str]) -> int:
         verify_checks(checks, settings, profile=args.occupancy)
     from .formats import FORMATTERS
 
-    print(FORMATTERS[args.format](checks, archs))
+    # Files with a compile_commands.json entry are checked for its archs: name what was used.
+    used = sorted({r.arch for c in checks for r in c.results} - set(archs))
+    print(FORMATTERS[args.format](checks, archs + used))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN

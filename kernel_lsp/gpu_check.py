@@ -23,7 +23,10 @@ def verify_checks(
             log(f"kernel-lsp: GPU verification skipped: {gpu.reason}")
             return None
         for c in todo:
-            options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
+            # The project's flags (compile_commands.json) too: its headers and defines.
+            project = settings.project_flags(c.path).flags
+            arch = gpu.device.arch if gpu.device else settings.archs(project)[0]
+            options = settings.compile_options(arch, None, project)
             c.gpu_checks = check_file(gpu, c.path, compile_options=options)
             if profile:
                 with open(c.path, encoding="utf-8") as f:
