@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .compile import compile_source, decode_source, read_source
+from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
+from .include_graph import IncludeGraph
 from .model import CompileResult, Diagnostic, KernelResources, Severity
+from .source import find_kernels
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 SPEC_SUFFIX = ".spec.py"
@@ -107,14 +111,109 @@ def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
     return out
 
 
+Includer = tuple[str, "str | None"]  # (path, editor text; None: read it from disk)
+
+
 def check_source(
-    source: str, path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+    source: str,
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
-    results = [compile_source(source, path, settings.compile_options(a, base_dir)) for a in settings.archs()]
-    diagnostics = merge_arch_diagnostics(results)
+    """`includers`: files that include this one (a header), best first; a header that fails on
+    its own is checked in the first one's context (see `in_includer_context`)."""
+    check = compile_all_archs(source, path, settings, base_dir)
     if path.endswith(".cu"):
-        diagnostics += spec_findings(path, source, settings.defines, spec_text)
+        check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
+    elif includers and check.errors:
+        check = in_includer_context(check, source, includers[0], settings, base_dir)
+    return check
+
+
+def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+    """The file compiled for every arch with its project's flags (compile_commands.json) and the
+    settings; a database that cannot be used is one warning at the top of the file."""
+    project = settings.project_flags(path, base_dir)
+    flags = project.flags
+    if (include := torch_include(source)) is not None:
+        # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
+        torch = torch_flags()
+        if torch.problem:
+            found = Diagnostic(
+                path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
+            )
+            return FileCheck(path, [found], checked=False)
+        base = flags or CommandFlags()
+        flags = replace(
+            base,
+            system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
+            defines=extension_defines(path) + base.defines,
+        )
+    results = [
+        compile_source(source, path, settings.compile_options(a, base_dir, flags))
+        for a in settings.archs(flags)
+    ]
+    diagnostics = merge_arch_diagnostics(results)
+    if project.problem:
+        message = f"{project.problem}; checking with the settings' flags only"
+        diagnostics.insert(
+            0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
+        )
     return FileCheck(path, diagnostics, results)
+
+
+def in_includer_context(
+    alone: FileCheck, source: str, includer: Includer, settings: Settings, base_dir: str | None = None
+) -> FileCheck:
+    """A header that fails on its own (its types, macros or includes come from the file that
+    includes it) is compiled as the includer sees it: the header's findings are those of the
+    includer's compile that lie in the header, exactly as the compiler reports them there, and its
+    kernels are the includer's kernels defined in the header. The includer's own findings stay
+    the includer's (its own check reports them). When the includer fails by itself and shows
+    nothing in the header, its compile says nothing about the header: the lone check stands."""
+    includer_path, includer_text = includer
+    if includer_text is None:
+        includer_text, _ = read_source(includer_path, settings.max_file_bytes)
+    if includer_text is None:
+        return alone
+    context = compile_all_archs(includer_text, includer_path, settings, base_dir)
+    mine = [d for d in context.diagnostics if _same(d.path, alone.path)]
+    includer_errors = sum(1 for d in context.diagnostics if d.severity == Severity.ERROR and d not in mine)
+    if includer_errors and not any(d.severity == Severity.ERROR for d in mine):
+        return alone
+    shown = os.path.relpath(includer_path, os.path.dirname(os.path.abspath(alone.path)))
+    first = next(d for d in alone.diagnostics if d.severity == Severity.ERROR)
+    note = Diagnostic(
+        alone.path,
+        1,
+        1,
+        Severity.INFO,
+        f"checked as included by {shown}: on its own this header does not compile "
+        f"(line {first.line}: {first.message})",
+        code="context",
+        source="kernel-lsp",
+    )
+    mine = [replace(d, path=alone.path) for d in mine]
+    lines = {k.name: k.line for k in find_kernels(source)}
+    results = [
+        replace(
+            r,
+            path=alone.path,
+            diagnostics=[d for d in r.diagnostics if _same(d.path, alone.path)],
+            kernels=[
+                replace(k, line=lines[_base_name(k.name)]) for k in r.kernels if _base_name(k.name) in lines
+            ],
+        )
+        for r in context.results
+    ]
+    return FileCheck(alone.path, [note, *mine], results)
+
+
+def _base_name(kernel: str) -> str:
+    """`total<float>` -> `total`; `ns::k` -> `k` (find_kernels knows names as written)."""
+    return kernel.split("<", 1)[0].split("(", 1)[0].rsplit("::", 1)[-1].strip()
 
 
 def spec_findings(
@@ -141,21 +240,82 @@ def spec_findings(
 
 
 def check_bytes(
-    data: bytes, path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+    data: bytes,
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return check_source(source, path, settings, base_dir, spec_text)
+    return check_source(source, path, settings, base_dir, spec_text, includers)
 
 
 def check_path(
-    path: str, settings: Settings, base_dir: str | None = None, spec_text: str | None = None
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return check_source(source, path, settings, base_dir, spec_text)
+    return check_source(source, path, settings, base_dir, spec_text, includers)
+
+
+def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, ...]:
+    """The include folders of every entry of the compile_commands.json that governs each folder
+    (for the include graph, which resolves `#include`s without a file's own flags)."""
+    out: dict[str, None] = {}
+    for folder in folders:
+        for flags in database_entries(os.path.join(folder, "_"), settings, folder):
+            out.update(dict.fromkeys(flags.include_dirs))
+    return tuple(out)
+
+
+def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
+    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+    if settings.compile_commands:
+        db_path = explicit_database(settings.compile_commands, base_dir)[0]
+    else:
+        db_path = find_database(path, base_dir)
+    return list(load_database(db_path).entries.values()) if db_path else []
+
+
+def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Includer, ...]]:
+    """For each header among `files`: the file to check it in the context of. Candidates are the
+    `.cu` files checked with it, else the translation units of its compile_commands.json."""
+    headers = [f for f in files if not f.endswith(".cu")]
+    if not headers:
+        return {}
+    units = [f for f in files if f.endswith(".cu")]
+    out: dict[str, tuple[Includer, ...]] = {}
+    for header in headers:
+        entries = database_entries(header, settings)
+        candidates = units or [e.file for e in entries if e.file.endswith(".cu") and os.path.isfile(e.file)]
+        dirs = tuple(settings.include_dirs) + tuple(d for e in entries for d in e.include_dirs)
+        graph = IncludeGraph(tuple(dict.fromkeys(dirs)))
+        for unit in candidates:
+            if unit not in graph:
+                graph.update(unit)
+        found = {f for f in graph.dependents(header) if f.endswith(".cu")}
+        if found:
+            out[header] = ((rank_includers(header, found)[0], None),)
+    return out
+
+
+def rank_includers(header: str, dependents: set[str]) -> list[str]:
+    """The files to check a header in: `.cu` files first (a translation unit, not another header),
+    nearest to the header's folder first, then by path, so the choice is stable."""
+    folder = os.path.dirname(os.path.abspath(header))
+
+    def distance(p: str) -> int:
+        return len(os.path.relpath(os.path.dirname(p), folder).split(os.sep))
+
+    return sorted(dependents, key=lambda p: (not p.endswith(".cu"), distance(p), p))
 
 
 def _excluded(path: str, exclude: tuple[str, ...]) -> bool:

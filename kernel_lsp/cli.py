@@ -15,7 +15,7 @@ from concurrent.futures import wait
 from dataclasses import replace
 
 from . import __version__
-from .check import FileCheck, check_path, collect_files, drop_repeated
+from .check import FileCheck, check_path, collect_files, drop_repeated, includers_for
 from .compile import JOB_TIMEOUT_S, compile_pool, end_pool
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 from .model import Diagnostic, Severity
@@ -54,6 +54,11 @@ def _add_compile_flags(p: argparse.ArgumentParser) -> None:
         help="with nvcc, also compile the host side (nvcc -c) so the host compiler's errors show",
     )
     p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
+    p.add_argument(
+        "--compile-commands",
+        metavar="PATH",
+        help="compile_commands.json (or its folder) to take flags from (default: searched upward from each file)",
+    )
 
 
 def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
@@ -72,6 +77,8 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
         flags["compiler"] = args.compiler
     if getattr(args, "host_check", None):
         flags["hostCheck"] = True
+    if getattr(args, "compile_commands", None):
+        flags["compileCommands"] = os.path.abspath(args.compile_commands)
     settings, more = settings_from_dict(flags, settings)
     return settings, problems + more
 
@@ -80,12 +87,14 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
     # sidecar runs the user's code, which only a worker process can be stopped in.
     has_spec = any(os.path.exists(spec_path_for(f)) for f in files if f.endswith(".cu"))
+    # A header that does not compile alone is checked as the file that includes it sees it.
+    context = includers_for(files, settings)
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [check_path(f, settings) for f in files]
+        return [check_path(f, settings, includers=context.get(f, ())) for f in files]
     workers = max(1, min(jobs, len(files)))
     pool = compile_pool(workers)
     try:
-        futures = [pool.submit(check_path, f, settings) for f in files]
+        futures = [pool.submit(check_path, f, settings, includers=context.get(f, ())) for f in files]
         wait(futures, timeout=JOB_TIMEOUT_S * math.ceil(len(files) / workers))
         return [fut.result() if fut.done() else _timed_out(f) for f, fut in zip(files, futures, strict=True)]
     finally:
@@ -162,7 +171,9 @@ def check_main(argv: list[str]) -> int:
         verify_checks(checks, settings, profile=args.occupancy, gpus=args.gpus)
     from .formats import FORMATTERS
 
-    print(FORMATTERS[args.format](checks, archs))
+    # Files with a compile_commands.json entry are checked for its archs: name what was used.
+    used = sorted({r.arch for c in checks for r in c.results} - set(archs))
+    print(FORMATTERS[args.format](checks, archs + used))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .compile import MAX_FILE_BYTES, CompileOptions, resolve_arch
+from .compile.compile_commands import CommandFlags, Lookup, flags_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,8 +42,14 @@ class Settings:
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
     compiler: str = "auto"  # "auto" | "nvrtc" | "nvcc": auto = NVRTC unless the file has host code
     host_check: bool = False  # nvcc -c: the host compiler's own errors too
+    # compile_commands.json (or its folder) to use instead of the one found upward from each file
+    compile_commands: str | None = None
 
-    def archs(self) -> list[str]:
+    def archs(self, project: CommandFlags | None = None) -> list[str]:
+        """The archs to check: the user's; else the project's (compile_commands.json), else the
+        local GPU's or sm_90."""
+        if project is not None and project.archs and self.arch in ((), ("auto",)):
+            return list(project.archs)
         out: list[str] = []
         for a in self.arch or ("auto",):
             r = resolve_arch(a)
@@ -50,18 +57,40 @@ class Settings:
                 out.append(r)
         return out
 
-    def compile_options(self, arch: str, base_dir: str | None = None) -> CompileOptions:
+    def project_flags(self, path: str, base_dir: str | None = None) -> Lookup:
+        """The compile_commands.json flags for `path` (searched up to `base_dir`, the workspace
+        root), or the database this setting names. Never raises; `problem` is for the user."""
+        return flags_for(path, base_dir, self.compile_commands)
+
+    def compile_options(
+        self, arch: str, base_dir: str | None = None, project: CommandFlags | None = None
+    ) -> CompileOptions:
+        """The one place options are built: the project's flags (compile_commands.json), then the
+        settings' include folders and defines added after them."""
         dirs = tuple(
             d if os.path.isabs(d) or base_dir is None else os.path.normpath(os.path.join(base_dir, d))
             for d in self.include_dirs
         )
-        return CompileOptions(
+        base = CompileOptions(
             arch=arch,
             include_dirs=dirs,
             defines=self.defines,
             default_device=self.default_device,
             compiler=self.compiler,
             host_check=self.host_check,
+        )
+        if project is None:
+            return base
+        return replace(
+            base,
+            include_dirs=tuple(dict.fromkeys(project.include_dirs + dirs)),
+            system_include_dirs=project.system_include_dirs,
+            defines=project.defines + self.defines,
+            undefines=project.undefines,
+            relaxed_constexpr=project.relaxed_constexpr,
+            extended_lambda=project.extended_lambda,
+            extra=project.extra,
+            **({"std": project.std} if project.std else {}),
         )
 
 
@@ -89,6 +118,8 @@ _KEYS: dict[str, str] = {
     "compiler": "compiler",
     "hostCheck": "host_check",
     "host-check": "host_check",
+    "compileCommands": "compile_commands",
+    "compile-commands": "compile_commands",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -132,7 +163,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"unknown setting `{key}`")
             continue
         if value is None:
-            if name in ("gpu_device", "gpu_devices", "llm_base_url", "llm_model", "llm_api_key"):
+            if name in ("gpu_device", "gpu_devices", "llm_base_url", "llm_model", "llm_api_key", "compile_commands"):
                 changes[name] = None
             continue
         try:
@@ -195,4 +226,8 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
         d if os.path.isabs(d) else os.path.normpath(os.path.join(base, d)) for d in settings.include_dirs
     )
     excludes = tuple(os.path.normpath(os.path.join(base, e)) for e in settings.exclude)
-    return replace(settings, include_dirs=dirs, exclude=excludes), [f"{path}: {p}" for p in problems]
+    database = settings.compile_commands
+    if database and not os.path.isabs(database):
+        database = os.path.normpath(os.path.join(base, database))
+    settings = replace(settings, include_dirs=dirs, exclude=excludes, compile_commands=database)
+    return settings, [f"{path}: {p}" for p in problems]

@@ -21,7 +21,10 @@ def _stderr(line: str) -> None:
 
 def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool = False) -> None:
     """Compile `c`'s file for this GPU, check every spec'd kernel, add the findings to `c`."""
-    options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
+    # The project's flags (compile_commands.json) too: its headers and defines.
+    project = settings.project_flags(c.path).flags
+    arch = gpu.device.arch if gpu.device else settings.archs(project)[0]
+    options = settings.compile_options(arch, None, project)
     with open(c.path, encoding="utf-8") as f:
         source = f.read()
     artifact = gpu.compile(source, c.path, options)

@@ -127,7 +127,8 @@ def run(
     spec, loaded = find_spec(req.path, req.kernel, req.spec_source)
     target = Target(req.path, source, spec, kernels_launched(spec, source), req.spec_source)
     base_dir = os.path.dirname(os.path.abspath(req.path))
-    options: CompileOptions = req.settings.compile_options(req.settings.archs()[0], base_dir)
+    project = req.settings.project_flags(req.path, req.workspace).flags
+    options: CompileOptions = req.settings.compile_options(req.settings.archs(project)[0], base_dir, project)
     own = False
     if evaluator is None:
         factory = evaluator_factory_from_env()

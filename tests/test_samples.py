@@ -37,7 +37,13 @@ from kernel_lsp.spec import (
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 BROKEN = SAMPLES / "broken"
-CLEAN = sorted(p for p in SAMPLES.rglob("*.cu") if BROKEN not in p.parents)
+# Host code, a CMake project, a PyTorch extension: tests/test_real_samples.py checks them.
+REAL_WORLD = [SAMPLES / "host_program", SAMPLES / "cmake_project", SAMPLES / "torch_extension"]
+CLEAN = sorted(
+    p
+    for p in SAMPLES.rglob("*.cu")
+    if BROKEN not in p.parents and not any(d in p.parents for d in REAL_WORLD)
+)
 IDS = [str(p.relative_to(SAMPLES)) for p in CLEAN]
 
 # Issue 7's suite (plus reduce_sum from issue 2): every family in FP32 and BF16.

@@ -22,8 +22,9 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, check_bytes, check_path, spec_owners
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, check_bytes, check_path, spec_owners
 from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
+from ..compile.compile_commands import database_stamp
 from ..config import Settings
 from ..model import Diagnostic, Severity
 from ..spec import spec_path_for
@@ -35,13 +36,18 @@ BURST_QUIET_S = 0.15
 
 
 def _check_job(
-    text: str | None, path: str, settings: Settings, base_dir: str | None, spec_text: str | None = None
+    text: str | None,
+    path: str,
+    settings: Settings,
+    base_dir: str | None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
     if text is None:
-        return check_path(path, settings, base_dir, spec_text)
+        return check_path(path, settings, base_dir, spec_text, includers)
     # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
     # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text)
+    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers)
 
 
 def _warm_up() -> None:
@@ -86,6 +92,8 @@ class Analysis:
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
         self._closed = False
         self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
+        # The files a header is checked in the context of, best first (the watcher's include graph).
+        self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
 
     # --- pool ---------------------------------------------------------------------------------
 
@@ -182,7 +190,8 @@ class Analysis:
             return
         spec_path = spec_path_for(path)
         spec_text = self._snapshot(spec_path).text
-        key = self._cache_key(path, snap.text, settings, spec_path, spec_text)
+        includers = self.includers(path) if not path.endswith(".cu") else ()
+        key = self._cache_key(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
         check = self._cache.get(key) if key else None
         if check is None:
             loop = asyncio.get_running_loop()
@@ -190,7 +199,14 @@ class Analysis:
             try:
                 check = await asyncio.wait_for(
                     loop.run_in_executor(
-                        self._executor(), _check_job, snap.text, path, settings, base_dir, spec_text
+                        self._executor(),
+                        _check_job,
+                        snap.text,
+                        path,
+                        settings,
+                        base_dir,
+                        spec_text,
+                        includers,
                     ),
                     JOB_TIMEOUT_S,
                 )
@@ -252,7 +268,13 @@ class Analysis:
 
     @staticmethod
     def _cache_key(
-        path: str, text: str | None, settings: Settings, spec_path: str = "", spec_text: str | None = None
+        path: str,
+        text: str | None,
+        settings: Settings,
+        spec_path: str = "",
+        spec_text: str | None = None,
+        includers: tuple[Includer, ...] = (),
+        base_dir: str | None = None,
     ) -> str | None:
         if text is None:
             return None  # files on disk are re-read each time: the watcher says when they change
@@ -265,7 +287,10 @@ class Analysis:
             headers = {}
         # The spec sidecar's findings are part of the result: its text, or its stamp on disk.
         spec = spec_text if spec_text is not None else header_stamps([spec_path])
-        raw = repr((path, ident, settings, header_stamps(headers), spec))
+        # The project's flags (compile_commands.json) and a header's includer are inputs too.
+        database = database_stamp(path, base_dir, settings.compile_commands)
+        context = [(p, t if t is not None else header_stamps([p])) for p, t in includers]
+        raw = repr((path, ident, settings, header_stamps(headers), spec, database, context))
         return hashlib.sha256(raw.encode()).hexdigest()
 
     # --- publishing ---------------------------------------------------------------------------

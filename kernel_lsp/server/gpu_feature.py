@@ -102,8 +102,10 @@ class GpuFeature:
                 session = self.session
                 if session is None:
                     return
-                arch = session.device.arch if session.device else self.server.settings.archs()[0]
-                options = self.server.settings.compile_options(arch, self.server.root_path())
+                settings, root = self.server.settings, self.server.root_path()
+                project = settings.project_flags(path, root).flags
+                arch = session.device.arch if session.device else settings.archs(project)[0]
+                options = settings.compile_options(arch, root, project)
                 self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
                 # Compiled once for the device's exact arch; the same artifact is verified, timed
                 # and profiled.

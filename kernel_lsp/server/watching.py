@@ -34,6 +34,7 @@ from collections import deque
 
 from lsprotocol import types
 
+from ..check import Includer, project_include_dirs, rank_includers
 from ..include_graph import IncludeGraph, normalize, read_text
 from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
 from .uris import uri_to_path
@@ -84,7 +85,15 @@ class Watching:
     def _include_dirs(self) -> tuple[str, ...]:
         settings = self.server.settings
         archs = settings.archs()
-        return settings.compile_options(archs[0], self.server.root_path()).include_dirs if archs else ()
+        dirs = settings.compile_options(archs[0], self.server.root_path()).include_dirs if archs else ()
+        return dirs + project_include_dirs(settings, self.folders())
+
+    def includers_of(self, path: str) -> tuple[Includer, ...]:
+        """The file a header is checked in the context of: its nearest `.cu` includer, with its
+        editor text when it is open."""
+        with self.graph_lock:
+            found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
+        return tuple((p, self.server.snapshot(p).text) for p in rank_includers(path, found)[:1])
 
     def folders(self) -> list[str]:
         ws = self.server.workspace
@@ -302,6 +311,7 @@ def register(server) -> None:
     watching = Watching(server)
     server.watching = watching
     server.after_check_hooks.append(watching.after_check)
+    server.analysis.includers = watching.includers_of
 
     _chain(server, types.INITIALIZED, lambda ls: watching.sync_folders())
     _chain(server, types.SHUTDOWN, lambda ls: watching.stop())

@@ -1,0 +1,471 @@
+"""A flag source: CMake's `compile_commands.json` (`CMAKE_EXPORT_COMPILE_COMMANDS=ON`), read the way
+clangd reads it, reduced to what matters for diagnostics.
+
+- Finding it: the file's folder and each ancestor up to the workspace root (else the filesystem
+  root), looking at `compile_commands.json` there and then in its `build*/` folders; or the one
+  path the user names (`compileCommands` / `--compile-commands`: the json or its folder).
+- Each entry's `arguments` (or `command`, split like a shell) becomes `CommandFlags`: include
+  folders, `-isystem`, defines, `-U`, `-std`, `--expt-relaxed-constexpr`, `--extended-lambda`,
+  the target archs (`-gencode`, `-arch`, `--generate-code`, clang's `--cuda-gpu-arch`) and the
+  few code-generation flags both backends share (`-maxrregcount`, `--use_fast_math`, ...).
+  Everything else (`-o`, `-c`, `-O3`, `-MD -MF x`, host-compiler flags...) is dropped.
+  Relative `directory` is relative to the json's folder; relative paths in an entry are
+  relative to its `directory`.
+- A file without an entry borrows one: a file's in its folder, else the nearest ancestor
+  folder's (a file anywhere under it), so headers and new files get the project's flags.
+- Parsed databases are cached by (path, mtime, size). Nothing here raises: an unreadable or
+  malformed json becomes one `problem` message naming the json and what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import threading
+from dataclasses import dataclass, field
+
+DATABASE_NAME = "compile_commands.json"
+
+
+@dataclass(frozen=True)
+class CommandFlags:
+    """What one database entry says that matters for diagnostics (absolute paths)."""
+
+    include_dirs: tuple[str, ...] = ()
+    system_include_dirs: tuple[str, ...] = ()
+    defines: tuple[str, ...] = ()
+    undefines: tuple[str, ...] = ()
+    std: str | None = None
+    relaxed_constexpr: bool = False
+    extended_lambda: bool = False
+    archs: tuple[str, ...] = ()  # "sm_80", in the order the command names them
+    extra: tuple[str, ...] = ()  # code-generation flags NVRTC and nvcc spell alike
+    file: str = ""  # the entry's file (another file's, when borrowed)
+    database: str = ""  # the compile_commands.json it came from
+
+
+@dataclass
+class Database:
+    path: str
+    entries: dict[str, CommandFlags] = field(default_factory=dict)  # normalised file -> flags
+    problem: str | None = None  # the whole json is unusable
+    bad_entries: dict[str, str] = field(default_factory=dict)  # file -> why its entry was skipped
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The flags for one file: `flags` None when there are none; `problem` for the user."""
+
+    flags: CommandFlags | None = None
+    problem: str | None = None
+    database: str | None = None
+    borrowed: bool = False
+
+
+# --- finding the database ---------------------------------------------------------------------
+
+
+def find_database(path: str, root: str | None = None) -> str | None:
+    """The compile_commands.json that governs `path`: searched upward from its folder, in each
+    folder first directly, then in `build*/` folders (`build` first, then by name)."""
+    d = os.path.dirname(os.path.abspath(path))
+    stop = os.path.abspath(root) if root else None
+    if stop and not _inside(d, stop):
+        stop = None  # a file outside the workspace: search up to the filesystem root
+    while True:
+        direct = os.path.join(d, DATABASE_NAME)
+        if os.path.isfile(direct):
+            return direct
+        for sub in _build_dirs(d):
+            candidate = os.path.join(d, sub, DATABASE_NAME)
+            if os.path.isfile(candidate):
+                return candidate
+        parent = os.path.dirname(d)
+        if d == stop or parent == d:
+            return None
+        d = parent
+
+
+def _build_dirs(folder: str) -> list[str]:
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith("build")]
+    except OSError:
+        return []
+    return sorted(names, key=lambda n: (n != "build", n))
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def explicit_database(named: str, base_dir: str | None = None) -> tuple[str | None, str | None]:
+    """The json a setting names (the file, or a folder holding it): (path, problem)."""
+    p = named if os.path.isabs(named) or not base_dir else os.path.join(base_dir, named)
+    p = os.path.normpath(os.path.expanduser(p))
+    if os.path.isdir(p):
+        p = os.path.join(p, DATABASE_NAME)
+    if not os.path.isfile(p):
+        return None, f"compileCommands names {p}, which does not exist"
+    return p, None
+
+
+# --- reading it -------------------------------------------------------------------------------
+
+_cache: dict[str, tuple[tuple[int, int], Database]] = {}
+_cache_lock = threading.Lock()
+
+
+def stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def load_database(path: str) -> Database:
+    """The parsed database, from the cache while the file's (mtime, size) is unchanged."""
+    path = os.path.abspath(path)
+    key = stamp(path)
+    with _cache_lock:
+        hit = _cache.get(path)
+        if hit is not None and key is not None and hit[0] == key:
+            return hit[1]
+    db = _parse_database(path)
+    if key is not None:
+        with _cache_lock:
+            _cache[path] = (key, db)
+    return db
+
+
+def _parse_database(path: str) -> Database:
+    where = os.path.dirname(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        return Database(path, problem=f"cannot read {path}: {e.strerror or e}")
+    except UnicodeDecodeError:
+        return Database(path, problem=f"{path} is not UTF-8 text")
+    except json.JSONDecodeError as e:
+        return Database(
+            path, problem=f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        )
+    if not isinstance(data, list):
+        return Database(path, problem=f"{path} must hold a JSON list of entries, not a {type(data).__name__}")
+    db = Database(path)
+    reasons: list[str] = []
+    for i, entry in enumerate(data):
+        flags, file, reason = _parse_entry(entry, where, path)
+        if reason:
+            reasons.append(f"entry {i + 1}: {reason}")
+            if file:
+                db.bad_entries.setdefault(file, reason)
+            continue
+        assert flags is not None
+        db.entries.setdefault(file, flags)  # the first entry for a file wins, as in clangd
+    if data and not db.entries:
+        db.problem = f"{path} has no usable entry ({reasons[0]})"
+    return db
+
+
+def _parse_entry(entry: object, where: str, db_path: str) -> tuple[CommandFlags | None, str, str | None]:
+    if not isinstance(entry, dict):
+        return None, "", "not an object"
+    file, directory = entry.get("file"), entry.get("directory", "")
+    if not isinstance(file, str) or not file:
+        return None, "", "has no `file`"
+    if not isinstance(directory, str):
+        return None, "", "`directory` is not a string"
+    directory = os.path.normpath(os.path.join(where, directory))
+    file = os.path.normpath(os.path.join(directory, file))
+    args = entry.get("arguments")
+    if args is None:
+        command = entry.get("command")
+        if not isinstance(command, str):
+            return None, file, "has neither `arguments` nor `command`"
+        try:
+            args = shlex.split(command)
+        except ValueError as e:
+            return None, file, f"its `command` cannot be split ({e})"
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return None, file, "`arguments` is not a list of strings"
+    return parse_arguments(args, directory, file, db_path), file, None
+
+
+# --- the flags --------------------------------------------------------------------------------
+
+# Flags whose value follows as the next argument and that do not matter for diagnostics: the
+# value must be skipped too, or `-o x.o` would leave `x.o` and `-Xcompiler -DX` a define.
+_DROP_WITH_VALUE = frozenset(
+    {
+        "-o",
+        "-MF",
+        "-MT",
+        "-MQ",
+        "-MJ",
+        "-x",
+        "-ccbin",
+        "--compiler-bindir",
+        "-Xcompiler",
+        "--compiler-options",
+        "-Xlinker",
+        "--linker-options",
+        "-Xptxas",
+        "--ptxas-options",
+        "-Xnvlink",
+        "--nvlink-options",
+        "-Xfatbin",
+        "--fatbin-options",
+        "-Xarchive",
+        "--archive-options",
+        "-odir",
+        "--output-directory",
+        "-t",
+        "--threads",
+        "--output-file",
+        "--dependency-output",
+        "-L",
+        "--library-path",
+        "-l",
+        "--library",
+        "-isysroot",
+        "--sysroot",
+        "-target",
+        "--keep-dir",
+        "-Xclang",
+        "-Xcudafe",
+        "-Xarch_device",
+        "-Xarch_host",
+        "-MD_file",
+        "-ldir",
+        "--libdevice-directory",
+        "-code",
+        "--gpu-code",
+    }
+)
+_OPTIONS_FILE = ("--options-file", "-optf")
+
+# `--name[=value]` flags that NVRTC and nvcc both take and that change what ptxas reports.
+_SHARED_CODEGEN = {
+    "maxrregcount": "--maxrregcount",
+    "use_fast_math": "--use_fast_math",
+    "ftz": "--ftz",
+    "prec-div": "--prec-div",
+    "prec-sqrt": "--prec-sqrt",
+    "fmad": "--fmad",
+    "relocatable-device-code": "--relocatable-device-code",
+    "extra-device-vectorization": "--extra-device-vectorization",
+}
+_ARCH_RE = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
+
+
+def parse_arguments(args: list[str], directory: str, file: str = "", db_path: str = "") -> CommandFlags:
+    """The flags of one compile command (argv, the compiler first) that matter for diagnostics."""
+    inc: list[str] = []
+    sys_inc: list[str] = []
+    defines: list[str] = []
+    undefines: list[str] = []
+    archs: list[str] = []
+    extra: list[str] = []
+    std: str | None = None
+    relaxed = lam = False
+    responses = 0
+
+    def absolute(p: str) -> str:
+        return os.path.normpath(os.path.join(directory, os.path.expanduser(p)))
+
+    def add_archs(text: str) -> None:
+        # `-gencode arch=compute_80,code=[compute_80,sm_80]`: the real targets are the codes;
+        # a code that is only PTX (compute_80) still names the arch to check for.
+        _, _, code = text.partition("code=")
+        for m in _ARCH_RE.finditer(code or text):
+            arch = f"sm_{m.group(1)}"
+            if arch not in archs:
+                archs.append(arch)
+
+    queue = list(args[1:])  # args[0] is the compiler
+    i = 0
+    while i < len(queue):
+        a = queue[i]
+        i += 1
+
+        def value(prefixes: tuple[str, ...], a: str = a) -> str | None:
+            """The flag's value: glued (`-Ifoo`, `--x=foo`) or the next argument (`-I foo`)."""
+            nonlocal i
+            v, used = _flag_value(a, queue[i] if i < len(queue) else None, prefixes)
+            i += used
+            return v
+
+        if not a.startswith("-") and not a.startswith("@"):
+            continue  # the source file, or the value of a flag we drop
+        if a.startswith("@") or a in _OPTIONS_FILE or a.startswith(tuple(o + "=" for o in _OPTIONS_FILE)):
+            # A response file: its flags count as if written here (CMake puts include folders in one).
+            name = a[1:] if a.startswith("@") else value(_OPTIONS_FILE)
+            responses += 1
+            if name and responses <= 16:  # a response file that names itself must end
+                queue[i:i] = _read_response_file(absolute(name))
+            continue
+        if a.startswith("-isystem") or a.startswith("--system-include"):
+            v = value(("--system-include", "-isystem"))
+            if v:
+                sys_inc.append(absolute(v))
+        elif a.startswith(("--include-path", "-iquote")) or (a.startswith("-I") and a != "-I-"):
+            v = value(("--include-path", "-iquote", "-I"))
+            if v:
+                inc.append(absolute(v))
+        elif a.startswith("--define-macro") or a.startswith("-D"):
+            v = value(("--define-macro", "-D"))
+            if v:
+                defines.append(v)
+        elif a.startswith("--undefine-macro") or a.startswith("-U"):
+            v = value(("--undefine-macro", "-U"))
+            if v:
+                undefines.append(v)
+        elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
+            v = value(("--std", "-std"))
+            if v:
+                std = v.replace("gnu++", "c++")
+        elif a in ("--expt-relaxed-constexpr", "-expt-relaxed-constexpr"):
+            relaxed = True
+        elif a in (
+            "--extended-lambda",
+            "-extended-lambda",
+            "--expt-extended-lambda",
+            "-expt-extended-lambda",
+        ):
+            lam = True
+        elif a.startswith(("-gencode", "--generate-code")):
+            v = value(("--generate-code", "-gencode"))
+            if v:
+                add_archs(v)
+        elif a.startswith(("-arch", "--gpu-architecture", "--cuda-gpu-arch", "--offload-arch")):
+            # `-arch=native`, `all`, `all-major` name no arch: keep the default list.
+            v = value(("--gpu-architecture", "--cuda-gpu-arch", "--offload-arch", "-arch"))
+            if v:
+                add_archs(v)
+        elif a in ("-include", "--pre-include") or a.startswith("--pre-include="):
+            v = value(("--pre-include", "-include"))
+            if v:
+                extra.append(f"--pre-include={absolute(v)}")
+        elif a in _DROP_WITH_VALUE:
+            i += 1
+        elif (flag := _shared_codegen(a, queue, i)) is not None:
+            text, used = flag
+            i += used
+            extra.append(text)
+        # anything else (-c, -O3, -g, -MD, -fPIC, -Wall, -forward-unknown-to-host-compiler...) is
+        # dropped: it changes neither what is an error nor what ptxas reports.
+    return CommandFlags(
+        include_dirs=tuple(dict.fromkeys(inc)),
+        system_include_dirs=tuple(dict.fromkeys(sys_inc)),
+        defines=tuple(defines),
+        undefines=tuple(undefines),
+        std=std,
+        relaxed_constexpr=relaxed,
+        extended_lambda=lam,
+        archs=tuple(archs),
+        extra=tuple(extra),
+        file=file,
+        database=db_path,
+    )
+
+
+def _flag_value(a: str, following: str | None, prefixes: tuple[str, ...]) -> tuple[str | None, int]:
+    """(value, arguments used after `a`) of a flag spelled with one of `prefixes`."""
+    for p in prefixes:
+        if a == p:
+            return (following, 1) if following is not None else (None, 0)
+        if p.startswith("--") and a.startswith(p + "="):
+            return a[len(p) + 1 :], 0
+        if not p.startswith("--") and a.startswith(p):
+            return a[len(p) :].removeprefix("="), 0
+    return None, 0
+
+
+def _shared_codegen(a: str, queue: list[str], i: int) -> tuple[str, int] | None:
+    """`-maxrregcount 64`, `--maxrregcount=64`, `-use_fast_math`, `-rdc=true`... in the spelling
+    both backends take, with how many following arguments it used."""
+    name, eq, v = a.lstrip("-").partition("=")
+    if name == "rdc":
+        name = "relocatable-device-code"
+    if name == "dc":
+        return "--relocatable-device-code=true", 0
+    canonical = _SHARED_CODEGEN.get(name)
+    if canonical is None:
+        return None
+    if name in ("use_fast_math", "extra-device-vectorization"):
+        return canonical, 0
+    if eq:
+        return f"{canonical}={v}", 0
+    if i < len(queue):
+        return f"{canonical}={queue[i]}", 1
+    return None
+
+
+def _read_response_file(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return shlex.split(f.read(1 << 20))
+    except (OSError, ValueError):
+        return []  # unreadable: its flags are missing, as if it were dropped
+
+
+# --- the flags for one file -------------------------------------------------------------------
+
+
+def flags_for(path: str, root: str | None = None, named: str | None = None) -> Lookup:
+    """The database flags for `path` (the file's own entry, else a borrowed one). `root`: where
+    the upward search stops; `named`: the json (or its folder) a setting names. Never raises."""
+    try:
+        return _flags_for(path, root, named)
+    except Exception as e:  # a database must never stop a check
+        return Lookup(problem=f"compile_commands.json could not be used: {type(e).__name__}: {e}")
+
+
+def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
+    if named:
+        db_path, problem = explicit_database(named, root)
+        if problem:
+            return Lookup(problem=problem)
+    else:
+        db_path = find_database(path, root)
+    if db_path is None:
+        return Lookup()
+    db = load_database(db_path)
+    if db.problem:
+        return Lookup(problem=db.problem, database=db_path)
+    key = os.path.normpath(os.path.abspath(path))
+    if key in db.entries:
+        return Lookup(db.entries[key], database=db_path)
+    if key in db.bad_entries:
+        return Lookup(problem=f"{db_path}: the entry for this file {db.bad_entries[key]}", database=db_path)
+    borrowed = _borrow(key, db)
+    return Lookup(borrowed, database=db_path, borrowed=borrowed is not None)
+
+
+def _borrow(path: str, db: Database) -> CommandFlags | None:
+    """A file's entry in the same folder, else under the nearest ancestor folder (the shallowest
+    such file, then by name, so the choice does not depend on the json's order)."""
+    folder = os.path.dirname(path)
+    while True:
+        prefix = folder.rstrip(os.sep) + os.sep
+        under = [f for f in db.entries if f.startswith(prefix)]
+        if under:
+            best = min(under, key=lambda f: (f.count(os.sep), f))
+            return db.entries[best]
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def database_stamp(path: str, root: str | None = None, named: str | None = None) -> tuple | None:
+    """(json, mtime, size) of the database that governs `path`, for cache keys."""
+    try:
+        db = explicit_database(named, root)[0] if named else find_database(path, root)
+    except Exception:
+        return None
+    return (db, stamp(db)) if db else None
