@@ -11,16 +11,30 @@ from .gpu import GpuSession, check_file
 from .spec import spec_path_for
 
 
+def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
+    """The files whose spec'd kernels a GPU would verify: compiled cleanly and have a spec."""
+    return [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
+
+
+def mark_unverified(checks: list[FileCheck], reason: str) -> None:
+    """Say on each file that has a spec that its kernels were not verified, and why, so that a
+    compile-only run is never mistaken for a verified one."""
+    for c in awaiting_gpu(checks):
+        c.unverified = reason
+
+
 def verify_checks(
     checks: list[FileCheck], settings: Settings, log=print, profile: bool = False
 ) -> str | None:
-    """Verify in place; returns the device description, or None with the reason logged."""
-    todo = [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
+    """Verify in place; returns the device description, or None with the reason logged (and
+    kept on each file that went unverified)."""
+    todo = awaiting_gpu(checks)
     if not todo:
         return None
     with GpuSession(device=settings.gpu_device) as gpu:
         if not gpu.available:
             log(f"kernel-lsp: GPU verification skipped: {gpu.reason}")
+            mark_unverified(todo, gpu.reason or "no GPU")
             return None
         for c in todo:
             options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])

@@ -465,7 +465,7 @@ class _WatchSession:
         self.fmt = fmt
         self.out = out
         self.archs = settings.archs()
-        files, _ = collect_files(paths, settings.exclude)
+        files = collect_files(paths, settings.exclude).files
         self.files = {normalize(f) for f in files}
         self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
         self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
