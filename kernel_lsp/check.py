@@ -192,12 +192,14 @@ class FileSelection:
     excluded: list[str] = field(default_factory=list)  # named files that `exclude` matches
 
 
-def collect_files(paths: list[str], exclude: tuple[str, ...] = ()) -> FileSelection:
+def collect_files(
+    paths: list[str], exclude: tuple[str, ...] = (), force_exclude: bool = False
+) -> FileSelection:
     """CUDA files under `paths` (folders recursively, sorted), each once however often named.
-    `exclude` (absolute glob patterns) applies to what the walk finds and to the files named (as
-    ruff's --force-exclude: pre-commit names files and expects the project's excludes to hold),
-    not to a folder named, so `--check samples/broken` still checks a folder that `samples/`
-    skips."""
+    `exclude` (absolute glob patterns) applies to what the walk finds; with `force_exclude` (ruff's
+    convention, which the pre-commit hook passes: it names files and its users expect the
+    project's excludes to hold) also to the files named. A folder named is always walked, so
+    `--check samples/broken` still checks a folder that `samples/` skips."""
     found: list[str] = []
     selection = FileSelection()
     for p in paths:
@@ -218,7 +220,7 @@ def collect_files(paths: list[str], exclude: tuple[str, ...] = ()) -> FileSelect
         elif os.path.isfile(p):
             if not p.endswith(CUDA_SUFFIXES):
                 selection.not_cuda.append(p)
-            elif _excluded_here_or_above(p, exclude):
+            elif force_exclude and _excluded_here_or_above(p, exclude):
                 selection.excluded.append(p)
             else:
                 found.append(p)

@@ -110,6 +110,11 @@ def check_main(argv: list[str]) -> int:
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
     p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply the `exclude` setting to files named on the command line too (the pre-commit hook does)",
+    )
+    p.add_argument(
         "--max-file-bytes",
         type=int,
         metavar="N",
@@ -131,7 +136,7 @@ def check_main(argv: list[str]) -> int:
     if bad_arch:
         print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    selection = collect_files(args.paths, settings.exclude)
+    selection = collect_files(args.paths, settings.exclude, args.force_exclude)
     for m in selection.missing:
         print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
     for m in selection.not_cuda:
@@ -190,7 +195,8 @@ commands (each takes --help):
                                      and time kernels that have a spec. Exit 0 clean, 1 findings,
                                      2 the tool failed. Main options:
         --format text|json|sarif|github   --strict (warnings fail too)   --no-gpu
-        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch   --max-file-bytes N
+        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch
+        --max-file-bytes N   --force-exclude (excludes hold for files named too)
   kernel-lsp bench FILE [--kernel K] verify on the GPU, then a latency table per kernel and size
   kernel-lsp optimize FILE [--kernel K] [--proposer llm|tune] [--apply]
                                      FSR: propose, compile, verify, time; offer the fastest
