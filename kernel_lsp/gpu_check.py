@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from .check import FileCheck
+from .compile import read_source
 from .config import Settings
 from .gpu import GpuSession, check_file
 from .spec import spec_path_for
@@ -38,10 +39,12 @@ def verify_checks(
             return None
         for c in todo:
             options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])
-            c.gpu_checks = check_file(gpu, c.path, compile_options=options)
+            # The text the compile check read (BOM dropped, bytes that are not UTF-8 as "?").
+            source, _ = read_source(c.path, settings.max_file_bytes)
+            if source is None:  # gone or changed since the compile check
+                continue
+            c.gpu_checks = check_file(gpu, c.path, source=source, compile_options=options)
             if profile:
-                with open(c.path, encoding="utf-8") as f:
-                    source = f.read()
                 for k in c.gpu_checks:
                     gpu.add_occupancy(k, source, c.path, None, options)
             for k in c.gpu_checks:
