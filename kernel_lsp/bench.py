@@ -50,17 +50,15 @@ def bench_main(
         argv = list(argv_or_path)
     args = _parser().parse_args(argv)
 
-    from kernel_lsp.compile import CompileOptions
+    from kernel_lsp.compile import CompileOptions, read_source
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
     path = os.path.abspath(args.file)
-    try:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
-    except OSError as e:
-        print(f"kernel-lsp bench: cannot read {path}: {e}", file=sys.stderr)
+    source, problem = read_source(path)  # as --check reads it: BOM dropped, not-UTF-8 bytes as "?"
+    if source is None:
+        print(f"kernel-lsp bench: {path}: {problem.message if problem else 'cannot read'}", file=sys.stderr)
         return EXIT_TOOL
     spec_path = args.spec or spec_path_for(path)
     if not os.path.exists(spec_path):

@@ -28,6 +28,7 @@ class FileCheck:
     checked: bool = True  # False: skipped (binary, too large, not UTF-8, gone)
     missing: bool = False  # the file no longer exists
     gpu_checks: list = field(default_factory=list)  # kernel_lsp.gpu.KernelCheck, when verified
+    unverified: str = ""  # why its spec'd kernels were not verified on a GPU ("--no-gpu", "no GPU found")
 
     @property
     def kernels(self) -> list[KernelResources]:
@@ -250,7 +251,7 @@ def check_bytes(
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return check_source(source, path, settings, base_dir, spec_text, includers)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
 
 
 def check_path(
@@ -263,7 +264,7 @@ def check_path(
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return check_source(source, path, settings, base_dir, spec_text, includers)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
 
 
 def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, ...]:
@@ -318,16 +319,49 @@ def rank_includers(header: str, dependents: set[str]) -> list[str]:
     return sorted(dependents, key=lambda p: (not p.endswith(".cu"), distance(p), p))
 
 
+def _with_note(check: FileCheck, note: Diagnostic | None) -> FileCheck:
+    """The reader's note about a file it repaired (not UTF-8) goes first in the file's findings."""
+    if note is not None:
+        check.diagnostics.insert(0, note)
+    return check
+
+
 def _excluded(path: str, exclude: tuple[str, ...]) -> bool:
     full = os.path.abspath(path)
     return any(fnmatch.fnmatch(full, pattern) for pattern in exclude)
 
 
-def collect_files(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
-    """CUDA files under `paths` (folders recursively, sorted), and the paths that do not exist.
-    `exclude` (absolute glob patterns) applies to what the walk finds, not to the paths given,
-    so `--check samples/broken` still checks a folder that `samples/` skips."""
-    files, missing = [], []
+def _excluded_here_or_above(path: str, exclude: tuple[str, ...]) -> bool:
+    """A named file is excluded when it or a folder above it matches (`exclude = ["legacy"]`
+    holds for `legacy/error.cu` that pre-commit names)."""
+    d = os.path.abspath(path)
+    while True:
+        if _excluded(d, exclude):
+            return True
+        parent = os.path.dirname(d)
+        if parent == d:
+            return False
+        d = parent
+
+
+@dataclass
+class FileSelection:
+    files: list[str] = field(default_factory=list)  # what to check, each once, in order
+    missing: list[str] = field(default_factory=list)  # named paths that do not exist
+    not_cuda: list[str] = field(default_factory=list)  # named files that are not .cu/.cuh
+    excluded: list[str] = field(default_factory=list)  # named files that `exclude` matches
+
+
+def collect_files(
+    paths: list[str], exclude: tuple[str, ...] = (), force_exclude: bool = False
+) -> FileSelection:
+    """CUDA files under `paths` (folders recursively, sorted), each once however often named.
+    `exclude` (absolute glob patterns) applies to what the walk finds; with `force_exclude` (ruff's
+    convention, which the pre-commit hook passes: it names files and its users expect the
+    project's excludes to hold) also to the files named. A folder named is always walked, so
+    `--check samples/broken` still checks a folder that `samples/` skips."""
+    found: list[str] = []
+    selection = FileSelection()
     for p in paths:
         if os.path.isdir(p):
             for root, dirs, names in os.walk(p):
@@ -338,13 +372,24 @@ def collect_files(paths: list[str], exclude: tuple[str, ...] = ()) -> tuple[list
                     and d not in SKIPPED_DIRS
                     and not _excluded(os.path.join(root, d), exclude)
                 )
-                files += [
+                found += [
                     os.path.join(root, n)
                     for n in sorted(names)
                     if n.endswith(CUDA_SUFFIXES) and not _excluded(os.path.join(root, n), exclude)
                 ]
         elif os.path.isfile(p):
-            files.append(p)
+            if not p.endswith(CUDA_SUFFIXES):
+                selection.not_cuda.append(p)
+            elif force_exclude and _excluded_here_or_above(p, exclude):
+                selection.excluded.append(p)
+            else:
+                found.append(p)
         else:
-            missing.append(p)
-    return files, missing
+            selection.missing.append(p)
+    seen: set[str] = set()
+    for f in found:
+        key = os.path.realpath(f)
+        if key not in seen:
+            seen.add(key)
+            selection.files.append(f)
+    return selection

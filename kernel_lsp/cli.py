@@ -1,22 +1,23 @@
 """Command line: `kernel-lsp` serves LSP (stdio, or --tcp HOST:PORT); `kernel-lsp --check PATH...`
-checks files for pre-commit and CI; `bench` and `optimize` are sub-commands.
+checks files for pre-commit and CI; `bench`, `optimize` and `spec` are sub-commands.
 
 Exit codes of --check (ruff's convention): 0 no errors, 1 errors (or warnings with --strict),
-2 the tool itself failed (bad arguments, a path that does not exist, NVRTC missing)."""
+2 the tool itself failed (bad arguments, a path that does not exist or is not CUDA, no CUDA files
+found, NVRTC missing)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
-import math
 import os
 import sys
-from concurrent.futures import wait
 from dataclasses import replace
 
 from . import __version__
 from .check import FileCheck, check_path, collect_files, drop_repeated, includers_for
-from .compile import JOB_TIMEOUT_S, compile_pool, end_pool
+from .compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
+from .compile.jobs import JobFailed, run_jobs
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 from .model import Diagnostic, Severity
 from .spec import spec_path_for
@@ -91,22 +92,27 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     context = includers_for(files, settings)
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
         return [check_path(f, settings, includers=context.get(f, ())) for f in files]
-    workers = max(1, min(jobs, len(files)))
-    pool = compile_pool(workers)
-    try:
-        futures = [pool.submit(check_path, f, settings, includers=context.get(f, ())) for f in files]
-        wait(futures, timeout=JOB_TIMEOUT_S * math.ceil(len(files) / workers))
-        return [fut.result() if fut.done() else _timed_out(f) for f, fut in zip(files, futures, strict=True)]
-    finally:
-        end_pool(pool)
+    jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
+    results = run_jobs(check_path, jobs_args, jobs, JOB_TIMEOUT_S)
+    return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
 
 
-def _timed_out(path: str) -> FileCheck:
+def _job_check(path: str, result: FileCheck | JobFailed) -> FileCheck:
+    if isinstance(result, FileCheck):
+        return result
+    if result.reason == "error":  # the engine raised: the tool failed, not the user's code
+        raise RuntimeError(f"checking {path}: {result.detail}")
     spec = spec_path_for(path)
     where = spec if os.path.exists(spec) else path
-    message = f"checking {os.path.basename(path)} took over {JOB_TIMEOUT_S:.0f} s and was stopped; does its spec never return?"
+    if result.reason == "timeout":
+        message = (
+            f"checking {os.path.basename(path)} took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
+            "does its spec never return?"
+        )
+    else:
+        message = f"the worker checking {os.path.basename(path)} crashed ({result.detail}); check it alone with -j 1"
     return FileCheck(
-        path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code="timeout", source="kernel-lsp")]
+        path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code=result.reason, source="kernel-lsp")]
     )
 
 
@@ -134,11 +140,24 @@ def check_main(argv: list[str]) -> int:
     )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
+    p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply the `exclude` setting to files named on the command line too (the pre-commit hook does)",
+    )
+    p.add_argument(
+        "--max-file-bytes",
+        type=int,
+        metavar="N",
+        help=f"larger files are not checked and fail the check (default {MAX_FILE_BYTES}, 2 MiB)",
+    )
     _add_compile_flags(p)
     args = p.parse_args(argv)
     settings, problems = resolve_settings(args, args.paths[0])
     if args.no_gpu:
         settings = replace(settings, gpu_enabled=False)
+    if args.max_file_bytes is not None:
+        settings = replace(settings, max_file_bytes=max(0, args.max_file_bytes))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
     from .compile import check_arch, local_gpu_arch
@@ -148,15 +167,28 @@ def check_main(argv: list[str]) -> int:
     if bad_arch:
         print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    files, missing = collect_files(args.paths, settings.exclude)
-    for m in missing:
+    selection = collect_files(args.paths, settings.exclude, args.force_exclude)
+    for m in selection.missing:
         print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
-    if missing:
+    for m in selection.not_cuda:
+        print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {m}", file=sys.stderr)
+    if selection.missing or selection.not_cuda:
         return EXIT_TOOL_FAILED
     if args.watch:
         from .watch import watch_check_main
 
         return watch_check_main(args.paths, settings, args.format)
+    files = selection.files
+    if not files:
+        if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
+            print(
+                f"kernel-lsp: nothing to check: {len(selection.excluded)} file(s) excluded by the "
+                "`exclude` setting",
+                file=sys.stderr,
+            )
+            return EXIT_CLEAN
+        print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
     checks = run_checks(files, settings, args.jobs)
     drop_repeated(checks)
     if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
@@ -165,22 +197,56 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_TOOL_FAILED
-    if settings.gpu_enabled and local_gpu_arch():
-        from .gpu_check import verify_checks
+    from .gpu_check import mark_unverified, verify_checks
 
+    if not settings.gpu_enabled:
+        mark_unverified(checks, "--no-gpu")
+    elif not local_gpu_arch():
+        mark_unverified(checks, "no GPU found")
+    else:
         verify_checks(checks, settings, profile=args.occupancy, gpus=args.gpus)
     from .formats import FORMATTERS
 
     # Files with a compile_commands.json entry are checked for its archs: name what was used.
     used = sorted({r.arch for c in checks for r in c.results} - set(archs))
-    print(FORMATTERS[args.format](checks, archs + used))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
+    write_stdout(FORMATTERS[args.format](checks, archs + used) + "\n")
     return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN
 
 
+def write_stdout(text: str) -> None:
+    """Write and flush now, so that a reader that went away (`| head -1`) is noticed here."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+COMMANDS_HELP = """\
+commands (each takes --help):
+  kernel-lsp --check PATH...         compile .cu/.cuh files (folders recursively) with NVRTC and
+                                     report findings and per-kernel resources; with a GPU, verify
+                                     and time kernels that have a spec. Exit 0 clean, 1 findings,
+                                     2 the tool failed. Main options:
+        --format text|json|sarif|github   --strict (warnings fail too)   --no-gpu
+        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch
+        --max-file-bytes N   --force-exclude (excludes hold for files named too)
+  kernel-lsp bench FILE [--kernel K] verify on the GPU, then a latency table per kernel and size
+  kernel-lsp optimize FILE [--kernel K] [--proposer llm|tune] [--apply]
+                                     FSR: propose, compile, verify, time; offer the fastest
+                                     correct candidate as a diff
+  kernel-lsp spec FILE [--kernel K] [--force]
+                                     write a spec skeleton FILE's stem.spec.py beside it
+
+Settings come from [tool.kernel-lsp] in the nearest pyproject.toml; flags override them."""
+
+
 def serve_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="kernel-lsp", description="CUDA language server (stdio by default).")
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp",
+        description="CUDA language server (LSP over stdio by default) and command-line checks.",
+        epilog=COMMANDS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead of stdio")
     p.add_argument("--log-file", help="write the server log here")
     p.add_argument("--log-level", default="INFO")
@@ -221,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         from optimizer.cli import optimize_main
 
         return _guard(optimize_main, argv[1:])
+    if argv and argv[0] == "spec":
+        from .spec_cli import spec_main
+
+        return _guard(spec_main, argv[1:])
     if argv and argv[0] == "serve":
         argv = argv[1:]
     return serve_main(argv)
@@ -229,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
 def _guard(fn, argv: list[str]) -> int:
     try:
         return fn(argv)
+    except BrokenPipeError:
+        return _reader_gone()
     except KeyboardInterrupt:
         return 130
     except SystemExit as e:  # argparse: 2 for bad usage
@@ -237,6 +309,16 @@ def _guard(fn, argv: list[str]) -> int:
         logging.getLogger("kernel_lsp").exception("internal error")
         print(f"kernel-lsp: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_TOOL_FAILED
+
+
+def _reader_gone() -> int:
+    """The reader of stdout closed it (`| head -1`): stop quietly, as CLI tools do. Point stdout
+    at /dev/null so that the interpreter's flush at exit does not fail a second time; the exit
+    status is what a shell reports for a process ended by SIGPIPE."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 128 + 13
 
 
 if __name__ == "__main__":

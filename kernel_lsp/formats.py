@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from pathlib import Path
+from urllib.parse import quote
 
 from . import __version__
 from .check import FileCheck
@@ -79,7 +81,12 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
         f"checked {len(checks) - skipped} file(s) for {', '.join(archs)}: "
         f"{errors} error(s), {warnings} warning(s), {kernels} kernel(s)"
     )
-    return text + (f", {skipped} skipped" if skipped else "")
+    text += f", {skipped} skipped" if skipped else ""
+    unverified = [c.unverified for c in checks if c.unverified]
+    if unverified:
+        reasons = ", ".join(sorted(set(unverified)))
+        text += f"; {len(unverified)} file(s) with a spec not verified on a GPU ({reasons})"
+    return text
 
 
 def as_text(checks: list[FileCheck], archs: list[str]) -> str:
@@ -97,7 +104,7 @@ def as_text(checks: list[FileCheck], archs: list[str]) -> str:
 
 def _diag_json(d: Diagnostic) -> dict:
     return {
-        "path": d.path,
+        "path": _rel(d.path),
         "line": d.line,
         "column": d.col,
         "endColumn": d.end_col or None,
@@ -105,7 +112,7 @@ def _diag_json(d: Diagnostic) -> dict:
         "code": d.code,
         "source": d.source,
         "message": d.message,
-        "related": [{"path": p, "line": ln, "column": c, "message": m} for p, ln, c, m in d.related],
+        "related": [{"path": _rel(p), "line": ln, "column": c, "message": m} for p, ln, c, m in d.related],
     }
 
 
@@ -172,8 +179,9 @@ def as_json(checks: list[FileCheck], archs: list[str]) -> str:
             "archs": archs,
             "files": [
                 {
-                    "path": c.path,
+                    "path": _rel(c.path),
                     "checked": c.checked,
+                    "unverified": c.unverified or None,
                     "diagnostics": [_diag_json(d) for d in c.diagnostics],
                     "kernels": [_kernel_json(k) for k in c.kernels],
                     "gpu": [_gpu_json(g) for g in c.gpu_checks],
@@ -185,6 +193,7 @@ def as_json(checks: list[FileCheck], archs: list[str]) -> str:
                 "warnings": sum(c.warnings for c in checks),
                 "files": len(checks),
                 "kernels": sum(len(c.kernels) for c in checks),
+                "unverified": sum(1 for c in checks if c.unverified),
             },
         },
         indent=2,
@@ -199,12 +208,47 @@ _SARIF_LEVEL = {
 }
 
 
+# What each finding code means, for SARIF's rule descriptions (the id alone says little).
+RULE_DESCRIPTIONS = {
+    "nvrtc": "NVRTC compile error",
+    "host-code": "host code in a file NVRTC compiles as device code",
+    "spill": "registers spilled to local memory",
+    "not-checked": "file not checked (binary, too large, unreadable)",
+    "not-utf8": "file not UTF-8 (checked with the bytes replaced)",
+    "timeout": "check stopped at its deadline (a spec that never returns?)",
+    "crashed": "the worker checking the file crashed",
+    "no-spec": "kernel without a spec",
+    "arch": "unsupported target arch",
+    "option": "bad compiler option",
+}
+
+
+def rule_description(rule: str, first_message: str) -> str:
+    if rule in RULE_DESCRIPTIONS:
+        return RULE_DESCRIPTIONS[rule]
+    if rule.endswith("-D") and rule[:-2].isdigit():
+        return f"NVRTC diagnostic #{rule[:-2]}"
+    if rule.startswith("spec-"):
+        return f"spec problem ({rule.removeprefix('spec-')})"
+    return first_message.split("\n", 1)[0][:120] or rule
+
+
+def sarif_uri(path: str) -> str:
+    """A percent-encoded uri-reference: relative to the run's folder, or a file: URI."""
+    rel = _rel(path)
+    if os.path.isabs(rel):
+        return Path(rel).as_uri()
+    return quote(rel.replace(os.sep, "/"), safe="/")
+
+
 def as_sarif(checks: list[FileCheck], archs: list[str]) -> str:
     results, rules = [], {}
     for c in checks:
         for d in c.diagnostics:
             rule = d.code or d.source
-            rules.setdefault(rule, {"id": rule, "shortDescription": {"text": rule}})
+            rules.setdefault(
+                rule, {"id": rule, "shortDescription": {"text": rule_description(rule, d.message)}}
+            )
             region = {"startLine": d.line, "startColumn": d.col}
             if d.end_col:
                 region["endColumn"] = d.end_col
@@ -216,7 +260,7 @@ def as_sarif(checks: list[FileCheck], archs: list[str]) -> str:
                     "locations": [
                         {
                             "physicalLocation": {
-                                "artifactLocation": {"uri": _rel(d.path).replace(os.sep, "/")},
+                                "artifactLocation": {"uri": sarif_uri(d.path)},
                                 "region": region,
                             }
                         }
@@ -237,7 +281,12 @@ def as_sarif(checks: list[FileCheck], archs: list[str]) -> str:
                             "rules": list(rules.values()),
                         }
                     },
-                    "properties": {"archs": archs},
+                    "properties": {
+                        "archs": archs,
+                        "unverified": [
+                            {"uri": sarif_uri(c.path), "reason": c.unverified} for c in checks if c.unverified
+                        ],
+                    },
                     "results": results,
                 }
             ],

@@ -9,6 +9,7 @@ import os
 import sys
 
 from .check import FileCheck
+from .compile import read_source
 from .config import Settings
 from .evaluation.pool import BackendPool, parse_gpus
 from .gpu import GpuSession, check_file
@@ -25,8 +26,10 @@ def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool
     project = settings.project_flags(c.path).flags
     arch = gpu.device.arch if gpu.device else settings.archs(project)[0]
     options = settings.compile_options(arch, None, project)
-    with open(c.path, encoding="utf-8") as f:
-        source = f.read()
+    # The text the compile check read (BOM dropped, bytes that are not UTF-8 as "?").
+    source, _ = read_source(c.path, settings.max_file_bytes)
+    if source is None:  # gone or changed since the compile check
+        return
     artifact = gpu.compile(source, c.path, options)
     c.gpu_checks = check_file(gpu, c.path, source, options, artifact=artifact)
     if profile:
@@ -52,6 +55,18 @@ def open_sessions(devices: list[int], log=print) -> list[GpuSession]:
     return usable
 
 
+def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
+    """The files whose spec'd kernels a GPU would verify: compiled cleanly and have a spec."""
+    return [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
+
+
+def mark_unverified(checks: list[FileCheck], reason: str) -> None:
+    """Say on each file that has a spec that its kernels were not verified, and why, so that a
+    compile-only run is never mistaken for a verified one."""
+    for c in awaiting_gpu(checks):
+        c.unverified = reason
+
+
 def verify_checks(
     checks: list[FileCheck],
     settings: Settings,
@@ -60,8 +75,9 @@ def verify_checks(
     gpus: str | None = None,
     progress=_stderr,
 ) -> str | None:
-    """Verify in place; returns the device description, or None with the reason logged."""
-    todo = [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
+    """Verify in place; returns the device description, or None with the reason logged (and
+    kept on each file that went unverified)."""
+    todo = awaiting_gpu(checks)
     if not todo:
         return None
     devices, problem = parse_gpus(gpus if gpus is not None else settings.gpu_devices, settings.gpu_device)
@@ -69,6 +85,7 @@ def verify_checks(
         log(f"kernel-lsp: {problem}")
     sessions = open_sessions(devices, log)
     if not sessions:
+        mark_unverified(todo, "no GPU answered")
         return None
     pool = BackendPool(sessions)
     try:

@@ -881,67 +881,12 @@ def launch_dims(
 
 # --- skeletons ----------------------------------------------------------------------------------
 
-_SIZE_LIKE = re.compile(r"^(n|m|k|len|size|count|num\w*|n\w*|rows|cols|width|height|batch|dim)$", re.I)
 
+def spec_skeleton(
+    signature: KernelSignature, directives: Directives | None = None, source: str | None = None
+) -> str:
+    """The text of a spec file for a kernel that has none (kernel_lsp.skeleton: shapes from the
+    kernel's indexing in `source`, small sizes)."""
+    from .skeleton import spec_skeleton as build
 
-def spec_skeleton(signature: KernelSignature, directives: Directives | None = None) -> str:
-    """The text of a spec file for a kernel that has none: every parameter declared (const pointers
-    as In, other pointers as Out, integer by-value parameters as sizes), a reference to fill in."""
-    size_params = [
-        p.name
-        for p in signature.params
-        if not p.is_pointer
-        and (c_type_dtype(p.type) or "").startswith(("int", "uint"))
-        and _SIZE_LIKE.match(p.name)
-    ]
-    sizes = size_params or ["n"]
-    shape = sizes[0] if len(sizes) == 1 else "(" + ", ".join(sizes) + ")"
-    lines = [
-        f'"""Spec for `{signature.name}`: what it must compute (see docs/specs.md)."""',
-        "",
-        "import numpy as np",
-        "",
-        "from kernel_lsp.spec import In, Out, Scalar, Spec",
-        "",
-        "",
-        "def reference("
-        + ", ".join([p.name for p in signature.params if p.is_const or not p.is_pointer])
-        + "):",
-        "    # numpy; fp16/bf16 inputs arrive as float32. Return every output by name.",
-        '    raise NotImplementedError("write the numpy reference")',
-        "",
-        "",
-        "SPEC = Spec(",
-        f'    kernel="{signature.name}",',
-        "    sizes=["
-        + ", ".join(
-            "{" + ", ".join(f'"{s}": {v}' for s in sizes) + "}" for v in (1, 1000, 1_000_003)
-        ).replace("1000003", "1_000_003")
-        + "],",
-        "    args={",
-    ]
-    for p in signature.params:
-        dtype = c_type_dtype(p.type) or "float32"
-        note = "" if c_type_dtype(p.type) else f"  # TODO: element type of `{p.type}`"
-        if p.is_pointer and p.is_const:
-            lines.append(f'        "{p.name}": In("{dtype}", shape="{shape}"),{note}')
-        elif p.is_pointer:
-            lines.append(f'        "{p.name}": Out("{dtype}", shape="{shape}"),{note}')
-        elif p.name in sizes:
-            lines.append(f'        "{p.name}": Scalar("{dtype}"),')
-        else:
-            lines.append(f'        "{p.name}": Scalar("{dtype}", 1),  # TODO: a value or size expression')
-    lines += [
-        "    },",
-        "    reference=reference,",
-        "    # work=lambda " + ", ".join(sizes) + ': {"bytes": ..., "flops": ...},',
-        ")",
-        "",
-    ]
-    if directives is not None and not directives.launches_of(signature.name):
-        lines.insert(
-            1,
-            "# The .cu needs a launch line, e.g.:\n"
-            f"#   // kernel-lsp: launch {signature.name} grid=cdiv({sizes[0]}, 256) block=256",
-        )
-    return "\n".join(lines)
+    return build(signature, directives, source)

@@ -44,6 +44,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, FileCheck, spec_owners
+from .compile import end_pool
 from .config import Settings
 from .include_graph import IncludeGraph, normalize
 
@@ -465,7 +466,7 @@ class _WatchSession:
         self.fmt = fmt
         self.out = out
         self.archs = settings.archs()
-        files, _ = collect_files(paths, settings.exclude)
+        files = collect_files(paths, settings.exclude).files
         self.files = {normalize(f) for f in files}
         self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
         self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
@@ -563,7 +564,7 @@ class _WatchSession:
     def close(self) -> None:
         for w in self.watchers:
             w.stop()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        end_pool(self.pool)
 
 
 def watch_check_main(paths: list[str], settings: Settings, fmt: str, out: TextIO | None = None) -> int:

@@ -1,4 +1,4 @@
-"""`kernel-lsp optimize FILE --kernel K [--rounds D --candidates N --proposer llm|tune --apply]`.
+"""`kernel-lsp optimize FILE [--kernel K] [--rounds D --candidates N --proposer llm|tune --apply]`.
 
 Progress goes to stderr while it runs; stdout gets the unified diff, a before/after table and the
 verdict. Exit codes: 0 a faster candidate was found (and written with --apply), 1 nothing was
@@ -18,6 +18,8 @@ import sys
 import time
 
 from kernel_lsp.config import Settings, find_pyproject, settings_from_pyproject
+from kernel_lsp.source import find_kernels
+from kernel_lsp.spec_cli import pick_kernel
 
 from .observers import PrintObserver
 from .report import before_after_rows, unified_diff
@@ -34,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
         "offer the fastest correct candidate if it is faster with confidence.",
     )
     p.add_argument("file", help="the .cu file")
-    p.add_argument("--kernel", "-k", required=True, help="kernel (or spec/pipeline) name")
+    p.add_argument("--kernel", "-k", help="kernel (or spec/pipeline) name (default: the file's only kernel)")
     p.add_argument(
         "--rounds", "-d", type=int, help="rounds (default: settings; the tuner runs until its search ends)"
     )
@@ -125,9 +127,16 @@ def optimize_main(argv: list[str]) -> int:
     workspace = os.path.abspath(args.workspace or os.getcwd())
     with open(path, encoding="utf-8", errors="replace") as f:
         started_with = f.read()
+    kernel_name = args.kernel
+    if kernel_name is None:
+        kernel, why = pick_kernel(find_kernels(started_with), None)
+        if kernel is None:
+            print(f"kernel-lsp optimize: {args.file}: {why}", file=sys.stderr)
+            return EXIT_FAILED
+        kernel_name = kernel.name
     req = RunRequest(
         path=path,
-        kernel=args.kernel,
+        kernel=kernel_name,
         settings=_settings(path, args),
         source=started_with,
         proposer=args.proposer,

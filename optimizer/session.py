@@ -59,7 +59,8 @@ def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[S
     if spec_source is None and not os.path.exists(spec_path):
         raise OptimizeError(
             f"`{kernel}` has no spec: {os.path.basename(spec_path)} does not exist. A spec says what the "
-            "kernel must compute; the code action 'Write a spec skeleton' starts one."
+            f"kernel must compute; `kernel-lsp spec {os.path.basename(path)} --kernel {kernel}` (or the "
+            "editor's code action 'Write a spec skeleton') starts one."
         )
     loaded = load_specs(spec_path, spec_source)
     if not loaded.ok:

@@ -138,19 +138,24 @@ def test_bad_pyproject_setting_is_reported_not_fatal(capsys, tmp_path):
 # --- bad input through --check ------------------------------------------------------------------
 
 
-def test_bad_files_are_skipped_with_a_clear_message(capsys, tmp_path):
-    (tmp_path / "latin1.cu").write_bytes(b"// caf\xe9\n__global__ void k() {}\n")
+def test_unreadable_files_fail_and_latin1_is_checked(capsys, tmp_path):
+    # A Latin-1 `é` in a comment: checked, with a note, and the error after it on its line keeps
+    # its column (each bad byte reads as one character).
+    (tmp_path / "latin1.cu").write_bytes(b"__global__ void k(float* x) { /* caf\xe9 */ x[0] = nope; }\n")
     (tmp_path / "binary.cu").write_bytes(b"\x7fELF\x00\x00\x01" * 100)
     (tmp_path / "empty.cu").write_bytes(b"")
-    (tmp_path / "huge.cu").write_bytes(b"// padding\n" * 500_000)  # 5.5 MB
+    (tmp_path / "huge.cu").write_bytes(b"// padding\n" * 500_000)  # 5.2 MiB
     code, out, err = check(capsys, str(tmp_path))
-    assert code == 0, out + err  # skipped files are warnings, not errors
-    assert re.search(r"latin1\.cu:1:1: warning: not checked: the file is not UTF-8 .*0xe9", out)
-    assert re.search(r"binary\.cu:1:1: warning: not checked: this looks like a binary file", out)
-    assert re.search(r"huge\.cu:1:1: warning: not checked: the file is 5\.5 MB", out)
+    assert code == 1, out + err  # binary and oversized files are never compiled: they fail
+    assert re.search(r"latin1\.cu:1:37: info: the file is not UTF-8 \(byte 0xe9 at line 1\)", out), out
+    assert re.search(r'latin1\.cu:1:49: error: identifier "nope" is undefined', out), out
+    assert re.search(r"binary\.cu:1:1: error: not checked: this looks like a binary file", out)
+    assert re.search(r"huge\.cu:1:1: error: not checked: the file is 5\.2 MiB, over the 2\.0 MiB limit", out)
+    assert "--max-file-bytes" in out
     assert "empty.cu" not in out.replace("checked", "")
-    assert "3 skipped" in out.splitlines()[-1]
-    assert check(capsys, "--strict", str(tmp_path))[0] == 1
+    # The limit is a flag too.
+    code, out, _ = check(capsys, "--max-file-bytes", str(8 << 20), str(tmp_path / "huge.cu"))
+    assert code == 0 and "not checked" not in out, out
 
 
 def test_missing_header_is_an_error_with_advice(capsys, tmp_path):

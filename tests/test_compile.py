@@ -186,10 +186,23 @@ def test_empty_source_compiles_to_nothing():
 # --- reading files ----------------------------------------------------------------------------
 
 
-def test_not_utf8_says_where(tmp_path):
-    text, problem = decode_source(b"// caf\xe9\n__global__ void k() {}\n", str(tmp_path / "l1.cu"))
-    assert text is None and problem.code == "not-checked"
-    assert "not UTF-8" in problem.message and "0xe9" in problem.message and problem.line == 1
+def test_not_utf8_is_read_with_a_note_and_columns_kept(tmp_path):
+    text, note = decode_source(b"// caf\xe9\n__global__ void k() {}\n", str(tmp_path / "l1.cu"))
+    assert text == "// caf?\n__global__ void k() {}\n"
+    assert note.code == "not-utf8" and note.severity == Severity.INFO
+    assert "not UTF-8" in note.message and "0xe9" in note.message and (note.line, note.col) == (1, 7)
+
+
+def test_utf8_bom_is_dropped_and_columns_match_the_editor(tmp_path):
+    body = "__global__ void k(float* x) { x[0] = nope; }\n"
+    plain = compile_source(body, str(tmp_path / "a.cu"), SM90)
+    text, note = decode_source(b"\xef\xbb\xbf" + body.encode(), str(tmp_path / "b.cu"))
+    assert note is None and text == body
+    with_bom = compile_source(text, str(tmp_path / "b.cu"), SM90)
+    assert [(d.line, d.col, d.message) for d in with_bom.diagnostics] == [
+        (d.line, d.col, d.message) for d in plain.diagnostics
+    ]
+    assert len(plain.diagnostics) == 1 and "nope" in plain.diagnostics[0].message
 
 
 def test_binary_file(tmp_path):
@@ -203,7 +216,8 @@ def test_too_large(tmp_path):
     p = tmp_path / "big.cu"
     p.write_bytes(b"// x\n" * (1024 * 1024))  # 5 MB
     text, problem = read_source(str(p))
-    assert text is None and "5.2 MB" in problem.message and "maxFileBytes" in problem.message
+    assert text is None and "5.0 MiB" in problem.message and "maxFileBytes" in problem.message
+    assert problem.severity == Severity.ERROR
     # The limit is a setting.
     text, problem = read_source(str(p), max_bytes=8 * 1024 * 1024)
     assert problem is None and text.startswith("// x")

@@ -1,5 +1,6 @@
 """The pre-commit hook, run by real `pre-commit` on a temporary git repository: it fails on a
-broken .cu and passes on a clean one, and only CUDA files reach it (`types: [cuda]`).
+broken .cu and passes on a clean one, only CUDA files reach it (`types: [cuda]`), the project's
+excludes hold, and the README's snippet works as written.
 
 The hook manifest's `language: python` makes pre-commit build a venv from PyPI (cuda-python and
 the NVIDIA wheels: hundreds of MB), so the default test runs the manifest's hook as a local
@@ -37,7 +38,9 @@ def hook() -> dict:
 def test_manifest_shape():
     h = hook()
     assert h["id"] == "kernel-lsp"
-    assert h["entry"] == "kernel-lsp --check --no-gpu"  # commits check compiles; GPU runs belong in CI
+    assert (
+        h["entry"] == "kernel-lsp --check --no-gpu --force-exclude"
+    )  # commits check compiles; GPU runs belong in CI
     assert h["language"] == "python"
     assert h["types"] == ["cuda"]
 
@@ -93,6 +96,34 @@ def test_hook_fails_on_broken_and_passes_on_clean(tmp_path):
     (repo / "bad.cu").write_text(CLEAN)
     git(repo, "add", "-A")
     assert run(repo, "run", "--all-files").returncode == 0
+
+
+def readme_snippet() -> str:
+    """The `.pre-commit-config.yaml` the README's pre-commit section shows, as written."""
+    section = (REPO / "README.md").read_text().split("### pre-commit", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_readme_snippet_works_as_written_and_excludes_hold(tmp_path):
+    repo = make_repo(tmp_path, readme_snippet())
+    (repo / "pyproject.toml").write_text('[tool.kernel-lsp]\nexclude = ["legacy"]\n')
+    (repo / "legacy").mkdir()
+    (repo / "legacy" / "error.cu").write_text(BROKEN)  # excluded by the project: never checked
+    (repo / "good.cu").write_text(CLEAN)
+    git(repo, "add", "-A")
+    ok = run(repo, "run", "--all-files")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "Passed" in ok.stdout and "error.cu" not in ok.stdout
+    # Only the excluded file changed: the hook has nothing to check, and passes.
+    only = run(repo, "run", "--files", "legacy/error.cu")
+    assert only.returncode == 0, only.stdout + only.stderr
+
+    (repo / "bad.cu").write_text(BROKEN)
+    git(repo, "add", "-A")
+    bad = run(repo, "run", "--all-files")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert re.search(r'bad\.cu:1:\d+: error: identifier "nope" is undefined', bad.stdout), bad.stdout
+    assert "legacy" not in bad.stdout
 
 
 @pytest.mark.skipif(

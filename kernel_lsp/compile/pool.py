@@ -25,9 +25,14 @@ JOB_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_JOB_TIMEOUT_S", "120"))
 
 def end_pool(pool: ProcessPoolExecutor) -> None:
     """Stop a compile pool now: an NVRTC call or a stuck spec cannot be interrupted, and the
-    interpreter would join the workers at exit."""
+    interpreter would join the workers at exit. The workers are ended first and the executor
+    then shut down with wait=True: with wait=False its manager thread outlived this call and, at
+    interpreter exit, wrote to a pipe already closed (`OSError: [Errno 9] Bad file descriptor`)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
     for w in workers:
         with contextlib.suppress(Exception):  # already gone
             w.terminate()
+    for w in workers:
+        with contextlib.suppress(Exception):
+            w.join(5)
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -68,7 +68,8 @@ export function notInstalledMessage(command: ServerCommand): string {
     const python = formatCommand(command.python ?? [FALLBACK_PYTHON]);
     return (
         `kernel-lsp is not installed in the Python interpreter ${python} (from ${command.source}). ` +
-        `Install it there with \`${python} -m pip install kernel-lsp\` (or \`${python} -m pip install -e <repo>\` ` +
-        'from a checkout), or select another interpreter.'
+        // No package registry serves kernel-lsp: it installs from a checkout of its repository.
+        `Install it there from a checkout of the kernel-lsp repository: \`${python} -m pip install -e <checkout>\`, ` +
+        'or choose another interpreter (kernelLsp.interpreter).'
     );
 }

@@ -62,8 +62,8 @@ describe('formatCommand and notInstalledMessage', () => {
 
     it('tells the user what to pip install into which interpreter', () => {
         const message = notInstalledMessage(resolveServerCommand({ serverPath: [], interpreter: ['/venv/bin/python'], pythonExtensionInterpreter: undefined }));
-        assert.match(message, /\/venv\/bin\/python -m pip install kernel-lsp/);
-        assert.match(message, /pip install -e <repo>/);
+        assert.match(message, /\/venv\/bin\/python -m pip install -e <checkout>/);
+        assert.doesNotMatch(message, /pip install kernel-lsp/); // no registry serves it
         assert.match(message, /kernelLsp\.interpreter/);
     });
 });
