@@ -86,9 +86,7 @@ def ws(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _start(
-    client: LanguageClient, root: Path, gpu: bool = True, disabled_support: bool = True
-) -> None:
+async def _start(client: LanguageClient, root: Path, gpu: bool = True, disabled_support: bool = True) -> None:
     caps = types.ClientCapabilities(
         window=types.WindowClientCapabilities(
             work_done_progress=True, show_document=types.ShowDocumentClientCapabilities(support=True)

@@ -62,8 +62,10 @@ def register(server) -> None:
         arg = args[0] if args else {}
         if isinstance(arg, list):  # some clients pass the arguments array as one value
             arg = arg[0] if arg else {}
-        if not isinstance(arg, dict) or not isinstance(arg.get("uri"), str) or not isinstance(
-            arg.get("kernel"), str
+        if (
+            not isinstance(arg, dict)
+            or not isinstance(arg.get("uri"), str)
+            or not isinstance(arg.get("kernel"), str)
         ):
             return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')
         path = uri_to_path(arg["uri"])
