@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -269,6 +270,22 @@ class WorkerProcess:
 # --- the session --------------------------------------------------------------------------------
 
 
+# Only the editor can turn GPU checks off (the CLI's --no-gpu skips them without asking why).
+GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
+
+
+def no_gpu_message(reason: str) -> str:
+    """`no GPU: <why>`, the one wording hover, code actions, the CLI and the optimizer use. The
+    driver loader's own text ("... can only be found via system search. Ensure the NVIDIA display
+    driver is installed.") is for the log; users get its gist, one clause, no trailing period, so
+    it reads the same inside a longer sentence."""
+    why = (reason or "").strip()
+    if why.startswith("no CUDA driver"):
+        why = "no NVIDIA driver is installed (libcuda cannot be loaded)"
+    why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
+    return f"no GPU: {why or 'none found'}"
+
+
 def _hidden_by_env() -> str | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
@@ -339,7 +356,7 @@ class GpuSession:
             self._retry_at = time.monotonic() + 60.0
             return None
         if not hello.get("available"):
-            self._reason = str(hello.get("reason") or "no GPU")
+            self._reason = str(hello.get("reason") or "none found")
             self._retry_at = time.monotonic() + 60.0
             worker.close()
             return None
@@ -406,7 +423,7 @@ class GpuSession:
     ) -> dict[str, Any]:
         worker = self._ensure_worker()
         if worker is None:
-            raise WorkerDied(f"no GPU: {self._reason}")
+            raise WorkerDied(no_gpu_message(self._reason or ""))
         message = dict(message, launch_timeout_s=self.launch_timeout_s)
         try:
             reply = worker.request(message, blobs, max(30.0, self.launch_timeout_s), on_progress)
@@ -580,7 +597,7 @@ class GpuSession:
 
         with self._lock:
             if not self.available:
-                return done(KernelCheck(kernel or "", "unavailable", message=f"no GPU: {self.reason}"))
+                return done(KernelCheck(kernel or "", "unavailable", message=no_gpu_message(self.reason)))
             spec, diags = self._resolve_spec(specs_or_spec_path, path, kernel, spec_source)
             if spec is None:
                 status = "spec_error" if any(d.severity is Severity.ERROR for d in diags) else "no_spec"
@@ -733,7 +750,7 @@ class GpuSession:
         symbol, params, grid, block, smem}]). Used by tests (and by the fake device)."""
         with self._lock:
             if not self.available:
-                return KernelCheck(spec.kernel, "unavailable", message=f"no GPU: {self.reason}")
+                return KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason))
             message = {
                 "op": "check",
                 "spec": self._spec_desc(spec, spec_source),
@@ -772,7 +789,7 @@ class GpuSession:
         empty = Comparison(1.0, 1.0, 1.0, 0, None, None)
         with self._lock:
             if not self.available:
-                return replace(empty, error=f"no GPU: {self.reason}")
+                return replace(empty, error=no_gpu_message(self.reason))
             spec, diags = self._resolve_spec(specs_or_spec_path, path, kernel, spec_source)
             if spec is None:
                 return replace(empty, error=diags[0].message if diags else "no spec")

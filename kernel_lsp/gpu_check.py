@@ -7,7 +7,7 @@ import os
 
 from .check import FileCheck
 from .config import Settings
-from .gpu import GpuSession, check_file
+from .gpu import GpuSession, check_file, no_gpu_message
 from .spec import spec_path_for
 
 
@@ -20,7 +20,7 @@ def verify_checks(
         return None
     with GpuSession(device=settings.gpu_device) as gpu:
         if not gpu.available:
-            log(f"kernel-lsp: GPU verification skipped: {gpu.reason}")
+            log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(gpu.reason)}")
             return None
         for c in todo:
             options = settings.compile_options(gpu.device.arch if gpu.device else settings.archs()[0])

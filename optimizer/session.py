@@ -129,6 +129,8 @@ def run(
     base_dir = os.path.dirname(os.path.abspath(req.path))
     options: CompileOptions = req.settings.compile_options(req.settings.archs()[0], base_dir)
     own = False
+    from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+
     if evaluator is None:
         factory = evaluator_factory_from_env()
         if factory is not None:
@@ -136,7 +138,7 @@ def run(
         else:
             if not req.settings.gpu_enabled:
                 raise OptimizeError(
-                    "no GPU: kernelLsp.gpu.enabled is false. FSR needs a GPU to verify and time candidates."
+                    f"{no_gpu_message(GPU_OFF_IN_EDITOR)}. FSR needs a GPU to verify and time candidates."
                 )
             if session is None:
                 from kernel_lsp.gpu import GpuSession
@@ -148,7 +150,7 @@ def run(
     try:
         if not evaluator.available:
             raise OptimizeError(
-                f"no GPU: {evaluator.reason or 'none found'}. FSR verifies and times every candidate on a GPU, "
+                f"{no_gpu_message(evaluator.reason)}. FSR verifies and times every candidate on a GPU, "
                 "so nothing can be offered here."
             )
         hw = evaluator.hardware()

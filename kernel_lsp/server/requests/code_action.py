@@ -80,7 +80,9 @@ def register(server) -> None:
                         types.CodeAction(
                             title=title,
                             kind=types.CodeActionKind.RefactorRewrite,
-                            disabled=types.CodeActionDisabled(reason=f"FSR needs a GPU: {no_gpu}"),
+                            disabled=types.CodeActionDisabled(
+                                reason=f"{no_gpu}. FSR needs a GPU to verify and time candidates."
+                            ),
                         )
                     )
                     continue

@@ -28,8 +28,7 @@ def resources_markdown(name: str, kernels: list[KernelResources]) -> str:
     for k in kernels:
         occ = "n/a (no literal block size in the launch comment)"
         if k.occupancy:
-            o = k.occupancy
-            occ = f"{o.fraction:.0%} at {o.block_size} threads ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps; {o.limiter})"
+            occ = k.occupancy.describe()
         rows.append(
             f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
             f"| {k.spill_store_bytes} B / {k.spill_load_bytes} B | {occ} |"
@@ -56,6 +55,11 @@ def register(server) -> None:
         parts = []
         if kernels:
             parts.append(resources_markdown(name, kernels))
+        elif check and not check.checked:
+            # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
+            # promise something; say why instead.
+            why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
+            parts.append(f"**`{name}`** — no resources: {why}")
         elif check and check.errors:
             parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
         else:
