@@ -20,6 +20,10 @@ export interface KernelLspSettings {
     includeDirs: string[];
     defines: string[];
     defaultDevice: boolean;
+    /** Globs of folders/files the workspace watcher skips, relative to the workspace folder. */
+    exclude: string[];
+    /** Larger files are not compiled. */
+    maxFileBytes: number;
     checkOn: CheckOn;
     gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
@@ -34,6 +38,8 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     includeDirs: [],
     defines: [],
     defaultDevice: false,
+    exclude: [],
+    maxFileBytes: 2 * 1024 * 1024,
     checkOn: 'save',
     gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
@@ -118,6 +124,9 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         includeDirs: expand(asStringArray(section.includeDirs)),
         defines: asStringArray(section.defines),
         defaultDevice: section.defaultDevice === true,
+        // Globs relative to the workspace: the server joins them to each folder, so no expansion.
+        exclude: asStringArray(section.exclude),
+        maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,
