@@ -51,7 +51,7 @@ def bench_main(
     args = _parser().parse_args(argv)
 
     from kernel_lsp.compile import CompileOptions, read_source
-    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu import GpuSession, no_gpu_message
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
@@ -77,7 +77,7 @@ def bench_main(
     options_ = CompileOptions(include_dirs=tuple(args.include), defines=tuple(args.define))
     with GpuSession(args.device, launch_timeout_s=args.timeout, timing=timing) as gpu:
         if not gpu.available:
-            print(f"kernel-lsp bench: no GPU: {gpu.reason}", file=sys.stderr)
+            print(f"kernel-lsp bench: {no_gpu_message(gpu.reason)}", file=sys.stderr)
             return EXIT_TOOL
         dev = gpu.device
         rows: list[list[str]] = []

@@ -38,11 +38,7 @@ def format_resources(k: KernelResources) -> str:
         f"spills {k.spill_store_bytes} B stored / {k.spill_load_bytes} B loaded",
     ]
     if k.occupancy:
-        o = k.occupancy
-        parts.append(
-            f"occupancy {o.fraction:.0%} at {o.block_size} threads/block "
-            f"({o.active_warps_per_sm}/{o.max_warps_per_sm} warps, limited by {o.limiter})"
-        )
+        parts.append(f"occupancy {k.occupancy.describe()}")
     elif k.block_size is None:
         parts.append("occupancy: no literal block size in a launch comment")
     return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
-from kernel_lsp.evaluation.local import LocalBackend, fake_from_env
+from kernel_lsp.evaluation.local import GPU_OFF_IN_EDITOR, LocalBackend, fake_from_env, no_gpu_message
 from kernel_lsp.evaluation.results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
@@ -43,6 +43,7 @@ from kernel_lsp.source import find_kernel, find_kernels
 from kernel_lsp.spec import Spec, load_specs, spec_path_for
 
 __all__ = [
+    "GPU_OFF_IN_EDITOR",
     "GPU_SOURCE",
     "CaseTiming",
     "Comparison",
@@ -55,6 +56,7 @@ __all__ = [
     "WorkerProcess",
     "check_file",
     "entry_symbols",
+    "no_gpu_message",
 ]
 
 # What a caller passes for the code to run: the compiled artifact (the one road), or compile
@@ -221,7 +223,7 @@ class GpuSession:
             return check
 
         if not self.available:
-            return done(KernelCheck(kernel or "", "unavailable", message=f"no GPU: {self.reason}"))
+            return done(KernelCheck(kernel or "", "unavailable", message=no_gpu_message(self.reason)))
         spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
         if spec is None:
             status = "spec_error" if any(d.severity is Severity.ERROR for d in diags) else "no_spec"
@@ -338,7 +340,7 @@ class GpuSession:
         check() first; here its outputs after timing are checked once more. Never raises."""
         empty = Comparison(1.0, 1.0, 1.0, 0, None, None, host=self.host, device_index=self.device_index)
         if not self.available:
-            return replace(empty, error=f"no GPU: {self.reason}")
+            return replace(empty, error=no_gpu_message(self.reason))
         spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
         if spec is None:
             return replace(empty, error=diags[0].message if diags else "no spec")

@@ -12,7 +12,7 @@ from .check import FileCheck
 from .compile import read_source
 from .config import Settings
 from .evaluation.pool import BackendPool, parse_gpus
-from .gpu import GpuSession, check_file
+from .gpu import GpuSession, check_file, no_gpu_message
 from .spec import spec_path_for
 
 
@@ -48,10 +48,10 @@ def open_sessions(devices: list[int], log=print) -> list[GpuSession]:
             usable.append(s)
         else:
             if len(devices) > 1:
-                log(f"kernel-lsp: GPU {s.device_index} skipped: {s.reason}")
+                log(f"kernel-lsp: GPU {s.device_index} skipped: {no_gpu_message(s.reason)}")
             s.close()
     if not usable and sessions:
-        log(f"kernel-lsp: GPU verification skipped: {sessions[0].reason}")
+        log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(sessions[0].reason)}")
     return usable
 
 

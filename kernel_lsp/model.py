@@ -78,6 +78,24 @@ class Occupancy:
     def fraction(self) -> float:
         return self.active_warps_per_sm / self.max_warps_per_sm if self.max_warps_per_sm else 0.0
 
+    def describe(self) -> str:
+        """One wording for hover and the CLI: `75% at 256 threads/block (48/64 warps, limited by
+        registers)`."""
+        limiter = _LIMITER_WORDS.get(self.limiter, self.limiter)
+        return (
+            f"{self.fraction:.0%} at {self.block_size} threads/block "
+            f"({self.active_warps_per_sm}/{self.max_warps_per_sm} warps, limited by {limiter})"
+        )
+
+
+# What bounds the resident blocks per SM, in words ("limited by warps" said nothing).
+_LIMITER_WORDS = {
+    "warps": "the SM's warp slots",
+    "blocks": "the SM's block slots",
+    "registers": "registers",
+    "shared memory": "shared memory",
+}
+
 
 @dataclass
 class CompileResult:

@@ -131,6 +131,8 @@ def run(
     project = req.settings.project_flags(req.path, req.workspace).flags
     options: CompileOptions = req.settings.compile_options(req.settings.archs(project)[0], base_dir, project)
     own = False
+    from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+
     if evaluator is None:
         factory = evaluator_factory_from_env()
         if factory is not None:
@@ -138,7 +140,7 @@ def run(
         else:
             if not req.settings.gpu_enabled:
                 raise OptimizeError(
-                    "no GPU: kernelLsp.gpu.enabled is false. FSR needs a GPU to verify and time candidates."
+                    f"{no_gpu_message(GPU_OFF_IN_EDITOR)}. FSR needs a GPU to verify and time candidates."
                 )
             more: list[Any] = []
             if session is None:
@@ -150,7 +152,7 @@ def run(
     try:
         if not evaluator.available:
             raise OptimizeError(
-                f"no GPU: {evaluator.reason or 'none found'}. FSR verifies and times every candidate on a GPU, "
+                f"{no_gpu_message(evaluator.reason)}. FSR verifies and times every candidate on a GPU, "
                 "so nothing can be offered here."
             )
         hw = evaluator.hardware()

@@ -70,7 +70,7 @@ def test_comments_do_not_count():
 def test_message_says_how_to_fix_and_counts_the_rest():
     uses = find_host_code("int main(){}\n" * 6)
     msg = host_code_message(uses)
-    assert "#ifndef __CUDACC_RTC__" in msg and "defaultDevice" in msg and "-default-device" in msg
+    assert "#ifndef __CUDACC_RTC__" in msg and "--default-device" in msg
     assert "and 2 more" in msg
 
 

@@ -17,8 +17,6 @@ import pytest
 
 from kernel_lsp.watch import Batch, BatchCollector, IgnoreRules, WorkspaceWatcher, scan_tree
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 class Batches:
     def __init__(self) -> None:
@@ -216,28 +214,82 @@ print(json.dumps({"changed": sorted(p for b in got for p in b.changed)}), flush=
 """
 
 
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def _public_copy_for_nobody(dest: Path) -> tuple[str | None, str]:
+    """Copy what NOBODY_SCRIPT imports (kernel_lsp and its third-party imports) into `dest`, a
+    folder anyone can read, and find an interpreter `nobody` can start: the checkout and its venv
+    may sit under a private folder (a home folder with mode 700, a `mktemp -d`), where `nobody`
+    reaches neither. Returns (python, "") or (None, why not)."""
+    # Which files the import reads, asked of a fresh interpreter (this one has them loaded).
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, sysconfig, kernel_lsp.watch\n"
+            "std = sysconfig.get_paths()['stdlib']\n"
+            "tops = {m.split('.')[0] for m in list(sys.modules)}\n"
+            "files = [getattr(sys.modules[t], '__file__', None) for t in tops]\n"
+            "print(json.dumps(sorted(f for f in files if f and not f.startswith(std))))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for origin in json.loads(listing.stdout):
+        if os.path.basename(origin) == "__init__.py":
+            top = os.path.basename(os.path.dirname(origin))
+            shutil.copytree(os.path.dirname(origin), dest / top, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(origin, dest)
+    for dirpath, _dirnames, filenames in os.walk(dest):
+        os.chmod(dirpath, 0o755)
+        for f in filenames:
+            os.chmod(os.path.join(dirpath, f), 0o644)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    candidates = [
+        sys.executable,
+        os.path.realpath(sys.executable),
+        shutil.which(version),
+        f"/usr/bin/{version}",
+    ]
+    for python in dict.fromkeys(c for c in candidates if c):
+        probe = subprocess.run(
+            [*AS_NOBODY, python, "-c", "import kernel_lsp.watch"],
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(dest)},
+            cwd="/",
+            check=False,
+        )
+        if probe.returncode == 0:
+            return python, ""
+    return None, f"user nobody cannot start a Python {version} that imports kernel_lsp.watch from {dest}"
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
 def test_unreadable_folder_as_an_unprivileged_user():
     root = Path(tempfile.mkdtemp(prefix="kernel-lsp-watch-unit-"))
+    code = Path(tempfile.mkdtemp(prefix="kernel-lsp-watch-code-"))
     try:
+        code.chmod(0o755)
+        python, why_not = _public_copy_for_nobody(code)
+        if python is None:
+            pytest.skip(why_not)
         root.chmod(0o777)
         locked = root / "locked"
         locked.mkdir()
         (locked / "x.cu").write_text("x")
         locked.chmod(0)
         (root / "ok.cu").write_text("x")
-        cmd = [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            sys.executable,
-            "-c",
-            NOBODY_SCRIPT,
-        ]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "PYTHONPATH": str(code)}
         p = subprocess.Popen(
-            [*cmd, str(root)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+            [*AS_NOBODY, python, "-c", NOBODY_SCRIPT, str(root)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd="/",
         )
         first = json.loads(p.stdout.readline())
         assert first["files"] == [str(root / "ok.cu")]
@@ -249,5 +301,7 @@ def test_unreadable_folder_as_an_unprivileged_user():
         assert p.wait(timeout=20) == 0
         assert second["changed"] == [str(root / "new.cu")]
     finally:
-        os.chmod(root / "locked", 0o755)
+        if (root / "locked").exists():
+            os.chmod(root / "locked", 0o755)
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(code, ignore_errors=True)

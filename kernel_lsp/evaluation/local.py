@@ -8,6 +8,7 @@ worker); several devices get several backends (kernel_lsp.evaluation.pool).
 from __future__ import annotations
 
 import os
+import re
 import socket
 import threading
 import time
@@ -25,6 +26,22 @@ from .backend import Built
 from .results import CaseTiming, Comparison, KernelCheck
 from .specs import spec_desc
 from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
+
+# Only the editor can turn GPU checks off (the CLI's --no-gpu skips them without asking why).
+GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
+
+
+def no_gpu_message(reason: str) -> str:
+    """`no GPU: <why>`, the one wording hover, code actions, the CLI and the optimizer use. The
+    driver loader's own text ("... can only be found via system search. Ensure the NVIDIA display
+    driver is installed.") is for the log; users get its gist, one clause, no trailing period, so
+    it reads the same inside a longer sentence."""
+    why = (reason or "").strip()
+    if why.startswith("no CUDA driver"):
+        why = "no NVIDIA driver is installed (libcuda cannot be loaded)"
+    why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
+    return f"no GPU: {why or 'none found'}"
+
 
 
 def _hidden_by_env() -> str | None:
@@ -96,7 +113,7 @@ class LocalBackend:
             self._retry_at = time.monotonic() + 60.0
             return None
         if not hello.get("available"):
-            self._reason = str(hello.get("reason") or "no GPU")
+            self._reason = str(hello.get("reason") or "none found")
             self._retry_at = time.monotonic() + 60.0
             worker.close()
             return None
@@ -164,7 +181,7 @@ class LocalBackend:
     ) -> dict[str, Any]:
         worker = self._ensure_worker()
         if worker is None:
-            raise WorkerDied(f"no GPU: {self._reason}")
+            raise WorkerDied(no_gpu_message(self._reason or ""))
         message = dict(message, launch_timeout_s=self.launch_timeout_s)
         try:
             reply = worker.request(message, blobs, max(30.0, self.launch_timeout_s), on_progress)
@@ -192,7 +209,7 @@ class LocalBackend:
     ) -> KernelCheck:
         with self._lock:
             if not self.available:
-                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=f"no GPU: {self.reason}"))
+                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason)))
             message: dict[str, Any] = {
                 "op": "check",
                 "spec": spec_desc(spec, spec_source),
@@ -266,7 +283,7 @@ class LocalBackend:
         empty = self._stamp(Comparison(1.0, 1.0, 1.0, 0, None, None))
         with self._lock:
             if not self.available:
-                return replace(empty, error=f"no GPU: {self.reason}")
+                return replace(empty, error=no_gpu_message(self.reason))
             message = {
                 "op": "compare",
                 "spec": spec_desc(spec, spec_source),

@@ -28,6 +28,10 @@ class KernelLanguageServer(LanguageServer):
         self.pull_diagnostics = False
         self.device_name: str | None = None
         self.optimizing = False
+        # uri -> (version, diagnostics) last published for an open document: the same findings
+        # for the same version are not sent again (the watcher's start-up check and didOpen
+        # both check a newly opened file, 1-8 ms apart).
+        self._last_published: dict[str, tuple[int, list[types.Diagnostic]]] = {}
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
         self.analysis = Analysis(
@@ -38,7 +42,9 @@ class KernelLanguageServer(LanguageServer):
             on_checked=self._after_check,
         )
         self.gpu = None  # the GPU feature, once a GPU answered
-        self.gpu_absent_reason = "no GPU was found (or kernelLsp.gpu.enabled is false)."
+        # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
+        # everywhere; the driver's raw text only in the log).
+        self.gpu_absent_reason = "no GPU: the GPU probe has not answered yet"
         from .gpu_feature import GpuFeature
 
         self.gpu_feature = GpuFeature(self)
@@ -77,7 +83,7 @@ class KernelLanguageServer(LanguageServer):
 
     def hover_sections(self, path: str, kernel: str) -> list[str]:
         if self.gpu is None:
-            return ["_No GPU figures: " + self.gpu_absent_reason + " Compile features keep working._"]
+            return [f"_No GPU figures ({self.gpu_absent_reason}); compile features keep working._"]
         return self.gpu.hover_sections(path, kernel)
 
     def gpu_headline(self, path: str, kernel: str) -> str | None:
@@ -94,11 +100,18 @@ class KernelLanguageServer(LanguageServer):
             return
         doc = self.open_document(path)
         lines = doc.lines if doc is not None else _read_lines(path)
+        uri = path_to_uri(path)
+        found = [to_lsp(d, lines) for d in diagnostics]
+        if doc is not None and doc.version is not None:
+            if self._last_published.get(uri) == (doc.version, found):
+                return
+            self._last_published[uri] = (doc.version, found)
+        else:
+            # Closed: some clients clear a closed file's diagnostics, so its next ones are sent.
+            self._last_published.pop(uri, None)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=path_to_uri(path),
-                version=doc.version if doc is not None else None,
-                diagnostics=[to_lsp(d, lines) for d in diagnostics],
+                uri=uri, version=doc.version if doc is not None else None, diagnostics=found
             )
         )
 

@@ -11,7 +11,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from ..gpu import GpuSession, KernelCheck, check_file
+from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, check_file, no_gpu_message
 from ..source import kernel_base_name
 from ..spec import spec_path_for
 from ..stats import format_seconds
@@ -35,13 +35,13 @@ class GpuFeature:
     async def start(self) -> None:
         settings = self.server.settings
         if not settings.gpu_enabled:
-            self.server.gpu_absent_reason = "GPU checks are off (kernelLsp.gpu.enabled is false)."
+            self.server.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
             return
         loop = asyncio.get_running_loop()
         session = GpuSession(device=settings.gpu_device)
         available = await loop.run_in_executor(self._thread, lambda: session.available)
         if not available:
-            self.server.gpu_absent_reason = f"no GPU available ({session.reason})."
+            self.server.gpu_absent_reason = no_gpu_message(session.reason)
             session.close()
             log.info("GPU checks off: %s", session.reason)
             self.server.send_status(None)

@@ -86,9 +86,11 @@ def ws(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _start(client: LanguageClient, root: Path, gpu: bool = True) -> None:
+async def _start(client: LanguageClient, root: Path, gpu: bool = True, disabled_support: bool = True) -> None:
     caps = types.ClientCapabilities(
-        window=types.WindowClientCapabilities(work_done_progress=True),
+        window=types.WindowClientCapabilities(
+            work_done_progress=True, show_document=types.ShowDocumentClientCapabilities(support=True)
+        ),
         workspace=types.WorkspaceClientCapabilities(
             apply_edit=True,
             workspace_edit=types.WorkspaceEditClientCapabilities(
@@ -98,7 +100,7 @@ async def _start(client: LanguageClient, root: Path, gpu: bool = True) -> None:
             ),
         ),
         text_document=types.TextDocumentClientCapabilities(
-            code_action=types.CodeActionClientCapabilities(disabled_support=True)
+            code_action=types.CodeActionClientCapabilities(disabled_support=disabled_support)
         ),
     )
     await client.initialize_session(
@@ -211,19 +213,36 @@ async def test_a_document_edited_during_the_run_is_not_changed(client, ws):
     assert reply["reportUri"] and not edits
 
 
-async def test_spec_skeleton_action_creates_the_spec_file_only(client, ws):
+async def test_spec_skeleton_action_creates_the_spec_file_whole(client, ws):
     await _start(client, ws)
     u = _open(client, ws / "scale.cu")
     (action,) = await _actions(client, u, 2)
     assert action.title == "Write a spec skeleton for scale"
-    create, edit = action.edit.document_changes
-    assert create.kind == "create" and create.uri.endswith("/scale.spec.py")
-    assert create.options.overwrite is False and create.options.ignore_if_exists is False
-    assert 'kernel="scale"' in edit.edits[0].new_text and '"x": In("float32"' in edit.edits[0].new_text
+    # No CreateFile + TextDocumentEdit (an empty file on disk until the buffer is saved): a
+    # command that writes the file with its content.
+    assert action.edit is None and action.command.command == "kernelLsp.writeSpecSkeleton"
+    spec = ws / "scale.spec.py"
+    assert not spec.exists()
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+    )
+    assert reply["created"] is True, reply
+    text = spec.read_text()
+    assert 'kernel="scale"' in text and '"x": In("float32"' in text
+    assert [p.uri for p in client.shown_documents] == [spec.resolve().as_uri()]
+    assert not [p for p in ws.iterdir() if p.name.endswith(".tmp")]
+    # Asked again (a stale action), the file the user may have edited meanwhile is kept.
+    spec.write_text("# mine\n")
+    again = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+    )
+    assert again["created"] is False and "already exists" in again["message"]
+    assert spec.read_text() == "# mine\n"
     # A kernel with a spec gets no skeleton action; a file whose spec exists never gets one.
     assert [a.title for a in await _actions(client, _open(client, ws / "vadd.cu"), 2)] == [
         "Optimize vadd (FSR)"
     ]
+    assert await _actions(client, u, 2) == []
 
 
 async def test_without_a_gpu_the_action_says_so_and_does_nothing(nogpu, ws):
@@ -231,8 +250,25 @@ async def test_without_a_gpu_the_action_says_so_and_does_nothing(nogpu, ws):
     u = _open(nogpu, ws / "vadd.cu")
     (action,) = await _actions(nogpu, u, 3)
     assert action.title == "Optimize vadd (FSR)" and action.command is None
-    assert action.disabled is not None and action.disabled.reason.startswith("FSR needs a GPU: ")
+    assert action.disabled is not None and action.disabled.reason.startswith(
+        "no GPU: nvidia-smi lists none. FSR needs a GPU"
+    )
     reply = await nogpu.workspace_execute_command_async(
         types.ExecuteCommandParams(command="kernelLsp.optimize", arguments=[{"uri": u, "kernel": "vadd"}])
     )
     assert reply["applied"] is False and reply["reportUri"] is None and "needs a GPU" in reply["message"]
+
+
+async def test_without_disabled_support_the_action_answers_why(nogpu, ws):
+    # Neovim 0.7 does not advertise codeAction.disabledSupport: a disabled action would look
+    # like one that works and do nothing when picked. It gets the command, which says why.
+    await _start(nogpu, ws, gpu=True, disabled_support=False)
+    u = _open(nogpu, ws / "vadd.cu")
+    (action,) = await _actions(nogpu, u, 3)
+    assert action.title == "Optimize vadd (FSR)" and action.disabled is None
+    assert action.command.command == "kernelLsp.optimize"
+    reply = await nogpu.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+    )
+    assert reply["applied"] is False and "needs a GPU" in reply["message"]
+    assert any("needs a GPU" in m.message for m in nogpu.messages)

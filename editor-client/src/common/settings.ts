@@ -23,6 +23,10 @@ export interface KernelLspSettings {
     defaultDevice: boolean;
     compiler: Compiler;
     hostCheck: boolean;
+    /** Globs of folders/files the workspace watcher skips, relative to the workspace folder. */
+    exclude: string[];
+    /** Larger files are not compiled. */
+    maxFileBytes: number;
     checkOn: CheckOn;
     gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
@@ -39,6 +43,8 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     defaultDevice: false,
     compiler: 'auto',
     hostCheck: false,
+    exclude: [],
+    maxFileBytes: 2 * 1024 * 1024,
     checkOn: 'save',
     gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
@@ -125,6 +131,9 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         defaultDevice: section.defaultDevice === true,
         compiler: asChoice(section.compiler, ['auto', 'nvrtc', 'nvcc'], DEFAULT_SETTINGS.compiler),
         hostCheck: section.hostCheck === true,
+        // Globs relative to the workspace: the server joins them to each folder, so no expansion.
+        exclude: asStringArray(section.exclude),
+        maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 from .initialized import refresh_configuration
 
 
@@ -18,7 +19,7 @@ def register(server) -> None:
                 await ls.gpu_feature.start()
             else:
                 ls.gpu_feature.stop()
-                ls.gpu_absent_reason = "GPU checks are off (kernelLsp.gpu.enabled is false)."
+                ls.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
         if changed and getattr(ls, "watching", None) is not None:
             await ls.watching.settings_changed()
         if changed:

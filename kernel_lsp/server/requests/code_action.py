@@ -1,8 +1,12 @@
 """textDocument/codeAction on a kernel:
 - "Optimize <kernel> (FSR)" when its spec exists: runs the `kernelLsp.optimize` command (see
-  execute_command.py). Without a GPU the action is shown disabled, with the reason, and does nothing.
-- "Write a spec skeleton for <kernel>" when the file has no spec yet: a WorkspaceEdit that creates
-  `X.spec.py` from the kernel's signature (never overwrites an existing file)."""
+  execute_command.py). Without a GPU the action is shown disabled, with the reason, to clients
+  that advertise `codeAction.disabledSupport`; other clients (Neovim 0.7) would offer it as if it
+  worked, so they get the plain command, which answers with a message saying why nothing ran.
+- "Write a spec skeleton for <kernel>" when the file has no spec yet: runs the
+  `kernelLsp.writeSpecSkeleton` command (spec_skeleton.py), which creates `X.spec.py` with its
+  content in one step. A CreateFile + TextDocumentEdit pair would leave an empty file on disk
+  until the user saved the new buffer, and `--check` fails on an empty spec."""
 
 from __future__ import annotations
 
@@ -11,10 +15,11 @@ import re
 
 from lsprotocol import types
 
-from ...source import find_kernels, parse_directives
-from ...spec import spec_path_for, spec_skeleton
-from ..uris import path_to_uri, uri_to_path
+from ...source import find_kernels
+from ...spec import spec_path_for
+from ..uris import uri_to_path
 from .execute_command import OPTIMIZE_COMMAND, gpu_absent_reason
+from .spec_skeleton import WRITE_SPEC_COMMAND
 
 
 def _kernels_at(source: str, line: int):
@@ -42,6 +47,11 @@ def spec_mentions(spec_text: str, kernel: str) -> bool:
     return re.search(rf"""["']{re.escape(kernel)}["']""", spec_text) is not None
 
 
+def shows_disabled_actions(ls) -> bool:
+    caps = ls.client_capabilities.text_document
+    return bool(caps and caps.code_action and caps.code_action.disabled_support)
+
+
 def register(server) -> None:
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -65,12 +75,14 @@ def register(server) -> None:
                 title = f"Optimize {k.name} (FSR)"
                 if no_gpu is None:
                     no_gpu = gpu_absent_reason(ls) or ""
-                if no_gpu:
+                if no_gpu and shows_disabled_actions(ls):
                     actions.append(
                         types.CodeAction(
                             title=title,
                             kind=types.CodeActionKind.RefactorRewrite,
-                            disabled=types.CodeActionDisabled(reason=f"FSR needs a GPU: {no_gpu}"),
+                            disabled=types.CodeActionDisabled(
+                                reason=f"{no_gpu}. FSR needs a GPU to verify and time candidates."
+                            ),
                         )
                     )
                     continue
@@ -86,35 +98,15 @@ def register(server) -> None:
                     )
                 )
             elif spec_text is None and not os.path.exists(spec_path):
-                skeleton = spec_skeleton(k, parse_directives(source))
-                spec_uri = path_to_uri(spec_path)
+                title = f"Write a spec skeleton for {k.name}"
                 actions.append(
                     types.CodeAction(
-                        title=f"Write a spec skeleton for {k.name}",
+                        title=title,
                         kind=types.CodeActionKind.Source,
-                        edit=types.WorkspaceEdit(
-                            document_changes=[
-                                # Neither overwrite nor ignoreIfExists: should the file appear
-                                # meanwhile, the client fails the edit instead of writing into it.
-                                types.CreateFile(
-                                    uri=spec_uri,
-                                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
-                                ),
-                                types.TextDocumentEdit(
-                                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                                        uri=spec_uri, version=None
-                                    ),
-                                    edits=[
-                                        types.TextEdit(
-                                            range=types.Range(
-                                                start=types.Position(line=0, character=0),
-                                                end=types.Position(line=0, character=0),
-                                            ),
-                                            new_text=skeleton,
-                                        )
-                                    ],
-                                ),
-                            ]
+                        command=types.Command(
+                            title=title,
+                            command=WRITE_SPEC_COMMAND,
+                            arguments=[{"uri": params.text_document.uri, "kernel": k.name}],
                         ),
                     )
                 )

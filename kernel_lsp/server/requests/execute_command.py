@@ -48,17 +48,19 @@ def _test_evaluator() -> bool:
 
 
 def gpu_absent_reason(ls) -> str | None:
-    """None when FSR can run here, else why not, in words for the user."""
+    """None when FSR can run here, else why not: `no GPU: ...` (kernel_lsp.gpu.no_gpu_message)."""
     if _test_evaluator():
         return None
+    from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+
     if not ls.settings.gpu_enabled:
-        return "kernelLsp.gpu.enabled is false"
+        return no_gpu_message(GPU_OFF_IN_EDITOR)
     if ls.gpu is not None:
         return None
     from ...compile import local_gpu_arch
 
     if local_gpu_arch() is None:
-        return "no NVIDIA GPU was found on this machine (nvidia-smi lists none)"
+        return no_gpu_message("nvidia-smi lists none")
     return None
 
 
@@ -136,7 +138,7 @@ def register(server) -> None:
             )
         reason = gpu_absent_reason(ls)
         if reason:
-            message = f"FSR needs a GPU to verify and time candidates: {reason}. Nothing was run."
+            message = f"{reason}. FSR needs a GPU to verify and time candidates; nothing was run."
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
             return _reply(False, None, message)
         doc = ls.open_document(path)

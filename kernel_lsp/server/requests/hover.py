@@ -31,8 +31,7 @@ def resources_markdown(name: str, kernels: list[KernelResources], compiler: str 
     for k in kernels:
         occ = "n/a (no literal block size in the launch comment)"
         if k.occupancy:
-            o = k.occupancy
-            occ = f"{o.fraction:.0%} at {o.block_size} threads ({o.active_warps_per_sm}/{o.max_warps_per_sm} warps; {o.limiter})"
+            occ = k.occupancy.describe()
         rows.append(
             (f"| `{k.name}` " if several else "")
             + f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
@@ -62,6 +61,11 @@ def register(server) -> None:
         if kernels:
             compiler = check.results[0].compiler if check.results else "nvrtc"
             parts.append(resources_markdown(name, kernels, compiler))
+        elif check and not check.checked:
+            # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
+            # promise something; say why instead.
+            why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
+            parts.append(f"**`{name}`** — no resources: {why}")
         elif check and check.errors:
             parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
         else:

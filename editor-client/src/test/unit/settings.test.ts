@@ -1,5 +1,13 @@
 import * as assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_SETTINGS, expandPath, normalizeSettings, toServerLaunchOptions } from '../../common/settings';
+
+interface Manifest {
+    contributes: { configuration: { properties: Record<string, { default: unknown }> } };
+}
+// Compiled to out/test/unit/: the extension's folder is three levels up.
+const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8')) as Manifest;
 
 const context = { workspaceFolder: '/ws', userHome: '/home/me' };
 
@@ -19,6 +27,8 @@ describe('normalizeSettings', () => {
             defaultDevice: true,
             compiler: 'nvcc',
             hostCheck: true,
+            exclude: ['third_party', 'legacy/**'],
+            maxFileBytes: 1048576,
             checkOn: 'change',
             gpu: { enabled: false, device: 1, achievedOccupancy: false },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
@@ -40,6 +50,8 @@ describe('normalizeSettings', () => {
                 checkOn: 'always',
                 compiler: 'gcc',
                 hostCheck: 'yes',
+                exclude: 'legacy',
+                maxFileBytes: -5,
                 gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
@@ -53,10 +65,27 @@ describe('normalizeSettings', () => {
         assert.equal(settings.checkOn, 'save');
         assert.equal(settings.compiler, 'auto');
         assert.equal(settings.hostCheck, false);
+        assert.deepEqual(settings.exclude, []);
+        assert.equal(settings.maxFileBytes, 2097152);
         assert.deepEqual(settings.gpu, { enabled: true, device: null, achievedOccupancy: true });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
         assert.equal(settings.trace.server, 'off');
+    });
+
+    it('has exactly the settings package.json contributes, with the same defaults', () => {
+        // A documented setting missing here never reaches the server (exclude and maxFileBytes did not).
+        const leaves = (value: object, prefix: string): [string, unknown][] =>
+            Object.entries(value).flatMap(([key, v]: [string, unknown]) =>
+                typeof v === 'object' && v !== null && !Array.isArray(v)
+                    ? leaves(v, `${prefix}${key}.`)
+                    : [[`${prefix}${key}`, v] as [string, unknown]],
+            );
+        const contributed = Object.entries(manifest.contributes.configuration.properties).map(
+            ([key, schema]) => [key, schema.default] as [string, unknown],
+        );
+        const ours = leaves(DEFAULT_SETTINGS, 'kernelLsp.');
+        assert.deepEqual(new Map(ours), new Map(contributed));
     });
 
     it('accepts arch as one string, and collapses a one-element list to it', () => {

@@ -1,0 +1,99 @@
+"""workspace/executeCommand `kernelLsp.writeSpecSkeleton` [{"uri", "kernel"}] → {"created",
+"specUri", "message"}: writes `X.spec.py` for a kernel that has none, with its whole content at
+once, then asks the editor to show it.
+
+Why a command and not a WorkspaceEdit: LSP's CreateFile has no content, so CreateFile plus a
+TextDocumentEdit makes the editor write an empty file to disk and hold the skeleton in an unsaved
+buffer; `--check` run meanwhile (pre-commit, CI) fails on the empty spec. The file appears whole
+or not at all, and an existing file is never touched: the user's spec is not ours to overwrite."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+from typing import Any
+
+from lsprotocol import types
+
+from ...source import find_kernels, parse_directives
+from ...spec import spec_path_for, spec_skeleton
+from ..uris import path_to_uri, uri_to_path
+
+log = logging.getLogger(__name__)
+
+WRITE_SPEC_COMMAND = "kernelLsp.writeSpecSkeleton"
+
+
+def create_new_file(path: str, text: str) -> None:
+    """Write `text` to `path`, which must not exist (FileExistsError otherwise). Written to a
+    temporary file beside it and hard-linked into place: readers never see a partial file, and
+    the link fails rather than replace a file that appeared meanwhile."""
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".kernel-lsp-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _reply(created: bool, spec_uri: str | None, message: str) -> dict[str, Any]:
+    return {"created": created, "specUri": spec_uri, "message": message}
+
+
+def _source(ls, path: str) -> str | None:
+    doc = ls.open_document(path)
+    if doc is not None:
+        return doc.source
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def register(server) -> None:
+    @server.command(WRITE_SPEC_COMMAND)
+    async def write_spec_skeleton(ls, *args) -> dict[str, Any]:
+        arg = args[0] if args else {}
+        if isinstance(arg, list):  # some clients pass the arguments array as one value
+            arg = arg[0] if arg else {}
+        if (
+            not isinstance(arg, dict)
+            or not isinstance(arg.get("uri"), str)
+            or not isinstance(arg.get("kernel"), str)
+        ):
+            return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')
+        path = uri_to_path(arg["uri"])
+        source = _source(ls, path) if path else None
+        if source is None:
+            return _reply(False, None, f"cannot read {arg['uri']}")
+        kernel = next((k for k in find_kernels(source) if k.name == arg["kernel"]), None)
+        if kernel is None:
+            return _reply(False, None, f"no kernel named {arg['kernel']!r} in {os.path.basename(path)}")
+        spec_path = spec_path_for(path)
+        spec_uri = path_to_uri(spec_path)
+        try:
+            create_new_file(spec_path, spec_skeleton(kernel, parse_directives(source)))
+        except FileExistsError:
+            message = f"{os.path.basename(spec_path)} already exists; it was left as it is."
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+            return _reply(False, spec_uri, message)
+        except OSError as e:
+            message = f"cannot write {spec_path}: {e.strerror or e}"
+            ls.show_warning(f"kernel-lsp: {message}")
+            return _reply(False, None, message)
+        log.info("wrote the spec skeleton %s", spec_path)
+        caps = ls.client_capabilities.window
+        if caps and caps.show_document and caps.show_document.support:
+            try:
+                await ls.window_show_document_async(types.ShowDocumentParams(uri=spec_uri, take_focus=True))
+            except Exception:  # the file is written; showing it is a courtesy
+                log.debug("window/showDocument failed", exc_info=True)
+        # The kernel file's check reads the new spec.
+        ls.request_check(arg["uri"])
+        return _reply(True, spec_uri, f"wrote {os.path.basename(spec_path)}: fill in the reference and sizes")

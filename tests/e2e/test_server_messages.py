@@ -1,0 +1,102 @@
+"""What the server says in hover and how often it publishes (issue 14, items 11 and 25), through
+the real server process."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from conftest import BASE_OPTIONS, diagnostics, open_file, server_env, start, uri
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+KERNEL = (
+    "__global__ void scale(float* x, int n)\n{\n    int i = threadIdx.x;\n    if (i < n) x[i] *= 2.0f;\n}\n"
+)
+
+
+def _count_publications(client: LanguageClient) -> dict[str, list[int | None]]:
+    """Every publishDiagnostics the client gets, per uri (pytest-lsp keeps only the last)."""
+    seen: dict[str, list[int | None]] = {}
+    features = client.protocol.fm.features
+    original = features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS]
+
+    def counting(params: types.PublishDiagnosticsParams):
+        seen.setdefault(params.uri, []).append(params.version)
+        return original(params)
+
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = counting
+    return seen
+
+
+async def _hover(client: LanguageClient, u: str, line: int, character: int) -> str:
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=u),
+            position=types.Position(line=line, character=character),
+        )
+    )
+    return hover.contents.value
+
+
+async def test_an_open_file_gets_its_diagnostics_once(client: LanguageClient, tmp_path: Path):
+    # The workspace watcher's start-up check and didOpen both check the file: the second result
+    # is the same, and publishing it again made editors redraw (and Neovim re-notify).
+    (tmp_path / "a.cu").write_text(KERNEL)
+    (tmp_path / "b.cu").write_text(KERNEL.replace("scale", "other"))
+    seen = _count_publications(client)
+    await start(client, tmp_path)
+    u = open_file(client, tmp_path / "a.cu")
+    await diagnostics(client, u)
+    await diagnostics(client, uri(tmp_path / "b.cu"))
+    for _ in range(100):  # let every check in flight finish
+        if (await client.protocol.send_request_async("kernelLsp/stats", None)).inFlight == 0:
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    assert seen[u] == [1], seen
+
+
+async def test_hover_on_a_file_over_the_size_limit_says_why(client: LanguageClient, tmp_path: Path):
+    await start(client, tmp_path, options={**BASE_OPTIONS, "maxFileBytes": 200})
+    text = KERNEL + "// padding\n" * 30
+    path = tmp_path / "big.cu"
+    path.write_text(text)
+    u = open_file(client, path)
+    await diagnostics(client, u, lambda ds: len(ds) > 0)
+    value = await _hover(client, u, 0, 17)
+    assert "not compiled yet" not in value and "limit" in value, value
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "kernel_lsp"],
+        server_env={**server_env(), "PATH": "/usr/bin:/bin", "KERNEL_LSP_FAKE_GPU": ""},
+    )
+)
+async def gpu_on(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_hover_without_a_gpu_says_so_in_a_few_words(gpu_on: LanguageClient, tmp_path: Path):
+    # GPU checks on, on a machine without one: hover says "no GPU: ..." once, without the
+    # driver loader's paragraph.
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has a GPU: hover shows its figures, not why there are none")
+    path = tmp_path / "k.cu"
+    path.write_text(KERNEL)
+    await start(gpu_on, tmp_path, options={"arch": ["sm_90"], "gpu": {"enabled": True}})
+    u = open_file(gpu_on, path)
+    await diagnostics(gpu_on, u)
+    for _ in range(100):
+        value = await _hover(gpu_on, u, 0, 17)
+        if "probe has not answered" not in value:
+            break
+        await asyncio.sleep(0.1)
+    assert "_No GPU figures (no GPU: " in value, value
+    assert "system search" not in value and "Ensure" not in value and ".." not in value
