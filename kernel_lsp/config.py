@@ -37,6 +37,7 @@ class Settings:
     optimizer_rounds: int = 3
     optimizer_candidates: int = 4
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
+    optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
 
     def archs(self) -> list[str]:
         out: list[str] = []
@@ -76,6 +77,7 @@ _KEYS: dict[str, str] = {
     "optimizer.rounds": "optimizer_rounds",
     "optimizer.candidates": "optimizer_candidates",
     "optimizer.proposer": "optimizer_proposer",
+    "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {"check_on": ("save", "change"), "optimizer_proposer": ("auto", "llm", "tune")}
@@ -132,7 +134,7 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a string or a list of strings")
         return tuple(value)
-    if name in ("default_device", "gpu_enabled", "achieved_occupancy"):
+    if name in ("default_device", "gpu_enabled", "achieved_occupancy", "optimizer_allow_new_globals"):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value

@@ -9,7 +9,9 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - outputs are compared with the numpy reference (tolerance or the spec's compare function);
 - the same inputs run again (poison 0xA5) and must agree with the first run (races);
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
-Timing cases use another seed, and their outputs are checked too (no fast path while timed).
+Before every launch the modules' mutable globals go back to their loaded image, so no run sees
+what an earlier one left there. Timing cases use other inputs, several sets in turn, and their
+outputs are checked too (runner/isolation.py: no fast path while timed).
 """
 
 from __future__ import annotations
@@ -245,11 +247,19 @@ def _poison_count(spec: Spec, name: str, got: np.ndarray, poison: int) -> int:
 
 
 class CaseRunner:
-    def __init__(self, device: Any, spec: Spec, sync_with_timeout: Callable[[str], None]):
+    def __init__(
+        self,
+        device: Any,
+        spec: Spec,
+        sync_with_timeout: Callable[[str], None],
+        reset: Callable[[], None] = lambda: None,
+    ):
         self.device = device
         self.spec = spec
         # Synchronises the stream; the caller announces a launch phase (with its timeout) first.
         self.sync = sync_with_timeout
+        # Puts the modules' globals back to their loaded image (runner/isolation.py).
+        self.reset = reset
 
     def execute(
         self, steps: list[Step], bufs: Buffers, inputs: dict[str, np.ndarray], poison: int, case: str
@@ -259,6 +269,7 @@ class CaseRunner:
         for name, array in inputs.items():
             bufs.upload(name, array)
         bufs.poison(poison)
+        self.reset()
         launcher(self.device, steps, bufs)()
         self.sync(case)
         broken = bufs.broken_guards()
