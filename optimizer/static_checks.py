@@ -129,14 +129,14 @@ def timer_control(source: str) -> list[Finding]:
     `if`/`while`/`for` condition or a `?:`."""
     text = _blank(source)
     lines = text.splitlines()
+    raw = source.splitlines()
     tainted: set[str] = set()
-    reads: list[int] = []
-    for no, line in enumerate(lines, 1):
+    for no, line in enumerate(lines):
         if _TIMER.search(line):
-            reads.append(no)
             for m in re.finditer(r"([A-Za-z_]\w*)\s*(?:\+|-)?=(?!=)", line):
                 tainted.add(m.group(1))
-            for m in re.finditer(r"\"=[a-z]\"\s*\(\s*([A-Za-z_]\w*)\s*\)", line):  # asm outputs
+            # asm outputs (`"=l"(now)`): the constraint string is blanked in `line`.
+            for m in re.finditer(r"\"=[a-z]\"\s*\(\s*([A-Za-z_]\w*)\s*\)", raw[no] if no < len(raw) else ""):
                 tainted.add(m.group(1))
     out = []
     for no, line in enumerate(lines, 1):

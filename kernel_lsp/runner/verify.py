@@ -193,13 +193,18 @@ def compare_output(
     what: str = "expected",
 ) -> str | None:
     """None when `got` matches, else a message naming the first bad index, the max abs and rel
-    error and the number of wrong elements."""
+    error and the number of wrong elements. A constant output where the expected values vary is
+    wrong even inside the tolerance."""
+    stored = np.asarray(got).dtype
     got, expected = host_view(np.asarray(got)), host_view(np.asarray(expected))
     if compare is not None:
         msg = compare(got.copy(), expected.copy())
         return f"`{name}`: {msg}" if msg else None
     if got.shape != expected.shape:
         return f"`{name}`: shape {got.shape}, {what} {expected.shape}"
+    constant = constant_output(got, expected, stored, what)
+    if constant:
+        return f"`{name}`: {constant}"
     g = got.astype(np.float64).reshape(-1)
     e = expected.astype(np.float64).reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -228,6 +233,30 @@ def compare_output(
         f"`{name}`: {count} of {g.size} elements wrong, first at index {index}: got "
         f"{_fmt(g[first])}, {what} {_fmt(e[first])}; max abs error {_fmt(max_abs)}, "
         f"max rel error {_fmt(max_rel)}{note}"
+    )
+
+
+def constant_output(
+    got: np.ndarray, expected: np.ndarray, stored: np.dtype, what: str = "expected"
+) -> str | None:
+    """ "the output is constant: every element is 0 (all zeros), ..." when `got` holds one value and `expected`, rounded to
+    the output's dtype, does not: a kernel that writes a constant can hide inside a loose
+    tolerance (a bf16 softmax over 4096 columns has every value below bf16's default atol)."""
+    g = got.reshape(-1)
+    if g.size < 2 or not np.all(g == g[0]):
+        return None
+    try:
+        e = np.asarray(expected).astype(stored).astype(np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        e = np.asarray(expected, dtype=np.float64).reshape(-1)
+    e = e[np.isfinite(e)]
+    if e.size < 2 or np.all(e == e[0]):
+        return None
+    value = _fmt(float(g[0]))
+    zeros = " (all zeros)" if float(g[0]) == 0.0 else ""
+    return (
+        f"the output is constant: every element is {value}{zeros}, where the {what} values vary "
+        f"({e.min():.4g} to {e.max():.4g}); wrong even where each value is within the tolerance"
     )
 
 
