@@ -79,7 +79,8 @@ _CONST = re.compile(r"\b(const|constexpr|__constant__)\b")
 def mutable_globals(source: str) -> dict[str, int]:
     """{name: line} of the file-scope `__device__`/`__managed__` variables that kernels can
     write."""
-    text = _blank(source)
+    # Preprocessor lines hold no declarations, but their parentheses would read as a function's.
+    text = re.sub(r"(?m)^[ \t]*#(?:.*\\\n)*.*", lambda m: re.sub(r"[^\n]", " ", m.group(0)), _blank(source))
     found: dict[str, int] = {}
     depth = 0
     scopes: list[bool] = []  # per open brace: does it open a namespace (file scope continues)?
@@ -108,10 +109,11 @@ def mutable_globals(source: str) -> dict[str, int]:
 def _declaration(segment: str, offset: int, text: str, found: dict[str, int]) -> None:
     if not re.search(r"\b(__device__|__managed__)\b", segment):
         return
-    if _FUNCTION_QUALIFIERS.search(segment) or _CONST.search(segment):
-        return
     head = segment.split("=", 1)[0]
-    if "(" in head:  # a function prototype or definition
+    if _FUNCTION_QUALIFIERS.search(segment) or "(" in head:  # a function
+        return
+    # `const float* p` is a writable pointer; `float* const p` and `const float x` are not.
+    if _CONST.search(head.rsplit("*", 1)[-1]) or "__constant__" in head or "constexpr" in head:
         return
     for part in head.split(","):
         m = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$", part.strip())

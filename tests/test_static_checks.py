@@ -21,10 +21,13 @@ from optimizer.testing import ContentEvaluator, Rule
 
 MEMO = """\
 // kernel-lsp: launch vadd grid=cdiv(n, 256) block=256
-__device__ float memo_c[1 << 20];   // a copy of the last result
+#define MEMO_ELEMS (1 << 20)
+__device__ float memo_c[MEMO_ELEMS];   // a copy of the last result
 __device__ int memo_n, memo_key[2] = {0, 0};
 __device__ __managed__ int hits;
 __device__ const float kScale = 1.0f;
+__device__ float* const kFixed = nullptr;
+__device__ const float* last_a;
 __constant__ float kTable[4];
 __device__ float twice(float x) { return 2 * x; }
 __device__ __forceinline__ float add(float a, float b);
@@ -52,8 +55,8 @@ extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
 
 def test_new_mutable_globals_are_found_and_functions_and_constants_are_not():
     found = mutable_globals(MEMO)
-    assert set(found) == {"memo_c", "memo_n", "memo_key", "hits"}
-    assert found["memo_c"] == 2 and found["hits"] == 4
+    assert set(found) == {"memo_c", "memo_n", "memo_key", "hits", "last_a"}
+    assert found["memo_c"] == 3 and found["hits"] == 5
     assert mutable_globals(VADD) == {}
 
 
@@ -80,6 +83,7 @@ def test_globals_the_original_already_had_are_not_new():
         "memo_n",
         "memo_key",
         "hits",
+        "last_a",
     }
 
 
@@ -121,7 +125,7 @@ def test_loop_rejects_a_candidate_with_new_globals_before_running_it(target, tmp
     assert fair.status is Status.CORRECT and result.accepted is fair
     assert ev.checks == 2  # the baseline and the honest one: the memo never ran
     md = Path(write_report(result, str(tmp_path))[1]).read_text()
-    assert "## Static checks" in md and "r1c1 (unsafe): line 2: new mutable global `memo_c`" in md
+    assert "## Static checks" in md and "r1c1 (unsafe): line 3: new mutable global `memo_c`" in md
 
 
 def test_the_setting_lets_new_globals_run(target):
