@@ -99,7 +99,8 @@ def bench_main(
                 occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
             if not check.ok:
                 failed = True
-                print(f"{spec.title}: {check.status}: {check.message}", file=out)
+                status = "SUSPICIOUS" if any(p.kind == "suspicious" for p in check.problems) else check.status
+                print(f"{spec.title}: {status}: {check.message}", file=out)
                 for d in check.diagnostics[1:]:
                     print(f"  {d.message}", file=out)
                 continue
@@ -113,11 +114,12 @@ def bench_main(
                         f"{format_seconds(m.p10_s)}-{format_seconds(m.p90_s)}",
                         str(m.n),
                         f"{t.bandwidth_Bps / 1e9:.1f}",
-                        f"{t.roofline * 100:.0f}% {t.bound}" if t.roofline else "-",
+                        t.roofline_text or "-",
                         dev.short_name if dev else "?",
                         "cold" if m.cold_l2 else "warm",
                     ]
                     + (["SUSPICIOUS"] if t.suspicious else [])
+                    + ([t.bound_note] if t.bound_note else [])
                 )
         if rows:
             head = ["kernel", "case", "median", "p10-p90", "n", "GB/s", "% roofline", "device", "L2"]

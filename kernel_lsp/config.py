@@ -44,6 +44,7 @@ class Settings:
     host_check: bool = False  # nvcc -c: the host compiler's own errors too
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
+    optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -120,6 +121,7 @@ _KEYS: dict[str, str] = {
     "host-check": "host_check",
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
+    "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -163,7 +165,14 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 problems.append(f"unknown setting `{key}`")
             continue
         if value is None:
-            if name in ("gpu_device", "gpu_devices", "llm_base_url", "llm_model", "llm_api_key", "compile_commands"):
+            if name in (
+                "gpu_device",
+                "gpu_devices",
+                "llm_base_url",
+                "llm_model",
+                "llm_api_key",
+                "compile_commands",
+            ):
                 changes[name] = None
             continue
         try:
@@ -180,7 +189,13 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a string or a list of strings")
         return tuple(value)
-    if name in ("default_device", "gpu_enabled", "achieved_occupancy", "host_check"):
+    if name in (
+        "default_device",
+        "gpu_enabled",
+        "achieved_occupancy",
+        "host_check",
+        "optimizer_allow_new_globals",
+    ):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value

@@ -286,8 +286,14 @@ class GpuEvaluator(Evaluator):
                 bound=last.bound,
                 bandwidth_Bps=last.bandwidth_Bps,
                 cases=[t.case for t in kc.timings],
+                over_bound="; ".join(t.over_bound for t in kc.timings if t.over_bound),
+                bound_note=last.bound_note,
             )
-        suspicious = any(p.kind == "suspicious" for p in kc.problems)
+        # Over 100% of a bound is never accepted, even where the worker did not call it suspicious
+        # (a warm-L2 figure).
+        over = [f"suspicious ({t.case}): {t.over_bound}" for t in kc.timings if t.over_bound]
+        suspicious = any(p.kind == "suspicious" for p in kc.problems) or bool(over)
+        problems += [p for p in over if p not in problems]
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
 
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:

@@ -41,6 +41,7 @@ from .model import (
 )
 from .observers import ProgressEvent
 from .proposers.base import Proposer, RoundContext
+from .static_checks import NEW_GLOBAL, inspect_candidate
 
 log = logging.getLogger(__name__)
 IMPROVEMENT = 0.01  # a round "improves" when its best is at least 1 % faster than the best before
@@ -55,6 +56,9 @@ class LoopSettings:
     patience: int = 1  # rounds without improvement before stopping (proposers that want it)
     max_evaluations: int = 256
     compare_top: int = 2  # A/B this many of the fastest candidates, best first, until one passes
+    # Candidates that declare `__device__`/`__managed__` variables the original did not have are
+    # rejected (state that outlives a launch is how results get memoised); True runs them.
+    allow_new_globals: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,6 +84,7 @@ class _State:
     baseline: Outcome
     seen: dict[str, Outcome] = field(default_factory=dict)
     evaluations: int = 0
+    allow_new_globals: bool = False
 
 
 def _emit(observers: Iterable[Callable[[ProgressEvent], None]], event: ProgressEvent) -> None:
@@ -133,6 +138,20 @@ def evaluate(
         out.message = f"identical to {earlier.id}"
         out.figures, out.resources, out.speedup = earlier.figures, earlier.resources, earlier.speedup
         return out
+    if state is not None:
+        findings = inspect_candidate(proposal.source, target.source)
+        out.findings = [str(f) for f in findings]
+        new_globals = [f for f in findings if f.kind == NEW_GLOBAL]
+        if new_globals and not state.allow_new_globals:
+            out.status = Status.UNSAFE
+            out.message = (
+                "rejected before running: "
+                + "; ".join(str(f) for f in new_globals)
+                + " (the setting optimizer.allowNewGlobals allows them)"
+            )
+            state.seen[key] = out
+            out.seconds = time.perf_counter() - start
+            return out
     cached = cache.get("check", proposal.source) if cache else None
     if cached is not None:
         _outcome_from_cache(cached, out)
@@ -292,7 +311,11 @@ def optimize(
         return result
     baseline.speedup = 1.0
     proposer.seed(baseline)
-    state = _State(baseline=baseline, seen={source_hash(target.source): baseline})
+    state = _State(
+        baseline=baseline,
+        seen={source_hash(target.source): baseline},
+        allow_new_globals=settings.allow_new_globals,
+    )
     best = baseline
     features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
     features.profile = Profile(baseline.figures, baseline.resources)

@@ -17,6 +17,7 @@ class Status(str, enum.Enum):
     DUPLICATE = "duplicate"  # same source as an earlier candidate: not run again
     COMPILE_ERROR = "compile_error"  # gate 1: NVRTC
     CANNOT_LAUNCH = "cannot_launch"  # block too large, registers or shared memory over the SM's
+    UNSAFE = "unsafe"  # static checks: new mutable global state (not allowed by the settings)
     INCORRECT = "incorrect"  # gate 2: the GPU verifier (spec reference, original's outputs)
     SUSPICIOUS = "suspicious"  # faster than the speed of light: not trusted
     CORRECT = "correct"  # gate 3 timed it
@@ -51,6 +52,16 @@ class Figures:
     bound: str = ""  # "DRAM" or "float32 peak"
     bandwidth_Bps: float = 0.0
     cases: list[str] = field(default_factory=list)
+    over_bound: str = ""  # why a roofline figure over 100% is not a plain result
+    bound_note: str = ""  # "no compute bound known (...)"
+
+    @property
+    def roofline_text(self) -> str:
+        """`96% DRAM`, or `⚠ 206% float32 peak (over 100%)`."""
+        if not self.roofline:
+            return "-"
+        text = f"{self.roofline * 100:.0f}% {self.bound}"
+        return f"⚠ {text} (over 100%)" if self.over_bound or self.roofline > 1.0 else text
 
 
 @dataclass
@@ -78,6 +89,7 @@ class Outcome:
     source: str | None = None
     config: dict[str, str] | None = None
     message: str = ""  # why it failed, in one paragraph (compile log excerpt, mismatch report)
+    findings: list[str] = field(default_factory=list)  # static checks: "line 7: inline asm block"
     figures: Figures | None = None
     resources: list[Resources] = field(default_factory=list)
     speedup: float | None = None  # baseline latency / this latency (from the check's timing)

@@ -16,7 +16,7 @@ from typing import Any
 
 from kernel_lsp.stats import format_seconds
 
-from .model import Outcome, RunResult, Status
+from .model import Figures, Outcome, RunResult, Status
 
 REPORT_DIR = os.path.join(".kernel-lsp", "reports")
 
@@ -57,6 +57,12 @@ def _occupancy(o: Outcome) -> str:
     )
 
 
+def _roofline(f: Figures | None) -> str:
+    if f is None:
+        return "-"
+    return f.roofline_text + (f" ({f.bound_note})" if f.bound_note else "")
+
+
 def before_after_rows(result: RunResult) -> list[tuple[str, str, str]]:
     """(figure, before, after) for the table the CLI prints and the report shows."""
     b = result.baseline
@@ -70,10 +76,8 @@ def before_after_rows(result: RunResult) -> list[tuple[str, str, str]]:
         ),
         (
             "roofline",
-            f"{b.figures.roofline * 100:.0f}% {b.figures.bound}" if b.figures and b.figures.roofline else "-",
-            f"{a.figures.roofline * 100:.0f}% {a.figures.bound}"
-            if a and a.figures and a.figures.roofline
-            else "-",
+            _roofline(b.figures),
+            _roofline(a.figures) if a else "-",
         ),
         ("resources", _occupancy(b), _occupancy(a) if a else "-"),
     ]
@@ -146,6 +150,11 @@ def markdown(result: RunResult) -> str:
         lines += ["", "## Why candidates failed", ""]
         for o in failed:
             lines += [f"### {o.id}: {o.status.label}", "", "```", o.message.strip(), "```", ""]
+    looked = [o for o in result.outcomes if o.findings and o.status is not Status.DUPLICATE]
+    if looked:
+        lines += ["", "## Static checks (new mutable globals, clock-steered control flow, asm)", ""]
+        for o in looked:
+            lines += [f"- {o.id} ({o.status.label}): " + "; ".join(o.findings)]
     diff = unified_diff(result.original, final_source(result) or result.original, result.path)
     lines += ["", "## Final diff", ""]
     lines += ["```diff", diff.rstrip(), "```"] if diff else ["(none: nothing offered)"]

@@ -171,6 +171,7 @@ def run(
             time_budget_s=req.time_budget_s,
             min_speedup=req.min_speedup,
             max_evaluations=req.max_evaluations,
+            allow_new_globals=req.settings.optimizer_allow_new_globals,
         )
         cache = None
         if req.use_cache:

@@ -43,7 +43,6 @@ def no_gpu_message(reason: str) -> str:
     return f"no GPU: {why or 'none found'}"
 
 
-
 def _hidden_by_env() -> str | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
@@ -209,7 +208,9 @@ class LocalBackend:
     ) -> KernelCheck:
         with self._lock:
             if not self.available:
-                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason)))
+                return self._stamp(
+                    KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason))
+                )
             message: dict[str, Any] = {
                 "op": "check",
                 "spec": spec_desc(spec, spec_source),
@@ -256,6 +257,9 @@ class LocalBackend:
                 roofline=t.get("roofline", 0.0),
                 bound=t.get("bound", ""),
                 suspicious=t.get("suspicious"),
+                over_bound=t.get("over_bound"),
+                compute_bound=bool(t.get("compute_bound", False)),
+                bound_note=t.get("bound_note", ""),
             )
             for t in reply.get("timings", [])
         ]

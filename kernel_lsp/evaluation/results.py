@@ -25,6 +25,19 @@ class CaseTiming:
     roofline: float = 0.0  # fraction of the roofline bound reached (1.0 = at the bound)
     bound: str = ""  # "DRAM" or "<dtype> peak"
     suspicious: str | None = None
+    over_bound: str | None = None  # why a roofline figure over 100% is not a plain result
+    compute_bound: bool = False  # whether the spec's work gave flops to bound the time with
+    bound_note: str = ""  # "no compute bound known (...)", where the bound came from
+
+    @property
+    def roofline_text(self) -> str:
+        """`96% DRAM`, or `⚠ 206% float32 peak (suspicious)` for a figure over its bound."""
+        if not self.roofline:
+            return ""
+        text = f"{self.roofline * 100:.0f}% {self.bound}"
+        if self.over_bound:
+            return f"⚠ {text} ({'suspicious' if self.suspicious else 'over the bound'})"
+        return text
 
 
 @dataclass
@@ -57,7 +70,9 @@ class KernelCheck:
             return "verified" + (f" · {self.device.short_name}" if self.device else "")
         t = self.timings[-1]
         parts = [format_seconds(t.measurement.median_s)]
-        if t.roofline:
+        if t.over_bound:
+            parts.append(f"{t.roofline_text} roofline")
+        elif t.roofline:
             parts.append(f"{t.roofline * 100:.0f}% of {t.bound} roofline")
         if self.device:
             parts.append(self.device.short_name)

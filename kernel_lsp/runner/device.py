@@ -180,6 +180,16 @@ class CudaDevice:
         if nbytes:
             self._ck(self.d.cuMemsetD8(ptr, byte & 0xFF, nbytes))
 
+    def fill_async(self, ptr: int, byte: int, nbytes: int) -> None:
+        """A byte fill queued on the timing stream (ordered with the launches around it)."""
+        if nbytes:
+            self._ck(self.d.cuMemsetD8Async(ptr, byte & 0xFF, nbytes, self.stream))
+
+    def copy_async(self, dst: int, src: int, nbytes: int) -> None:
+        """A device-to-device copy queued on the timing stream."""
+        if nbytes:
+            self._ck(self.d.cuMemcpyDtoDAsync(dst, src, nbytes, self.stream))
+
     # --- modules and launches -------------------------------------------------------------------
 
     def load(self, cubin: bytes) -> Any:
@@ -190,6 +200,20 @@ class CudaDevice:
 
     def function(self, module: Any, symbol: str) -> Any:
         return self._ck(self.d.cuModuleGetFunction(module, symbol.encode()))
+
+    def module_globals(self, module: Any, cubin: bytes) -> list[tuple[str, int | None, int]]:
+        """(name, device address, bytes) of each mutable global of the loaded module; the address
+        is None where the driver does not resolve the name."""
+        from kernel_lsp.runner.isolation import cubin_globals
+
+        out: list[tuple[str, int | None, int]] = []
+        for name in cubin_globals(cubin):
+            try:
+                ptr, nbytes = self._ck(self.d.cuModuleGetGlobal(module, name.encode()))
+                out.append((name, int(ptr), int(nbytes)))
+            except DeviceFault:
+                out.append((name, None, 0))
+        return out
 
     def launch(
         self,
@@ -280,18 +304,30 @@ class CudaDevice:
             self._events.append(self._ck(self.d.cuEventCreate(0)))
         return self._events[: 2 * count]
 
-    def time_rounds(self, runs: list[Callable[[], None]], rounds: int, cold_l2: bool) -> list[list[float]]:
+    def time_rounds(
+        self,
+        runs: list[Callable[[], None]],
+        rounds: int,
+        cold_l2: bool,
+        prepare: Callable[[], None] | None = None,
+    ) -> list[list[float]]:
         """Seconds per run: `rounds` rounds, each running every callable of `runs` once (the order
         alternating between rounds, for A/B fairness) between its own pair of CUDA events, an L2
-        flush before each when cold. Everything is queued back to back and synchronised once."""
+        flush before each when cold. `prepare` is queued before each run, before the flush and
+        outside the events (fresh inputs, poisoned outputs, restored globals). Everything is
+        queued back to back and synchronised once."""
         events = self._event_pairs(rounds * len(runs))
         slots: list[tuple[int, int]] = []
-        # About 40 us of host work per timed run: spin that long first (capped inside).
-        self.head_start(40e-6 * rounds * len(runs))
+        # About 40 us of host work per timed run (more with a preparation): spin that long first
+        # (capped inside).
+        per_run = 40e-6 if prepare is None else 80e-6
+        self.head_start(per_run * rounds * len(runs))
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
                 k = len(slots)
+                if prepare is not None:
+                    prepare()
                 if cold_l2:
                     self.flush_l2()
                 self._ck(self.d.cuEventRecord(events[2 * k], self.stream))

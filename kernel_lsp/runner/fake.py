@@ -15,6 +15,10 @@ verifier can be exercised on a CPU:
     hang     never returns (the client's launch timeout must fire)
     crash    an illegal memory access (sticky: the worker must exit)
     slow     correct, and takes 2 ms
+    counter  counts its launches in a module global and computes only on the first one (a
+             launch-counting cheat: right only while the global is at its loaded image)
+
+Behaviours with state get a fake module global `<symbol>_state` (see `module_globals`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,27 @@ import numpy as np
 from kernel_lsp.runner.device import DeviceFault
 
 FAKE_MAGIC = b"FAKE\n"
-BEHAVIOURS = ("vadd", "noop", "const", "half", "oob", "clobber", "flaky", "hang", "crash", "slow")
+BEHAVIOURS = (
+    "vadd",
+    "noop",
+    "const",
+    "half",
+    "oob",
+    "clobber",
+    "flaky",
+    "hang",
+    "crash",
+    "slow",
+    "counter",
+)
+STATEFUL = ("counter",)
+STATE_BYTES = 64
+
+
+class FakeFunction(str):
+    """A behaviour name, with the address of its module global where it has one."""
+
+    state: int | None = None
 
 
 def fake_cubin(symbols: dict[str, str]) -> bytes:
@@ -97,24 +121,42 @@ class FakeDevice:
         buf, off = self._locate(ptr, nbytes)
         buf[off : off + nbytes] = byte & 0xFF
 
+    fill_async = fill  # one queue: everything here is in order
+
+    def copy_async(self, dst: int, src: int, nbytes: int) -> None:
+        self.upload(dst, self.download(src, nbytes))
+
     def _f32(self, ptr: int, count: int) -> np.ndarray:
         buf, off = self._locate(ptr, 4 * count)
         return buf[off : off + 4 * count].view(np.float32)
 
     # --- modules --------------------------------------------------------------------------------
 
-    def load(self, cubin: bytes) -> dict[str, str]:
+    def load(self, cubin: bytes) -> dict[str, FakeFunction]:
         if not cubin.startswith(FAKE_MAGIC):
             raise DeviceFault("the CUBIN image is invalid", "CUDA_ERROR_INVALID_IMAGE")
-        return json.loads(cubin[len(FAKE_MAGIC) :])
+        module = {}
+        for symbol, behaviour in json.loads(cubin[len(FAKE_MAGIC) :]).items():
+            fn = FakeFunction(behaviour)
+            if behaviour in STATEFUL:
+                fn.state = self.alloc(STATE_BYTES)  # zero-initialised, like a `__device__` int
+            module[symbol] = fn
+        return module
 
     def unload(self, module: Any) -> None:
-        pass
+        for fn in module.values():
+            if fn.state is not None:
+                self.free(fn.state)
 
-    def function(self, module: dict[str, str], symbol: str) -> str:
+    def function(self, module: dict[str, FakeFunction], symbol: str) -> FakeFunction:
         if symbol not in module:
             raise DeviceFault("kernel symbol not found in the CUBIN", "CUDA_ERROR_NOT_FOUND")
         return module[symbol]
+
+    def module_globals(
+        self, module: dict[str, FakeFunction], cubin: bytes
+    ) -> list[tuple[str, int | None, int]]:
+        return [(f"{s}_state", fn.state, STATE_BYTES) for s, fn in module.items() if fn.state is not None]
 
     def launch(self, fn: str, grid: Any, block: Any, smem: int, args: list[np.ndarray]) -> None:
         self._launches += 1
@@ -128,6 +170,11 @@ class FakeDevice:
         a, b, c = self._f32(pa, n), self._f32(pb, n), self._f32(pc, n)
         if fn == "noop":
             return
+        if fn == "counter":
+            count = self._locate(fn.state, 4)[0][:4].view(np.int32)
+            count[0] += 1
+            if count[0] > 1:
+                return  # the output of the first launch is still there: "done"
         if fn == "const":
             c[:] = 1.0
             return
@@ -150,11 +197,19 @@ class FakeDevice:
     def flush_l2(self) -> None:
         pass
 
-    def time_rounds(self, runs: list[Callable[[], None]], rounds: int, cold_l2: bool) -> list[list[float]]:
+    def time_rounds(
+        self,
+        runs: list[Callable[[], None]],
+        rounds: int,
+        cold_l2: bool,
+        prepare: Callable[[], None] | None = None,
+    ) -> list[list[float]]:
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
+                if prepare is not None:
+                    prepare()
                 start = time.perf_counter()
                 runs[j]()
                 out[j].append(time.perf_counter() - start)

@@ -33,13 +33,13 @@ class TimingSettings:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-def _warm_up(device: Any, runs: list[Run], settings: TimingSettings) -> float:
+def _warm_up(device: Any, runs: list[Run], settings: TimingSettings, prepare: Run | None) -> float:
     """Run until `warmup_s` of wall time has passed; returns the seconds one round takes."""
     start = time.perf_counter()
     rounds, per_round = 1, 0.0
     while True:
         t0 = time.perf_counter()
-        device.time_rounds(runs, rounds, settings.cold_l2)
+        device.time_rounds(runs, rounds, settings.cold_l2, prepare)
         per_round = (time.perf_counter() - t0) / rounds
         if time.perf_counter() - start >= settings.warmup_s:
             return per_round
@@ -51,15 +51,19 @@ def measure_interleaved(
     runs: list[Run],
     settings: TimingSettings,
     progress: Callable[[], None] = lambda: None,
+    prepare: Run | None = None,
 ) -> list[list[float]]:
     """Samples (seconds) for each of `runs`, gathered in interleaved rounds until every side's
-    median noise is at most the target (after min_samples), max_samples, or the budget."""
-    per_round = _warm_up(device, runs, settings)
+    median noise is at most the target (after min_samples), max_samples, or the budget.
+    `prepare` runs before every launch, outside the timed region (see runner/isolation.py)."""
+    per_round = _warm_up(device, runs, settings, prepare)
     batch = max(1, min(200, int(settings.batch_s / max(per_round, 1e-6))))
     samples: list[list[float]] = [[] for _ in runs]
     start = time.perf_counter()
     while True:
-        for side, got in zip(samples, device.time_rounds(runs, batch, settings.cold_l2), strict=False):
+        for side, got in zip(
+            samples, device.time_rounds(runs, batch, settings.cold_l2, prepare), strict=False
+        ):
             side.extend(got)
         progress()
         n = len(samples[0])
@@ -75,6 +79,10 @@ def measure_interleaved(
 
 
 def measure(
-    device: Any, run: Run, settings: TimingSettings, progress: Callable[[], None] = lambda: None
+    device: Any,
+    run: Run,
+    settings: TimingSettings,
+    progress: Callable[[], None] = lambda: None,
+    prepare: Run | None = None,
 ) -> list[float]:
-    return measure_interleaved(device, [run], settings, progress)[0]
+    return measure_interleaved(device, [run], settings, progress, prepare)[0]

@@ -9,7 +9,9 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - outputs are compared with the numpy reference (tolerance or the spec's compare function);
 - the same inputs run again (poison 0xA5) and must agree with the first run (races);
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
-Timing cases use another seed, and their outputs are checked too (no fast path while timed).
+Before every launch the modules' mutable globals go back to their loaded image, so no run sees
+what an earlier one left there. Timing cases use other inputs, several sets in turn, and their
+outputs are checked too (runner/isolation.py: no fast path while timed).
 """
 
 from __future__ import annotations
@@ -191,13 +193,18 @@ def compare_output(
     what: str = "expected",
 ) -> str | None:
     """None when `got` matches, else a message naming the first bad index, the max abs and rel
-    error and the number of wrong elements."""
+    error and the number of wrong elements. A constant output where the expected values vary is
+    wrong even inside the tolerance."""
+    stored = np.asarray(got).dtype
     got, expected = host_view(np.asarray(got)), host_view(np.asarray(expected))
     if compare is not None:
         msg = compare(got.copy(), expected.copy())
         return f"`{name}`: {msg}" if msg else None
     if got.shape != expected.shape:
         return f"`{name}`: shape {got.shape}, {what} {expected.shape}"
+    constant = constant_output(got, expected, stored, what)
+    if constant:
+        return f"`{name}`: {constant}"
     g = got.astype(np.float64).reshape(-1)
     e = expected.astype(np.float64).reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -229,6 +236,30 @@ def compare_output(
     )
 
 
+def constant_output(
+    got: np.ndarray, expected: np.ndarray, stored: np.dtype, what: str = "expected"
+) -> str | None:
+    """ "the output is constant: every element is 0 (all zeros), ..." when `got` holds one value and `expected`, rounded to
+    the output's dtype, does not: a kernel that writes a constant can hide inside a loose
+    tolerance (a bf16 softmax over 4096 columns has every value below bf16's default atol)."""
+    g = got.reshape(-1)
+    if g.size < 2 or not np.all(g == g[0]):
+        return None
+    try:
+        e = np.asarray(expected).astype(stored).astype(np.float64).reshape(-1)
+    except (TypeError, ValueError, OverflowError):
+        e = np.asarray(expected, dtype=np.float64).reshape(-1)
+    e = e[np.isfinite(e)]
+    if e.size < 2 or np.all(e == e[0]):
+        return None
+    value = _fmt(float(g[0]))
+    zeros = " (all zeros)" if float(g[0]) == 0.0 else ""
+    return (
+        f"the output is constant: every element is {value}{zeros}, where the {what} values vary "
+        f"({e.min():.4g} to {e.max():.4g}); wrong even where each value is within the tolerance"
+    )
+
+
 def tolerance(arg: Any) -> tuple[float, float]:
     atol, rtol = default_tolerance(arg.dtype)
     return (atol if arg.atol is None else arg.atol, rtol if arg.rtol is None else arg.rtol)
@@ -245,11 +276,19 @@ def _poison_count(spec: Spec, name: str, got: np.ndarray, poison: int) -> int:
 
 
 class CaseRunner:
-    def __init__(self, device: Any, spec: Spec, sync_with_timeout: Callable[[str], None]):
+    def __init__(
+        self,
+        device: Any,
+        spec: Spec,
+        sync_with_timeout: Callable[[str], None],
+        reset: Callable[[], None] = lambda: None,
+    ):
         self.device = device
         self.spec = spec
         # Synchronises the stream; the caller announces a launch phase (with its timeout) first.
         self.sync = sync_with_timeout
+        # Puts the modules' globals back to their loaded image (runner/isolation.py).
+        self.reset = reset
 
     def execute(
         self, steps: list[Step], bufs: Buffers, inputs: dict[str, np.ndarray], poison: int, case: str
@@ -259,6 +298,7 @@ class CaseRunner:
         for name, array in inputs.items():
             bufs.upload(name, array)
         bufs.poison(poison)
+        self.reset()
         launcher(self.device, steps, bufs)()
         self.sync(case)
         broken = bufs.broken_guards()

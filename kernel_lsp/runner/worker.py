@@ -21,25 +21,22 @@ from typing import Any, BinaryIO
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
+from kernel_lsp.runner.isolation import ModuleState, TimedSets, restorer, set_count
 from kernel_lsp.runner.protocol import read_message, write_message
+from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
 from kernel_lsp.runner.verify import (
     TIMING_SEED,
-    Buffers,
     CaseRunner,
     Failed,
     Problem,
     Step,
-    launcher,
 )
 from kernel_lsp.spec import (
-    InOut,
     Spec,
     SpecError,
     case_label,
     load_specs,
-    make_inputs,
-    run_reference,
 )
 from kernel_lsp.stats import summarize
 
@@ -62,9 +59,12 @@ def load_spec(desc: dict[str, Any]) -> Spec:
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
 
 
-def build_steps(device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any]) -> list[Step]:
+def build_steps(
+    device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any], states: list[ModuleState]
+) -> list[Step]:
     module = device.load(cubin)
     modules.append(module)
+    states.append(ModuleState.snapshot(device, module, cubin))
     return [
         Step(
             s["kernel"],
@@ -77,51 +77,6 @@ def build_steps(device: Any, cubin: bytes, steps: list[dict[str, Any]], modules:
         )
         for s in steps
     ]
-
-
-def min_bytes(spec: Spec, bufs: Buffers) -> int:
-    """What any correct kernel must move at least: each input read once, each output written."""
-    total = 0
-    for name, arg in spec.buffers().items():
-        if arg.kind in ("in", "out"):
-            total += bufs.nbytes[name]
-        elif arg.kind == "inout":
-            total += 2 * bufs.nbytes[name]
-    return total
-
-
-def _figures(spec: Spec, bufs: Buffers, median: float, cold: bool, dev: dict[str, Any]) -> dict[str, Any]:
-    work = spec.work_for(bufs.sizes)
-    sol_bytes = min_bytes(spec, bufs)
-    nbytes = float(work.get("bytes", sol_bytes))
-    flops = float(work.get("flops", 0.0))
-    bandwidth = float(dev.get("copy_bandwidth_Bps") or 0.0)
-    peaks: dict[str, float] = dev.get("peak_flops") or {}
-    out_dtypes = [a.dtype for a in spec.outputs().values()]
-    flop_dtype = str(work.get("dtype", out_dtypes[0] if out_dtypes else "float32"))
-    if flop_dtype not in peaks:
-        flop_dtype = "float32"
-    peak = float(peaks.get(flop_dtype, 0.0))
-    t_mem = nbytes / bandwidth if bandwidth else 0.0
-    t_flop = flops / peak if peak else 0.0
-    bound_t, bound = (t_mem, "DRAM") if t_mem >= t_flop else (t_flop, f"{flop_dtype} peak")
-    suspicious = None
-    sol_t = min(nbytes, sol_bytes) / bandwidth if bandwidth else 0.0
-    if cold and sol_t and median < 0.85 * sol_t:
-        suspicious = (
-            f"{median * 1e6:.2f} us is below the speed-of-light bound of {sol_t * 1e6:.2f} us "
-            f"({min(nbytes, sol_bytes):.0f} bytes at the measured {bandwidth / 1e9:.0f} GB/s): "
-            "the kernel cannot have done the work"
-        )
-    return {
-        "bytes": nbytes,
-        "flops": flops,
-        "bandwidth_Bps": nbytes / median if median else 0.0,
-        "flops_per_s": flops / median if median else 0.0,
-        "roofline": bound_t / median if median and bound_t else 0.0,
-        "bound": bound,
-        "suspicious": suspicious,
-    }
 
 
 class Worker:
@@ -159,14 +114,16 @@ class Worker:
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         modules: list[Any] = []
+        states: list[ModuleState] = []
         self.progress("load", "", timeout)
-        steps = build_steps(self.device, blobs[0], msg["steps"], modules)
+        steps = build_steps(self.device, blobs[0], msg["steps"], modules, states)
         baseline = (
-            build_steps(self.device, blobs[1], msg["baseline_steps"], modules)
+            build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states)
             if msg.get("baseline_steps")
             else None
         )
-        runner = CaseRunner(self.device, spec, lambda case: self.device.sync())
+        reset = restorer(states)
+        runner = CaseRunner(self.device, spec, lambda case: self.device.sync(), reset)
         problems: list[Problem] = []
         cases: list[dict[str, Any]] = []
         for sizes in spec.verification_sizes():
@@ -186,43 +143,32 @@ class Worker:
             settings = TimingSettings.from_dict(msg.get("timing"))
             for sizes in spec.timing_cases():
                 try:
-                    timings.append(self.time_case(spec, steps, sizes, settings, timeout, msg))
+                    timings.append(self.time_case(spec, steps, sizes, settings, timeout, msg, reset))
                 except Failed as f:
                     problems.append(f.problem)
                     break
             for t in timings:
                 if t["suspicious"]:
                     problems.append(Problem("suspicious", t["case"], t["suspicious"]))
-        for m in modules:
-            self.device.unload(m)
+        self._unload(modules, states)
         return {
             "status": "ok" if not problems else "failed",
             "problems": [p.to_dict() for p in problems],
             "cases": cases,
             "timings": timings,
+            "globals_restored": [n for st in states for n in st.names],
         }
 
-    def _timing_setup(self, spec: Spec, sizes: dict[str, int]) -> tuple[Buffers, dict[str, Any], str]:
-        label = case_label(sizes)
-        self.progress("timing inputs", label, None)
-        bufs = Buffers(self.device, spec, sizes)
-        inputs = make_inputs(spec, sizes, TIMING_SEED + spec.seed, 0)
-        for name, array in inputs.items():
-            bufs.upload(name, array)
-        bufs.poison(0xFF)
-        return bufs, inputs, label
+    def _unload(self, modules: list[Any], states: list[ModuleState]) -> None:
+        for st in states:
+            st.free()
+        for m in modules:
+            self.device.unload(m)
 
-    def _check_timed_outputs(self, spec: Spec, bufs: Buffers, inputs: dict[str, Any], label: str) -> None:
-        """The outputs left by the timed launches must be right too (no fast path while timed).
-        Skipped with InOut buffers, which repeated launches legitimately keep changing."""
-        if any(isinstance(a, InOut) for a in spec.args.values()):
-            return
-        self.progress("checking timed outputs", label, None)
-        reference = run_reference(spec, bufs.sizes, inputs)
-        outs = {n: bufs.read(n) for n in spec.outputs()}
-        CaseRunner(self.device, spec, lambda c: None).check_against(
-            outs, reference, label, "timing_mismatch", "expected (timing inputs)"
-        )
+    def _timed_sets(self, spec: Spec, sizes: dict[str, int], reset: Callable[[], None]) -> TimedSets:
+        self.progress("timing inputs", case_label(sizes), None)
+        count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)))
+        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count)
 
     def time_case(
         self,
@@ -232,62 +178,60 @@ class Worker:
         settings: TimingSettings,
         timeout: float,
         msg: dict[str, Any],
+        reset: Callable[[], None] = lambda: None,
     ) -> dict[str, Any]:
-        bufs, inputs, label = self._timing_setup(spec, sizes)
+        label = case_label(sizes)
+        sets = self._timed_sets(spec, sizes, reset)
         try:
-            launch = launcher(self.device, steps, bufs)
-            zero = any(getattr(a, "zero", False) for a in spec.args.values())
-
-            def run() -> None:
-                if zero:
-                    bufs.zero_scratch()
-                launch()
-
+            run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             tick()
-            samples = measure(self.device, run, settings, tick)
-            self._check_timed_outputs(spec, bufs, inputs, label)
+            samples = measure(self.device, run, settings, tick, sets.prepare)
+            sets.check_outputs(label, self.progress)
             m = summarize(samples, settings.cold_l2, self.device_name(), label)
-            result = {"case": label, "sizes": sizes, "measurement": m.to_dict()}
-            result.update(_figures(spec, bufs, m.median_s, settings.cold_l2, msg.get("device") or {}))
+            result = {"case": label, "sizes": sizes, "measurement": m.to_dict(), "input_sets": len(sets.sets)}
+            nbytes = sets.sets[0].bufs.nbytes
+            result.update(figures(spec, sizes, nbytes, m.median_s, settings.cold_l2, msg.get("device") or {}))
             return result
         finally:
-            bufs.free()
+            sets.free()
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
         timing, launch_timeout_s. Reply: cases [{case, a: [seconds], b: [seconds]}], problems
-        (the candidate's outputs after timing, checked against the reference)."""
+        (the outputs after timing, and the candidate's after one more launch, checked against the
+        reference)."""
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         settings = TimingSettings.from_dict(msg.get("timing"))
         modules: list[Any] = []
+        states: list[ModuleState] = []
         self.progress("load", "", timeout)
-        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules)
-        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules)
+        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules, states)
+        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules, states)
+        reset = restorer(states)
         cases, problems = [], []
         for sizes in spec.timing_cases():
-            bufs, inputs, label = self._timing_setup(spec, sizes)
+            label = case_label(sizes)
+            sets = self._timed_sets(spec, sizes, reset)
             try:
-                run_a, run_b = launcher(self.device, steps_a, bufs), launcher(self.device, steps_b, bufs)
+                run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
                 tick()
-                a, b = measure_interleaved(self.device, [run_a, run_b], settings, tick)
-                bufs.poison(0x7F)
+                a, b = measure_interleaved(self.device, [run_a, run_b], settings, tick, sets.prepare)
+                sets.prepare()
                 run_b()
-                self.device.sync()
                 try:
-                    self._check_timed_outputs(spec, bufs, inputs, label)
+                    sets.check_outputs(label, self.progress, include=sets.current)
                 except Failed as f:
                     problems.append(f.problem.to_dict())
-                figs = _figures(
-                    spec, bufs, float(sorted(b)[len(b) // 2]), settings.cold_l2, msg.get("device") or {}
-                )
+                median_b = float(sorted(b)[len(b) // 2])
+                nbytes = sets.sets[0].bufs.nbytes
+                figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"]})
             finally:
-                bufs.free()
-        for m in modules:
-            self.device.unload(m)
+                sets.free()
+        self._unload(modules, states)
         return {"status": "ok" if not problems else "failed", "cases": cases, "problems": problems}
 
     def handle(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:

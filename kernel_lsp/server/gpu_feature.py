@@ -190,9 +190,11 @@ class GpuFeature:
             m = t.measurement
             bw = f"{t.bandwidth_Bps / 1e9:.0f} GB/s" if t.bandwidth_Bps else "–"
             fl = f"{t.flops_per_s / 1e12:.2f} TFLOP/s" if t.flops_per_s else "–"
-            roof = f"{t.roofline:.0%} of {t.bound}" if t.roofline else "–"
-            if t.suspicious:
-                roof += f" ⚠ {t.suspicious}"
+            roof = t.roofline_text or "–"
+            if t.over_bound or t.suspicious:
+                roof += f": {t.over_bound or t.suspicious}"
+            if t.bound_note:
+                roof += f" ({t.bound_note})"
             cache = "" if m.cold_l2 else " (warm L2)"
             rows.append(
                 f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"

@@ -1,5 +1,7 @@
-"""The cheating suite (issue 3): deliberately cheating or broken kernels, each rejected with the
-right reason, and the session still answering afterwards."""
+"""The cheating suite (issues 3 and 12): deliberately cheating or broken kernels, each rejected
+with the right reason or timed no faster than the honest kernel, the session still answering
+afterwards; honest kernels that use atomics, a self-resetting `__device__` counter or printf stay
+accepted."""
 
 from __future__ import annotations
 
@@ -41,8 +43,15 @@ CHEATS = {
     "race": ({"race", "mismatch"}, "case"),
     "infinite_loop": ({"timeout"}, "timed out after 3 s in case n=1"),
     "illegal_address": ({"crash"}, "illegal memory access in case n=1"),
-    "pointer_cache": ({"mismatch"}, "elements wrong"),
+    # Skips elements whose output already looks done: the re-run (poison 0xA5, plausible) or the
+    # timed launches (a random poison each) leave it wrong.
+    "skip_done": ({"race", "mismatch", "timing_mismatch"}, "case"),
 }
+
+# Cheats that live on state surviving between launches. With the module's globals put back to
+# their loaded image before every launch, each launch computes: they are right, and no faster
+# than the honest kernel (issue 12: the memoising SGEMM was "27x faster").
+STATEFUL = ["pointer_cache", "memo_values", "launch_counter"]
 
 
 def test_control_kernel_passes(gpu):
@@ -82,3 +91,52 @@ def test_candidate_checked_against_original_outputs(gpu):
         reference_outputs_from=original,
     )
     assert not bad.ok
+
+
+def _median(result) -> float:
+    assert result.ok, result.message
+    return result.timings[-1].measurement.median_s
+
+
+@pytest.mark.parametrize("name", STATEFUL)
+def test_state_between_launches_buys_no_speed(gpu, name):
+    honest = _median(check(gpu, "good"))
+    result = check(gpu, name)
+    assert result.ok, f"{name}: {result.message}"  # every launch computed: the answer is right
+    t = result.timings[-1]
+    assert t.suspicious is None and t.over_bound is None
+    print(f"ISSUE12 {name}: {t.measurement.median_s * 1e6:.2f} us vs honest {honest * 1e6:.2f} us")
+    assert t.measurement.median_s >= 0.9 * honest, (name, t.measurement.median_s, honest)
+
+
+def test_time_below_the_compute_bound_is_suspicious(gpu):
+    """A spec whose work claims far more flops than the time allows: flagged, not a figure."""
+    path = FIXTURES / "good.cu"
+    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "vadd_overclaimed.spec.py"), "vadd")
+    assert not result.ok and result.problems[0].kind == "suspicious", result.message
+    assert "below the compute bound" in result.message and "float32 peak" in result.message
+    t = result.timings[-1]
+    assert t.roofline > 1 and t.over_bound and t.roofline_text.startswith("⚠")
+    assert result.diagnostics[0].severity.label == "warning"
+    print(f"ISSUE12 compute bound: {t.roofline_text}: {t.suspicious}")
+
+
+def test_constant_output_named_under_a_loose_tolerance(gpu):
+    path = FIXTURES / "softmax_zeros.cu"
+    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "softmax_loose.spec.py"), "softmax")
+    assert not result.ok and result.problems[0].kind == "mismatch", result.message
+    assert "the output is constant: every element is 0 (all zeros)" in result.message, result.message
+
+
+@pytest.mark.parametrize(
+    "name, spec",
+    [("sum_atomic", "sum.spec.py"), ("sum_threadfence", "sum.spec.py"), ("printf_vadd", "vadd.spec.py")],
+)
+def test_honest_kernels_stay_accepted(gpu, name, spec):
+    path = FIXTURES / f"{name}.cu"
+    kernel = "sum" if spec == "sum.spec.py" else "vadd"
+    result = gpu.check(path.read_text(), str(path), str(FIXTURES / spec), kernel)
+    assert result.ok, f"{name}: {result.message}"
+    t = result.timings[-1]
+    assert t.suspicious is None and t.measurement.n >= 10
+    print(f"ISSUE12 honest {name}: {result.headline}")

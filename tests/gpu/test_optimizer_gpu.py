@@ -13,7 +13,9 @@ import pytest
 
 from kernel_lsp.config import Settings
 from optimizer.cli import optimize_main
-from optimizer.model import Status
+from optimizer.extract import extract_candidate
+from optimizer.model import Proposal, Status
+from optimizer.proposers.base import Proposer
 from optimizer.session import RunRequest, run
 
 pytestmark = pytest.mark.gpu
@@ -135,3 +137,67 @@ def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, 
     assert "--- a/spmv_csr_fp32.cu" in out and "A/B speedup" in out
     backups = list((tmp_path / ".kernel-lsp" / "backups").iterdir())
     assert len(backups) == 1 and backups[0].read_text() == before
+
+
+# --- issue 12: an LLM that offers cheats ---------------------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# What the scripted "LLM" answers in round 1: one honest faster kernel, then cheats.
+ANSWERS = ["good", "memo_values", "launch_counter", "pointer_cache", "skip_done", "stale_noop"]
+
+
+class ScriptedAnswers(Proposer):
+    """A CPU-side stand-in for the LLM proposer (the GPU machine has no `openai`): the answers
+    of a scripted model go through the same extraction as real ones."""
+
+    name = "llm"
+
+    def __init__(self, answers: list[str], original: str):
+        self.answers, self.original = answers, original
+
+    def propose(self, ctx):
+        if ctx.round > 1:
+            return []
+        out = []
+        for name in self.answers:
+            answer = f"Here is a faster kernel:\n```cuda\n{(FIXTURES / f'{name}.cu').read_text()}```\n"
+            got = extract_candidate(answer, self.original, ["vadd"])
+            out.append(Proposal("llm", got.source, note=name, answer=answer))
+        return out
+
+
+def _fsr(gpu, baseline: str, answers: list[str], **loop):
+    from kernel_lsp.compile import CompileOptions
+    from kernel_lsp.spec import load_specs
+    from optimizer.evaluator import GpuEvaluator
+    from optimizer.loop import LoopSettings, Target, optimize
+
+    path = FIXTURES / f"{baseline}.cu"
+    specs = load_specs(str(FIXTURES / "vadd.spec.py"))
+    spec = specs.specs[0]
+    source = path.read_text()
+    evaluator = GpuEvaluator(gpu, str(path), spec, CompileOptions(arch=gpu.device.arch), specs=specs)
+    target = Target(str(path), source, spec, ["vadd"])
+    return optimize(target, ScriptedAnswers(answers, source), evaluator, LoopSettings(rounds=1, **loop))
+
+
+def test_scripted_llm_with_cheats_gets_exactly_the_honest_kernel_offered(gpu):
+    result = _fsr(gpu, "slow", ANSWERS)
+    status = {o.note: o.status for o in result.outcomes}
+    print("\nFSR-GPU issue12: " + ", ".join(f"{k}={v.value}" for k, v in status.items()))
+    print(f"FSR-GPU issue12 verdict: {result.verdict}")
+    assert result.accepted is not None and result.accepted.note == "good", result.verdict
+    assert status["memo_values"] is Status.UNSAFE and status["launch_counter"] is Status.UNSAFE
+    assert status["pointer_cache"] is Status.UNSAFE
+    assert status["skip_done"] is Status.INCORRECT and status["stale_noop"] is Status.INCORRECT
+    assert result.comparison.ci_low > 1.02
+
+
+def test_memo_allowed_to_run_is_timed_honestly_and_not_offered(gpu):
+    """With the static check off, the runtime protection alone keeps the memoising kernel from
+    looking faster than the honest kernel it copies."""
+    result = _fsr(gpu, "good", ["memo_values"], allow_new_globals=True)
+    (memo,) = result.outcomes
+    print(f"\nFSR-GPU issue12 memo vs honest: {memo.status.value}, speedup {memo.speedup}; {result.verdict}")
+    assert memo.status is Status.CORRECT and memo.speedup is not None and memo.speedup < 1.05
+    assert result.accepted is None

@@ -1,0 +1,250 @@
+"""What keeps one launch from making a later one cheaper (issue 12), inside the worker.
+
+- `ModuleState`: the CUBIN's mutable globals (`__device__`/`__managed__` variables, found in its
+  ELF symbol table) copied on the device right after loading; `restore()` puts that image back,
+  ordered on the timing stream, before every verification run and every timed launch. A result
+  memoised in a global (keyed by pointers or by input values), or a launch counter, is gone by
+  the next launch.
+- `TimedSets`: several distinct input sets for the timed launches (more than a plausible cache
+  would hold), used in turn, so no timed launch repeats the inputs of the one before it. Before
+  each timed launch (outside the timed region) the set's outputs get a random poison byte the
+  kernel cannot predict, InOut buffers are copied back from their pristine image, and the
+  globals are restored. After timing, the outputs each checked set was left with must match the
+  reference for that set's inputs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher
+from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_inputs, run_reference
+
+_SHT_SYMTAB = 2
+_STT_OBJECT = 1
+GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
+
+MAX_SETS = 4  # distinct input sets for timed launches
+SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
+CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
+
+
+def cubin_globals(cubin: bytes) -> list[str]:
+    """Names of the mutable global variables of a CUBIN (object symbols in `.nv.global*`
+    sections; `__constant__` data lives in `.nv.constant*` and cannot be written by a kernel).
+    Not an ELF64 image, or a broken one: no names (parsing never raises)."""
+    try:
+        return _elf_objects(cubin)
+    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
+        return []
+
+
+def _elf_objects(image: bytes) -> list[str]:
+    if image[:4] != b"\x7fELF" or image[4] != 2:  # ELF, 64-bit
+        return []
+    endian = "<" if image[5] == 1 else ">"
+    (shoff,) = struct.unpack_from(endian + "Q", image, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", image, 0x3A)
+    sections = [struct.unpack_from(endian + "IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
+
+    def string(table: int, offset: int) -> str:
+        start = sections[table][4] + offset
+        end = image.index(b"\0", start)
+        return image[start:end].decode()
+
+    names = [string(shstrndx, s[0]) for s in sections]
+    found: list[str] = []
+    for sec in sections:
+        if sec[1] != _SHT_SYMTAB:
+            continue
+        offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
+        for i in range(size // entsize):
+            st_name, st_info, _other, st_shndx = struct.unpack_from(
+                endian + "IBBH", image, offset + i * entsize
+            )
+            if st_info & 0xF != _STT_OBJECT or not 0 < st_shndx < len(sections):
+                continue
+            if names[st_shndx].startswith(GLOBAL_SECTIONS):
+                name = string(link, st_name)
+                if name and name not in found:
+                    found.append(name)
+    return found
+
+
+@dataclass
+class ModuleState:
+    """The loaded image of one module's mutable globals, kept on the device."""
+
+    device: Any
+    regions: list[tuple[str, int, int, int]] = field(default_factory=list)  # name, ptr, copy, bytes
+    unresolved: list[str] = field(default_factory=list)
+
+    @classmethod
+    def snapshot(cls, device: Any, module: Any, cubin: bytes) -> ModuleState:
+        state = cls(device)
+        for name, ptr, nbytes in device.module_globals(module, cubin):
+            if ptr is None:
+                state.unresolved.append(name)
+                continue
+            copy = device.alloc(nbytes)
+            device.copy_async(copy, ptr, nbytes)
+            state.regions.append((name, ptr, copy, nbytes))
+        device.sync()
+        return state
+
+    @property
+    def names(self) -> list[str]:
+        return [r[0] for r in self.regions]
+
+    def restore(self) -> None:
+        """Enqueue the copies that put every global back to its loaded image."""
+        for _name, ptr, copy, nbytes in self.regions:
+            self.device.copy_async(ptr, copy, nbytes)
+
+    def free(self) -> None:
+        for _name, _ptr, copy, _nbytes in self.regions:
+            self.device.free(copy)
+        self.regions.clear()
+
+
+def restorer(states: Sequence[ModuleState]) -> Callable[[], None]:
+    def restore() -> None:
+        for s in states:
+            s.restore()
+
+    return restore
+
+
+@dataclass
+class InputSet:
+    bufs: Buffers
+    inputs: dict[str, np.ndarray]
+    pristine: dict[str, int]  # InOut name -> device copy of its initial contents
+    launched: bool = False
+
+
+def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int) -> int:
+    """How many input sets of this case fit the memory share (at least one, at most MAX_SETS)."""
+    case_bytes = sum(
+        math.prod(eval_shape(a.shape, sizes)) * DTYPES[a.dtype].itemsize for a in spec.buffers().values()
+    )
+    if device_bytes <= 0 or case_bytes <= 0:
+        return MAX_SETS
+    return max(1, min(MAX_SETS, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
+
+
+class TimedSets:
+    """The input sets of one timing case and the preparation of each timed launch."""
+
+    def __init__(
+        self,
+        device: Any,
+        spec: Spec,
+        sizes: dict[str, int],
+        seed: int,
+        restore_globals: Callable[[], None],
+        count: int,
+    ):
+        self.device = device
+        self.spec = spec
+        self.restore_globals = restore_globals
+        self.rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+        self.sets: list[InputSet] = []
+        self.current = -1
+        self.zero = any(isinstance(a, Scratch) and a.zero for a in spec.args.values())
+        try:
+            for k in range(max(1, count)):
+                bufs = Buffers(device, spec, sizes)
+                self.sets.append(InputSet(bufs, {}, {}))
+                # A different seed per set: distinct values, same distribution (run 0).
+                inputs = make_inputs(spec, sizes, seed + 7919 * k, 0)
+                self.sets[-1].inputs = inputs
+                for name, array in inputs.items():
+                    bufs.upload(name, array)
+                    if isinstance(spec.args[name], InOut):
+                        copy = device.alloc(bufs.nbytes[name])
+                        self.sets[-1].pristine[name] = copy
+                        device.upload(copy, array)
+                bufs.poison(0xFF)
+        except BaseException:
+            self.free()
+            raise
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return self.sets[0].bufs.sizes
+
+    def prepare(self) -> None:
+        """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
+        buffers back to their initial values, globals back to the loaded image."""
+        self.current = (self.current + 1) % len(self.sets)
+        s = self.sets[self.current]
+        s.launched = True
+        byte = self.rng.randrange(256)
+        for name, arg in self.spec.buffers().items():
+            ptr, nbytes = s.bufs.ptrs[name], s.bufs.nbytes[name]
+            if arg.kind == "out" or (isinstance(arg, Scratch) and not arg.zero):
+                self.device.fill_async(ptr, byte, nbytes)
+            elif name in s.pristine:
+                self.device.copy_async(ptr, s.pristine[name], nbytes)
+        self.restore_globals()
+
+    def runner(self, steps: list[Step]) -> Callable[[], None]:
+        """The timed part for `steps`: zeroing the scratch the spec asks for, then the launch, on
+        the set `prepare` chose."""
+        launches = [launcher(self.device, steps, s.bufs) for s in self.sets]
+
+        def run() -> None:
+            s = self.sets[self.current]
+            if self.zero:
+                for name, arg in self.spec.buffers().items():
+                    if isinstance(arg, Scratch) and arg.zero:
+                        self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
+            launches[self.current]()
+
+        return run
+
+    def check_outputs(
+        self, label: str, progress: Callable[[str, str, float | None], None], include: int | None = None
+    ) -> None:
+        """The outputs left by the last timed launch on each of a random choice of sets (and on
+        set `include`) must match the reference of that set's inputs (no fast path while timed)."""
+        self.device.sync()
+        launched = [k for k, s in enumerate(self.sets) if s.launched and k != include]
+        chosen = self.rng.sample(launched, min(CHECKED_SETS, len(launched)))
+        if include is not None:
+            chosen.append(include)
+        for k in sorted(chosen):
+            s = self.sets[k]
+            progress("checking timed outputs", label, None)
+            reference = run_reference(self.spec, self.sizes, s.inputs)
+            outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
+            where = f"{label}, input set {k + 1} of {len(self.sets)}"
+            try:
+                CaseRunner(self.device, self.spec, lambda c: None).check_against(
+                    outs, reference, where, "timing_mismatch", "expected (timing inputs)"
+                )
+            except Failed as f:
+                raise Failed(
+                    Problem(
+                        "timing_mismatch",
+                        label,
+                        f"the outputs of the timed launches are wrong: {f.problem.message}",
+                        f.problem.output,
+                    )
+                ) from None
+
+    def free(self) -> None:
+        for s in self.sets:
+            s.bufs.free()
+            for ptr in s.pristine.values():
+                self.device.free(ptr)
+            s.pristine.clear()
