@@ -195,7 +195,7 @@ def main(argv: list[str]) -> int:
     fake = job.get("fake") or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
     device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])
     spec = load_spec(job["spec"])
-    steps = build_steps(device, cubin, job["steps"], [])
+    steps = build_steps(device, cubin, job["steps"], [], [])
     sizes = {k: int(v) for k, v in job["sizes"].items()}
     bufs = Buffers(device, spec, sizes)
     for name, array in make_inputs(spec, sizes, TIMING_SEED + spec.seed, 0).items():
