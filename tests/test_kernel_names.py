@@ -56,3 +56,25 @@ def test_cli_text_and_json_tell_them_apart(capsys):
         ("axpy<double, 128>", 16),
         ("axpy<float, 256>", 16),
     }
+
+
+def test_code_actions_on_an_overload_line_are_for_that_kernel():
+    from kernel_lsp.server.requests.code_action import _kernels_at
+
+    source = FILE.read_text()
+    # 0-based lines of the two relu definitions (5 and 9) and of the template (16).
+    assert [(k.name, k.line) for k in _kernels_at(source, 4)] == [("relu", 5)]
+    assert [(k.name, k.line, k.params[0].type) for k in _kernels_at(source, 8)] == [("relu", 9, "double*")]
+    assert [(k.name, k.line) for k in _kernels_at(source, 15)] == [("axpy", 16)]
+
+
+def test_hover_rows_are_named_when_instances_share_the_word():
+    from kernel_lsp.server.requests.hover import resources_markdown
+
+    result = compile_source(FILE.read_text(), str(FILE), CompileOptions(arch="sm_90"))
+    axpy = [k for k in result.kernels if k.source_function == "axpy"]
+    text = resources_markdown("axpy", axpy, result.compiler)
+    assert "| `axpy<float, 256>` | sm_90 |" in text and "| `axpy<double, 128>` | sm_90 |" in text
+    assert "compiled with NVRTC" in text
+    single = [k for k in result.kernels if k.name == "axpy<float, 256>"]
+    assert resources_markdown("axpy", single).startswith("**`axpy<float, 256>`**")
