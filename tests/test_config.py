@@ -114,3 +114,28 @@ def test_broken_pyproject_is_a_problem_not_a_crash(tmp_path):
     assert s == Settings() and "cannot read" in problems[0]
     s, problems = settings_from_pyproject(str(tmp_path / "missing.toml"))
     assert s == Settings() and problems
+
+
+def test_compiler_and_host_check_settings_reach_the_compile_options(tmp_path):
+    s, problems = settings_from_dict({"kernelLsp": {"compiler": "nvcc", "hostCheck": True}})
+    assert problems == []
+    options = s.compile_options("sm_90")
+    assert (options.compiler, options.host_check) == ("nvcc", True)
+    s, problems = settings_from_dict({"compiler": "gcc", "hostCheck": "yes"})
+    assert (s.compiler, s.host_check) == ("auto", False)
+    assert any("expected one of auto, nvrtc, nvcc" in p for p in problems)
+    assert any("hostCheck" in p and "expected true or false" in p for p in problems)
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\ncompiler = "nvrtc"\nhost-check = true\n')
+    s, problems = settings_from_pyproject(str(tmp_path / "pyproject.toml"))
+    assert problems == [] and (s.compiler, s.host_check) == ("nvrtc", True)
+
+
+def test_compiler_flags_on_the_cli(tmp_path):
+    import argparse
+
+    from kernel_lsp.cli import _add_compile_flags, resolve_settings
+
+    p = argparse.ArgumentParser()
+    _add_compile_flags(p)
+    s, problems = resolve_settings(p.parse_args(["--compiler", "nvcc", "--host-check"]), str(tmp_path))
+    assert problems == [] and (s.compiler, s.host_check) == ("nvcc", True)

@@ -243,3 +243,55 @@ def test_source_name_never_raises(text):
 def test_source_name_survives_absurd_lengths():
     assert isinstance(source_name("_Z" + "1" * 6000), str)
     assert isinstance(source_name("_ZN" + "9" * 6000 + "E"), str)
+
+
+# --- nvcc's log --------------------------------------------------------------------------------
+
+NVCC_LOG = """\
+/p/app.cu(6): error: identifier "undefined_thing" is undefined
+  __attribute__((device)) inline float bad(float x) { return undefined_thing + x; }
+                                                             ^
+
+/p/app.cu(9): warning #20011-D: calling a __host__ function("h(float)") from a __host__ __device__ function("hd") is not allowed
+
+Remark: The warnings can be suppressed with "-diag-suppress <warning-number>"
+
+nvcc warning : Support for offline compilation for architectures prior to '<compute/sm/lto>_75' is deprecated
+/p/app.cu:3:10: fatal error: nope.cuh: No such file or directory
+    3 | #include "nope.cuh"
+      |          ^~~~~~~~~~
+compilation terminated.
+/p/app.cu: Assembler messages:
+/p/app.cu:12: Error: bad register name `%eaxbogus'
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_ZN3ops5totalIfEEvPKT_PS1_i' for 'sm_90'
+ptxas info    : Function properties for _ZN3ops5totalIfEEvPKT_PS1_i
+    16 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 10 registers, used 0 barriers
+nvcc fatal   : Unknown option '-Xfoo'
+"""
+
+
+def test_nvcc_log_lines():
+    real = {6: "__device__ inline float bad(float x) { return undefined_thing + x; }"}
+    parsed = parse_log(NVCC_LOG, "/p/app.cu", line_text=lambda p, n: real.get(n))
+    got = [(d.line, d.col, d.severity.label, d.code, d.source) for d in parsed.diagnostics]
+    col = real[6].index("undefined_thing") + 1
+    assert got == [
+        (6, col, "error", None, "nvrtc"),
+        (9, 1, "warning", "20011-D", "nvrtc"),
+        (1, 1, "warning", None, "nvcc"),
+        (3, 10, "error", None, "host compiler"),
+        (12, 1, "error", None, "host compiler"),
+    ]
+    assert parsed.diagnostics[0].end_col == col + len("undefined_thing")
+    assert parsed.option_errors == ["Unknown option '-Xfoo'"]
+    (r,) = parsed.resources
+    assert (r.registers, r.stack_bytes, r.spill_store_bytes, r.spill_load_bytes) == (10, 16, 4, 8)
+    assert parsed.unparsed == []
+
+
+def test_caret_without_the_real_line_keeps_nvccs_column():
+    parsed = parse_log(NVCC_LOG, "/p/app.cu")
+    shown = NVCC_LOG.splitlines()[1][2:]
+    assert parsed.diagnostics[0].col == shown.index("undefined_thing") + 1

@@ -312,3 +312,20 @@ def test_an_arch_nvcc_does_not_know_is_a_diagnostic():
     result = compile_source(HOST_FILE.read_text(), str(HOST_FILE), CompileOptions(arch="sm_990"))
     (d,) = result.diagnostics
     assert "sm_990" in d.message and d.severity == Severity.ERROR
+
+
+def test_a_header_alone_in_a_folder_with_a_space_and_an_odd_name(tmp_path):
+    folder = tmp_path / "my kernels"
+    folder.mkdir()
+    header = folder / "odd'name v2.cuh"
+    header.write_text(
+        "#pragma once\n#include <cstdio>\n"
+        'inline void hello() { printf("hi"); }\n'
+        "__global__ void kk(float* p) { p[0] = oops; }\n"
+    )
+    result = compile_source(header.read_text(), str(header), CompileOptions(arch="sm_90"))
+    assert result.compiler == "nvcc"
+    # No "#pragma once in main file": a header checked alone is not a finding of its own.
+    assert [(d.path, d.line, d.col, d.message) for d in result.diagnostics] == [
+        (str(header), 4, 39, 'identifier "oops" is undefined')
+    ]

@@ -8,6 +8,8 @@ by every backend.
 
 from __future__ import annotations
 
+import functools
+
 from ..model import CompileResult
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
@@ -44,6 +46,12 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=64)
+def _has_host_code(source: str) -> bool:
+    """Memoised: an unchanged re-save asks again, and the cache hit should cost ~nothing."""
+    return bool(find_host_code(source))
+
+
 def choose_backend(source: str, options: CompileOptions) -> str:
     """ "nvrtc" or "nvcc". With `compiler = auto`: nvcc for text with host code and for options
     NVRTC 13 rejects, when nvcc and a host compiler are there; NVRTC otherwise (its host-code
@@ -52,7 +60,7 @@ def choose_backend(source: str, options: CompileOptions) -> str:
         return options.compiler
     needs_nvcc = options.relaxed_constexpr or options.extended_lambda
     if not needs_nvcc and not options.default_device:
-        needs_nvcc = bool(find_host_code(source))
+        needs_nvcc = _has_host_code(source)
     if needs_nvcc and find_toolchain(options.extra).problem is None:
         return "nvcc"
     return "nvrtc"

@@ -65,7 +65,8 @@ _HOST_SEVERITY = {
 }
 # g++'s source excerpt (`    5 |   asm(...)`, `      |   ^~~`) and context lines say nothing new.
 _HOST_NOISE = re.compile(
-    r"^(\s+\d*\s*\|.*|.*: (In function|In member function|In instantiation of|At global scope).*|.*: Assembler messages:|In file included from .*|\s+from .*)$"
+    r"^(\s+\d*\s*\|.*|\S.*: (In function|In member function|In instantiation of|At global scope).*"
+    r"|\S.*: Assembler messages:|In file included from .*|\s+from .*)$"
 )
 _IGNORED = re.compile(
     r"^(Remark: The warnings can be suppressed.*|\d+ errors? detected in the compilation of.*"

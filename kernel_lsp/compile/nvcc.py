@@ -10,6 +10,7 @@ a flag nvcc rejects, a crash or a hang is a Diagnostic.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -104,7 +105,8 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
     start = time.perf_counter()
     assert toolchain.nvcc is not None
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
-        name = os.path.basename(path) or "source.cu"
+        # nvcc runs its steps through a shell: a quote or space in the name would break them.
+        name = re.sub(r"[^\w.+-]", "_", os.path.basename(path)) or "source.cu"
         if not name.endswith(".cu"):
             name += ".cu"  # nvcc picks the language by suffix: a .cuh is CUDA too
         stem = name[: -len(".cu")]
@@ -145,6 +147,8 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
     # nvcc names the temporary copy in a few lines of its own ("... in the compilation of").
     log = log.replace(src, os.path.abspath(path))
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
+    # A header checked on its own is the main file here; its include guard is not a finding.
+    result.diagnostics = [d for d in result.diagnostics if d.message != "#pragma once in main file"]
     if not ok and not any(d.severity == Severity.ERROR for d in result.diagnostics):
         how = f"was killed by signal {-code}" if code < 0 else f"failed (exit code {code})"
         result.diagnostics.append(

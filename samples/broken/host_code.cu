@@ -1,6 +1,7 @@
 // A whole CUDA program, host code included, as nvcc would build it. With the default compiler
 // (auto) it goes to nvcc and is clean. With `--compiler nvrtc` (NVRTC compiles device code only)
-// the expected finding is one diagnostic that says the file has host code, and how to fix it.
+// the expected finding is one diagnostic that says the file has host code, and how to fix it:
+// guard the host part with `#ifndef __CUDACC_RTC__ ... #endif`, or let nvcc compile it.
 #include <vector>
 
 __global__ void add_one(float* x, int n)
