@@ -293,13 +293,15 @@ def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Inclu
         return {}
     units = [f for f in files if f.endswith(".cu")]
     out: dict[str, tuple[Includer, ...]] = {}
+    graphs: dict[tuple, IncludeGraph] = {}  # headers of one project share one scan
     for header in headers:
         entries = database_entries(header, settings)
         candidates = units or [e.file for e in entries if e.file.endswith(".cu") and os.path.isfile(e.file)]
-        dirs = tuple(settings.include_dirs) + tuple(d for e in entries for d in e.include_dirs)
-        graph = IncludeGraph(tuple(dict.fromkeys(dirs)))
-        for unit in candidates:
-            if unit not in graph:
+        dirs = tuple(dict.fromkeys((*settings.include_dirs, *(d for e in entries for d in e.include_dirs))))
+        graph = graphs.get((dirs, tuple(candidates)))
+        if graph is None:
+            graph = graphs[(dirs, tuple(candidates))] = IncludeGraph(dirs)
+            for unit in candidates:
                 graph.update(unit)
         found = {f for f in graph.dependents(header) if f.endswith(".cu")}
         if found:

@@ -259,6 +259,8 @@ _SHARED_CODEGEN = {
     "relocatable-device-code": "--relocatable-device-code",
     "extra-device-vectorization": "--extra-device-vectorization",
 }
+# Draft names of the standards, as NVRTC and nvcc spell them.
+_STD_ALIASES = {"c++0x": "c++11", "c++1y": "c++14", "c++1z": "c++17", "c++2a": "c++20"}
 _ARCH_RE = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
 
 
@@ -327,7 +329,8 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
             v = value(("--std", "-std"))
             if v:
-                std = v.replace("gnu++", "c++")
+                v = v.replace("gnu++", "c++")
+                std = _STD_ALIASES.get(v, v)
         elif a in ("--expt-relaxed-constexpr", "-expt-relaxed-constexpr"):
             relaxed = True
         elif a in (
