@@ -156,12 +156,20 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
         for a in settings.archs(flags)
     ]
     diagnostics = merge_arch_diagnostics(results)
+    if not path.endswith(".cu"):
+        diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
     if project.problem:
         message = f"{project.problem}; checking with the settings' flags only"
         diagnostics.insert(
             0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
         )
     return FileCheck(path, diagnostics, results)
+
+
+def _alone_artifact(d: Diagnostic, header: str) -> bool:
+    """A finding that only says the header was compiled as a file of its own: the host compiler's
+    `#pragma once in main file` (nvcc hands it the header as the main file)."""
+    return d.message.strip() == "#pragma once in main file" and _same(d.path, header)
 
 
 def in_includer_context(

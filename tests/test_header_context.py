@@ -121,3 +121,25 @@ def test_cli_reports_the_headers_findings_once(tmp_path, capsys):
     assert f"{rel_includer}:3:1: warning: in included header impl.cuh:4:9:" in out
     assert "checked as included by kernels.cu" in out and f"{rel}: kernel apply [sm_90]" in out
     assert "0 error(s)" in out
+
+
+def test_pragma_once_in_main_file_is_not_a_finding_on_a_header(tmp_path, monkeypatch):
+    # nvcc's host compiler warns that a header compiled as the main file has `#pragma once`: that
+    # says how the header was checked, nothing about its code. On a .cu it stays.
+    import kernel_lsp.check as check_module
+    from kernel_lsp.model import CompileResult, Diagnostic
+
+    def fake_compile(source, path, options, use_cache=True):
+        warning = Diagnostic(
+            path, 1, 9, Severity.WARNING, "#pragma once in main file", "host compiler", "nvcc"
+        )
+        other = Diagnostic(path, 2, 1, Severity.WARNING, "something real", "177-D", "nvcc")
+        return CompileResult(path, options.arch, True, [warning, other])
+
+    monkeypatch.setattr(check_module, "compile_source", fake_compile)
+    (tmp_path / "h.cuh").write_text("#pragma once\n")
+    (tmp_path / "k.cu").write_text("#pragma once\n")
+    header = check_path(str(tmp_path / "h.cuh"), SETTINGS)
+    assert [d.message for d in header.diagnostics] == ["something real"]
+    unit = check_path(str(tmp_path / "k.cu"), SETTINGS)
+    assert [d.message for d in unit.diagnostics] == ["#pragma once in main file", "something real"]

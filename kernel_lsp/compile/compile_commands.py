@@ -52,6 +52,7 @@ class Database:
     entries: dict[str, CommandFlags] = field(default_factory=dict)  # normalised file -> flags
     problem: str | None = None  # the whole json is unusable
     bad_entries: dict[str, str] = field(default_factory=dict)  # file -> why its entry was skipped
+    borrowed: dict[str, CommandFlags | None] = field(default_factory=dict)  # folder -> entry lent
 
 
 @dataclass(frozen=True)
@@ -452,7 +453,14 @@ def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
 def _borrow(path: str, db: Database) -> CommandFlags | None:
     """A file's entry in the same folder, else under the nearest ancestor folder (the shallowest
     such file, then by name, so the choice does not depend on the json's order)."""
-    folder = os.path.dirname(path)
+    start = os.path.dirname(path)
+    if start in db.borrowed:
+        return db.borrowed[start]
+    db.borrowed[start] = _nearest_entry(start, db)
+    return db.borrowed[start]
+
+
+def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
     while True:
         prefix = folder.rstrip(os.sep) + os.sep
         under = [f for f in db.entries if f.startswith(prefix)]
