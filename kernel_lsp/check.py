@@ -157,12 +157,20 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
         for a in settings.archs(flags)
     ]
     diagnostics = merge_arch_diagnostics(results)
+    if not path.endswith(".cu"):
+        diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
     if project.problem:
         message = f"{project.problem}; checking with the settings' flags only"
         diagnostics.insert(
             0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
         )
     return FileCheck(path, diagnostics, results)
+
+
+def _alone_artifact(d: Diagnostic, header: str) -> bool:
+    """A finding that only says the header was compiled as a file of its own: the host compiler's
+    `#pragma once in main file` (nvcc hands it the header as the main file)."""
+    return d.message.strip() == "#pragma once in main file" and _same(d.path, header)
 
 
 def in_includer_context(
@@ -294,13 +302,15 @@ def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Inclu
         return {}
     units = [f for f in files if f.endswith(".cu")]
     out: dict[str, tuple[Includer, ...]] = {}
+    graphs: dict[tuple, IncludeGraph] = {}  # headers of one project share one scan
     for header in headers:
         entries = database_entries(header, settings)
         candidates = units or [e.file for e in entries if e.file.endswith(".cu") and os.path.isfile(e.file)]
-        dirs = tuple(settings.include_dirs) + tuple(d for e in entries for d in e.include_dirs)
-        graph = IncludeGraph(tuple(dict.fromkeys(dirs)))
-        for unit in candidates:
-            if unit not in graph:
+        dirs = tuple(dict.fromkeys((*settings.include_dirs, *(d for e in entries for d in e.include_dirs))))
+        graph = graphs.get((dirs, tuple(candidates)))
+        if graph is None:
+            graph = graphs[(dirs, tuple(candidates))] = IncludeGraph(dirs)
+            for unit in candidates:
                 graph.update(unit)
         found = {f for f in graph.dependents(header) if f.endswith(".cu")}
         if found:

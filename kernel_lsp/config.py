@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .compile import MAX_FILE_BYTES, CompileOptions, resolve_arch
+from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
 from .compile.compile_commands import CommandFlags, Lookup, flags_for
 
 if sys.version_info >= (3, 11):
@@ -50,7 +50,11 @@ class Settings:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
         local GPU's or sm_90."""
         if project is not None and project.archs and self.arch in ((), ("auto",)):
-            return list(project.archs)
+            # A project may still build for archs this CUDA dropped (sm_70 and older in 13.x):
+            # check the ones it can compile, else fall back to the default.
+            usable = [a for a in project.archs if check_arch(a) is None]
+            if usable:
+                return usable
         out: list[str] = []
         for a in self.arch or ("auto",):
             r = resolve_arch(a)

@@ -8,3 +8,29 @@ extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
     if (i < n) c[i] = a[i] + b[i];
 }
 """
+
+
+def flags_project(root) -> str:
+    """A vadd whose operator comes from a header in include/ and a define, both found only
+    through build/compile_commands.json; with its spec. Returns the .cu's path."""
+    import json
+    from pathlib import Path
+
+    root = Path(root)
+    (root / "include").mkdir()
+    (root / "include" / "vadd_op.cuh").write_text("#define VADD_OP(x, y) (((x) + (y)) * ONE)\n")
+    (root / "src").mkdir()
+    kernel = root / "src" / "vadd.cu"
+    kernel.write_text('#include "vadd_op.cuh"\n' + VADD.replace("a[i] + b[i]", "VADD_OP(a[i], b[i])"))
+    (root / "src" / "vadd.spec.py").write_text(
+        "from kernel_lsp.spec import In, Out, Scalar, Spec\n"
+        "SPEC = Spec(kernel='vadd', sizes=[{'n': 1}, {'n': 1000}, {'n': 1 << 20}],\n"
+        "    args={'a': In('float32'), 'b': In('float32'), 'c': Out('float32', atol=1e-6), 'n': Scalar('int32')},\n"
+        "    reference=lambda a, b, **_: {'c': a + b}, work=lambda n: {'bytes': 12 * n, 'flops': n})\n"
+    )
+    (root / "build").mkdir()
+    command = "nvcc -I../include -DONE=1.0f -c ../src/vadd.cu -o vadd.o"
+    (root / "build" / "compile_commands.json").write_text(
+        json.dumps([{"directory": ".", "command": command, "file": "../src/vadd.cu"}])
+    )
+    return str(kernel)

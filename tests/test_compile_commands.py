@@ -231,6 +231,15 @@ def test_settings_add_to_the_database_and_archs_follow_it_unless_set(tmp_path):
     assert explicit.archs(project) == ["sm_75"]
 
 
+def test_archs_this_cuda_cannot_compile_for_are_left_out():
+    settings = Settings()
+    old_and_new = cc.parse_arguments(["nvcc", "-gencode", "arch=compute_60,code=sm_60", "-arch=sm_80"], "/")
+    assert settings.archs(old_and_new) == ["sm_80"]
+    only_old = cc.parse_arguments(["nvcc", "-arch=sm_60"], "/")
+    assert settings.archs(only_old) == settings.archs()
+    assert cc.parse_arguments(["nvcc", "-std=c++2a"], "/").std == "c++20"
+
+
 def test_checks_compile_with_the_databases_flags(tmp_path):
     # A device-only file that compiles only with the project's -I and -D.
     (tmp_path / "include").mkdir()

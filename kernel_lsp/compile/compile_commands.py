@@ -52,6 +52,7 @@ class Database:
     entries: dict[str, CommandFlags] = field(default_factory=dict)  # normalised file -> flags
     problem: str | None = None  # the whole json is unusable
     bad_entries: dict[str, str] = field(default_factory=dict)  # file -> why its entry was skipped
+    borrowed: dict[str, CommandFlags | None] = field(default_factory=dict)  # folder -> entry lent
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,8 @@ _SHARED_CODEGEN = {
     "relocatable-device-code": "--relocatable-device-code",
     "extra-device-vectorization": "--extra-device-vectorization",
 }
+# Draft names of the standards, as NVRTC and nvcc spell them.
+_STD_ALIASES = {"c++0x": "c++11", "c++1y": "c++14", "c++1z": "c++17", "c++2a": "c++20"}
 _ARCH_RE = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
 
 
@@ -327,7 +330,8 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
             v = value(("--std", "-std"))
             if v:
-                std = v.replace("gnu++", "c++")
+                v = v.replace("gnu++", "c++")
+                std = _STD_ALIASES.get(v, v)
         elif a in ("--expt-relaxed-constexpr", "-expt-relaxed-constexpr"):
             relaxed = True
         elif a in (
@@ -449,7 +453,14 @@ def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
 def _borrow(path: str, db: Database) -> CommandFlags | None:
     """A file's entry in the same folder, else under the nearest ancestor folder (the shallowest
     such file, then by name, so the choice does not depend on the json's order)."""
-    folder = os.path.dirname(path)
+    start = os.path.dirname(path)
+    if start in db.borrowed:
+        return db.borrowed[start]
+    db.borrowed[start] = _nearest_entry(start, db)
+    return db.borrowed[start]
+
+
+def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
     while True:
         prefix = folder.rstrip(os.sep) + os.sep
         under = [f for f in db.entries if f.startswith(prefix)]
