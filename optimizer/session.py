@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +117,11 @@ def run(
     observers: Iterable[Callable[[ProgressEvent], None]] = (),
     cancel: threading.Event | None = None,
     evaluator: Evaluator | None = None,
+    more_sessions: Sequence[Any] = (),
 ) -> RunResult:
-    """Run one optimization. Raises OptimizeError when it cannot start."""
+    """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
+    `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
+    GPUs to open."""
     source = req.source
     if source is None:
         source, problem = read_source(req.path)
@@ -138,7 +141,7 @@ def run(
                 raise OptimizeError(
                     "no GPU: kernelLsp.gpu.enabled is false. FSR needs a GPU to verify and time candidates."
                 )
-            more: list[Any] = []
+            more: list[Any] = list(more_sessions)
             if session is None:
                 session, more = open_sessions(req.settings)
                 own = True
