@@ -193,17 +193,13 @@ def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
     round's candidates are then checked in parallel, one per GPU)."""
     from kernel_lsp.evaluation.pool import parse_gpus
     from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu_check import open_sessions as open_gpu_sessions
 
     devices, _ = parse_gpus(settings.gpu_devices, settings.gpu_device)
-    first = GpuSession(device=devices[0])
-    more = []
-    for d in devices[1:]:
-        s = GpuSession(device=d)
-        if s.available:
-            more.append(s)
-        else:
-            s.close()
-    return first, more
+    sessions, _ = open_gpu_sessions(devices, lambda _line: None)
+    if not sessions:
+        return GpuSession(device=devices[0]), []  # unavailable: it says why when asked
+    return sessions[0], sessions[1:]
 
 
 def _read(path: str) -> str:
