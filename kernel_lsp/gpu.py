@@ -175,6 +175,13 @@ class GpuSession:
             return None, errors or [
                 Diagnostic(path, 1, 1, Severity.ERROR, "compile failed", source=GPU_SOURCE)
             ]
+        dev = self.device
+        if dev is not None and artifact.arch.rstrip("af") != dev.arch:
+            message = (
+                f"compiled for {artifact.arch}, but {dev.name} is {dev.arch}: compile with "
+                "the device's options (GpuSession.compile)"
+            )
+            return None, [Diagnostic(path, 1, 1, Severity.ERROR, message, source=GPU_SOURCE)]
         steps, problems = launch_steps(spec, source, artifact, defines or ())
         if problems:
             return None, problems

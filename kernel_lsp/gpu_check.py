@@ -39,20 +39,20 @@ def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool
         c.diagnostics.extend(k.diagnostics)
 
 
-def open_sessions(devices: list[int], log=print) -> list[GpuSession]:
-    """A session per device that answers; the others are closed with their reason logged."""
-    sessions = [GpuSession(device=d) for d in devices]
-    usable = []
-    for s in sessions:
+def open_sessions(devices: list[int], log=print) -> tuple[list[GpuSession], str]:
+    """A session per device that answers (the others closed, each reason logged when several
+    were asked for), and the reason when none does."""
+    usable, reason = [], ""
+    for d in devices:
+        s = GpuSession(device=d)
         if s.available:
             usable.append(s)
-        else:
-            if len(devices) > 1:
-                log(f"kernel-lsp: GPU {s.device_index} skipped: {no_gpu_message(s.reason)}")
-            s.close()
-    if not usable and sessions:
-        log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(sessions[0].reason)}")
-    return usable
+            continue
+        reason = reason or s.reason
+        if len(devices) > 1:
+            log(f"kernel-lsp: GPU {d} skipped: {no_gpu_message(s.reason)}")
+        s.close()
+    return usable, reason
 
 
 def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
@@ -83,9 +83,10 @@ def verify_checks(
     devices, problem = parse_gpus(gpus if gpus is not None else settings.gpu_devices, settings.gpu_device)
     if problem:
         log(f"kernel-lsp: {problem}")
-    sessions = open_sessions(devices, log)
+    sessions, reason = open_sessions(devices, log)
     if not sessions:
-        mark_unverified(todo, "no GPU answered")
+        log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(reason)}")
+        mark_unverified(todo, no_gpu_message(reason))
         return None
     pool = BackendPool(sessions)
     try:

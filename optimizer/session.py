@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,8 +118,11 @@ def run(
     observers: Iterable[Callable[[ProgressEvent], None]] = (),
     cancel: threading.Event | None = None,
     evaluator: Evaluator | None = None,
+    more_sessions: Sequence[Any] = (),
 ) -> RunResult:
-    """Run one optimization. Raises OptimizeError when it cannot start."""
+    """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
+    `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
+    GPUs to open."""
     source = req.source
     if source is None:
         source, problem = read_source(req.path)
@@ -142,7 +145,7 @@ def run(
                 raise OptimizeError(
                     f"{no_gpu_message(GPU_OFF_IN_EDITOR)}. FSR needs a GPU to verify and time candidates."
                 )
-            more: list[Any] = []
+            more: list[Any] = list(more_sessions)
             if session is None:
                 session, more = open_sessions(req.settings)
                 own = True
@@ -195,17 +198,13 @@ def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
     round's candidates are then checked in parallel, one per GPU)."""
     from kernel_lsp.evaluation.pool import parse_gpus
     from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu_check import open_sessions as open_gpu_sessions
 
     devices, _ = parse_gpus(settings.gpu_devices, settings.gpu_device)
-    first = GpuSession(device=devices[0])
-    more = []
-    for d in devices[1:]:
-        s = GpuSession(device=d)
-        if s.available:
-            more.append(s)
-        else:
-            s.close()
-    return first, more
+    sessions, _ = open_gpu_sessions(devices, lambda _line: None)
+    if not sessions:
+        return GpuSession(device=devices[0]), []  # unavailable: it says why when asked
+    return sessions[0], sessions[1:]
 
 
 def _read(path: str) -> str:

@@ -15,6 +15,7 @@ from kernel_lsp.evaluation.specs import instance_name, kernel_symbols, launch_st
 from kernel_lsp.gpu import GpuSession, check_file
 from kernel_lsp.model import CompileResult, KernelResources
 from kernel_lsp.runner.fake import fake_cubin
+from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 HOST_DEVICE = """\
@@ -85,7 +86,10 @@ def write(tmp_path: Path, name: str, source: str, kernel: str) -> Path:
 
 @pytest.fixture(scope="module")
 def gpu():
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    # Warm L2: no speed-of-light bound, which the fake's instant kernel can fall under when the
+    # copy bandwidth was measured on a busy CPU.
+    timing = TimingSettings(cold_l2=False, budget_s=0.2)
+    with GpuSession(fake=True, launch_timeout_s=2.0, timing=timing) as s:
         yield s
 
 
@@ -295,3 +299,12 @@ def test_a_template_instance_candidate_is_extracted_by_its_template():
     answer = "```cuda\n" + TEMPLATE.replace("c[i] = a[i] + b[i]", "c[i] = b[i] + a[i]") + "```"
     got = extract_candidate(answer, TEMPLATE, ["scale<float>"])
     assert got.source is not None and "c[i] = b[i] + a[i]" in got.source
+
+
+def test_an_artifact_for_another_arch_is_refused_with_the_reason(gpu, tmp_path):
+    cu = write(tmp_path, "hd", HOST_DEVICE, "vadd")
+    art = artifact(str(cu), {"vadd": (VADD_MANGLED, "vadd")})
+    art.arch = "sm_80"  # the fake GPU is sm_90
+    [check] = check_file(gpu, str(cu), artifact=art)
+    assert check.status == "compile_error"
+    assert "compiled for sm_80" in check.message and "sm_90" in check.message

@@ -11,7 +11,9 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from ..evaluation.pool import BackendPool, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, check_file, no_gpu_message
+from ..gpu_check import open_sessions
 from ..source import kernel_base_name
 from ..spec import spec_path_for
 from ..stats import format_seconds
@@ -22,7 +24,8 @@ log = logging.getLogger(__name__)
 class GpuFeature:
     def __init__(self, server) -> None:
         self.server = server
-        self.session: GpuSession | None = None
+        self.session: GpuSession | None = None  # the first GPU's (device name, the optimizer)
+        self.pool: BackendPool[GpuSession] | None = None  # one session per GPU of gpu.devices
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-gpu")
         self.results: dict[str, list[KernelCheck]] = {}
         self._verified: dict[str, str] = {}
@@ -38,26 +41,36 @@ class GpuFeature:
             self.server.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
             return
         loop = asyncio.get_running_loop()
-        session = GpuSession(device=settings.gpu_device)
-        available = await loop.run_in_executor(self._thread, lambda: session.available)
-        if not available:
-            self.server.gpu_absent_reason = no_gpu_message(session.reason)
-            session.close()
-            log.info("GPU checks off: %s", session.reason)
+        devices, problem = parse_gpus(settings.gpu_devices, settings.gpu_device)
+        if problem:
+            log.warning("gpu.devices: %s", problem)
+        sessions, reason = await loop.run_in_executor(self._thread, open_sessions, devices, log.info)
+        if not sessions:
+            self.server.gpu_absent_reason = no_gpu_message(reason)
+            log.info("GPU checks off: %s", reason)
             self.server.send_status(None)
             return
+        # One thread per GPU: files are verified in parallel, each file wholly on one GPU.
+        self.pool = BackendPool(sessions)
+        self._thread.shutdown(wait=False)
+        self._thread = ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="kernel-lsp-gpu")
+        session = sessions[0]
         self.session = session
         self.server.gpu = self
         self.server.device_name = session.device.name if session.device else "GPU"
-        log.info("GPU checks on %s", self.server.device_name)
+        log.info(
+            "GPU checks on %s",
+            ", ".join(f"GPU {s.device_index} ({s.device.name if s.device else '?'})" for s in sessions),
+        )
         self.server.send_status(None)
         # Files checked before the GPU answered get verified now.
         for path, check in list(self.server.analysis.results.items()):
             self.after_check(path, check, None)
 
     def stop(self) -> None:
-        if self.session is not None:
-            self.session.close()
+        if self.pool is not None:
+            self.pool.close()
+        self.pool = None
         self.session = None
         self.server.gpu = None
         self.server.device_name = None
@@ -99,22 +112,12 @@ class GpuFeature:
                 ).hexdigest()
                 if self._verified.get(path) == key:
                     return
-                session = self.session
-                if session is None:
+                pool = self.pool
+                if pool is None:
                     return
-                settings, root = self.server.settings, self.server.root_path()
-                project = settings.project_flags(path, root).flags
-                arch = session.device.arch if session.device else settings.archs(project)[0]
-                options = settings.compile_options(arch, root, project)
                 self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
-                # Compiled once for the device's exact arch; the same artifact is verified, timed
-                # and profiled.
-                artifact = await loop.run_in_executor(self._thread, session.compile, text, path, options)
-                checks = await loop.run_in_executor(
-                    self._thread,
-                    functools.partial(
-                        check_file, session, path, text, options, True, spec_text, artifact=artifact
-                    ),
+                session, artifact, options, checks = await loop.run_in_executor(
+                    self._thread, pool.run, functools.partial(self._verify_on, path, text, spec_text)
                 )
                 now = self.server.snapshot(path)
                 if now.version != snap.version:
@@ -149,6 +152,18 @@ class GpuFeature:
         finally:
             self._running.discard(path)
             self.server.send_status(None)
+
+    def _verify_on(self, path: str, text: str, spec_text: str | None, session: GpuSession):
+        """The whole file on one GPU: compiled once for its exact arch, then every spec'd kernel
+        verified and timed on that artifact."""
+        settings, root = self.server.settings, self.server.root_path()
+        # The project's flags (compile_commands.json) too: its headers and defines.
+        project = settings.project_flags(path, root).flags
+        arch = session.device.arch if session.device else settings.archs(project)[0]
+        options = settings.compile_options(arch, root, project)
+        artifact = session.compile(text, path, options)
+        checks = check_file(session, path, text, options, True, spec_text, artifact=artifact)
+        return session, artifact, options, checks
 
     def _refresh_lenses(self) -> None:
         caps = self.server.client_capabilities.workspace

@@ -193,7 +193,12 @@ def register(server) -> None:
         ls.optimizing = True
         ls.send_status("optimizing", detail=f"FSR: {kernel}")
         try:
-            result = await loop.run_in_executor(None, lambda: run(req, _session(ls), [report], cancel))
+            # The GPU feature's other GPUs (gpu.devices) check candidates in parallel.
+            pool = getattr(ls.gpu, "pool", None) if ls.gpu is not None else None
+            more = pool.members[1:] if pool is not None else []
+            result = await loop.run_in_executor(
+                None, lambda: run(req, _session(ls), [report], cancel, more_sessions=more)
+            )
         except OptimizeError as e:
             return _reply(False, state.last_report, str(e))
         except Exception as e:
