@@ -243,3 +243,21 @@ def test_constant_output_is_named_even_inside_a_loose_tolerance():
     # A constant reference with a constant output is fine; one element is never "constant".
     assert compare_output("y", np.ones(8, np.float32), np.ones(8, np.float32), 1e-6, 1e-6) is None
     assert compare_output("y", np.zeros(1, np.float32), np.full(1, 1e-9, np.float32), 1e-6, 1e-6) is None
+
+
+def test_over_the_bound_is_never_a_plain_figure_in_check_lines_and_headlines():
+    from kernel_lsp.formats import format_gpu_check
+    from kernel_lsp.gpu import KernelCheck
+
+    m = Measurement.from_dict(
+        {"median_s": 20e-6, "p10_s": 0, "p90_s": 0, "n": 30, "cold_l2": False, "noise": 0}
+    )
+    t = CaseTiming(
+        "n=1024", {}, m, roofline=1.57, bound="DRAM", over_bound="157% of the DRAM bound with a warm L2"
+    )
+    t.bound_note = "no compute bound known (the spec's work gives no flops)"
+    k = KernelCheck("vadd", "ok", ok=True, timings=[t])
+    line = format_gpu_check(k)
+    assert "⚠ 157% DRAM (over the bound) roofline: 157% of the DRAM bound with a warm L2" in line
+    assert "no compute bound known" in line
+    assert "⚠ 157% DRAM" in k.headline

@@ -60,11 +60,18 @@ def load_spec(desc: dict[str, Any]) -> Spec:
 
 
 def build_steps(
-    device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any], states: list[ModuleState]
+    device: Any,
+    cubin: bytes,
+    steps: list[dict[str, Any]],
+    modules: list[Any],
+    states: list[ModuleState] | None = None,
 ) -> list[Step]:
+    """Load the CUBIN and resolve each step's function; with `states`, also keep the image of
+    the module's mutable globals for restoring before launches (runner/isolation.py)."""
     module = device.load(cubin)
     modules.append(module)
-    states.append(ModuleState.snapshot(device, module, cubin))
+    if states is not None:
+        states.append(ModuleState.snapshot(device, module, cubin))
     return [
         Step(
             s["kernel"],
