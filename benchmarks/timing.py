@@ -220,7 +220,7 @@ def fmt_us(s: float | None) -> str:
     return "n/a" if s is None else f"{s * 1e6:.2f}"
 
 
-def check_costs(gpu: GpuSession, cu: Path, spec: Path, repeats: int = 3) -> tuple[float, float]:
+def check_costs(gpu: GpuSession, cu: Path, spec: Path, repeats: int = 2) -> tuple[float, float]:
     """(seconds of a whole check, seconds of its timing part), medians over `repeats` on a warm
     session: the timing part is a check with timing minus one without."""
     source = cu.read_text()

@@ -173,7 +173,6 @@ class TimedSets:
                         copy = device.alloc(bufs.nbytes[name])
                         self.sets[-1].pristine[name] = copy
                         device.upload(copy, array)
-                bufs.poison(0xFF)
         except BaseException:
             self.free()
             raise
