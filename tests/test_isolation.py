@@ -156,9 +156,29 @@ def test_outputs_of_timed_launches_are_checked():
         sets.free()
 
 
+def test_verified_inputs_make_a_free_set_whose_outputs_are_always_checked():
+    device, spec = FakeDevice(), _inout_spec()
+    a = np.arange(64, dtype=np.float32)
+    given = ({"a": a, "x": a.copy()}, {"c": a + 1000, "x": a})  # a reference the launch cannot meet
+    sets = TimedSets(device, spec, {"n": 64}, 1234, lambda: None, 3, [given])
+    try:
+        assert sets.sets[1].inputs is given[0] and sets.sets[1].reference is given[1]
+        np.testing.assert_array_equal(sets.sets[1].bufs.read("a"), a)
+        for _ in range(3):  # every set launched once: "outputs" as the launch would write them
+            sets.prepare()
+            s = sets.sets[sets.current]
+            s.bufs.upload("c", s.inputs["a"])
+            s.bufs.upload("x", s.inputs["x"] + s.inputs["a"])
+        with pytest.raises(Failed) as e:  # set 2 (the verified one) is checked, whatever the draw
+            sets.check_outputs("n=64", lambda *a: None)
+        assert "input set 2 of 3" in e.value.problem.message
+    finally:
+        sets.free()
+
+
 def test_set_count_keeps_to_a_share_of_memory():
     spec = _inout_spec()
-    assert set_count(spec, {"n": 64}, 1 << 30) == 4
+    assert set_count(spec, {"n": 64}, 1 << 30) == 3
     assert set_count(spec, {"n": 1 << 26}, 1 << 30) == 1  # 768 MiB a set
 
 
@@ -211,6 +231,17 @@ def test_over_100_percent_of_dram_is_flagged_and_warm_l2_is_not_called_suspiciou
     assert t.roofline_text == "157% DRAM"
     t.over_bound = warm["over_bound"]
     assert t.roofline_text.startswith("⚠ 157% DRAM")
+
+
+def test_work_names_the_dtype_of_its_peak_and_a_raising_work_is_a_note():
+    dev = {**DEV, "peak_flops": {"float32": 60e12, "bfloat16": 900e12}}
+    spec = _gemm_spec(lambda n: {"bytes": 12 * n * n, "flops": 2 * n**3, "dtype": "bfloat16"})
+    nbytes = {"a": 4 << 20, "b": 4 << 20, "c": 4 << 20}
+    f = figures(spec, {"n": 1024}, nbytes, 14.9e-6, True, dev)
+    assert f["bound"] == "DRAM" and f["suspicious"] is None  # 2.1 GFLOP in 2.4 us at the bf16 peak
+    broken = _gemm_spec(lambda n: {"bytes": 1 / 0})
+    f = figures(broken, {"n": 1024}, nbytes, 14.9e-6, True, dev)
+    assert "the spec's work raised ZeroDivisionError" in f["bound_note"] and f["bytes"] == 12 << 20
 
 
 def test_spec_without_work_gets_minimal_bytes_and_says_no_compute_bound():

@@ -131,6 +131,8 @@ class Worker:
         )
         reset = restorer(states)
         runner = CaseRunner(self.device, spec, lambda case: self.device.sync(), reset)
+        if msg.get("measure", True):
+            runner.keep = {case_label(s) for s in spec.timing_cases()}
         problems: list[Problem] = []
         cases: list[dict[str, Any]] = []
         for sizes in spec.verification_sizes():
@@ -150,7 +152,10 @@ class Worker:
             settings = TimingSettings.from_dict(msg.get("timing"))
             for sizes in spec.timing_cases():
                 try:
-                    timings.append(self.time_case(spec, steps, sizes, settings, timeout, msg, reset))
+                    verified = runner.kept.get(case_label(sizes), [])
+                    timings.append(
+                        self.time_case(spec, steps, sizes, settings, timeout, msg, reset, verified)
+                    )
                 except Failed as f:
                     problems.append(f.problem)
                     break
@@ -172,10 +177,16 @@ class Worker:
         for m in modules:
             self.device.unload(m)
 
-    def _timed_sets(self, spec: Spec, sizes: dict[str, int], reset: Callable[[], None]) -> TimedSets:
+    def _timed_sets(
+        self,
+        spec: Spec,
+        sizes: dict[str, int],
+        reset: Callable[[], None],
+        verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)))
-        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count)
+        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
 
     def time_case(
         self,
@@ -186,9 +197,10 @@ class Worker:
         timeout: float,
         msg: dict[str, Any],
         reset: Callable[[], None] = lambda: None,
+        verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
     ) -> dict[str, Any]:
         label = case_label(sizes)
-        sets = self._timed_sets(spec, sizes, reset)
+        sets = self._timed_sets(spec, sizes, reset, verified or [])
         try:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
