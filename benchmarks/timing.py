@@ -6,9 +6,12 @@ For a few kernels (samples where present, else the test fixtures), at the spec's
   --clock-control none) for the same CUBIN, launch configuration and inputs;
 - the coefficient of variation of our median over 5 separate processes (target <= 1%);
 - our agreement with ncu (target within 3%);
-- the wall time of one verify-and-measure on a warm session (target <= 1 s for a small kernel).
+- the wall time of one verify-and-measure on a warm session (target <= 1 s for a small kernel),
+  and per kernel what the timing part of a check costs (check with timing minus check without,
+  warm session): the price of fresh state, rotating input sets and poisoned outputs (issue 12).
 
     python benchmarks/timing.py            # prints the table; writes $OUT/timing.md when OUT is set
+    python benchmarks/timing.py --only-ours --label before   # no cupyx, do_bench or ncu columns
 """
 
 from __future__ import annotations
@@ -217,11 +220,32 @@ def fmt_us(s: float | None) -> str:
     return "n/a" if s is None else f"{s * 1e6:.2f}"
 
 
+def check_costs(gpu: GpuSession, cu: Path, spec: Path, repeats: int = 2) -> tuple[float, float]:
+    """(seconds of a whole check, seconds of its timing part), medians over `repeats` on a warm
+    session: the timing part is a check with timing minus one without."""
+    source = cu.read_text()
+    gpu.check(source, str(cu), str(spec))  # compiles and warms up
+    whole, verify_only = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = gpu.check(source, str(cu), str(spec))
+        whole.append(time.perf_counter() - t0)
+        assert r.ok, r.message
+        t0 = time.perf_counter()
+        gpu.check(source, str(cu), str(spec), measure=False)
+        verify_only.append(time.perf_counter() - t0)
+    return statistics.median(whole), statistics.median(whole) - statistics.median(verify_only)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--launch-only", nargs=3, metavar=("CU", "SPEC", "ARCH"))
     parser.add_argument("--ours-once", nargs=2, metavar=("CU", "SPEC"))
     parser.add_argument("--do-bench", nargs=3, metavar=("CU", "SPEC", "ARCH"))
+    parser.add_argument("--only-ours", action="store_true", help="no cupyx, do_bench or ncu columns")
+    parser.add_argument("--no-alt", action="store_true", help="no cupyx or do_bench columns (ncu kept)")
+    parser.add_argument("--processes", type=int, default=PROCESSES)
+    parser.add_argument("--label", default="", help="names the output: timing-<label>.md")
     args = parser.parse_args()
     if args.do_bench:
         cu, spec, arch = args.do_bench
@@ -241,6 +265,7 @@ def main() -> int:
         return 0
 
     rows, notes = [], []
+    costs: dict[Path, tuple[float, float]] = {}
     with GpuSession() as gpu:
         assert gpu.available, gpu.reason
         dev = gpu.device
@@ -255,10 +280,12 @@ def main() -> int:
             f"verify-and-measure, warm session, fixture vadd (4 cases + timing n=4194304): "
             f"{per_check:.2f} s (target <= 1 s) ok={r.ok}"
         )
+        for cu, spec in kernels():
+            costs[cu] = check_costs(gpu, cu, spec)
     for cu, spec in kernels():
         name = f"{cu.parent.name}/{cu.name}" if cu.parent != FIXTURES else f"fixture/{cu.name}"
         medians = []
-        for _ in range(PROCESSES):
+        for _ in range(args.processes):
             out = subprocess.run(
                 [sys.executable, __file__, "--ours-once", str(cu), str(spec)],
                 capture_output=True,
@@ -275,16 +302,21 @@ def main() -> int:
         ours = statistics.median(medians)
         cv = statistics.stdev(medians) / statistics.mean(medians) if len(medians) > 1 else 0.0
         warm = ours_once(cu, spec, cold=False)
-        launch = ExternalLaunch(cu, spec, arch)
-        cpx = cupyx_median(launch)
-        tdb = do_bench_median(cu, spec, arch)
-        ncu = ncu_median(cu, spec, arch)
+        case = ", ".join(f"{k}={v}" for k, v in load_specs(str(spec)).specs[0].timing_cases()[-1].items())
+        cpx = tdb = ncu = None
+        if not args.only_ours:
+            ncu = ncu_median(cu, spec, arch)
+            if not args.no_alt:
+                launch = ExternalLaunch(cu, spec, arch)
+                cpx = cupyx_median(launch)
+                tdb = do_bench_median(cu, spec, arch)
         agree = f"{(ours / ncu - 1) * 100:+.1f}%" if ncu else "n/a"
-        print(name, launch.case, ours, warm, cpx, tdb, ncu, f"cv={cv:.4f}", flush=True)
+        whole, timing_part = costs.get(cu, (0.0, 0.0))
+        print(name, case, ours, warm, cpx, tdb, ncu, f"cv={cv:.4f}", flush=True)
         rows.append(
             [
                 name,
-                launch.case,
+                case,
                 fmt_us(ours),
                 fmt_us(warm),
                 fmt_us(cpx),
@@ -292,6 +324,8 @@ def main() -> int:
                 fmt_us(ncu),
                 agree,
                 f"{cv * 100:.2f}%",
+                f"{whole:.2f}",
+                f"{timing_part:.2f}",
             ]
         )
     head = [
@@ -303,7 +337,9 @@ def main() -> int:
         "do_bench us",
         "ncu us",
         "ours vs ncu",
-        f"CV over {PROCESSES} procs",
+        f"CV over {args.processes} procs",
+        "check s",
+        "timing s",
     ]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     lines = [
@@ -316,7 +352,8 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "timing.md").write_text(text + "\n")
+        name = f"timing-{args.label}.md" if args.label else "timing.md"
+        Path(os.environ["OUT"], name).write_text(text + "\n")
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # cupy's teardown after cuda.bindings can segfault; everything is written

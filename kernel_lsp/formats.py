@@ -55,8 +55,12 @@ def format_gpu_check(g) -> str:
         fig = f"{t.case}: {m.median_s * 1e3:.4f} ms (p10-p90 {m.spread}, n={m.n}, {cache})"
         if t.bandwidth_Bps:
             fig += f", {t.bandwidth_Bps / 1e9:.0f} GB/s"
-        if t.roofline:
+        if t.over_bound:
+            fig += f", {t.roofline_text} roofline: {t.over_bound}"
+        elif t.roofline:
             fig += f", {t.roofline:.0%} of {t.bound} roofline"
+        if t.bound_note:
+            fig += f" ({t.bound_note})"
         parts.append(fig)
     parts += [
         f"occupancy of {o.kernel}: achieved {o.achieved:.0%} of theoretical {o.theoretical:.0%} (ncu)"
@@ -157,6 +161,8 @@ def _gpu_json(g) -> dict:
                 "roofline": t.roofline,
                 "bound": t.bound,
                 "suspicious": t.suspicious,
+                "overBound": t.over_bound,
+                "boundNote": t.bound_note or None,
             }
             for t in g.timings
         ],

@@ -352,10 +352,13 @@ class Spec:
         value = eval_expr(expr, sizes)
         return DTYPES[arg.dtype].type(value)
 
-    def work_for(self, sizes: Mapping[str, Any]) -> dict[str, float]:
+    def work_for(self, sizes: Mapping[str, Any]) -> dict[str, Any]:
+        """`bytes` and `flops` as floats; `dtype` (which FLOP peak bounds the time) as named."""
         if self.work is None:
             return {}
-        return {k: float(v) for k, v in call_with_names(self.work, dict(sizes)).items()}
+        return {
+            k: v if k == "dtype" else float(v) for k, v in call_with_names(self.work, dict(sizes)).items()
+        }
 
 
 def case_label(sizes: Mapping[str, Any]) -> str:

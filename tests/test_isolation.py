@@ -156,9 +156,29 @@ def test_outputs_of_timed_launches_are_checked():
         sets.free()
 
 
+def test_verified_inputs_make_a_free_set_whose_outputs_are_always_checked():
+    device, spec = FakeDevice(), _inout_spec()
+    a = np.arange(64, dtype=np.float32)
+    given = ({"a": a, "x": a.copy()}, {"c": a + 1000, "x": a})  # a reference the launch cannot meet
+    sets = TimedSets(device, spec, {"n": 64}, 1234, lambda: None, 3, [given])
+    try:
+        assert sets.sets[1].inputs is given[0] and sets.sets[1].reference is given[1]
+        np.testing.assert_array_equal(sets.sets[1].bufs.read("a"), a)
+        for _ in range(3):  # every set launched once: "outputs" as the launch would write them
+            sets.prepare()
+            s = sets.sets[sets.current]
+            s.bufs.upload("c", s.inputs["a"])
+            s.bufs.upload("x", s.inputs["x"] + s.inputs["a"])
+        with pytest.raises(Failed) as e:  # set 2 (the verified one) is checked, whatever the draw
+            sets.check_outputs("n=64", lambda *a: None)
+        assert "input set 2 of 3" in e.value.problem.message
+    finally:
+        sets.free()
+
+
 def test_set_count_keeps_to_a_share_of_memory():
     spec = _inout_spec()
-    assert set_count(spec, {"n": 64}, 1 << 30) == 4
+    assert set_count(spec, {"n": 64}, 1 << 30) == 3
     assert set_count(spec, {"n": 1 << 26}, 1 << 30) == 1  # 768 MiB a set
 
 
@@ -213,6 +233,17 @@ def test_over_100_percent_of_dram_is_flagged_and_warm_l2_is_not_called_suspiciou
     assert t.roofline_text.startswith("⚠ 157% DRAM")
 
 
+def test_work_names_the_dtype_of_its_peak_and_a_raising_work_is_a_note():
+    dev = {**DEV, "peak_flops": {"float32": 60e12, "bfloat16": 900e12}}
+    spec = _gemm_spec(lambda n: {"bytes": 12 * n * n, "flops": 2 * n**3, "dtype": "bfloat16"})
+    nbytes = {"a": 4 << 20, "b": 4 << 20, "c": 4 << 20}
+    f = figures(spec, {"n": 1024}, nbytes, 14.9e-6, True, dev)
+    assert f["bound"] == "DRAM" and f["suspicious"] is None  # 2.1 GFLOP in 2.4 us at the bf16 peak
+    broken = _gemm_spec(lambda n: {"bytes": 1 / 0})
+    f = figures(broken, {"n": 1024}, nbytes, 14.9e-6, True, dev)
+    assert "the spec's work raised ZeroDivisionError" in f["bound_note"] and f["bytes"] == 12 << 20
+
+
 def test_spec_without_work_gets_minimal_bytes_and_says_no_compute_bound():
     spec = _gemm_spec(None)
     nbytes = {"a": 4 << 20, "b": 4 << 20, "c": 4 << 20}
@@ -243,3 +274,21 @@ def test_constant_output_is_named_even_inside_a_loose_tolerance():
     # A constant reference with a constant output is fine; one element is never "constant".
     assert compare_output("y", np.ones(8, np.float32), np.ones(8, np.float32), 1e-6, 1e-6) is None
     assert compare_output("y", np.zeros(1, np.float32), np.full(1, 1e-9, np.float32), 1e-6, 1e-6) is None
+
+
+def test_over_the_bound_is_never_a_plain_figure_in_check_lines_and_headlines():
+    from kernel_lsp.formats import format_gpu_check
+    from kernel_lsp.gpu import KernelCheck
+
+    m = Measurement.from_dict(
+        {"median_s": 20e-6, "p10_s": 0, "p90_s": 0, "n": 30, "cold_l2": False, "noise": 0}
+    )
+    t = CaseTiming(
+        "n=1024", {}, m, roofline=1.57, bound="DRAM", over_bound="157% of the DRAM bound with a warm L2"
+    )
+    t.bound_note = "no compute bound known (the spec's work gives no flops)"
+    k = KernelCheck("vadd", "ok", ok=True, timings=[t])
+    line = format_gpu_check(k)
+    assert "⚠ 157% DRAM (over the bound) roofline: 157% of the DRAM bound with a warm L2" in line
+    assert "no compute bound known" in line
+    assert "⚠ 157% DRAM" in k.headline

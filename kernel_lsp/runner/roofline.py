@@ -36,7 +36,12 @@ def figures(
     spec: Spec, sizes: dict[str, int], nbytes: dict[str, int], median: float, cold: bool, dev: dict[str, Any]
 ) -> dict[str, Any]:
     """The timing reply's figures for one case (see kernel_lsp.gpu.CaseTiming)."""
-    work = spec.work_for(sizes)
+    notes = []
+    try:
+        work = spec.work_for(sizes)
+    except Exception as e:  # the user's work function: its failure is a note, not a crash
+        work = {}
+        notes.append(f"the spec's work raised {type(e).__name__}: {e}")
     sol_bytes = min_bytes(spec, nbytes)
     moved = float(work.get("bytes", sol_bytes))
     flops = float(work.get("flops", 0.0))
@@ -52,7 +57,6 @@ def figures(
     t_flop = flops / peak if peak else 0.0
     bound_t, bound = (t_mem, "DRAM") if t_mem >= t_flop else (t_flop, f"{flop_dtype} peak")
     roofline = bound_t / median if median and bound_t else 0.0
-    notes = []
     if not flops:
         notes.append("no compute bound known (the spec's work gives no flops)")
     if "bytes" not in work:

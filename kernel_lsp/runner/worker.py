@@ -60,11 +60,18 @@ def load_spec(desc: dict[str, Any]) -> Spec:
 
 
 def build_steps(
-    device: Any, cubin: bytes, steps: list[dict[str, Any]], modules: list[Any], states: list[ModuleState]
+    device: Any,
+    cubin: bytes,
+    steps: list[dict[str, Any]],
+    modules: list[Any],
+    states: list[ModuleState] | None = None,
 ) -> list[Step]:
+    """Load the CUBIN and resolve each step's function; with `states`, also keep the image of
+    the module's mutable globals for restoring before launches (runner/isolation.py)."""
     module = device.load(cubin)
     modules.append(module)
-    states.append(ModuleState.snapshot(device, module, cubin))
+    if states is not None:
+        states.append(ModuleState.snapshot(device, module, cubin))
     return [
         Step(
             s["kernel"],
@@ -124,6 +131,8 @@ class Worker:
         )
         reset = restorer(states)
         runner = CaseRunner(self.device, spec, lambda case: self.device.sync(), reset)
+        if msg.get("measure", True):
+            runner.keep = {case_label(s) for s in spec.timing_cases()}
         problems: list[Problem] = []
         cases: list[dict[str, Any]] = []
         for sizes in spec.verification_sizes():
@@ -143,7 +152,10 @@ class Worker:
             settings = TimingSettings.from_dict(msg.get("timing"))
             for sizes in spec.timing_cases():
                 try:
-                    timings.append(self.time_case(spec, steps, sizes, settings, timeout, msg, reset))
+                    verified = runner.kept.get(case_label(sizes), [])
+                    timings.append(
+                        self.time_case(spec, steps, sizes, settings, timeout, msg, reset, verified)
+                    )
                 except Failed as f:
                     problems.append(f.problem)
                     break
@@ -165,10 +177,16 @@ class Worker:
         for m in modules:
             self.device.unload(m)
 
-    def _timed_sets(self, spec: Spec, sizes: dict[str, int], reset: Callable[[], None]) -> TimedSets:
+    def _timed_sets(
+        self,
+        spec: Spec,
+        sizes: dict[str, int],
+        reset: Callable[[], None],
+        verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)))
-        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count)
+        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
 
     def time_case(
         self,
@@ -179,9 +197,10 @@ class Worker:
         timeout: float,
         msg: dict[str, Any],
         reset: Callable[[], None] = lambda: None,
+        verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
     ) -> dict[str, Any]:
         label = case_label(sizes)
-        sets = self._timed_sets(spec, sizes, reset)
+        sets = self._timed_sets(spec, sizes, reset, verified or [])
         try:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
