@@ -17,6 +17,8 @@ Without a GPU (no driver, no device, CUDA_VISIBLE_DEVICES empty) `available` is 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import queue
 import subprocess
@@ -35,7 +37,7 @@ from kernel_lsp.runner.hardware import (
     load_cached,
     save_cached,
 )
-from kernel_lsp.runner.profile import OccupancyFigure, find_ncu, profile_occupancy
+from kernel_lsp.runner.profile import OccupancyFigure, ProfileReport, find_ncu, profile_kernels
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
@@ -90,6 +92,8 @@ class KernelCheck:
     # says why there is none (not asked for, no ncu, counters not permitted).
     occupancy: list[OccupancyFigure] = field(default_factory=list)
     occupancy_note: str = ""
+    # The same run's profile: limiter, speed of light, stalls, hottest lines (None until read).
+    profile: ProfileReport | None = None
 
     @property
     def headline(self) -> str:
@@ -301,6 +305,8 @@ class GpuSession:
         self._reason: str | None = None
         self._device: DeviceInfo | None = None
         self._retry_at = 0.0
+        # One profile per CUBIN, launch steps and timed case: a source version is profiled once.
+        self._profiles: dict[str, ProfileReport] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -680,9 +686,10 @@ class GpuSession:
         compile_options: Any = None,
         spec_source: str | None = None,
     ) -> KernelCheck:
-        """Fill `check.occupancy` for a check that verified and timed: its largest timed case run
-        once more under ncu (seconds). Separate from `check` so that a caller can publish the
-        verdict first; the compile comes from the cache."""
+        """Fill `check.profile` (limiter, speed of light, stalls, hot lines) and `check.occupancy`
+        for a check that verified and timed: its largest timed case run once more under ncu
+        (seconds; cached per source version). Separate from `check` so that a caller can publish
+        the verdict first and never waits on it; the compile comes from the cache."""
         if not (check.ok and check.timings):
             return check
         with self._lock:
@@ -694,18 +701,23 @@ class GpuSession:
             if cubin is None or problems:
                 return check
             message = {"spec": self._spec_desc(spec, spec_source), "steps": steps}
-            self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels})
+            self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels}, path)
         return check
 
     def _profile(
-        self, check: KernelCheck, message: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
+        self,
+        check: KernelCheck,
+        message: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
     ) -> None:
-        """Achieved occupancy of the largest timed case, from a one-launch process under ncu."""
+        """Profile of the largest timed case (limiter, stalls, hot lines, achieved occupancy), from a
+        one-launch process under ncu; cached per CUBIN, steps and case."""
         ncu = find_ncu()
         if ncu is None:
-            check.occupancy_note = (
-                "achieved occupancy needs Nsight Compute (`ncu`), which is not installed here"
-            )
+            check.occupancy_note = "profiling needs Nsight Compute (`ncu`), which is not installed here"
+            check.profile = ProfileReport(note=check.occupancy_note)
             return
         timed = check.timings[-1]
         job = {
@@ -716,8 +728,16 @@ class GpuSession:
             "device": self.device_index,
             "fake": self.fake,
         }
-        report = profile_occupancy(ncu, job, cubin, symbol_to_kernel)
-        check.occupancy, check.occupancy_note = report.figures, report.note
+        key = hashlib.sha256(
+            cubin + json.dumps([job, sorted(symbol_to_kernel.items())], sort_keys=True).encode()
+        ).hexdigest()
+        report = self._profiles.get(key)
+        if report is None:
+            report = profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path)
+            if report.kernels:  # a failed run (timeout, no permission) may go better next time
+                self._profiles[key] = report
+        check.profile = report
+        check.occupancy, check.occupancy_note = report.occupancy, "" if report.occupancy else report.note
 
     def check_compiled(
         self,
@@ -748,7 +768,8 @@ class GpuSession:
                 blobs.append(baseline[0])
             check = self._run_check(spec.kernel, spec, message, blobs, None)
             if profile and check.ok and check.timings:
-                self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps})
+                main = (spec.path or "").removesuffix(".spec.py") + ".cu"
+                self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, main)
             return check
 
     # --- A/B ----------------------------------------------------------------------------------
