@@ -133,7 +133,7 @@ def _kernel_json(k: KernelResources) -> dict:
     }
 
 
-def _gpu_json(g) -> dict:
+def gpu_json(g) -> dict:
     return {
         "kernel": g.kernel,
         "status": g.status,
@@ -158,6 +158,7 @@ def _gpu_json(g) -> dict:
             for o in g.occupancy
         ],
         "occupancyNote": g.occupancy_note or None,
+        "profile": g.profile.to_dict() if getattr(g, "profile", None) else None,
     }
 
 
@@ -172,7 +173,7 @@ def as_json(checks: list[FileCheck], archs: list[str]) -> str:
                     "checked": c.checked,
                     "diagnostics": [_diag_json(d) for d in c.diagnostics],
                     "kernels": [_kernel_json(k) for k in c.kernels],
-                    "gpu": [_gpu_json(g) for g in c.gpu_checks],
+                    "gpu": [gpu_json(g) for g in c.gpu_checks],
                 }
                 for c in checks
             ],

@@ -240,3 +240,40 @@ def test_stand_in_without_source_counters_still_gives_the_verdict(spec, monkeypa
         check = s.check_compiled(fake_cubin({"stencil2d": "vadd"}), [dict(STEPS[0], symbol="stencil2d")], spec, profile=True)  # fmt: skip
         assert check.profile.kernels[0].limiter == "latency-bound"
         assert check.profile.hot_lines == [] and "per-line counters" in check.profile.note
+
+
+# --- in words: bench --profile, --check json ------------------------------------------------------
+
+
+def test_profile_lines_say_limiter_sol_stalls_memory_and_hot_lines():
+    from kernel_lsp.profile_text import profile_lines
+
+    report = report_of("reduce_sum_fp32", "reduce_sum/reduce_sum_fp32.cu", {})
+    text = "\n".join(profile_lines(report))
+    assert "profile reduce_sum_partial: memory-bound (L1/shared at 87% of peak)" in text
+    assert "speed of light: DRAM 16% · L2 21% · L1/shared 87% · SM 79% · tensor 0% of peak" in text
+    assert "achieved occupancy 86% of theoretical 100%" in text
+    assert "top stalls: short scoreboard 33%, long scoreboard 30%, barrier 17%" in text
+    assert (
+        "memory: bank conflicts 170,195 of 28,685,543 shared wavefronts, global load 4.0 sectors/request"
+        in text
+    )
+    assert "line 35: 55% of stall samples: short scoreboard | if (threadIdx.x < stride)" in text
+    assert "profile reduce_sum_final: launch-bound (1 block(s) for 132 SMs)" in text
+    assert profile_lines(ProfileReport(note="ncu did not finish in 120 s")) == [
+        "profile: ncu did not finish in 120 s"
+    ]
+
+
+def test_check_json_carries_the_profile(spec, monkeypatch):
+    import json
+
+    from kernel_lsp.formats import gpu_json
+
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
+    doc = json.loads(json.dumps(gpu_json(check)))
+    assert doc["profile"]["kernels"][0]["limiter"] == "memory-bound"
+    assert doc["profile"]["hotLines"][0]["stall_label"] == "long scoreboard"
+    assert doc["occupancy"][0]["achieved"] == pytest.approx(0.7295)
