@@ -277,3 +277,25 @@ def test_check_json_carries_the_profile(spec, monkeypatch):
     assert doc["profile"]["kernels"][0]["limiter"] == "memory-bound"
     assert doc["profile"]["hotLines"][0]["stall_label"] == "long scoreboard"
     assert doc["occupancy"][0]["achieved"] == pytest.approx(0.7295)
+
+
+# --- in the editor --------------------------------------------------------------------------------
+
+
+def test_hover_table_and_lenses_on_the_hottest_lines():
+    from kernel_lsp.server.profile_view import hot_line_lenses, profile_markdown
+
+    cu = SAMPLES / "stencil2d" / "stencil2d_fp32.cu"
+    report = report_of("stencil2d_fp32", "stencil2d/stencil2d_fp32.cu", {})
+    md = profile_markdown(report)
+    assert (
+        "| `stencil2d` | **latency-bound** (SM 55%, memory 41% of peak (both < 60%); top stall long scoreboard)"
+        in md
+    )
+    assert "| stencil2d_fp32.cu:39 | 79% | long scoreboard | `dst[at] = 0.5f * src[at]" in md
+    lenses = hot_line_lenses(report.hot_lines, str(cu))
+    assert lenses[0].range.start.line == 38  # 0-based: line 39
+    assert lenses[0].command.title == "79% of stall samples: long scoreboard (stencil2d)"
+    assert len({lens.range.start.line for lens in lenses}) == len(lenses)
+    assert hot_line_lenses(report.hot_lines, str(cu.with_name("other.cu"))) == []
+    assert "not read" in profile_markdown(ProfileReport())

@@ -11,8 +11,10 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from ..gpu import GpuSession, KernelCheck, check_file
+from ..runner.hot_lines import HotLine
 from ..spec import spec_path_for
 from ..stats import format_seconds
+from .profile_view import profile_markdown
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +117,13 @@ class GpuFeature:
                 self.server.analysis.set_findings(f"gpu:{path}", diags)
                 self._refresh_lenses()
                 if self.server.settings.achieved_occupancy and any(k.ok and k.timings for k in checks):
-                    self.server.send_status(
-                        "checking", f"reading occupancy of {os.path.basename(path)} (ncu)"
-                    )
+                    # After the verdict is published; the editor never waits on the profile.
+                    self.server.send_status("checking", f"profiling {os.path.basename(path)} (ncu)")
                     for k in checks:
                         await loop.run_in_executor(
                             self._thread, session.add_occupancy, k, text, path, None, options, spec_text
                         )
+                    self._refresh_lenses()
                 if path not in self._again:
                     return
         except Exception:
@@ -139,6 +141,10 @@ class GpuFeature:
 
     def _check_for(self, path: str, kernel: str) -> KernelCheck | None:
         return next((k for k in self.results.get(path, []) if k.kernel == kernel), None)
+
+    def hot_lines(self, path: str) -> list[HotLine]:
+        """The hottest lines of every profiled kernel of this file."""
+        return [h for k in self.results.get(path, []) if k.profile for h in k.profile.hot_lines]
 
     def headline(self, path: str, kernel: str) -> str | None:
         k = self._check_for(path, kernel)
@@ -174,7 +180,9 @@ class GpuFeature:
                 f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
             )
         rows.append("")
-        if k.occupancy:
+        if k.profile is not None and k.profile.kernels:
+            rows.append(profile_markdown(k.profile))
+        elif k.occupancy:
             rows += [
                 f"Occupancy of `{o.kernel}` ({o.case}, ncu): achieved **{o.achieved:.0%}** of the "
                 f"SM's warp slots vs theoretical {o.theoretical:.0%}"
