@@ -18,6 +18,7 @@ from typing import Any
 from kernel_lsp import archs
 from kernel_lsp.compile import CompileOptions, compile_source
 from kernel_lsp.model import CompileResult, Severity
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
 
@@ -91,6 +92,11 @@ class Evaluator(ABC):
     @abstractmethod
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
         """Interleaved A/B timing: speedup of `candidate` over `original` with its bound."""
+
+    def profile(self, source: str) -> ProfileReport | None:
+        """What limits a verified `source`, from ncu (None: this evaluator does not profile).
+        Never on the timing path; called for the baseline and each round's best."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the GPU session if this evaluator opened it."""
@@ -223,6 +229,7 @@ class GpuEvaluator(Evaluator):
         self.specs = specs if specs is not None else [spec]
         self._own = own_session
         self._hw: Hardware | None = None
+        self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
 
     @property
     def available(self) -> bool:
@@ -267,7 +274,17 @@ class GpuEvaluator(Evaluator):
                 cases=[t.case for t in kc.timings],
             )
         suspicious = any(p.kind == "suspicious" for p in kc.problems)
+        if kc.ok and kc.timings:
+            self._verified[launch_ready(source, defines)] = kc
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
+
+    def profile(self, source: str) -> ProfileReport | None:
+        ready = launch_ready(source, self.options.defines)
+        kc = self._verified.get(ready)
+        if kc is None:
+            return ProfileReport(note="not profiled: its check result came from the cache")
+        self.session.add_occupancy(kc, ready, self.path, self.specs, self.compile_options(), self.spec_source)
+        return kc.profile
 
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
         defines = self.options.defines
