@@ -281,8 +281,17 @@ class GpuEvaluator(Evaluator):
     def profile(self, source: str) -> ProfileReport | None:
         ready = launch_ready(source, self.options.defines)
         kc = self._verified.get(ready)
-        if kc is None:
-            return ProfileReport(note="not profiled: its check result came from the cache")
+        if kc is None:  # its check came from the result cache: verify and time it here once
+            kc = self.session.check(
+                ready,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                self.compile_options(),
+                spec_source=self.spec_source,
+            )
+            if not (kc.ok and kc.timings):
+                return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
         self.session.add_occupancy(kc, ready, self.path, self.specs, self.compile_options(), self.spec_source)
         return kc.profile
 
