@@ -100,7 +100,7 @@ def check_main(argv: list[str]) -> int:
     p.add_argument(
         "--occupancy",
         action="store_true",
-        help="with a GPU and ncu: read each verified kernel's achieved occupancy (seconds per kernel)",
+        help="with a GPU and ncu: profile each verified kernel (limiter, achieved occupancy; seconds per kernel)",
     )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")

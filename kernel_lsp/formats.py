@@ -64,6 +64,9 @@ def format_gpu_check(g) -> str:
         f"occupancy of {o.kernel}: achieved {o.achieved:.0%} of theoretical {o.theoretical:.0%} (ncu)"
         for o in g.occupancy
     ]
+    profile = getattr(g, "profile", None)
+    if profile is not None:
+        parts += [f"limiter of {k.kernel}: {k.headline} (ncu)" for k in profile.kernels]
     if g.device:
         parts.append(g.device.name)
     return "; ".join(parts)

@@ -299,3 +299,10 @@ def test_hover_table_and_lenses_on_the_hottest_lines():
     assert len({lens.range.start.line for lens in lenses}) == len(lenses)
     assert hot_line_lenses(report.hot_lines, str(cu.with_name("other.cu"))) == []
     assert "not read" in profile_markdown(ProfileReport())
+
+
+def test_check_text_names_the_limiter(spec, monkeypatch):
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
+    assert "limiter of vadd: memory-bound (L2 at 80% of peak) (ncu)" in format_gpu_check(check)
