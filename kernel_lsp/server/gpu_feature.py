@@ -180,9 +180,7 @@ class GpuFeature:
                 f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
             )
         rows.append("")
-        if k.profile is not None and k.profile.kernels:
-            rows.append(profile_markdown(k.profile))
-        elif k.occupancy:
+        if k.occupancy:
             rows += [
                 f"Occupancy of `{o.kernel}` ({o.case}, ncu): achieved **{o.achieved:.0%}** of the "
                 f"SM's warp slots vs theoretical {o.theoretical:.0%}"
@@ -192,4 +190,6 @@ class GpuFeature:
             rows.append(f"_Achieved occupancy: {k.occupancy_note}. The occupancy above is theoretical._")
         else:
             rows.append("_Occupancy above is theoretical; achieved occupancy (ncu) is being read or is off._")
+        if k.profile is not None and k.profile.kernels:
+            rows += ["", profile_markdown(k.profile)]
         return ["\n".join(rows)]
