@@ -54,6 +54,7 @@ from kernel_lsp.spec import (
 from kernel_lsp.stats import Measurement, bootstrap_ratio, format_seconds, summarize
 
 GPU_SOURCE = "kernel-lsp gpu"
+PROFILES_KEPT = 64  # profiles of recent source versions, a few KB each
 SpecArg = str | Spec | Sequence[Spec] | SpecLoad | None
 ProgressFn = Callable[[str, str], None]
 
@@ -701,7 +702,7 @@ class GpuSession:
             if cubin is None or problems:
                 return check
             message = {"spec": self._spec_desc(spec, spec_source), "steps": steps}
-            self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels}, path)
+            self._profile(check, message, cubin, {symbols[k]: k for k in spec.kernels}, path, source)
         return check
 
     def _profile(
@@ -711,6 +712,7 @@ class GpuSession:
         cubin: bytes,
         symbol_to_kernel: dict[str, str],
         main_path: str,
+        main_text: str | None = None,
     ) -> None:
         """Profile of the largest timed case (limiter, stalls, hot lines, achieved occupancy), from a
         one-launch process under ncu; cached per CUBIN, steps and case."""
@@ -733,9 +735,11 @@ class GpuSession:
         ).hexdigest()
         report = self._profiles.get(key)
         if report is None:
-            report = profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path)
+            report = profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
             if report.kernels:  # a failed run (timeout, no permission) may go better next time
                 self._profiles[key] = report
+                while len(self._profiles) > PROFILES_KEPT:
+                    self._profiles.pop(next(iter(self._profiles)))
         check.profile = report
         check.occupancy, check.occupancy_note = report.occupancy, "" if report.occupancy else report.note
 

@@ -306,3 +306,19 @@ def test_check_text_names_the_limiter(spec, monkeypatch):
     with GpuSession(fake=True, launch_timeout_s=2.0) as s:
         check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
     assert "limiter of vadd: memory-bound (L2 at 80% of peak) (ncu)" in format_gpu_check(check)
+
+
+def test_hot_line_text_comes_from_the_compiled_buffer_not_the_disk():
+    # ncu reads the file from disk; the editor's unsaved text is what was compiled.
+    cu = SAMPLES / "stencil2d" / "stencil2d_fp32.cu"
+    buffer = cu.read_text().splitlines()
+    buffer[38] = "    dst[at] = edited_in_the_buffer;"
+    report = build_report(
+        recorded("stencil2d_fp32", "raw"),
+        recorded("stencil2d_fp32", "source"),
+        {},
+        str(cu),
+        "",
+        "\n".join(buffer),
+    )
+    assert report.hot_lines[0].line == 39 and report.hot_lines[0].text == "dst[at] = edited_in_the_buffer;"

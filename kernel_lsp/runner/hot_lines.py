@@ -61,10 +61,14 @@ def hot_lines(
     page: SourcePage,
     function_to_kernel: dict[str, str],
     main_path: str,
+    main_text: str | None = None,
     per_kernel: int = HOT_LINES_PER_KERNEL,
     min_share: float = MIN_SHARE,
 ) -> list[HotLine]:
-    """The hottest lines of each function on the page, hottest first within a kernel."""
+    """The hottest lines of each function on the page, hottest first within a kernel. `main_text`
+    is the source that was compiled (the editor's buffer): ncu reads the file from disk, which
+    may be older, so a main-file line's text comes from `main_text` where given."""
+    main_lines = main_text.splitlines() if main_text is not None else None
     out: list[HotLine] = []
     for function in page.functions:
         rows = [r for r in page.lines if r.function == function]
@@ -78,12 +82,20 @@ def hot_lines(
                 break
             stalls = {c: n for c, n in r.stalls.items() if source_stall_reason(c) not in NOT_A_STALL}
             column = max(stalls, key=lambda c: stalls[c]) if stalls and max(stalls.values()) > 0 else ""
+            path = local_path(r.path, main_path)
+            text = r.text
+            if (
+                main_lines is not None
+                and path == os.path.abspath(main_path)
+                and 0 < r.line <= len(main_lines)
+            ):
+                text = main_lines[r.line - 1]
             out.append(
                 HotLine(
                     kernel=kernel,
-                    path=local_path(r.path, main_path),
+                    path=path,
                     line=r.line,
-                    text=r.text.strip(),
+                    text=text.strip(),
                     share=share,
                     samples=r.samples,
                     top_stall=source_stall_reason(column) if column else "",

@@ -158,15 +158,17 @@ def build_report(
     symbol_to_kernel: dict[str, str],
     main_path: str,
     case: str = "",
+    main_text: str | None = None,
 ) -> ProfileReport:
-    """The report from the two printed pages (pure: tests feed it recordings)."""
+    """The report from the two printed pages (pure: tests feed it recordings). `main_text`: the
+    source that was compiled, for the hot lines' text."""
     kernels = [
         kernel_profile(_source_name(k.name, symbol_to_kernel), k.metrics, case)
         for k in parse_raw_page(raw_page)
     ]
     page = parse_source_page(source_page)
     names = {f: _source_name(f, symbol_to_kernel) for f in page.functions}
-    report = ProfileReport(kernels, hot_lines(page, names, main_path), case)
+    report = ProfileReport(kernels, hot_lines(page, names, main_path, main_text), case)
     notes = []
     if not kernels:
         notes.append(_why_no_rows(raw_page))
@@ -211,6 +213,7 @@ def profile_kernels(
     symbol_to_kernel: dict[str, str],
     main_path: str,
     timeout_s: float = PROFILE_TIMEOUT_S,
+    main_text: str | None = None,
 ) -> ProfileReport:
     """Run the job (spec desc, steps, sizes, device index) once under ncu and read its report.
     Never raises."""
@@ -245,7 +248,7 @@ def profile_kernels(
                 _, pages[page] = _run(page_command(ncu, report_file, page), PAGE_TIMEOUT_S)
             except (subprocess.TimeoutExpired, OSError) as e:
                 pages[page] = f"ncu could not print the {page} page: {e}"
-    return done(build_report(pages["raw"], pages["source"], symbol_to_kernel, main_path, case))
+    return done(build_report(pages["raw"], pages["source"], symbol_to_kernel, main_path, case, main_text))
 
 
 def _package_root() -> str:
