@@ -17,6 +17,7 @@ from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.runner.limiter import kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
 from kernel_lsp.runner.profile import ProfileReport, build_report
+from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -160,6 +161,12 @@ def test_no_source_counters_is_a_note():
 VADD_STEPS = [dict(STEPS[0], symbol="vector_add")]
 
 
+def fake_session() -> GpuSession:
+    # Warm L2: the fake device's cold-L2 speed-of-light check compares a cached 48 KB add with a
+    # 64 MiB numpy copy and calls it impossible on a loaded machine; the profile does not care.
+    return GpuSession(fake=True, launch_timeout_s=2.0, timing=TimingSettings(cold_l2=False))
+
+
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
     path = tmp_path_factory.mktemp("spec") / "vadd.spec.py"
@@ -169,7 +176,7 @@ def spec(tmp_path_factory):
 
 def test_fake_gpu_and_stand_in_ncu_give_a_profile_of_the_timed_case(spec, monkeypatch):
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
         assert check.ok, check.message
         assert check.occupancy_note == "" and check.profile is not None
@@ -188,7 +195,7 @@ def test_one_profile_per_source_version(spec, monkeypatch, tmp_path):
     count = tmp_path / "count"
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
     monkeypatch.setenv("FAKE_NCU_COUNT", str(count))
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         for _ in range(2):
             check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
             assert check.profile and check.profile.kernels
@@ -201,7 +208,7 @@ def test_one_profile_per_source_version(spec, monkeypatch, tmp_path):
 def test_a_failing_profiled_process_becomes_a_note(spec, monkeypatch):
     # The stand-in runs the profiled process for real: a job it cannot load makes it fail.
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         bad_steps = [dict(VADD_STEPS[0], grid="cdiv(n, 0)")]
         cubin = fake_cubin({"vector_add": "vadd"})
         check = s.check_compiled(cubin, VADD_STEPS, spec)
@@ -214,7 +221,7 @@ def test_no_permission_no_ncu_and_a_timeout_are_notes_not_errors(spec, monkeypat
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
     monkeypatch.setenv("FAKE_NCU_MODE", "noperm")
     cubin = fake_cubin({"vector_add": "vadd"})
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         check = s.check_compiled(cubin, VADD_STEPS, spec, profile=True)
         assert check.ok and check.occupancy == [] and "ERR_NVGPUCTRPERM" in check.occupancy_note
         assert "ERR_NVGPUCTRPERM" in check.profile.note
@@ -236,7 +243,7 @@ def test_stand_in_without_source_counters_still_gives_the_verdict(spec, monkeypa
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
     monkeypatch.setenv("FAKE_NCU_MODE", "nosource")
     monkeypatch.setenv("FAKE_NCU_RECORDING", "stencil2d_fp32")
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         check = s.check_compiled(fake_cubin({"stencil2d": "vadd"}), [dict(STEPS[0], symbol="stencil2d")], spec, profile=True)  # fmt: skip
         assert check.profile.kernels[0].limiter == "latency-bound"
         assert check.profile.hot_lines == [] and "per-line counters" in check.profile.note
@@ -271,7 +278,7 @@ def test_check_json_carries_the_profile(spec, monkeypatch):
     from kernel_lsp.formats import gpu_json
 
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
     doc = json.loads(json.dumps(gpu_json(check)))
     assert doc["profile"]["kernels"][0]["limiter"] == "memory-bound"
@@ -303,7 +310,7 @@ def test_hover_table_and_lenses_on_the_hottest_lines():
 
 def test_check_text_names_the_limiter(spec, monkeypatch):
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
-    with GpuSession(fake=True, launch_timeout_s=2.0) as s:
+    with fake_session() as s:
         check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
     assert "limiter of vadd: memory-bound (L2 at 80% of peak) (ncu)" in format_gpu_check(check)
 
