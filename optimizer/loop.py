@@ -309,8 +309,9 @@ def optimize(
             previous, best = best, round_best
             # The paper's feature search: the next prompt says what the new best is limited by,
             # and what changed since the previous best.
-            emit("profile", round_no, f"profiling {best.id}, the new best (ncu)")
-            _profile(best, evaluator)
+            if proposer.reads_profile:
+                emit("profile", round_no, f"profiling {best.id}, the new best (ncu)")
+                _profile(best, evaluator)
             features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
             features.profile = Profile(
                 best.figures, best.resources, best.profile, previous.profile, previous.id
