@@ -3,11 +3,15 @@
 kernel       case          median     p10-p90              n    GB/s   % roofline  device  L2
 vector_add   n=33554432    120.31 us  119.90 us-121.02 us  57  3346.6   87% DRAM   H100    cold
 occupancy vector_add (n=33554432): achieved 91.2%, theoretical 100.0% (ncu)
+
+`--profile` adds what limits each kernel and its hottest lines (Nsight Compute); `--json` prints
+the checks (timings, profile) as JSON instead of the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -30,6 +34,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--define", "-D", action="append", default=[], help="NAME[=value]")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per launch before giving up")
     p.add_argument("--no-occupancy", action="store_true", help="skip reading achieved occupancy with ncu")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="with ncu: print the limiter, speed of light, top stalls and hottest lines of each kernel",
+    )
+    p.add_argument("--json", action="store_true", help="print the checks (timings, profile) as JSON")
     return p
 
 
@@ -51,7 +61,9 @@ def bench_main(
     args = _parser().parse_args(argv)
 
     from kernel_lsp.compile import CompileOptions, read_source
+    from kernel_lsp.formats import gpu_json
     from kernel_lsp.gpu import GpuSession, no_gpu_message
+    from kernel_lsp.profile_text import profile_lines
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
@@ -87,16 +99,21 @@ def bench_main(
         # every spec'd kernel of the file.
         artifact = gpu.compile(source, path, options_)
         defines = options_.defines
+        checks = []
         for spec in specs:
             check = gpu.check(source, path, loaded, spec.kernel, artifact, defines=defines)
-            if not args.no_occupancy:
+            checks.append(check)
+            if args.profile or not args.no_occupancy:
                 gpu.add_occupancy(check, source, path, loaded, artifact, defines=defines)
-            occupancy += [
-                f"occupancy {o.kernel} ({o.case}): achieved {o.achieved:.1%}, theoretical {o.theoretical:.1%} (ncu)"
-                for o in check.occupancy
-            ]
-            if check.occupancy_note:
-                occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
+            if args.profile and check.profile is not None:
+                occupancy += profile_lines(check.profile)
+            else:
+                occupancy += [
+                    f"occupancy {o.kernel} ({o.case}): achieved {o.achieved:.1%}, theoretical {o.theoretical:.1%} (ncu)"
+                    for o in check.occupancy
+                ]
+                if check.occupancy_note:
+                    occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
             if not check.ok:
                 failed = True
                 status = "SUSPICIOUS" if any(p.kind == "suspicious" for p in check.problems) else check.status
@@ -121,6 +138,10 @@ def bench_main(
                     + (["SUSPICIOUS"] if t.suspicious else [])
                     + ([t.bound_note] if t.bound_note else [])
                 )
+        if args.json:
+            doc = {"device": dev.name if dev else None, "checks": [gpu_json(c) for c in checks]}
+            print(json.dumps(doc, indent=2), file=out)
+            return EXIT_FAILED if failed else EXIT_OK
         if rows:
             head = ["kernel", "case", "median", "p10-p90", "n", "GB/s", "% roofline", "device", "L2"]
             print_table(head, rows, out)

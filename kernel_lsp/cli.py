@@ -131,7 +131,7 @@ def check_main(argv: list[str]) -> int:
     p.add_argument(
         "--occupancy",
         action="store_true",
-        help="with a GPU and ncu: read each verified kernel's achieved occupancy (seconds per kernel)",
+        help="with a GPU and ncu: profile each verified kernel (limiter, achieved occupancy; seconds per kernel)",
     )
     p.add_argument(
         "--gpus",

@@ -66,6 +66,9 @@ def format_gpu_check(g) -> str:
         f"occupancy of {o.kernel}: achieved {o.achieved:.0%} of theoretical {o.theoretical:.0%} (ncu)"
         for o in g.occupancy
     ]
+    profile = getattr(g, "profile", None)
+    if profile is not None:
+        parts += [f"limiter of {k.kernel}: {k.headline} (ncu)" for k in profile.kernels]
     if g.device:
         where = f" (GPU {g.device_index})" if getattr(g, "device_index", None) is not None else ""
         parts.append(g.device.name + where)
@@ -142,7 +145,7 @@ def _kernel_json(k: KernelResources) -> dict:
     }
 
 
-def _gpu_json(g) -> dict:
+def gpu_json(g) -> dict:
     return {
         "kernel": g.kernel,
         "status": g.status,
@@ -171,6 +174,7 @@ def _gpu_json(g) -> dict:
             for o in g.occupancy
         ],
         "occupancyNote": g.occupancy_note or None,
+        "profile": g.profile.to_dict() if getattr(g, "profile", None) else None,
     }
 
 
@@ -186,7 +190,7 @@ def as_json(checks: list[FileCheck], archs: list[str]) -> str:
                     "unverified": c.unverified or None,
                     "diagnostics": [_diag_json(d) for d in c.diagnostics],
                     "kernels": [_kernel_json(k) for k in c.kernels],
-                    "gpu": [_gpu_json(g) for g in c.gpu_checks],
+                    "gpu": [gpu_json(g) for g in c.gpu_checks],
                 }
                 for c in checks
             ],

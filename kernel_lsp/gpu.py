@@ -18,6 +18,8 @@ Without a GPU (no driver, no device, CUDA_VISIBLE_DEVICES empty) `available` is 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from dataclasses import replace
@@ -37,7 +39,7 @@ from kernel_lsp.evaluation.specs import (
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import find_ncu
+from kernel_lsp.runner.profile import ProfileReport, find_ncu
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
 from kernel_lsp.spec import Spec, load_specs, spec_path_for
@@ -62,6 +64,7 @@ __all__ = [
 # What a caller passes for the code to run: the compiled artifact (the one road), or compile
 # options / None, which compile here first (through the same compile_source and its cache).
 Artifact = CompileResult | Any
+PROFILES_KEPT = 64  # profiles of recent source versions, a few KB each
 
 
 def _defines(options: Any) -> tuple[str, ...]:
@@ -90,6 +93,8 @@ class GpuSession:
         self.backend: Any = backend or LocalBackend(
             device, launch_timeout_s, timing, fake, start_timeout_s, use_device_cache
         )
+        # One profile per CUBIN, launch steps and timed case: a source version is profiled once.
+        self._profiles: dict[str, ProfileReport] = {}
 
     # The worker's spec description (kept here too: profiling code and its tests build messages).
     _spec_desc = staticmethod(spec_desc)
@@ -270,9 +275,11 @@ class GpuSession:
         spec_source: str | None = None,
         defines: tuple[str, ...] | None = None,
     ) -> KernelCheck:
-        """Fill `check.occupancy` for a check that verified and timed: its largest timed case run
-        once more under ncu (seconds). Separate from `check` so that a caller can publish the
-        verdict first; pass the artifact `check` ran (options or None: compiled, from the cache)."""
+        """Fill `check.profile` (limiter, speed of light, stalls, hot lines) and `check.occupancy`
+        for a check that verified and timed: its largest timed case run once more under ncu
+        (seconds; cached per source version). Separate from `check` so that a caller can publish
+        the verdict first and never waits on it; pass the artifact `check` ran (options or None:
+        compiled, from the cache)."""
         if not (check.ok and check.timings):
             return check
         spec, _ = resolve_spec(specs_or_spec_path, path, check.kernel, spec_source)
@@ -283,18 +290,24 @@ class GpuSession:
             return check
         cubin, steps = built
         message = {"spec": spec_desc(spec, spec_source), "steps": steps}
-        self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps})
+        self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, path, source)
         return check
 
     def _profile(
-        self, check: KernelCheck, message: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
+        self,
+        check: KernelCheck,
+        message: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
+        main_text: str | None = None,
     ) -> None:
-        """Achieved occupancy of the largest timed case, from a one-launch process under ncu."""
+        """Profile of the largest timed case (limiter, stalls, hot lines, achieved occupancy), from a
+        one-launch process under ncu; cached per CUBIN, steps and case."""
         ncu = find_ncu()
         if ncu is None:
-            check.occupancy_note = (
-                "achieved occupancy needs Nsight Compute (`ncu`), which is not installed here"
-            )
+            check.occupancy_note = "profiling needs Nsight Compute (`ncu`), which is not installed here"
+            check.profile = ProfileReport(note=check.occupancy_note)
             return
         timed = check.timings[-1]
         job = {
@@ -305,8 +318,18 @@ class GpuSession:
             "device": self.device_index,
             "fake": self.fake,
         }
-        report = self.backend.profile(ncu, job, cubin, symbol_to_kernel)
-        check.occupancy, check.occupancy_note = report.figures, report.note
+        key = hashlib.sha256(
+            cubin + json.dumps([job, sorted(symbol_to_kernel.items())], sort_keys=True).encode()
+        ).hexdigest()
+        report = self._profiles.get(key)
+        if report is None:
+            report = self.backend.profile(ncu, job, cubin, symbol_to_kernel, main_path, main_text)
+            if report.kernels:  # a failed run (timeout, no permission) may go better next time
+                self._profiles[key] = report
+                while len(self._profiles) > PROFILES_KEPT:
+                    self._profiles.pop(next(iter(self._profiles)))
+        check.profile = report
+        check.occupancy, check.occupancy_note = report.occupancy, "" if report.occupancy else report.note
 
     def check_compiled(
         self,
@@ -323,7 +346,8 @@ class GpuSession:
         check = self.backend.check(spec, spec_source, (cubin, steps), measure, baseline, None)
         if profile and check.ok and check.timings:
             message = {"spec": spec_desc(spec, spec_source), "steps": steps}
-            self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps})
+            main = (spec.path or "").removesuffix(".spec.py") + ".cu"
+            self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, main)
         return check
 
     # --- A/B ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from kernel_lsp import archs
 from kernel_lsp.compile import CompileOptions, compile_source
 from kernel_lsp.evaluation.pool import BackendPool
 from kernel_lsp.model import CompileResult, Severity
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
 
@@ -93,6 +94,11 @@ class Evaluator(ABC):
     @abstractmethod
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
         """Interleaved A/B timing: speedup of `candidate` over `original` with its bound."""
+
+    def profile(self, source: str) -> ProfileReport | None:
+        """What limits a verified `source`, from ncu (None: this evaluator does not profile).
+        Never on the timing path; called for the baseline and each round's best."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release the GPU session if this evaluator opened it."""
@@ -229,6 +235,7 @@ class GpuEvaluator(Evaluator):
         self.specs = specs if specs is not None else [spec]
         self._own = own_session
         self._hw: Hardware | None = None
+        self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
 
     @property
     def available(self) -> bool:
@@ -294,7 +301,26 @@ class GpuEvaluator(Evaluator):
         over = [f"suspicious ({t.case}): {t.over_bound}" for t in kc.timings if t.over_bound]
         suspicious = any(p.kind == "suspicious" for p in kc.problems) or bool(over)
         problems += [p for p in over if p not in problems]
+        if kc.ok and kc.timings:
+            self._verified[launch_ready(source, defines)] = kc
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
+
+    def profile(self, source: str) -> ProfileReport | None:
+        ready = launch_ready(source, self.options.defines)
+        kc = self._verified.get(ready)
+        if kc is None:  # its check came from the result cache: verify and time it here once
+            kc = self.session.check(
+                ready,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                self.compile_options(),
+                spec_source=self.spec_source,
+            )
+            if not (kc.ok and kc.timings):
+                return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
+        self.session.add_occupancy(kc, ready, self.path, self.specs, self.compile_options(), self.spec_source)
+        return kc.profile
 
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
         def on(session: Any) -> Any:  # both sides on this one GPU, interleaved

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import archs
+from kernel_lsp.profile_text import kernel_line, memory_text, sol_text
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Scalar, Spec, case_label
 
@@ -56,11 +58,14 @@ class Hardware:
 
 @dataclass
 class Profile:
-    """The measured figures of the current best kernel."""
+    """The measured figures of the current best kernel, with what ncu says limits it; after a
+    round that improved, also the previous best's limiter, so the proposer sees what changed."""
 
     figures: Figures | None
     resources: list[Resources] = field(default_factory=list)
-    ncu: dict[str, float] | None = None  # DRAM / SM throughput %, when ncu is available
+    ncu: ProfileReport | None = None  # None: this evaluator does not profile
+    previous: ProfileReport | None = None
+    previous_id: str = ""
 
     def render(self) -> str:
         lines = []
@@ -84,12 +89,49 @@ class Profile:
                 f"- `{r.kernel}`: {r.registers} registers/thread, {r.shared_bytes} B static shared, "
                 f"{r.spill_bytes} B spilled{occ}"
             )
-        if self.ncu:
-            lines.append("- ncu: " + ", ".join(f"{k} {v:.1f}%" for k, v in self.ncu.items()))
-        else:
-            why = "ncu not on PATH" if shutil.which("ncu") is None else "not collected"
-            lines.append(f"- ncu metrics: none ({why})")
+        lines += ncu_lines(self.ncu, self.previous, self.previous_id)
         return "\n".join(lines) if lines else "- not measured"
+
+
+def ncu_lines(
+    report: ProfileReport | None, previous: ProfileReport | None = None, previous_id: str = "", hot: int = 4
+) -> list[str]:
+    """The profile as prompt lines: limiter and its figure, speed of light, occupancy, stalls with
+    what they mean, memory efficiency, and the hottest lines with their source text."""
+    if report is None:
+        why = "ncu not on PATH" if shutil.which("ncu") is None else "not collected"
+        return [f"- ncu profile: none ({why})"]
+    if not report.kernels:
+        return [f"- ncu profile: none ({report.note or 'not collected'})"]
+    lines = [f"- ncu profile ({report.case or 'timed case'}):"]
+    for k in report.kernels:
+        lines.append(f"  - limiter of {kernel_line(k)}")
+        if k.sol:
+            lines.append(f"    - speed of light: {sol_text(k)}")
+        if k.achieved_occupancy is not None:
+            lines.append(f"    - achieved occupancy {k.achieved_occupancy:.0%}")
+        for st in k.stalls[:3]:
+            meaning = f" ({st.meaning})" if st.meaning else ""
+            lines.append(f"    - stall {st.label}: {st.share:.0%} of stalled warps{meaning}")
+        memory = memory_text(k)
+        if memory:
+            lines.append(f"    - memory: {memory}")
+        hottest = [h for h in report.hot_lines if h.kernel == k.kernel][:hot]
+        if hottest:
+            lines.append("    - hottest source lines (share of stall samples, main stall):")
+            lines += [f"      - line {h.line} ({h.share:.0%}, {h.stall_label}): `{h.text}`" for h in hottest]
+    if report.missing:
+        lines.append(f"  - not reported by this ncu: {', '.join(report.missing)}")
+    if previous is not None and previous.kernels:
+        before = {k.kernel: k for k in previous.kernels}
+        for k in report.kernels:
+            if k.kernel in before:
+                was = before[k.kernel]
+                lines.append(
+                    f"  - changed since {previous_id or 'the previous best'}: `{k.kernel}` was "
+                    f"{was.headline}, now {k.headline}"
+                )
+    return lines
 
 
 def describe_spec(spec: Spec) -> str:

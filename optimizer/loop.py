@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernel_lsp.evaluation.specs import kernel_symbols
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.spec import Spec
 
 from .cache import ResultCache
@@ -317,8 +318,10 @@ def optimize(
         allow_new_globals=settings.allow_new_globals,
     )
     best = baseline
+    emit("profile", 0, "profiling the kernel as written (ncu)")
+    _profile(baseline, evaluator)
     features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
-    features.profile = Profile(baseline.figures, baseline.resources)
+    features.profile = Profile(baseline.figures, baseline.resources, baseline.profile)
     result.features = features.render()
     last_round: list[Outcome] = []
     stalled = 0
@@ -369,9 +372,16 @@ def optimize(
             round_best and best.latency_s and round_best.latency_s < best.latency_s * (1 - IMPROVEMENT)
         )
         if improved and round_best is not None:
-            best = round_best
+            previous, best = best, round_best
+            # The paper's feature search: the next prompt says what the new best is limited by,
+            # and what changed since the previous best.
+            if proposer.reads_profile:
+                emit("profile", round_no, f"profiling {best.id}, the new best (ncu)")
+                _profile(best, evaluator)
             features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
-            features.profile = Profile(best.figures, best.resources)
+            features.profile = Profile(
+                best.figures, best.resources, best.profile, previous.profile, previous.id
+            )
             stalled = 0
         else:
             stalled += 1
@@ -396,9 +406,23 @@ def optimize(
             break
 
     _decide(result, target, evaluator, settings, cache, cancel, emit)
+    if result.best is not None and not cancel.is_set():
+        _profile(result.best, evaluator)  # the report shows what limits the best point
     result.seconds = time.perf_counter() - started
     emit("done", round_no, result.verdict)
     return result
+
+
+def _profile(outcome: Outcome, evaluator: Evaluator) -> None:
+    """Fill `outcome.profile` once, for a correct candidate. A profiler that fails is a note on the
+    profile, never the end of the run."""
+    if outcome.profile is not None or outcome.status is not Status.CORRECT or not outcome.source:
+        return
+    try:
+        outcome.profile = evaluator.profile(outcome.source)
+    except Exception as e:  # the user's kernel and ncu are both outside our control
+        log.warning("profiling %s failed: %s", outcome.id, e)
+        outcome.profile = ProfileReport(note=f"profiling failed: {e}")
 
 
 _NOT_COMPILED = {Status.REQUEST_FAILED, Status.NO_CODE, Status.COMPILE_ERROR, Status.DUPLICATE}

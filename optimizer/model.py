@@ -8,6 +8,8 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kernel_lsp.runner.profile import ProfileReport
+
 
 class Status(str, enum.Enum):
     """Where a candidate stopped. The first gate it failed, or `correct` when it passed all three."""
@@ -96,6 +98,7 @@ class Outcome:
     seconds: float = 0.0  # wall time spent on this candidate in this run
     cost_s: float = 0.0  # what its gates cost when first evaluated (kept through the cache)
     cached: bool = False
+    profile: ProfileReport | None = None  # ncu's view, for the baseline and each round's best
 
     @property
     def latency_s(self) -> float | None:
@@ -108,6 +111,7 @@ class Outcome:
     def to_dict(self, with_source: bool = True) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = self.status.value
+        d["profile"] = self.profile.to_dict() if self.profile else None
         if not with_source:
             d.pop("source", None)
         return d

@@ -12,7 +12,7 @@ from .model import Outcome
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    kind: str  # baseline, round_start, candidate, round_end, compare, done
+    kind: str  # baseline, profile, round_start, candidate, round_end, compare, done
     round: int
     rounds: int | None
     proposed: int  # candidates evaluated so far

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from kernel_lsp.profile_text import profile_lines
 from kernel_lsp.stats import format_seconds
 
 from .model import Figures, Outcome, RunResult, Status
@@ -63,6 +64,18 @@ def _roofline(f: Figures | None) -> str:
     return f.roofline_text + (f" ({f.bound_note})" if f.bound_note else "")
 
 
+def _limiter(o: Outcome) -> str:
+    """`memory-bound (L1/shared at 87% of peak)` per kernel, or why there is none."""
+    p = o.profile
+    if p is None:
+        return "-"
+    if not p.kernels:
+        return f"none: {p.note}" if p.note else "-"
+    if len(p.kernels) == 1:
+        return p.kernels[0].headline
+    return "; ".join(f"{k.kernel}: {k.headline}" for k in p.kernels)
+
+
 def before_after_rows(result: RunResult) -> list[tuple[str, str, str]]:
     """(figure, before, after) for the table the CLI prints and the report shows."""
     b = result.baseline
@@ -80,6 +93,7 @@ def before_after_rows(result: RunResult) -> list[tuple[str, str, str]]:
             _roofline(a.figures) if a else "-",
         ),
         ("resources", _occupancy(b), _occupancy(a) if a else "-"),
+        ("limiter (ncu)", _limiter(b), _limiter(a) if a else "-"),
     ]
     c = result.comparison
     if c is not None:
@@ -155,6 +169,11 @@ def markdown(result: RunResult) -> str:
         lines += ["", "## Static checks (new mutable globals, clock-steered control flow, asm)", ""]
         for o in looked:
             lines += [f"- {o.id} ({o.status.label}): " + "; ".join(o.findings)]
+    profiled = [o for o in [result.baseline, *result.outcomes] if o.profile is not None]
+    if profiled:
+        lines += ["", "## What limits them (Nsight Compute)", ""]
+        for o in profiled:
+            lines += [f"### {o.id}", "", "```", *profile_lines(o.profile), "```", ""]
     diff = unified_diff(result.original, final_source(result) or result.original, result.path)
     lines += ["", "## Final diff", ""]
     lines += ["```diff", diff.rstrip(), "```"] if diff else ["(none: nothing offered)"]

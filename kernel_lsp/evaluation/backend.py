@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import OccupancyReport
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.spec import Spec
 
 from .results import Comparison, KernelCheck
@@ -59,8 +59,14 @@ class EvaluationBackend(Protocol):
         """Interleaved A/B timing of two builds on this one device."""
 
     def profile(
-        self, ncu: str, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
-    ) -> OccupancyReport:
-        """One launch of the job's case under ncu (achieved occupancy)."""
+        self,
+        ncu: str,
+        job: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
+        main_text: str | None = None,
+    ) -> ProfileReport:
+        """One launch of the job's case under ncu: limiter, stalls, hot lines, achieved occupancy."""
 
     def close(self) -> None: ...

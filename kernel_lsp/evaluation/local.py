@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.runner.hardware import FMA_PEAK_SOURCE, DeviceInfo, load_cached, save_cached
-from kernel_lsp.runner.profile import OccupancyReport, profile_occupancy
+from kernel_lsp.runner.profile import ProfileReport, profile_kernels
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec, distributions
@@ -327,8 +327,14 @@ class LocalBackend:
             )
 
     def profile(
-        self, ncu: str, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
-    ) -> OccupancyReport:
+        self,
+        ncu: str,
+        job: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
+        main_text: str | None = None,
+    ) -> ProfileReport:
         job = dict(job, device=self.device_index, fake=self.fake)
         with self._lock:  # nothing else on this GPU while ncu replays the kernels
-            return profile_occupancy(ncu, job, cubin, symbol_to_kernel)
+            return profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)

@@ -8,7 +8,7 @@ from typing import Any
 
 from kernel_lsp.model import Diagnostic
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import OccupancyFigure
+from kernel_lsp.runner.profile import OccupancyFigure, ProfileReport
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.stats import Measurement, format_seconds
 
@@ -57,6 +57,8 @@ class KernelCheck:
     # says why there is none (not asked for, no ncu, counters not permitted).
     occupancy: list[OccupancyFigure] = field(default_factory=list)
     occupancy_note: str = ""
+    # The same run's profile: limiter, speed of light, stalls, hottest lines (None until read).
+    profile: ProfileReport | None = None
     # Where it ran: the host name and the device index there (one backend per GPU).
     host: str = ""
     device_index: int | None = None

@@ -1,23 +1,25 @@
-"""Achieved occupancy, read by Nsight Compute (`ncu`).
+"""A profile of a verified kernel, read by Nsight Compute (`ncu`): what limits it, and where.
 
-The occupancy kernel-lsp shows after a compile is theoretical: what the registers, shared memory
-and block size allow. What the SMs actually held (tails of the grid, imbalance, blocks that
-finish early) is a hardware counter, `sm__warps_active`, and only a profiler reads it. When `ncu`
-is installed, kernel_lsp.gpu runs the timing case of a verified kernel once more, in a fresh
-process under ncu:
+When `ncu` is installed, kernel_lsp.gpu runs the largest timed case of a verified kernel once
+more, in a fresh process under ncu, never on the timing path:
 
-    ncu --csv --metrics <METRICS> --kernel-name-base mangled --print-kernel-base mangled
-        -k regex:^(sym1|sym2)$ python -m kernel_lsp.runner.profile JOB_DIR
+    ncu -f -o JOB_DIR/report --import-source yes --section SpeedOfLight ... --section SourceCounters
+        --kernel-name-base mangled -k regex:^(sym1|sym2)$ python -m kernel_lsp.runner.profile JOB_DIR
 
-That process (`main`) opens the GPU, loads the CUBIN, makes the timing case's buffers and inputs
-and launches the pipeline once; ncu replays each kernel to read its counters. The parent
-(`profile_occupancy`) parses ncu's CSV. Any failure (no ncu, counters not permitted, a timeout)
-becomes a note, never an exception: achieved occupancy is a figure, not a verdict.
+That process (`main`) opens the GPU, loads the CUBIN (NVRTC builds it with `-lineinfo`), makes the
+timing case's buffers and inputs and launches the pipeline once; ncu replays each kernel to read
+its counters. The parent (`profile_kernels`) then prints two pages of the report:
+
+    ncu -i report.ncu-rep --page raw --csv --print-units base            -> per-kernel metrics
+    ncu -i report.ncu-rep --page source --csv --print-source cuda,sass   -> per-line counters
+
+and reads them (runner.ncu_pages) into a verdict per kernel (runner.limiter) and the hottest
+source lines (runner.hot_lines). Any failure (no ncu, counters not permitted, a timeout, a metric
+this ncu lacks) becomes a note or an entry of `missing`, never an exception.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import re
@@ -25,14 +27,28 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
-ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
-THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
-METRICS = (ACHIEVED, THEORETICAL)
+from kernel_lsp.runner.hot_lines import HotLine, hot_lines
+from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
+from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
+
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
-PROFILE_TIMEOUT_S = 120.0  # ncu start-up and replays take seconds; a hang must not hold the GPU
+PROFILE_TIMEOUT_S = 120.0  # ncu replays each kernel ~34 times: GEMM of 16 ms took 14 s on an H200
+PAGE_TIMEOUT_S = 60.0
+SECTIONS = (
+    "SpeedOfLight",
+    "ComputeWorkloadAnalysis",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Tables",
+    "Occupancy",
+    "LaunchStats",
+    "WarpStateStats",
+    "SchedulerStats",
+    "SourceCounters",
+)
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,12 @@ class OccupancyFigure:
     case: str
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "kernel": self.kernel,
+            "achieved": self.achieved,
+            "theoretical": self.theoretical,
+            "case": self.case,
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> OccupancyFigure:
@@ -54,9 +75,46 @@ class OccupancyFigure:
 
 
 @dataclass
-class OccupancyReport:
-    figures: list[OccupancyFigure] = field(default_factory=list)
-    note: str = ""  # why there are no figures, in words a user can act on
+class ProfileReport:
+    """What ncu said about each kernel of a pipeline, and its hottest lines."""
+
+    kernels: list[KernelProfile] = field(default_factory=list)
+    hot_lines: list[HotLine] = field(default_factory=list)
+    case: str = ""
+    note: str = ""  # why there is no profile (or part of it), in words a user can act on
+    wall_s: float = 0.0  # the profiling run, ncu and page printing included
+
+    @property
+    def missing(self) -> list[str]:
+        return sorted({m for k in self.kernels for m in k.missing})
+
+    @property
+    def occupancy(self) -> list[OccupancyFigure]:
+        return [
+            OccupancyFigure(k.kernel, k.achieved_occupancy, k.theoretical_occupancy or 0.0, self.case)
+            for k in self.kernels
+            if k.achieved_occupancy is not None
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "kernels": [k.to_dict() for k in self.kernels],
+            "hotLines": [h.to_dict() for h in self.hot_lines],
+            "missing": self.missing,
+            "note": self.note or None,
+            "wallSeconds": round(self.wall_s, 3),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
+        return cls(
+            kernels=[KernelProfile.from_dict(k) for k in d.get("kernels", [])],
+            hot_lines=[HotLine.from_dict(h) for h in d.get("hotLines", [])],
+            case=str(d.get("case", "")),
+            note=str(d.get("note") or ""),
+            wall_s=float(d.get("wallSeconds", 0.0)),
+        )
 
 
 def find_ncu() -> str | None:
@@ -67,16 +125,18 @@ def find_ncu() -> str | None:
     return shutil.which("ncu") or next((p for p in NCU_PLACES if os.access(p, os.X_OK)), None)
 
 
-def ncu_command(ncu: str, symbols: list[str], job_dir: str) -> list[str]:
+def collect_command(ncu: str, symbols: list[str], job_dir: str, report: str) -> list[str]:
     pattern = "|".join(sorted({s.replace("$", r"\$") for s in symbols}))
+    sections = [a for s in SECTIONS for a in ("--section", s)]
     return [
         ncu,
-        "--csv",
-        "--metrics",
-        ",".join(METRICS),
+        "-f",
+        "-o",
+        report,
+        "--import-source",
+        "yes",
+        *sections,
         "--kernel-name-base",
-        "mangled",
-        "--print-kernel-base",
         "mangled",
         "-k",
         f"regex:^({pattern})$",
@@ -87,37 +147,35 @@ def ncu_command(ncu: str, symbols: list[str], job_dir: str) -> list[str]:
     ]
 
 
-def _number(text: str) -> float | None:
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return None
+def page_command(ncu: str, report: str, page: str) -> list[str]:
+    cmd = [ncu, "-i", report, "--print-kernel-base", "mangled", "--csv", "--page", page]
+    return cmd + (["--print-units", "base"] if page == "raw" else ["--print-source", "cuda,sass"])
 
 
-def parse_ncu_csv(output: str, symbol_to_kernel: dict[str, str], case: str) -> OccupancyReport:
-    """ncu's `--csv` details page: one row per (launch, metric) under a header row naming
-    "Kernel Name", "Metric Name" and "Metric Value"; `==PROF==` lines and the program's own output
-    around it. Figures come in launch order; a kernel launched twice gets the mean of its launches."""
-    lines = output.splitlines()
-    start = next((i for i, line in enumerate(lines) if '"Metric Name"' in line), None)
-    if start is None:
-        return OccupancyReport(note=_why_no_rows(output))
-    rows = csv.DictReader(line for line in lines[start:] if line.startswith('"'))
-    values: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        name, metric = row.get("Kernel Name") or "", row.get("Metric Name") or ""
-        value = _number(row.get("Metric Value") or "")
-        if metric in METRICS and value is not None:
-            values.setdefault(name, {}).setdefault(metric, []).append(value)
-    figures = []
-    for name, metrics in values.items():
-        if ACHIEVED not in metrics:
-            continue
-        kernel = _source_name(name, symbol_to_kernel)
-        achieved = sum(metrics[ACHIEVED]) / len(metrics[ACHIEVED]) / 100.0
-        theo = metrics.get(THEORETICAL) or [0.0]
-        figures.append(OccupancyFigure(kernel, achieved, sum(theo) / len(theo) / 100.0, case))
-    return OccupancyReport(figures, "" if figures else _why_no_rows(output))
+def build_report(
+    raw_page: str,
+    source_page: str,
+    symbol_to_kernel: dict[str, str],
+    main_path: str,
+    case: str = "",
+    main_text: str | None = None,
+) -> ProfileReport:
+    """The report from the two printed pages (pure: tests feed it recordings). `main_text`: the
+    source that was compiled, for the hot lines' text."""
+    kernels = [
+        kernel_profile(_source_name(k.name, symbol_to_kernel), k.metrics, case)
+        for k in parse_raw_page(raw_page)
+    ]
+    page = parse_source_page(source_page)
+    names = {f: _source_name(f, symbol_to_kernel) for f in page.functions}
+    report = ProfileReport(kernels, hot_lines(page, names, main_path, main_text), case)
+    notes = []
+    if not kernels:
+        notes.append(_why_no_rows(raw_page))
+    elif not page.lines:
+        notes.append("no per-line counters (the SourceCounters section or -lineinfo is missing)")
+    report.note = "; ".join(notes)
+    return report
 
 
 def _source_name(name: str, symbol_to_kernel: dict[str, str]) -> str:
@@ -139,37 +197,58 @@ def _why_no_rows(output: str) -> str:
     if "No kernels were profiled" in output:
         return "ncu profiled no kernel (the launch did not run under it)"
     tail = " ".join(line for line in output.strip().splitlines()[-3:] if line.strip())
-    return f"ncu gave no occupancy figures: {tail[:300]}" if tail else "ncu gave no output"
+    return f"ncu gave no figures: {tail[:300]}" if tail else "ncu gave no output"
 
 
-def profile_occupancy(
+def _run(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """(exit code, stdout + stderr); raises only TimeoutExpired and OSError."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+    return proc.returncode, proc.stdout + ("\n" + proc.stderr if proc.stderr.strip() else "")
+
+
+def profile_kernels(
     ncu: str,
     job: dict[str, Any],
     cubin: bytes,
     symbol_to_kernel: dict[str, str],
+    main_path: str,
     timeout_s: float = PROFILE_TIMEOUT_S,
-) -> OccupancyReport:
-    """Run the job (spec desc, steps, sizes, device index) once under ncu. Never raises."""
+    main_text: str | None = None,
+) -> ProfileReport:
+    """Run the job (spec desc, steps, sizes, device index) once under ncu and read its report.
+    Never raises."""
     case = str(job.get("case", ""))
+    start = time.perf_counter()
+
+    def done(report: ProfileReport) -> ProfileReport:
+        report.case, report.wall_s = case, time.perf_counter() - start
+        return report
+
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-ncu-") as job_dir:
         with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
             json.dump(job, f)
         with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
             f.write(cubin)
-        cmd = ncu_command(ncu, list(symbol_to_kernel), job_dir)
+        report_base = os.path.join(job_dir, "report")
+        cmd = collect_command(ncu, list(symbol_to_kernel), job_dir, report_base)
         env = dict(os.environ, PYTHONPATH=_package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""))
         try:
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
-            )
+            code, output = _run(cmd, timeout_s, env)
         except subprocess.TimeoutExpired:
-            return OccupancyReport(note=f"ncu did not finish in {timeout_s:.0f} s")
+            return done(ProfileReport(note=f"ncu did not finish in {timeout_s:.0f} s"))
         except OSError as e:
-            return OccupancyReport(note=f"cannot run ncu ({ncu}): {e}")
-    report = parse_ncu_csv(proc.stdout, symbol_to_kernel, case)
-    if not report.figures and proc.returncode != 0:
-        report.note += f" (ncu exit {proc.returncode}; {proc.stderr.strip()[-300:]})"
-    return report
+            return done(ProfileReport(note=f"cannot run ncu ({ncu}): {e}"))
+        report_file = report_base + ".ncu-rep"
+        if not os.path.exists(report_file):
+            note = _why_no_rows(output)
+            return done(ProfileReport(note=note + (f" (ncu exit {code})" if code else "")))
+        pages = {}
+        for page in ("raw", "source"):
+            try:
+                _, pages[page] = _run(page_command(ncu, report_file, page), PAGE_TIMEOUT_S)
+            except (subprocess.TimeoutExpired, OSError) as e:
+                pages[page] = f"ncu could not print the {page} page: {e}"
+    return done(build_report(pages["raw"], pages["source"], symbol_to_kernel, main_path, case, main_text))
 
 
 def _package_root() -> str:

@@ -89,6 +89,9 @@ class KernelLanguageServer(LanguageServer):
     def gpu_headline(self, path: str, kernel: str) -> str | None:
         return self.gpu.headline(path, kernel) if self.gpu is not None else None
 
+    def hot_lines(self, path: str) -> list:
+        return self.gpu.hot_lines(path) if self.gpu is not None else []
+
     # --- diagnostics --------------------------------------------------------------------------
 
     def _publish(self, path: str, diagnostics: list[Diagnostic]) -> None:

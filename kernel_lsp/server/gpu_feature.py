@@ -14,9 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from ..evaluation.pool import BackendPool, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, check_file, no_gpu_message
 from ..gpu_check import open_sessions
+from ..runner.hot_lines import HotLine
 from ..source import kernel_base_name
 from ..spec import spec_path_for
 from ..stats import format_seconds
+from .profile_view import profile_markdown
 
 log = logging.getLogger(__name__)
 
@@ -128,9 +130,8 @@ class GpuFeature:
                 self.server.analysis.set_findings(f"gpu:{path}", diags)
                 self._refresh_lenses()
                 if self.server.settings.achieved_occupancy and any(k.ok and k.timings for k in checks):
-                    self.server.send_status(
-                        "checking", f"reading occupancy of {os.path.basename(path)} (ncu)"
-                    )
+                    # After the verdict is published; the editor never waits on the profile.
+                    self.server.send_status("checking", f"profiling {os.path.basename(path)} (ncu)")
                     for k in checks:
                         await loop.run_in_executor(
                             self._thread,
@@ -145,6 +146,7 @@ class GpuFeature:
                                 defines=options.defines,
                             ),
                         )
+                    self._refresh_lenses()
                 if path not in self._again:
                     return
         except Exception:
@@ -178,6 +180,10 @@ class GpuFeature:
         return next((k for k in checks if k.kernel == kernel), None) or next(
             (k for k in checks if kernel_base_name(k.kernel) == kernel), None
         )
+
+    def hot_lines(self, path: str) -> list[HotLine]:
+        """The hottest lines of every profiled kernel of this file."""
+        return [h for k in self.results.get(path, []) if k.profile for h in k.profile.hot_lines]
 
     def headline(self, path: str, kernel: str) -> str | None:
         k = self._check_for(path, kernel)
@@ -225,4 +231,6 @@ class GpuFeature:
             rows.append(f"_Achieved occupancy: {k.occupancy_note}. The occupancy above is theoretical._")
         else:
             rows.append("_Occupancy above is theoretical; achieved occupancy (ncu) is being read or is off._")
+        if k.profile is not None and k.profile.kernels:
+            rows += ["", profile_markdown(k.profile)]
         return ["\n".join(rows)]

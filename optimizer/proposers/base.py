@@ -25,6 +25,9 @@ class Proposer(ABC):
     name = "proposer"
     # Whether the loop stops when a round brings no improvement (the tuner decides that itself).
     stop_when_stalled = True
+    # Whether the proposer reads the profile (ncu) of each round's best in its features: each
+    # costs seconds of ncu. The baseline and the final best are profiled regardless, for the report.
+    reads_profile = True
 
     @abstractmethod
     def propose(self, ctx: RoundContext) -> list[Proposal]:

@@ -39,6 +39,7 @@ def config_label(config: Config) -> str:
 class TunerProposer(Proposer):
     name = "tune"
     stop_when_stalled = False  # the strategy knows when it is done
+    reads_profile = False  # it searches the tunables; the profile is for the report only
 
     def __init__(
         self,

@@ -1,10 +1,12 @@
 """textDocument/codeLens: one headline above each kernel — the GPU figures when it was checked on
-a GPU, else its compile resources."""
+a GPU, else its compile resources — and, once a kernel is profiled, one lens on each of its
+hottest lines ("31% of stall samples: long scoreboard")."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from ..profile_view import hot_line_lenses
 from ..uris import uri_to_path
 
 
@@ -46,4 +48,4 @@ def register(server) -> None:
                     range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
                 )
             )
-        return lenses
+        return lenses + hot_line_lenses(ls.hot_lines(path), path)

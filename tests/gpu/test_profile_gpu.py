@@ -1,0 +1,117 @@
+"""Issue 15 on a real GPU with Nsight Compute: the profile of a reduction, a stencil and a GEMM
+(limiter, speed of light, stalls, hot lines that are the files' real lines), `bench --profile`
+text and JSON, the cache, and the tuner's report naming its best point's limiter. Skipped
+without a GPU or without ncu. The `PROFILE-GPU ...` lines printed here are what the closing note
+quotes (run with `-s`)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_lsp.bench import bench_main
+from kernel_lsp.runner.profile import find_ncu
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+LIMITERS = {"memory-bound", "compute-bound", "latency-bound", "launch-bound"}
+# (sample, spec kernel, the lines the H200 recording (tests/fixtures/ncu) found hottest)
+SAMPLES = [
+    ("reduce_sum/reduce_sum_fp32.cu", "reduce_sum", {35, 63}),
+    ("stencil2d/stencil2d_fp32.cu", "stencil2d", {39}),
+    ("gemm/gemm_fp32.cu", "gemm", {25, 26, 28}),
+]
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from kernel_lsp.gpu import GpuSession
+
+    if find_ncu() is None:
+        pytest.skip("no Nsight Compute (ncu) here")
+    session = GpuSession()
+    if not session.available:
+        pytest.skip(f"no GPU: {session.reason}")
+    yield session
+    session.close()
+
+
+@pytest.mark.parametrize(("rel", "kernel", "hottest"), SAMPLES)
+def test_profile_of_a_sample(gpu, rel, kernel, hottest):
+    from kernel_lsp.profile_text import profile_lines
+    from kernel_lsp.spec import load_specs, spec_path_for
+
+    path = REPO / "samples" / rel
+    source = path.read_text()
+    loaded = load_specs(spec_path_for(str(path)))
+    check = gpu.check(source, str(path), loaded, kernel)
+    assert check.ok, check.message
+    t0 = time.perf_counter()
+    gpu.add_occupancy(check, source, str(path), loaded)
+    first_s = time.perf_counter() - t0
+    report = check.profile
+    assert report is not None and report.kernels, report and report.note
+    assert report.missing == [], report.missing
+    for k in report.kernels:
+        assert k.limiter in LIMITERS and k.evidence and k.sol and k.stalls
+    lines = source.splitlines()
+    for h in report.hot_lines:
+        assert h.path == str(path)
+        assert h.text == lines[h.line - 1].strip()  # the mapping lands on the real line
+    top = {h.line for h in report.hot_lines[:2]}
+    assert top & hottest, (top, hottest)
+    # Cached per source version: a second call does not run ncu again.
+    again = gpu.check(source, str(path), loaded, kernel)
+    t0 = time.perf_counter()
+    gpu.add_occupancy(again, source, str(path), loaded)
+    assert again.profile is report and time.perf_counter() - t0 < min(1.0, first_s)
+    print(
+        f"\nPROFILE-GPU {rel} {report.kernels[0].kernel}: {report.kernels[0].headline} | profiling run {report.wall_s:.1f} s"
+    )
+    print("\n".join("PROFILE-GPU   " + line for line in profile_lines(report)))
+
+
+def test_bench_profile_text_and_json():
+    if find_ncu() is None:
+        pytest.skip("no Nsight Compute (ncu) here")
+    path = str(REPO / "samples" / "stencil2d" / "stencil2d_fp32.cu")
+    out = io.StringIO()
+    assert bench_main([path, "--profile", "--budget", "0.2"], out=out) == 0
+    text = out.getvalue()
+    assert "profile stencil2d: " in text and "top stalls:" in text and "line 39:" in text, text
+    out = io.StringIO()
+    assert bench_main([path, "--profile", "--json", "--budget", "0.2"], out=out) == 0
+    doc = json.loads(out.getvalue())
+    profile = doc["checks"][0]["profile"]
+    assert profile["kernels"][0]["limiter"] in LIMITERS and profile["hotLines"]
+
+
+def test_tuner_report_names_the_limiter_of_its_best_point(gpu, tmp_path):
+    from kernel_lsp.config import Settings
+    from optimizer.session import RunRequest, run
+
+    src = REPO / "samples" / "reduce_sum"
+    shutil.copytree(src, tmp_path / "reduce_sum")
+    req = RunRequest(
+        path=str(tmp_path / "reduce_sum" / "reduce_sum_fp32.cu"),
+        kernel="reduce_sum",
+        settings=Settings(),
+        proposer="tune",
+        time_budget_s=30.0,
+        use_cache=False,
+        workspace=str(tmp_path),
+    )
+    result = run(req, session=gpu)
+    assert result.baseline.profile is not None and result.baseline.profile.kernels
+    assert "- ncu profile (" in result.features and "hottest source lines" in result.features
+    assert result.best is not None and result.best.profile and result.best.profile.kernels
+    md = Path(result.report_paths[1]).read_text()
+    assert "| limiter (ncu) |" in md and "## What limits them (Nsight Compute)" in md
+    row = next(line for line in md.splitlines() if line.startswith("| limiter (ncu) |"))
+    print(f"\nPROFILE-GPU tuner reduce_sum: {row}")
