@@ -302,11 +302,11 @@ class GpuEvaluator(Evaluator):
         suspicious = any(p.kind == "suspicious" for p in kc.problems) or bool(over)
         problems += [p for p in over if p not in problems]
         if kc.ok and kc.timings:
-            self._verified[launch_ready(source, defines)] = kc
+            self._verified[launch_ready(source, self.options.defines)] = kc
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
 
     def profile(self, source: str) -> ProfileReport | None:
-        ready = launch_ready(source, self.options.defines)
+        ready, artifact = self._artifact(self.session, source)
         kc = self._verified.get(ready)
         if kc is None:  # its check came from the result cache: verify and time it here once
             kc = self.session.check(
@@ -314,12 +314,15 @@ class GpuEvaluator(Evaluator):
                 self.path,
                 self.specs,
                 self.spec.kernel,
-                self.compile_options(),
+                artifact,
                 spec_source=self.spec_source,
+                defines=self.options.defines,
             )
             if not (kc.ok and kc.timings):
                 return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
-        self.session.add_occupancy(kc, ready, self.path, self.specs, self.compile_options(), self.spec_source)
+        self.session.add_occupancy(
+            kc, ready, self.path, self.specs, artifact, self.spec_source, defines=self.options.defines
+        )
         return kc.profile
 
     def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
