@@ -85,7 +85,10 @@ def _job_check(path: str, result: FileCheck | JobFailed) -> FileCheck:
             "does its spec never return?"
         )
     else:
-        message = f"the worker checking {os.path.basename(path)} crashed ({result.detail}); check it alone with -j 1"
+        message = (
+            f"the process checking {os.path.basename(path)} ended ({result.detail}): NVRTC or the "
+            "file's spec crashed it"
+        )
     return FileCheck(
         path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code=result.reason, source="kernel-lsp")]
     )
@@ -170,7 +173,7 @@ def check_main(argv: list[str]) -> int:
     from .gpu_check import mark_unverified, verify_checks
 
     if not settings.gpu_enabled:
-        mark_unverified(checks, "--no-gpu")
+        mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not local_gpu_arch():
         mark_unverified(checks, "no GPU found")
     else:
