@@ -112,6 +112,7 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], workers: int, timeout_s: float
                 try:
                     ok, value = w.conn.recv()
                 except (EOFError, OSError):  # the worker died (a crash in NVRTC or the spec)
+                    w.process.join(5)  # its pipe closes before its exit status is there to read
                     results[w.job] = JobFailed("crashed", f"exit code {w.process.exitcode}")
                     w.kill()
                     if todo:
