@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import logging
 import os
+import select
 import sys
 from dataclasses import replace
 
@@ -110,7 +111,10 @@ def _job_check(path: str, result: FileCheck | JobFailed) -> FileCheck:
             "does its spec never return?"
         )
     else:
-        message = f"the worker checking {os.path.basename(path)} crashed ({result.detail}); check it alone with -j 1"
+        message = (
+            f"the process checking {os.path.basename(path)} ended ({result.detail}): NVRTC or the "
+            "file's spec crashed it"
+        )
     return FileCheck(
         path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code=result.reason, source="kernel-lsp")]
     )
@@ -200,7 +204,7 @@ def check_main(argv: list[str]) -> int:
     from .gpu_check import mark_unverified, verify_checks
 
     if not settings.gpu_enabled:
-        mark_unverified(checks, "--no-gpu")
+        mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not local_gpu_arch():
         mark_unverified(checks, "no GPU found")
     else:
@@ -299,16 +303,32 @@ def main(argv: list[str] | None = None) -> int:
 def _guard(fn, argv: list[str]) -> int:
     try:
         return fn(argv)
-    except BrokenPipeError:
-        return _reader_gone()
+    except BrokenPipeError as e:
+        if _stdout_reader_gone():
+            return _reader_gone()
+        return _internal_error(e)  # a pipe of ours (a worker's) broke: the tool failed
     except KeyboardInterrupt:
         return 130
     except SystemExit as e:  # argparse: 2 for bad usage
         return e.code if isinstance(e.code, int) else EXIT_TOOL_FAILED
     except Exception as e:  # the tool failed, not the user's code
-        logging.getLogger("kernel_lsp").exception("internal error")
-        print(f"kernel-lsp: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_TOOL_FAILED
+        return _internal_error(e)
+
+
+def _internal_error(e: Exception) -> int:
+    logging.getLogger("kernel_lsp").error("internal error", exc_info=e)
+    print(f"kernel-lsp: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+    return EXIT_TOOL_FAILED
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe with no reader left (poll says POLLERR for it on Linux)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll (Windows) or no real stdout
+        return True
 
 
 def _reader_gone() -> int:

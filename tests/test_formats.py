@@ -61,10 +61,10 @@ def test_text_line_shape():
 def test_json_is_complete_and_parseable():
     data = json.loads(as_json(checks(), ["sm_90"]))
     assert data["archs"] == ["sm_90"]
-    assert data["summary"] == {"errors": 1, "warnings": 1, "files": 3, "kernels": 0}
+    assert data["summary"] == {"errors": 1, "warnings": 1, "files": 3, "kernels": 0, "unverified": 0}
     first = data["files"][0]["diagnostics"][0]
     assert first == {
-        "path": ERR.path,
+        "path": "k.cu",  # relative to the current folder, as in the text output
         "line": 11,
         "column": 27,
         "endColumn": 30,

@@ -91,8 +91,19 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], workers: int, timeout_s: float
             while idle and todo:
                 w = idle.pop()
                 i = todo.popleft()
-                w.give(i, fn, jobs[i], timeout_s)
+                try:
+                    w.give(i, fn, jobs[i], timeout_s)
+                except OSError:  # it died on the way up; each job gets one worker, so this ends
+                    results[i] = JobFailed(
+                        "crashed", f"the worker did not start (exit code {w.process.exitcode})"
+                    )
+                    w.kill()
+                    if todo:
+                        idle.append(_Worker(ctx))
+                    continue
                 busy[w.conn] = w
+            if not busy:
+                continue
             next_deadline = min(w.deadline for w in busy.values())
             ready = wait(list(busy), timeout=max(0.0, next_deadline - time.monotonic()))
             for conn in ready:
@@ -101,6 +112,7 @@ def run_jobs(fn: Callable, jobs: Sequence[tuple], workers: int, timeout_s: float
                 try:
                     ok, value = w.conn.recv()
                 except (EOFError, OSError):  # the worker died (a crash in NVRTC or the spec)
+                    w.process.join(5)  # its pipe closes before its exit status is there to read
                     results[w.job] = JobFailed("crashed", f"exit code {w.process.exitcode}")
                     w.kill()
                     if todo:
