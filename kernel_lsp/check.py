@@ -112,6 +112,10 @@ def check_source(
 ) -> FileCheck:
     results = [compile_source(source, path, settings.compile_options(a, base_dir)) for a in settings.archs()]
     diagnostics = merge_arch_diagnostics(results)
+    if "kernel-lsp:" in source:
+        from .launch_check import launch_findings
+
+        diagnostics += launch_findings(source, path, settings.archs(), settings.defines)
     if path.endswith(".cu"):
         diagnostics += spec_findings(path, source, settings.defines, spec_text)
     return FileCheck(path, diagnostics, results)

@@ -425,7 +425,9 @@ def test_no_gpu_is_said_plainly(simple, monkeypatch):
         available = False
         reason = "no CUDA driver"
 
-    with pytest.raises(OptimizeError, match=r"no GPU: no NVIDIA driver is installed \(libcuda cannot be loaded\)\. FSR"):
+    with pytest.raises(
+        OptimizeError, match=r"no GPU: no NVIDIA driver is installed \(libcuda cannot be loaded\)\. FSR"
+    ):
         run(
             RunRequest(path=str(simple), kernel="vadd", proposer="tune"),
             evaluator=NoGpu(str(simple), _spec(simple), CompileOptions()),

@@ -100,3 +100,14 @@ async def test_hover_without_a_gpu_says_so_in_a_few_words(gpu_on: LanguageClient
         await asyncio.sleep(0.1)
     assert "_No GPU figures (no GPU: " in value, value
     assert "system search" not in value and "Ensure" not in value and ".." not in value
+
+
+async def test_a_misspelled_launch_comment_is_a_diagnostic_in_the_editor(
+    client: LanguageClient, tmp_path: Path
+):
+    path = tmp_path / "k.cu"
+    path.write_text("// kernel-lsp: launch scal grid=cdiv(n, 256) block=256\n" + KERNEL)
+    await start(client, tmp_path)
+    u = open_file(client, path)
+    (d,) = await diagnostics(client, u, lambda ds: len(ds) > 0)
+    assert d.code == "launch-comment" and d.range.start.line == 0 and "did you mean `scale`?" in d.message
