@@ -28,10 +28,6 @@ class KernelLanguageServer(LanguageServer):
         self.pull_diagnostics = False
         self.device_name: str | None = None
         self.optimizing = False
-        # uri -> (version, diagnostics) last published for an open document: the same findings
-        # for the same version are not sent again (the watcher's start-up check and didOpen
-        # both check a newly opened file, 1-8 ms apart).
-        self._last_published: dict[str, tuple[int, list[types.Diagnostic]]] = {}
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
         self.analysis = Analysis(
@@ -100,18 +96,11 @@ class KernelLanguageServer(LanguageServer):
             return
         doc = self.open_document(path)
         lines = doc.lines if doc is not None else _read_lines(path)
-        uri = path_to_uri(path)
-        found = [to_lsp(d, lines) for d in diagnostics]
-        if doc is not None and doc.version is not None:
-            if self._last_published.get(uri) == (doc.version, found):
-                return
-            self._last_published[uri] = (doc.version, found)
-        else:
-            # Closed: some clients clear a closed file's diagnostics, so its next ones are sent.
-            self._last_published.pop(uri, None)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri, version=doc.version if doc is not None else None, diagnostics=found
+                uri=path_to_uri(path),
+                version=doc.version if doc is not None else None,
+                diagnostics=[to_lsp(d, lines) for d in diagnostics],
             )
         )
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from conftest import BASE_OPTIONS, diagnostics, open_file, server_env, start, uri
+from conftest import BASE_OPTIONS, change_and_save, diagnostics, open_file, server_env, start, uri
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -111,3 +111,41 @@ async def test_a_misspelled_launch_comment_is_a_diagnostic_in_the_editor(
     u = open_file(client, path)
     (d,) = await diagnostics(client, u, lambda ds: len(ds) > 0)
     assert d.code == "launch-comment" and d.range.start.line == 0 and "did you mean `scale`?" in d.message
+
+
+def _compile_workers(server_pid: int) -> list[int]:
+    """The server's spawned compile workers (multiprocessing's resource tracker is not one)."""
+    found = []
+    for child in Path("/proc").glob("[0-9]*"):
+        try:
+            status = (child / "status").read_text()
+            cmdline = (child / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        ppid = next((int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("PPid:")), 0)
+        if ppid == server_pid and "spawn_main" in cmdline:
+            found.append(int(child.name))
+    return found
+
+
+async def test_idle_compile_workers_end_and_start_again(client: LanguageClient, tmp_path: Path):
+    path = tmp_path / "k.cu"
+    path.write_text(KERNEL)
+    await start(client, tmp_path, options={**BASE_OPTIONS, "workerIdleSeconds": 1})
+    u = open_file(client, path)
+    assert await diagnostics(client, u) == []
+    stats = await client.protocol.send_request_async("kernelLsp/stats", None)
+    pid = stats.pid
+    assert stats.workersRunning and _compile_workers(pid), "the check ran in spawned workers"
+    for _ in range(100):
+        stats = await client.protocol.send_request_async("kernelLsp/stats", None)
+        if not stats.workersRunning and not _compile_workers(pid):
+            break
+        await asyncio.sleep(0.1)
+    assert stats.idleStops >= 1 and not stats.workersRunning, stats
+    assert _compile_workers(pid) == []
+    # The next check starts them again.
+    client.diagnostics.pop(u)
+    change_and_save(client, path, KERNEL.replace("x[i] *= 2.0f", "x[i] *= undefined_factor"), version=2)
+    (d,) = await diagnostics(client, u, lambda ds: len(ds) == 1)
+    assert "undefined_factor" in d.message
