@@ -28,6 +28,7 @@ class KernelLanguageServer(LanguageServer):
         self.pull_diagnostics = False
         self.device_name: str | None = None
         self.optimizing = False
+        self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
         self.analysis = Analysis(
@@ -131,6 +132,10 @@ class KernelLanguageServer(LanguageServer):
         params = {"device": self.device_name, "busy": busy}
         if detail:
             params["detail"] = detail
+        # Editors show each status (Neovim users notify on it): the same one twice is noise.
+        if params == self._last_status:
+            return
+        self._last_status = params
         try:
             self.protocol.notify(STATUS_NOTIFICATION, params)
         except Exception:  # no client attached (tests) or the transport closed

@@ -4,6 +4,7 @@ the real server process."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import sys
 from pathlib import Path
@@ -149,3 +150,23 @@ async def test_idle_compile_workers_end_and_start_again(client: LanguageClient, 
     change_and_save(client, path, KERNEL.replace("x[i] *= 2.0f", "x[i] *= undefined_factor"), version=2)
     (d,) = await diagnostics(client, u, lambda ds: len(ds) == 1)
     assert "undefined_factor" in d.message
+
+
+async def test_status_is_sent_only_when_it_changes(gpu_on: LanguageClient, tmp_path: Path):
+    # Neovim users show kernelLsp/status with vim.notify: repeats popped 3-4 notifications per
+    # file open. The GPU probe, every check and the watcher each ended with the same idle status.
+    statuses: list[dict] = []
+
+    @gpu_on.feature("kernelLsp/status")
+    def on_status(params) -> None:
+        statuses.append(params if isinstance(params, dict) else params._asdict())
+
+    for name in ("a.cu", "b.cu"):
+        (tmp_path / name).write_text(KERNEL.replace("scale", name[0] + "_scale"))
+    await start(gpu_on, tmp_path, options={"arch": ["sm_90"], "gpu": {"enabled": True}})
+    for name in ("a.cu", "b.cu"):
+        await diagnostics(gpu_on, open_file(gpu_on, tmp_path / name))
+    await asyncio.sleep(1.0)
+    assert statuses, "the server sent no status"
+    repeats = [a for a, b in itertools.pairwise(statuses) if a == b]
+    assert repeats == [], statuses
