@@ -126,6 +126,12 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header that fails on
     its own is checked in the first one's context (see `in_includer_context`)."""
     check = compile_all_archs(source, path, settings, base_dir)
+    if "kernel-lsp:" in source:
+        from .launch_check import launch_findings
+
+        check.diagnostics += launch_findings(
+            source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
+        )
     if path.endswith(".cu"):
         check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
     elif includers and check.errors:

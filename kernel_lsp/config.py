@@ -29,6 +29,9 @@ class Settings:
     default_device: bool = False
     check_on: str = "save"  # "save" | "change"
     max_file_bytes: int = MAX_FILE_BYTES
+    # The server's compile workers (about 130 MB each) end after this long without a check and
+    # start again on the next one; 0 keeps them.
+    worker_idle_s: int = 300
     gpu_enabled: bool = True
     gpu_device: int | None = None
     # "all" or a number of GPUs from gpu_device on: spec'd files are verified in parallel.
@@ -110,6 +113,8 @@ _KEYS: dict[str, str] = {
     "default-device": "default_device",
     "checkOn": "check_on",
     "maxFileBytes": "max_file_bytes",
+    "workerIdleSeconds": "worker_idle_s",
+    "worker-idle-seconds": "worker_idle_s",
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
     "gpu.devices": "gpu_devices",
@@ -208,7 +213,7 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
             raise ValueError('expected "all" or a positive number of GPUs')
         return text
-    if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device"):
+    if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device", "worker_idle_s"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError("expected a non-negative integer")
         return value

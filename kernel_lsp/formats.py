@@ -41,6 +41,8 @@ def format_resources(k: KernelResources) -> str:
         parts.append(f"occupancy {k.occupancy.describe()}")
     elif k.block_size is None:
         parts.append("occupancy: no literal block size in a launch comment")
+    else:
+        parts.append(f"occupancy: n/a, a block of {k.block_size} threads cannot launch on {k.arch}")
     return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
 
 

@@ -26,9 +26,11 @@ def _same_file(a: str, b: str) -> bool:
 _INT_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
 
 
-def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:
-    """The thread count of a launch's block expression when it needs no runtime size. Macros
-    come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
+def literal_launch_value(
+    expr: str, defines: tuple[str, ...], source: str = ""
+) -> int | tuple[int, ...] | None:
+    """A launch expression's value when it needs no runtime size (`256`, `(16, 16)`, `BLOCK`).
+    Macros come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
     env: dict[str, int] = {m.group(1): int(m.group(2)) for m in _INT_DEFINE.finditer(source)}
     for d in defines:
         name, _, value = d.partition("=")
@@ -38,14 +40,20 @@ def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -
         v = eval(expr, {"__builtins__": {}}, env)
     except Exception:
         return None
-    if isinstance(v, int):
+    if isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v)):
         return v
-    if isinstance(v, tuple) and all(isinstance(x, int) for x in v):
+    return None
+
+
+def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:
+    """The thread count of a launch's block expression when it needs no runtime size."""
+    v = literal_launch_value(expr, defines, source)
+    if isinstance(v, tuple):
         n = 1
         for x in v:
             n *= x
         return n
-    return None
+    return v
 
 
 def _line_reader(source: str, path: str):

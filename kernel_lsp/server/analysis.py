@@ -8,6 +8,8 @@ Invariants:
 - Identical text, settings and header stamps are served from a cache without leaving the loop.
 - Findings a file's check makes on other files (errors inside a header) are published on those
   files too, merged with the findings of every other check that reached them.
+- The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
+  NVRTC loaded) and start again with the next check.
 """
 
 from __future__ import annotations
@@ -91,9 +93,11 @@ class Analysis:
         # target path -> {checked path -> findings on target}
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
         self._closed = False
+        self._idle_timer: asyncio.TimerHandle | None = None
         self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
         # The files a header is checked in the context of, best first (the watcher's include graph).
         self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
+        self.idle_stops = 0  # how often idle workers were ended
 
     # --- pool ---------------------------------------------------------------------------------
 
@@ -106,9 +110,37 @@ class Analysis:
         pool = self._executor()
         for _ in range(self._workers):
             pool.submit(_warm_up)
+        self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
         self._closed = True  # checks still in flight must not write to a closed client
+        self._cancel_idle_stop()
+        self._end_workers()
+
+    @property
+    def workers_running(self) -> bool:
+        return self._pool is not None
+
+    def _arm_idle_stop(self) -> None:
+        self._cancel_idle_stop()
+        idle_s = self._settings()[0].worker_idle_s
+        if idle_s > 0 and self._pool is not None and not self._closed:
+            self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
+
+    def _cancel_idle_stop(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _idle_stop(self) -> None:
+        self._idle_timer = None
+        if self._running or self._pool is None:
+            return
+        log.info(
+            "compile workers idle for %s s: ending them (they start again on the next check)",
+            self._settings()[0].worker_idle_s,
+        )
+        self.idle_stops += 1
         self._end_workers()
 
     def _end_workers(self) -> None:
@@ -128,6 +160,7 @@ class Analysis:
         if not path.endswith(CUDA_SUFFIXES):
             return
         self._done.setdefault(path, asyncio.Event()).clear()
+        self._cancel_idle_stop()
         self._last_request[path] = asyncio.get_running_loop().time()
         if path in self._running:
             self._again.add(path)
@@ -176,6 +209,7 @@ class Analysis:
             self._done.setdefault(path, asyncio.Event()).set()
             if not self._running:
                 self._on_busy(False)
+                self._arm_idle_stop()
 
     async def _quiet(self, path: str) -> None:
         loop = asyncio.get_running_loop()

@@ -28,10 +28,7 @@ class KernelLanguageServer(LanguageServer):
         self.pull_diagnostics = False
         self.device_name: str | None = None
         self.optimizing = False
-        # uri -> (version, diagnostics) last published for an open document: the same findings
-        # for the same version are not sent again (the watcher's start-up check and didOpen
-        # both check a newly opened file, 1-8 ms apart).
-        self._last_published: dict[str, tuple[int, list[types.Diagnostic]]] = {}
+        self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
         self.analysis = Analysis(
@@ -103,18 +100,11 @@ class KernelLanguageServer(LanguageServer):
             return
         doc = self.open_document(path)
         lines = doc.lines if doc is not None else _read_lines(path)
-        uri = path_to_uri(path)
-        found = [to_lsp(d, lines) for d in diagnostics]
-        if doc is not None and doc.version is not None:
-            if self._last_published.get(uri) == (doc.version, found):
-                return
-            self._last_published[uri] = (doc.version, found)
-        else:
-            # Closed: some clients clear a closed file's diagnostics, so its next ones are sent.
-            self._last_published.pop(uri, None)
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri, version=doc.version if doc is not None else None, diagnostics=found
+                uri=path_to_uri(path),
+                version=doc.version if doc is not None else None,
+                diagnostics=[to_lsp(d, lines) for d in diagnostics],
             )
         )
 
@@ -145,6 +135,10 @@ class KernelLanguageServer(LanguageServer):
         params = {"device": self.device_name, "busy": busy}
         if detail:
             params["detail"] = detail
+        # Editors show each status (Neovim users notify on it): the same one twice is noise.
+        if params == self._last_status:
+            return
+        self._last_status = params
         try:
             self.protocol.notify(STATUS_NOTIFICATION, params)
         except Exception:  # no client attached (tests) or the transport closed

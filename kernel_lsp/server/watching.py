@@ -158,7 +158,9 @@ class Watching:
                 f"{root}: more than {SCAN_LIMIT} CUDA files; headers are followed for the first ones"
             )
         if len(scan.files) <= STARTUP_CHECK_LIMIT:
-            self._enqueue(scan.files)
+            # Files the editor has open were checked on didOpen, with its text: checking them
+            # again here published the same diagnostics twice, a few ms apart.
+            self._enqueue([f for f in scan.files if not self._is_open(f)])
         self.ready.add(root)
         log.info("watching %s (%d CUDA/spec files)", root, len(scan.files))
 

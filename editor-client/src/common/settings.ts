@@ -27,6 +27,8 @@ export interface KernelLspSettings {
     exclude: string[];
     /** Larger files are not compiled. */
     maxFileBytes: number;
+    /** Compile workers end after this long without a check; 0 keeps them. */
+    workerIdleSeconds: number;
     checkOn: CheckOn;
     gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
@@ -45,6 +47,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     hostCheck: false,
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
+    workerIdleSeconds: 300,
     checkOn: 'save',
     gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
@@ -78,6 +81,10 @@ function asNullableString(value: unknown): string | null {
 
 function asPositiveInteger(value: unknown, fallback: number): number {
     return typeof value === 'number' && Number.isInteger(value) && value >= 1 ? value : fallback;
+}
+
+function asNonNegativeInteger(value: unknown, fallback: number): number {
+    return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : fallback;
 }
 
 function asChoice<T extends string>(value: unknown, choices: readonly T[], fallback: T): T {
@@ -134,6 +141,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         // Globs relative to the workspace: the server joins them to each folder, so no expansion.
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
+        workerIdleSeconds: asNonNegativeInteger(section.workerIdleSeconds, DEFAULT_SETTINGS.workerIdleSeconds),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

@@ -32,6 +32,8 @@ def resources_markdown(name: str, kernels: list[KernelResources], compiler: str 
         occ = "n/a (no literal block size in the launch comment)"
         if k.occupancy:
             occ = k.occupancy.describe()
+        elif k.block_size:
+            occ = f"n/a: a block of {k.block_size} threads cannot launch on {k.arch} (see the launch comment)"
         rows.append(
             (f"| `{k.name}` " if several else "")
             + f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "

@@ -17,4 +17,6 @@ def register(server) -> None:
             "inFlight": len(a._running),
             "checkedFiles": len(a.results),
             "pid": os.getpid(),
+            "workersRunning": a.workers_running,
+            "idleStops": a.idle_stops,
         }

@@ -29,6 +29,7 @@ describe('normalizeSettings', () => {
             hostCheck: true,
             exclude: ['third_party', 'legacy/**'],
             maxFileBytes: 1048576,
+            workerIdleSeconds: 0,
             checkOn: 'change',
             gpu: { enabled: false, device: 1, achievedOccupancy: false },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
@@ -52,6 +53,7 @@ describe('normalizeSettings', () => {
                 hostCheck: 'yes',
                 exclude: 'legacy',
                 maxFileBytes: -5,
+                workerIdleSeconds: 1.5,
                 gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
@@ -67,6 +69,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.hostCheck, false);
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
+        assert.equal(settings.workerIdleSeconds, 300);
         assert.deepEqual(settings.gpu, { enabled: true, device: null, achievedOccupancy: true });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
