@@ -329,3 +329,25 @@ def test_a_header_alone_in_a_folder_with_a_space_and_an_odd_name(tmp_path):
     assert [(d.path, d.line, d.col, d.message) for d in result.diagnostics] == [
         (str(header), 4, 39, 'identifier "oops" is undefined')
     ]
+
+
+def test_a_missing_cxx_is_named(monkeypatch):
+    monkeypatch.setenv("CXX", "g++-does-not-exist")
+    result = compile_source(
+        HOST_FILE.read_text(), str(HOST_FILE), CompileOptions(arch="sm_90", compiler="nvcc")
+    )
+    (d,) = result.diagnostics
+    assert "CXX=g++-does-not-exist was not found" in d.message
+
+
+def test_a_crash_is_not_cached(monkeypatch, tmp_path):
+    marker = tmp_path / "crash-next"
+    marker.touch()
+    # Crashes once (while the marker exists), then is the real nvcc: same toolchain both times.
+    script = f'if [ -e "{marker}" ]; then rm "{marker}"; kill -SEGV $$; fi\nexec "{TOOLCHAIN.nvcc}" "$@"\n'
+    monkeypatch.setenv("CUDA_HOME", str(_fake_toolkit(tmp_path, script)))
+    text = HOST_FILE.read_text() + "// crash once\n"
+    first = compile_source(text, str(HOST_FILE), CompileOptions(arch="sm_90"))
+    assert "killed by signal" in first.diagnostics[0].message
+    again = compile_source(text, str(HOST_FILE), CompileOptions(arch="sm_90"))
+    assert not again.cached and again.ok and again.diagnostics == []

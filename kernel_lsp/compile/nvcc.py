@@ -90,7 +90,10 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        out, _ = proc.communicate()
+        try:  # a child that left the group could hold the pipe open: do not wait for it
+            out, _ = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            out = b""
         return None, out.decode("utf-8", "replace")
 
 
@@ -103,6 +106,20 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
     if use_cache and (hit := _cache.get(key)) is not None:
         return replace(hit, cached=True)
     start = time.perf_counter()
+    try:
+        result = _compile_in_temp_dir(source, path, options, toolchain)
+    except OSError as e:  # no room or no permission for the temporary folder
+        return _tool_diagnostic(path, options, f"nvcc could not run: {e}")
+    result.duration_s = time.perf_counter() - start
+    # A crash or a hang says nothing about the text: try again next time.
+    if use_cache and not any(d.code == "nvcc" for d in result.diagnostics):
+        _cache.put(key, result)
+    return result
+
+
+def _compile_in_temp_dir(
+    source: str, path: str, options: CompileOptions, toolchain: Toolchain
+) -> CompileResult:
     assert toolchain.nvcc is not None
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
         # nvcc runs its steps through a shell: a quote or space in the name would break them.
@@ -162,7 +179,4 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
                 source="kernel-lsp",
             )
         )
-    result.duration_s = time.perf_counter() - start
-    if use_cache:
-        _cache.put(key, result)
     return result

@@ -27,6 +27,8 @@ class Toolchain:
         if self.nvcc is None:
             return f"no nvcc found (looked in CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH); install it: `{INSTALL_NVCC}`"
         if self.host_compiler is None:
+            if os.environ.get("CXX"):
+                return f"nvcc needs a host compiler and CXX={os.environ['CXX']} was not found; fix CXX or install {INSTALL_GXX}"
             return f"nvcc ({self.nvcc}) needs a host compiler and none was found; install {INSTALL_GXX}"
         return None
 
