@@ -1,7 +1,10 @@
-"""The GPU side gets the project's flags too: `--check`'s verification compiles with the
-compile_commands.json flags its compile used (no GPU needed: the session is a stand-in)."""
+"""The GPU side gets the project's flags too: `--check`'s verification builds its compile options
+with the compile_commands.json flags (no GPU needed: the session is a stand-in that stops the
+verification once the options are built)."""
 
 from __future__ import annotations
+
+import contextlib
 
 from fixture_sources import flags_project
 
@@ -10,12 +13,16 @@ from kernel_lsp.check import check_path
 from kernel_lsp.config import Settings
 
 
+class Stop(Exception):
+    """Raised where the verification would start using the GPU."""
+
+
 class StandInSession:
     available = True
     reason = ""
     device = None
 
-    def __init__(self, **_):
+    def __init__(self, *args, **kwargs):
         pass
 
     def __enter__(self):
@@ -24,17 +31,30 @@ class StandInSession:
     def __exit__(self, *exc):
         return False
 
+    def __getattr__(self, name):
+        raise Stop(name)
+
 
 def test_verification_compiles_with_the_projects_flags(tmp_path, monkeypatch):
     kernel = flags_project(tmp_path)
     settings = Settings(arch=("sm_90",))
     check = check_path(kernel, settings)
     assert check.diagnostics == [], "the compile needs the database's -I and -D"
-    seen = []
+    built = []
+    real = Settings.compile_options
+
+    def spy(self, *args, **kwargs):
+        built.append(real(self, *args, **kwargs))
+        return built[-1]
+
+    def stop(*args, **kwargs):
+        raise Stop("check_file")
+
+    monkeypatch.setattr(Settings, "compile_options", spy)
     monkeypatch.setattr(gpu_check, "GpuSession", StandInSession)
-    monkeypatch.setattr(
-        gpu_check, "check_file", lambda gpu, path, compile_options: seen.append(compile_options) or []
-    )
-    gpu_check.verify_checks([check], settings, log=lambda *a: None)
-    [options] = seen
-    assert options.include_dirs == (str(tmp_path / "include"),) and options.defines == ("ONE=1.0f",)
+    monkeypatch.setattr(gpu_check, "check_file", stop, raising=False)
+    with contextlib.suppress(Stop):
+        gpu_check.verify_checks([check], settings, log=lambda *a: None)
+    assert built, "the verification built no compile options"
+    for options in built:
+        assert options.include_dirs == (str(tmp_path / "include"),) and options.defines == ("ONE=1.0f",)
