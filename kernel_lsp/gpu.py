@@ -306,7 +306,7 @@ class GpuSession:
         self._reason: str | None = None
         self._device: DeviceInfo | None = None
         self._retry_at = 0.0
-        # One profile per CUBIN, launch steps and timed case: a source version is profiled once.
+        # One profile per source version (CUBIN, text, launch steps, timed case).
         self._profiles: dict[str, ProfileReport] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -715,7 +715,7 @@ class GpuSession:
         main_text: str | None = None,
     ) -> None:
         """Profile of the largest timed case (limiter, stalls, hot lines, achieved occupancy), from a
-        one-launch process under ncu; cached per CUBIN, steps and case."""
+        one-launch process under ncu; cached per source version (CUBIN, text, steps, case)."""
         ncu = find_ncu()
         if ncu is None:
             check.occupancy_note = "profiling needs Nsight Compute (`ncu`), which is not installed here"
@@ -730,9 +730,9 @@ class GpuSession:
             "device": self.device_index,
             "fake": self.fake,
         }
-        key = hashlib.sha256(
-            cubin + json.dumps([job, sorted(symbol_to_kernel.items())], sort_keys=True).encode()
-        ).hexdigest()
+        # The file and its text too: the hot lines name them.
+        identity = [job, sorted(symbol_to_kernel.items()), main_path, main_text]
+        key = hashlib.sha256(cubin + json.dumps(identity, sort_keys=True).encode()).hexdigest()
         report = self._profiles.get(key)
         if report is None:
             report = profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
