@@ -93,7 +93,7 @@ class GpuSession:
         self.backend: Any = backend or LocalBackend(
             device, launch_timeout_s, timing, fake, start_timeout_s, use_device_cache
         )
-        # One profile per CUBIN, launch steps and timed case: a source version is profiled once.
+        # One profile per source version (CUBIN, text, launch steps, timed case).
         self._profiles: dict[str, ProfileReport] = {}
 
     # The worker's spec description (kept here too: profiling code and its tests build messages).
@@ -303,7 +303,7 @@ class GpuSession:
         main_text: str | None = None,
     ) -> None:
         """Profile of the largest timed case (limiter, stalls, hot lines, achieved occupancy), from a
-        one-launch process under ncu; cached per CUBIN, steps and case."""
+        one-launch process under ncu; cached per source version (CUBIN, text, steps, case)."""
         ncu = find_ncu()
         if ncu is None:
             check.occupancy_note = "profiling needs Nsight Compute (`ncu`), which is not installed here"
@@ -318,9 +318,9 @@ class GpuSession:
             "device": self.device_index,
             "fake": self.fake,
         }
-        key = hashlib.sha256(
-            cubin + json.dumps([job, sorted(symbol_to_kernel.items())], sort_keys=True).encode()
-        ).hexdigest()
+        # The file and its text too: the hot lines name them.
+        identity = [job, sorted(symbol_to_kernel.items()), main_path, main_text]
+        key = hashlib.sha256(cubin + json.dumps(identity, sort_keys=True).encode()).hexdigest()
         report = self._profiles.get(key)
         if report is None:
             report = self.backend.profile(ncu, job, cubin, symbol_to_kernel, main_path, main_text)
