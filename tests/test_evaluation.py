@@ -251,7 +251,7 @@ def _fake_compile(self, source: str, path: str, options=None) -> CompileResult:
         ("_ZN2ns5totalIdLb1EEEvPT_", "total<double, true>"),
         ("_Z4vaddPKfS0_Pfi", None),  # not a template
         ("vadd", None),  # extern "C"
-        ("_Z5scaleIN2ns4PairEEvPT_", None),  # a nested class argument: not read, never guessed
+        ("_Z5scaleIN2ns4PairEEvPT_", "scale<ns::Pair>"),  # a class argument inside a namespace
     ],
 )
 def test_instance_names_from_entry_symbols(mangled, name):

@@ -12,6 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from kernel_lsp.compile.demangle import demangle
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
 from kernel_lsp.spec import Spec, SpecLoad, check_spec, load_specs, source_constants, spec_path_for
@@ -34,80 +35,11 @@ def entry_symbols(cubin: bytes, names: Sequence[str]) -> dict[str, str]:
     return found
 
 
-_BUILTIN = {
-    "b": "bool",
-    "c": "char",
-    "a": "signed char",
-    "h": "unsigned char",
-    "s": "short",
-    "t": "unsigned short",
-    "i": "int",
-    "j": "unsigned int",
-    "l": "long",
-    "m": "unsigned long",
-    "x": "long long",
-    "y": "unsigned long long",
-    "f": "float",
-    "d": "double",
-}
-
-
-def _length_name(text: str, i: int) -> tuple[str, int] | None:
-    j = i
-    while j < len(text) and text[j].isascii() and text[j].isdigit():
-        j += 1
-    if j == i or j - i > 4:
-        return None
-    n = int(text[i:j])
-    return (text[j : j + n], j + n) if j + n <= len(text) else None
-
-
-def _template_arg(text: str, i: int) -> tuple[str, int] | None:
-    """One mangled template argument at `i`: a builtin type, a class name, a pointer to one, or
-    an integer literal (`Li4E`, `Lb1E`)."""
-    if i >= len(text):
-        return None
-    c = text[i]
-    if c in _BUILTIN:
-        return _BUILTIN[c], i + 1
-    if c == "P":
-        inner = _template_arg(text, i + 1)
-        return (inner[0] + "*", inner[1]) if inner else None
-    if c == "L" and i + 1 < len(text) and text[i + 1] in _BUILTIN:
-        end = text.find("E", i + 2)
-        if end < 0:
-            return None
-        value = text[i + 2 : end].replace("n", "-", 1)
-        if text[i + 1] == "b":
-            value = "true" if value == "1" else "false"
-        return value, end + 1
-    return _length_name(text, i)
-
-
 def instance_name(mangled: str) -> str | None:
     """`_Z5scaleIfEvPKT_S2_PS0_i` -> `scale<float>`: the template instance an entry symbol is
-    (builtin, class and integer arguments; None for anything else, or a plain function)."""
-    if not mangled.startswith("_Z"):
-        return None
-    i = 2
-    if mangled[i : i + 1] == "N":  # nested: namespaces first, the function's name last
-        i += 1
-    name = None
-    while (part := _length_name(mangled, i)) is not None:
-        name, i = part
-        if mangled[i : i + 1] == "I" or mangled[2:3] != "N":
-            break
-    if name is None or mangled[i : i + 1] != "I":
-        return None
-    i += 1
-    args = []
-    while i < len(mangled) and mangled[i] != "E":
-        arg = _template_arg(mangled, i)
-        if arg is None:
-            return None
-        args.append(arg[0])
-        i = arg[1]
-    return f"{name}<{', '.join(args)}>" if i < len(mangled) else None
+    (None for a plain function or a symbol the demangler does not read)."""
+    d = demangle(mangled)
+    return d.instance if d is not None and d.template_args else None
 
 
 def _normal(name: str) -> str:
