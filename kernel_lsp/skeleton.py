@@ -7,6 +7,7 @@ so that no skeleton allocates more than a few MiB before the user has looked at 
 
 from __future__ import annotations
 
+import keyword
 import re
 
 from .source import Directives, KernelSignature, blank_comments
@@ -108,8 +109,8 @@ def _launch_hint(signature: KernelSignature, body: str, sizes: list[str], bounds
     return f"// kernel-lsp: launch {signature.name} grid=cdiv({axis_var.get('x', sizes[0])}, 256) block=256"
 
 
-def _size_cases(sizes: list[str]) -> str:
-    if len(sizes) == 1:
+def _size_cases(sizes: list[str], most_dims: int) -> str:
+    if len(sizes) == 1 and most_dims <= 1:
         cases = [{sizes[0]: v} for v in ONE_D_SIZES]
     else:
         cases = [{s: vals[i % len(vals)] for i, s in enumerate(sizes)} for vals in MULTI_D_SIZES]
@@ -131,6 +132,16 @@ def spec_skeleton(
     ]
     sizes = size_params or ["n"]
     body = kernel_body(source, signature) if source else ""
+    # A parameter named like a Python keyword (`in`) cannot be a Python parameter: it arrives in
+    # **args, which makes the reference get every input, scalar and size by name.
+    wanted = [p.name for p in signature.params if p.is_const or not p.is_pointer]
+    keywords = [n for n in wanted if keyword.iskeyword(n)]
+    reference_params = [n for n in wanted if n not in keywords] + (["**args"] if keywords else [])
+    keyword_note = (
+        [f"    # {', '.join(f'args[{n!r}]' for n in keywords)}: named like Python keywords"]
+        if keywords
+        else []
+    )
     bounds = _bounds(body, sizes)
     lines = [
         f'"""Spec for `{signature.name}`: what it must compute (see docs/specs.md)."""',
@@ -140,24 +151,30 @@ def spec_skeleton(
         "from kernel_lsp.spec import In, Out, Scalar, Spec",
         "",
         "",
-        "def reference("
-        + ", ".join([p.name for p in signature.params if p.is_const or not p.is_pointer])
-        + "):",
+        f"def reference({', '.join(reference_params)}):",
         "    # numpy; fp16/bf16 inputs arrive as float32. Return every output by name.",
+        *keyword_note,
         '    raise NotImplementedError("write the numpy reference")',
         "",
         "",
         "SPEC = Spec(",
         f'    kernel="{signature.name}",',
     ]
-    if len(sizes) > 1:
+    shapes = {
+        p.name: infer_shape(_index_expressions(body, p.name), sizes, bounds)
+        for p in signature.params
+        if p.is_pointer
+    }
+    # A 2-D buffer at a 1-D size (1_000_003² elements) would be terabytes: small sizes then too.
+    most_dims = max((len(dims) for dims in shapes.values() if dims), default=1)
+    if len(sizes) > 1 or most_dims > 1:
         lines.append("    # Small sizes to start with: raise them once the shapes below are right.")
-    lines += [f"    sizes=[{_size_cases(sizes)}],", "    args={"]
+    lines += [f"    sizes=[{_size_cases(sizes, most_dims)}],", "    args={"]
     for p in signature.params:
         dtype = c_type_dtype(p.type) or "float32"
         notes = [] if c_type_dtype(p.type) else [f"TODO: element type of `{p.type}`"]
         if p.is_pointer:
-            inferred = infer_shape(_index_expressions(body, p.name), sizes, bounds)
+            inferred = shapes[p.name]
             if inferred is None and len(sizes) > 1:
                 notes.append("TODO: shape (not read from the kernel's indexing)")
             dims = inferred or (sizes[0],)

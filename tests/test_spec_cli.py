@@ -68,6 +68,17 @@ def test_shapes_it_cannot_read_are_marked_and_small(tmp_path):
     assert most_elements(spec) <= 256 * 256
 
 
+def test_a_square_buffer_at_one_size_gets_small_sizes(tmp_path):
+    square = (
+        "__global__ void transpose(const float* in, float* out, int n) {\n"
+        "  int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (row < n && col < n) out[col * n + row] = in[row * n + col];\n}\n"
+    )
+    _, spec, _ = skeleton_for(square, tmp_path)
+    assert spec.args["in"].shape == "(n, n)" and spec.args["out"].shape == "(n, n)"
+    assert most_elements(spec) <= 256 * 256  # not 1_000_003² elements
+
+
 def test_one_dimensional_skeleton_is_unchanged(tmp_path):
     _, spec, _ = skeleton_for(VADD, tmp_path)
     assert [a.shape for a in (spec.args["a"], spec.args["b"], spec.args["c"])] == ["n", "n", "n"]
