@@ -78,7 +78,7 @@ def register(server) -> None:
         spec_path = spec_path_for(path)
         spec_uri = path_to_uri(spec_path)
         try:
-            create_new_file(spec_path, spec_skeleton(kernel, parse_directives(source)))
+            create_new_file(spec_path, spec_skeleton(kernel, parse_directives(source), source))
         except FileExistsError:
             message = f"{os.path.basename(spec_path)} already exists; it was left as it is."
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
