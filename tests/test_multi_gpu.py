@@ -165,6 +165,7 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
     serial, _ = run_round(tmp_path / "serial", 1)
     parallel, restarts = run_round(tmp_path / "parallel", 2)
     statuses = [(o.id, o.status) for o in parallel.outcomes]
+    why = [(o.id, o.status.label, o.message[:160]) for r in (serial, parallel) for o in r.outcomes]
     assert (
         statuses
         == [(o.id, o.status) for o in serial.outcomes]
@@ -176,10 +177,10 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
             ("r1c5", Status.DUPLICATE),
             ("r1c6", Status.INCORRECT),
         ]
-    )
+    ), why
     assert "crash" in parallel.outcomes[1].message
     assert restarts >= 1  # the dead worker was replaced and the round went on
-    assert serial.accepted is not None and parallel.accepted is not None
+    assert serial.accepted is not None and parallel.accepted is not None, (serial.verdict, parallel.verdict)
     assert parallel.accepted.id == serial.accepted.id == "r1c3"
 
 
