@@ -18,6 +18,7 @@ from . import __version__
 from .check import FileCheck, check_path, collect_files, drop_repeated
 from .compile import JOB_TIMEOUT_S, compile_pool, end_pool
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from .evaluation.pool import gpus_arg
 from .model import Diagnostic, Severity
 from .spec import spec_path_for
 
@@ -105,6 +106,7 @@ def check_main(argv: list[str]) -> int:
     p.add_argument(
         "--gpus",
         metavar="all|N",
+        type=gpus_arg,
         help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
     )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)

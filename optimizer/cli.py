@@ -18,6 +18,7 @@ import sys
 import time
 
 from kernel_lsp.config import Settings, find_pyproject, settings_from_pyproject
+from kernel_lsp.evaluation.pool import gpus_arg
 
 from .observers import PrintObserver
 from .report import before_after_rows, unified_diff
@@ -64,6 +65,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="where .kernel-lsp/reports goes (default: the current folder)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.add_argument(
+        "--gpus",
+        metavar="all|N",
+        type=gpus_arg,
+        help="check each round's candidates in parallel on all visible GPUs or on N (default: one)",
+    )
     return p
 
 
@@ -80,6 +87,8 @@ def _settings(path: str, args: argparse.Namespace) -> Settings:
         settings = replace(settings, llm_model=args.model)
     if args.base_url:
         settings = replace(settings, llm_base_url=args.base_url)
+    if args.gpus:
+        settings = replace(settings, gpu_devices=args.gpus)
     return settings
 
 

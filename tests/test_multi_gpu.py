@@ -206,3 +206,12 @@ def test_a_cancelled_parallel_round_starts_no_candidate(fake_gpus, tmp_path):
         assert len(ran) == 3
     finally:
         evaluator.close()
+
+
+def test_gpus_flag_is_checked_by_both_clis(capsys):
+    from kernel_lsp.cli import main
+
+    assert main(["--check", "--gpus", "two", "samples/vector_add"]) == 2
+    assert "all` or a number of GPUs, not `two`" in capsys.readouterr().err
+    assert main(["optimize", "samples/vector_add/vector_add_fp32.cu", "-k", "vector_add", "--gpus", "0"]) == 2
+    assert "not `0`" in capsys.readouterr().err
