@@ -18,7 +18,6 @@ import sys
 import time
 
 from kernel_lsp.config import Settings, find_pyproject, settings_from_pyproject
-from kernel_lsp.evaluation.pool import gpus_arg
 
 from .observers import PrintObserver
 from .report import before_after_rows, unified_diff
@@ -65,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="where .kernel-lsp/reports goes (default: the current folder)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    from kernel_lsp.evaluation.pool import gpus_arg
+
     p.add_argument(
         "--gpus",
         metavar="all|N",
