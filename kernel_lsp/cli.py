@@ -20,6 +20,7 @@ from .check import FileCheck, check_path, collect_files, drop_repeated, includer
 from .compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
 from .compile.jobs import JobFailed, run_jobs
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from .evaluation.pool import gpus_arg
 from .model import Diagnostic, Severity
 from .spec import spec_path_for
 
@@ -140,6 +141,7 @@ def check_main(argv: list[str]) -> int:
     p.add_argument(
         "--gpus",
         metavar="all|N",
+        type=gpus_arg,
         help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
     )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)

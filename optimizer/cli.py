@@ -66,6 +66,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workspace", help="where .kernel-lsp/reports goes (default: the current folder)")
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    from kernel_lsp.evaluation.pool import gpus_arg
+
+    p.add_argument(
+        "--gpus",
+        metavar="all|N",
+        type=gpus_arg,
+        help="check each round's candidates in parallel on all visible GPUs or on N (default: one)",
+    )
     return p
 
 
@@ -82,6 +90,8 @@ def _settings(path: str, args: argparse.Namespace) -> Settings:
         settings = replace(settings, llm_model=args.model)
     if args.base_url:
         settings = replace(settings, llm_base_url=args.base_url)
+    if args.gpus:
+        settings = replace(settings, gpu_devices=args.gpus)
     return settings
 
 

@@ -192,10 +192,12 @@ def _gates_in_parallel(
     evaluator: Evaluator,
     cache: ResultCache | None,
     state: _State,
+    stop: Callable[[], bool],
 ) -> dict[str, Outcome]:
     """The gates of a round's new candidates, run at once on the evaluator's GPUs (one candidate
     per GPU), by source hash. Duplicates and cached ones are left to `evaluate`, in order, so a
-    parallel round decides exactly what a serial one would."""
+    parallel round decides exactly what a serial one would. Once `stop()` (cancel, time budget),
+    candidates not yet started are not."""
     fresh: dict[str, str] = {}
     for p in proposals:
         if p.source is None:
@@ -205,7 +207,9 @@ def _gates_in_parallel(
             continue
         fresh[key] = p.source
 
-    def gates(source: str) -> Outcome:
+    def gates(source: str) -> Outcome | None:
+        if stop():
+            return None
         start = time.perf_counter()
         out = Outcome(id="", round=0, origin="", status=Status.NO_CODE, source=source)
         _run_gates(out, source, target, evaluator)
@@ -216,11 +220,11 @@ def _gates_in_parallel(
         return {}
     with ThreadPoolExecutor(max_workers=evaluator.parallelism, thread_name_prefix="fsr-eval") as ex:
         futures = {key: ex.submit(gates, source) for key, source in fresh.items()}
-    return {key: f.result() for key, f in futures.items()}
+    return {key: out for key, f in futures.items() if (out := f.result()) is not None}
 
 
 def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) -> None:
-    # Gate 1: NVRTC.
+    # Gate 1: the compiler (NVRTC, or nvcc for a file with host code).
     compiled = evaluator.compile(source)
     if not compiled.ok:
         out.status = Status.COMPILE_ERROR
@@ -354,7 +358,14 @@ def optimize(
             break
         outcomes = []
         ran = (
-            _gates_in_parallel(proposals, target, evaluator, cache, state)
+            _gates_in_parallel(
+                proposals,
+                target,
+                evaluator,
+                cache,
+                state,
+                lambda: cancel.is_set() or _over_budget(started, settings),
+            )
             if evaluator.parallelism > 1
             else {}
         )

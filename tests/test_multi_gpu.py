@@ -165,6 +165,7 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
     serial, _ = run_round(tmp_path / "serial", 1)
     parallel, restarts = run_round(tmp_path / "parallel", 2)
     statuses = [(o.id, o.status) for o in parallel.outcomes]
+    why = [(o.id, o.status.label, o.message[:160]) for r in (serial, parallel) for o in r.outcomes]
     assert (
         statuses
         == [(o.id, o.status) for o in serial.outcomes]
@@ -176,8 +177,41 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
             ("r1c5", Status.DUPLICATE),
             ("r1c6", Status.INCORRECT),
         ]
-    )
+    ), why
     assert "crash" in parallel.outcomes[1].message
     assert restarts >= 1  # the dead worker was replaced and the round went on
-    assert serial.accepted is not None and parallel.accepted is not None
+    assert serial.accepted is not None and parallel.accepted is not None, (serial.verdict, parallel.verdict)
     assert parallel.accepted.id == serial.accepted.id == "r1c3"
+
+
+def test_a_cancelled_parallel_round_starts_no_candidate(fake_gpus, tmp_path):
+    from optimizer.loop import _gates_in_parallel, _State
+    from optimizer.model import Outcome
+
+    cu = tmp_path / "vadd.cu"
+    cu.write_text(with_behaviour("slow"))
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
+    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
+    sessions = [GpuSession(device=d, launch_timeout_s=2.0) for d in range(2)]
+    evaluator = GpuEvaluator(
+        sessions[0], str(cu), loaded.specs[0], CompileOptions(), None, loaded, True, sessions[1:]
+    )
+    target = Target(str(cu), cu.read_text(), loaded.specs[0], ["vadd"])
+    proposals = [Proposal("scripted", with_behaviour(b)) for b in ("vadd", "const", "half")]
+    state = _State(baseline=Outcome("baseline", 0, "original", Status.CORRECT))
+    try:
+        assert _gates_in_parallel(proposals, target, evaluator, None, state, lambda: True) == {}
+        assert [s.worker_pid for s in sessions] == [None, None]  # no GPU work was started
+        ran = _gates_in_parallel(proposals, target, evaluator, None, state, lambda: False)
+        assert len(ran) == 3
+    finally:
+        evaluator.close()
+
+
+def test_gpus_flag_is_checked_by_both_clis(capsys):
+    from kernel_lsp.cli import main
+
+    assert main(["--check", "--gpus", "two", "samples/vector_add"]) == 2
+    assert "all` or a number of GPUs, not `two`" in capsys.readouterr().err
+    assert main(["optimize", "samples/vector_add/vector_add_fp32.cu", "-k", "vector_add", "--gpus", "0"]) == 2
+    assert "not `0`" in capsys.readouterr().err

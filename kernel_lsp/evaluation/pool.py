@@ -52,6 +52,16 @@ def parse_gpus(value: str | int | None, first: int | None = None) -> tuple[list[
     return [start], f"--gpus takes `all` or a number of GPUs, not `{value}`"
 
 
+def gpus_arg(value: str) -> str:
+    """argparse type of `--gpus`: `all` or a positive number, else a usage error."""
+    _, problem = parse_gpus(value)
+    if problem:
+        import argparse
+
+        raise argparse.ArgumentTypeError(problem.removeprefix("--gpus "))
+    return value.strip().lower()
+
+
 class BackendPool(Generic[T]):
     """Holds one member per device; each job borrows a free member for its whole run."""
 
