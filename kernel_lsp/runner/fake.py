@@ -32,6 +32,8 @@ import numpy as np
 
 from kernel_lsp.runner.device import DeviceFault
 
+FAKE_COPY_BANDWIDTH_BPS = 1e15  # 1 PB/s: above any host's copy rate
+
 FAKE_MAGIC = b"FAKE\n"
 BEHAVIOURS = (
     "vadd",
@@ -216,6 +218,8 @@ class FakeDevice:
         return out
 
     def copy_bandwidth(self, nbytes: int = 1 << 26, repeats: int = 3) -> float:
-        a = np.zeros(nbytes // 8, np.float64)
-        best = min(self.time_rounds([lambda: a.copy()], repeats, cold_l2=False)[0])
-        return 2 * a.nbytes / best
+        # The fake kernels run on the host CPU, whose copy rate swings with load: a rate measured
+        # here let honest fake kernels cross the speed-of-light bound on a busy CI machine. A bound
+        # no host reaches keeps the CPU tests about verification; the bounds have unit tests with
+        # fixed figures (tests/test_isolation.py).
+        return FAKE_COPY_BANDWIDTH_BPS
