@@ -238,7 +238,11 @@ def test_work_names_the_dtype_of_its_peak_and_a_raising_work_is_a_note():
     spec = _gemm_spec(lambda n: {"bytes": 12 * n * n, "flops": 2 * n**3, "dtype": "bfloat16"})
     nbytes = {"a": 4 << 20, "b": 4 << 20, "c": 4 << 20}
     f = figures(spec, {"n": 1024}, nbytes, 14.9e-6, True, dev)
+    assert spec.work_for({"n": 2}) == {"bytes": 48.0, "flops": 16.0, "dtype": "bfloat16"}
+    assert f["flops"] == 2 * 1024**3 and not f["bound_note"]
     assert f["bound"] == "DRAM" and f["suspicious"] is None  # 2.1 GFLOP in 2.4 us at the bf16 peak
+    fp32 = figures(spec, {"n": 1024}, nbytes, 14.9e-6, True, {**dev, "peak_flops": {"float32": 60e12}})
+    assert "below the compute bound" in fp32["suspicious"]  # no bf16 peak known: float32's
     broken = _gemm_spec(lambda n: {"bytes": 1 / 0})
     f = figures(broken, {"n": 1024}, nbytes, 14.9e-6, True, dev)
     assert "the spec's work raised ZeroDivisionError" in f["bound_note"] and f["bytes"] == 12 << 20

@@ -199,7 +199,9 @@ class GpuFeature:
                 ]
             return [f"_GPU check pending on {device}._"]
         if not k.ok:
-            return [f"**GPU check ({device}): {k.status}** — {k.message}"]
+            # Too fast to be true is its own verdict: the figure is not shown as a result.
+            status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
+            return [f"**GPU check ({device}): {status}** — {k.message}"]
         rows = [
             f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
             "latency is the median of n cold-L2 samples, spread p10–p90",

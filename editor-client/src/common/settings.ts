@@ -32,7 +32,7 @@ export interface KernelLspSettings {
     checkOn: CheckOn;
     gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
     llm: { baseUrl: string | null; model: string | null };
-    optimizer: { rounds: number; candidates: number; proposer: Proposer };
+    optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
     trace: { server: TraceLevel };
 }
 
@@ -51,7 +51,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     checkOn: 'save',
     gpu: { enabled: true, device: null, achievedOccupancy: true },
     llm: { baseUrl: null, model: null },
-    optimizer: { rounds: 3, candidates: 4, proposer: 'auto' },
+    optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
     trace: { server: 'off' },
 };
 
@@ -153,6 +153,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             rounds: asPositiveInteger(optimizer.rounds, DEFAULT_SETTINGS.optimizer.rounds),
             candidates: asPositiveInteger(optimizer.candidates, DEFAULT_SETTINGS.optimizer.candidates),
             proposer: asChoice(optimizer.proposer, ['auto', 'llm', 'tune'], DEFAULT_SETTINGS.optimizer.proposer),
+            allowNewGlobals: optimizer.allowNewGlobals === true,
         },
         trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
     };

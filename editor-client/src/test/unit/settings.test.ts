@@ -33,7 +33,7 @@ describe('normalizeSettings', () => {
             checkOn: 'change',
             gpu: { enabled: false, device: 1, achievedOccupancy: false },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
-            optimizer: { rounds: 5, candidates: 8, proposer: 'tune' },
+            optimizer: { rounds: 5, candidates: 8, proposer: 'tune', allowNewGlobals: true },
             trace: { server: 'verbose' },
         };
         assert.deepEqual(normalizeSettings(raw, context), {
@@ -56,7 +56,7 @@ describe('normalizeSettings', () => {
                 workerIdleSeconds: 1.5,
                 gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
                 llm: { baseUrl: '', model: 42 },
-                optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic' },
+                optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic', allowNewGlobals: 'yes' },
                 trace: { server: 'loud' },
             },
             context,
