@@ -319,7 +319,13 @@ def library_call(family: str, dtype: str, launcher: Launcher):
 
 
 def samples(root: Path, only: list[str]) -> list[Path]:
-    files = sorted(p for p in root.rglob("*.cu") if "broken" not in p.parts)
+    # The suite's families are `<family>/<family>_{fp32,bf16}.cu` with a spec; the real-project
+    # samples (host_program, cmake_project, torch_extension) are not part of it.
+    files = sorted(
+        p
+        for p in root.rglob("*.cu")
+        if p.stem in (f"{p.parent.name}_fp32", f"{p.parent.name}_bf16") and p.with_suffix(".spec.py").exists()
+    )
     return [p for p in files if not only or any(o in p.stem for o in only)]
 
 
