@@ -470,8 +470,11 @@ class _WatchSession:
         self.files = {normalize(f) for f in files}
         self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
         self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
+        from .check import project_include_dirs
+
         dirs = settings.compile_options(self.archs[0]).include_dirs if self.archs else ()
-        self.graph = IncludeGraph(dirs)
+        roots = self.folders or sorted({os.path.dirname(p) for p in self.explicit})
+        self.graph = IncludeGraph(dirs + project_include_dirs(settings, roots))
         self.last: dict[str, list[str]] = {}
         self.state: dict[str, FileCheck] = {}
         self.batches: queue.Queue[Batch | None] = queue.Queue()
@@ -489,10 +492,21 @@ class _WatchSession:
         from .check import check_path
 
         paths = sorted(paths)
-        checks = list(self.pool.map(check_path, paths, [self.settings] * len(paths)))
+        n = len(paths)
+        context = [self._includers(p) for p in paths]
+        checks = list(self.pool.map(check_path, paths, [self.settings] * n, [None] * n, [None] * n, context))
         for c in checks:
             self.state[c.path] = c
         return checks
+
+    def _includers(self, path: str) -> tuple:
+        """The `.cu` a header is checked in the context of when it fails on its own."""
+        from .check import rank_includers
+
+        if path.endswith(".cu"):
+            return ()
+        found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
+        return tuple((p, None) for p in rank_includers(path, found)[:1])
 
     def shown_checks(self) -> list[FileCheck]:
         """The checks as --check prints them: a header's findings once, not once per includer."""
@@ -507,8 +521,10 @@ class _WatchSession:
     def first_run(self) -> None:
         from .formats import FORMATTERS
 
-        for c in self.check(self.files):
-            self.graph.update(c.path)
+        # The graph first: a header that fails alone is checked through its includer.
+        for f in sorted(self.files):
+            self.graph.update(f)
+        self.check(self.files)
         shown = self.shown_checks()
         self.last = {c.path: _block(c) for c in shown}
         print(FORMATTERS[self.fmt](shown, self.archs), file=self.out, flush=True)

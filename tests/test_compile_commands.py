@@ -317,3 +317,26 @@ def test_the_committed_database_matches_what_cmake_writes(tmp_path):
             assert getattr(generated, field) == getattr(committed, field), field
         # CMake leaves -std out where the compiler's default is the requested standard.
         assert generated.std in (None, "c++17") and committed.std is None
+
+
+def test_the_servers_result_cache_follows_headers_found_through_the_database(tmp_path):
+    # An open file's cached result must not outlive an edit to a header that only the
+    # database's -I folder finds.
+    from kernel_lsp.server.analysis import Analysis
+
+    (tmp_path / "include").mkdir()
+    header = tmp_path / "include" / "op.cuh"
+    header.write_text("#define OP(x) (x)\n")
+    kernel = tmp_path / "src" / "k.cu"
+    kernel.parent.mkdir()
+    text = '#include "op.cuh"\n'
+    kernel.write_text(text)
+    write_db(
+        tmp_path / "build",
+        [{"directory": ".", "command": "nvcc -I../include -c ../src/k.cu", "file": "../src/k.cu"}],
+    )
+    settings = Settings()
+    before = Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path))
+    assert Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path)) == before
+    header.write_text("#define OP(x) ((x) * 2)\n")
+    assert Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path)) != before

@@ -143,3 +143,19 @@ def test_pragma_once_in_main_file_is_not_a_finding_on_a_header(tmp_path, monkeyp
     assert [d.message for d in header.diagnostics] == ["something real"]
     unit = check_path(str(tmp_path / "k.cu"), SETTINGS)
     assert [d.message for d in unit.diagnostics] == ["#pragma once in main file", "something real"]
+
+
+def test_watch_mode_checks_a_header_through_its_includer(tmp_path):
+    import io
+
+    from kernel_lsp.watch import _WatchSession
+
+    header, _ = project(tmp_path)
+    out = io.StringIO()
+    session = _WatchSession([str(tmp_path)], SETTINGS, "text", out)
+    try:
+        session.first_run()
+    finally:
+        session.close()
+    assert "checked as included by kernels.cu" in out.getvalue()
+    assert session.state[header].errors == 0 and session.exit_code() == 0

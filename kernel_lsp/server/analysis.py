@@ -315,8 +315,12 @@ class Analysis:
         if len(text) > settings.max_file_bytes:
             return None  # not compiled anyway; scanning it for includes would block the loop
         ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        # Headers found through the project's -I folders too (not its -isystem ones: torch's or a
+        # toolkit's headers change with an install, and scanning them here would block the loop).
+        project = settings.project_flags(path, base_dir).flags
+        dirs = tuple(settings.include_dirs) + (project.include_dirs if project else ())
         try:
-            headers = include_closure(text, path, settings.include_dirs)
+            headers = include_closure(text, path, dirs)
         except Exception:
             headers = {}
         # The spec sidecar's findings are part of the result: its text, or its stamp on disk.
