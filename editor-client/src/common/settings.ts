@@ -23,6 +23,8 @@ export interface KernelLspSettings {
     defaultDevice: boolean;
     compiler: Compiler;
     hostCheck: boolean;
+    /** compile_commands.json (or its folder); null: found upward from each file. */
+    compileCommands: string | null;
     /** Globs of folders/files the workspace watcher skips, relative to the workspace folder. */
     exclude: string[];
     /** Larger files are not compiled. */
@@ -45,6 +47,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     defaultDevice: false,
     compiler: 'auto',
     hostCheck: false,
+    compileCommands: null,
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 300,
@@ -128,6 +131,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const trace = asObject(section.trace);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
+    const compileCommands = asNullableString(section.compileCommands);
 
     return {
         server: { path: expand(asStringArray(server.path)) },
@@ -138,6 +142,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         defaultDevice: section.defaultDevice === true,
         compiler: asChoice(section.compiler, ['auto', 'nvrtc', 'nvcc'], DEFAULT_SETTINGS.compiler),
         hostCheck: section.hostCheck === true,
+        compileCommands: compileCommands === null ? null : expandPath(compileCommands, context),
         // Globs relative to the workspace: the server joins them to each folder, so no expansion.
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),

@@ -27,6 +27,7 @@ describe('normalizeSettings', () => {
             defaultDevice: true,
             compiler: 'nvcc',
             hostCheck: true,
+            compileCommands: '${workspaceFolder}/build',
             exclude: ['third_party', 'legacy/**'],
             maxFileBytes: 1048576,
             workerIdleSeconds: 0,
@@ -39,6 +40,7 @@ describe('normalizeSettings', () => {
         assert.deepEqual(normalizeSettings(raw, context), {
             ...raw,
             includeDirs: ['/ws/include', '/home/me/cutlass/include', '/abs'],
+            compileCommands: '/ws/build',
         });
     });
 
@@ -67,6 +69,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.checkOn, 'save');
         assert.equal(settings.compiler, 'auto');
         assert.equal(settings.hostCheck, false);
+        assert.equal(settings.compileCommands, null);
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
         assert.equal(settings.workerIdleSeconds, 300);
