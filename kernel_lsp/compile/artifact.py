@@ -8,6 +8,7 @@ import re
 from dataclasses import replace
 
 from .. import archs
+from ..advice import INCLUDE_DIRS
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import find_includes, find_kernels, parse_directives
 from .hostcode import find_host_code, host_code_message
@@ -176,7 +177,7 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
     ]
     return replace(
         d,
-        message=f"{d.message}; searched: {', '.join(searched)}. Add its folder to kernelLsp.includeDirs (or --include).",
+        message=f"{d.message}; searched: {', '.join(searched)}; {INCLUDE_DIRS}.",
     )
 
 
