@@ -88,7 +88,7 @@ def test_missing_header_says_where_it_looked(tmp_path):
     (d,) = r.diagnostics
     assert d.severity == Severity.ERROR and d.line == 1
     assert 'cannot open source file "nope.cuh"' in d.message
-    assert str(tmp_path) in d.message and "includeDirs" in d.message
+    assert str(tmp_path) in d.message and "-I/--include DIR" in d.message
 
 
 def test_include_dirs_option_finds_headers(tmp_path):

@@ -61,6 +61,17 @@ def test_host_code_advice_names_the_cli_flag_on_the_cli_and_the_setting_in_the_e
     assert "#ifndef __CUDACC_RTC__" in in_editor
 
 
+def test_missing_header_advice_names_the_flag_on_the_cli_and_the_setting_in_the_editor(tmp_path):
+    from kernel_lsp.check import check_source
+    from kernel_lsp.config import Settings
+
+    source = '#include "absent.cuh"\n__global__ void k() {}\n'
+    (d,) = check_source(source, str(tmp_path / "k.cu"), Settings(arch=("sm_90",))).diagnostics
+    assert "-I/--include DIR" in d.message and "kernelLsp." not in d.message
+    in_editor = to_lsp(d).message
+    assert "kernelLsp.includeDirs" in in_editor and "--include" not in in_editor
+
+
 @pytest.mark.parametrize(
     ("registers", "block", "words"),
     [(32, 256, "limited by the SM's warp slots"), (128, 256, "limited by registers")],

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .. import archs
+from ..advice import INCLUDE_DIRS
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle
@@ -220,7 +221,7 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
     ]
     return replace(
         d,
-        message=f"{d.message}; searched: {', '.join(searched)}. Add its folder to kernelLsp.includeDirs (or --include).",
+        message=f"{d.message}; searched: {', '.join(searched)}; {INCLUDE_DIRS}.",
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..advice import DEFAULT_DEVICE
 from ..source import blank_comments_keep_strings
 
 HOST_HEADERS = frozenset(
@@ -109,12 +110,6 @@ def find_host_code(source: str) -> list[HostCodeUse]:
     return found
 
 
-# The advice names the CLI's flag; the language server swaps in its own setting at its edge
-# (kernel_lsp.server.convert), so each front end names what its user can change.
-DEFAULT_DEVICE_ADVICE = "pass --default-device (or `default-device = true` under [tool.kernel-lsp])"
-DEFAULT_DEVICE_ADVICE_EDITOR = "turn on the kernelLsp.defaultDevice setting"
-
-
 def host_code_message(uses: list[HostCodeUse], advice: str = "") -> str:
     shown = ", ".join(f"{u.what} (line {u.line})" for u in uses[:4])
     more = f" and {len(uses) - 4} more" if len(uses) > 4 else ""
@@ -122,5 +117,5 @@ def host_code_message(uses: list[HostCodeUse], advice: str = "") -> str:
         f"NVRTC compiles device code only, and this file has host code: {shown}{more}. "
         + (advice + " Or guard" if advice else "Guard")
         + " the host code with `#ifndef __CUDACC_RTC__` ... `#endif`, or, if unannotated "
-        f"functions are meant for the device, {DEFAULT_DEVICE_ADVICE} (NVRTC's -default-device)."
+        f"functions are meant for the device, {DEFAULT_DEVICE} (NVRTC's -default-device)."
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..compile.hostcode import DEFAULT_DEVICE_ADVICE, DEFAULT_DEVICE_ADVICE_EDITOR
+from ..advice import for_editor
 from ..model import Diagnostic, Severity
 from .uris import path_to_uri
 
@@ -37,9 +37,7 @@ def to_lsp(d: Diagnostic, lines: list[str] | None = None) -> types.Diagnostic:
         )
         for path, line, col, message in d.related
     ]
-    message = d.message
-    if d.code == "host-code":
-        message = message.replace(DEFAULT_DEVICE_ADVICE, DEFAULT_DEVICE_ADVICE_EDITOR)
+    message = for_editor(d.message)
     return types.Diagnostic(
         range=to_range(d.line, d.col, d.end_col, text),
         severity=_SEVERITY[d.severity],
