@@ -2,8 +2,8 @@
 
 The editor's text is compiled, not the file on disk, and nothing is written into the user's
 folders: the text goes to a temporary folder behind `#line 1 "<real path>"`, so every finding
-names the real file, and the file's own folder comes first among the include folders, so its
-quoted includes find the same neighbours they would find beside it. Never raises: a missing tool,
+names the real file, and the file's own folder is searched for quoted includes (`-iquote`), so they
+find the same neighbours they would find beside it and angle includes do not. Never raises: a missing tool,
 a flag nvcc rejects, a crash or a hang is a Diagnostic.
 """
 
@@ -47,9 +47,14 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list
         "-Xptxas",
         "-v,--warn-on-spills",
         "-lineinfo",
-        # The text is compiled from a temporary folder: the real folder stands in for it.
-        f"-I{os.path.dirname(os.path.abspath(path))}",
     ]
+    # The text is compiled from a temporary folder: the real folder stands in for it, for quoted
+    # includes only (-iquote, as beside the file; nvcc preprocesses with the host compiler).
+    folder = os.path.dirname(os.path.abspath(path))
+    if re.fullmatch(r"[\w./+-]+", folder):
+        flags += ["-Xcompiler", "-iquote", "-Xcompiler", folder]
+    else:  # -Xcompiler values are split at commas and reach a shell unquoted: -I quotes them
+        flags.append(f"-I{folder}")
     flags += [f"-I{d}" for d in options.include_dirs]
     for d in options.system_include_dirs:
         flags += ["-isystem", d]
