@@ -126,10 +126,7 @@ def do_bench_median(cu: Path, spec: Path, arch: str) -> float | None:
     """Triton's do_bench in its own process: torch must be imported before cupy there."""
     out = subprocess.run(
         [sys.executable, __file__, "--do-bench", str(cu), str(spec), arch],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+        capture_output=True, text=True, timeout=300, check=False,
     )
     try:
         return float(json.loads(out.stdout.strip().splitlines()[-1])["median_s"])
