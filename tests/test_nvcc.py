@@ -84,7 +84,7 @@ def test_columns_point_at_the_token_in_the_real_source():
     assert in_header.col == real_line.index("one_point_zero") + 1
     assert in_header.end_col == in_header.col + len("one_point_zero")
     (at_include,) = [d for d in result.diagnostics if d.related]
-    assert (at_include.path, at_include.line) == (str(path), 3)
+    assert (at_include.path, at_include.line, at_include.source) == (str(path), 3, "nvcc")
 
     host = REAL / "broken" / "host_error.cu"
     (d,) = compile_source(host.read_text(), str(host), CompileOptions(arch="sm_90")).diagnostics

@@ -101,6 +101,7 @@ def build_result(
                     d.severity,
                     f"in included header {os.path.basename(d.path)}:{d.line}:{d.col}: {d.message}",
                     code=d.code,
+                    source=d.source,
                     end_col=0,
                     related=((d.path, d.line, d.col, d.message),),
                 )
