@@ -194,12 +194,14 @@ async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
 
 
 def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
-    """`nvcc -cubin` on each text, written beside the file (its includes resolve the same)."""
+    """`nvcc -cubin` on each text, in a copy of the file's folder outside the server's workspace
+    (its includes resolve the same, and the server's watcher does not see the file)."""
     nvcc = find_toolchain().nvcc
     times = []
     with tempfile.TemporaryDirectory() as d:
+        shutil.copytree(path.parent, Path(d) / "project")
         for text in texts:
-            src = path.parent / f"_bare_{path.name}"
+            src = Path(d) / "project" / path.name
             src.write_text(text)
             t0 = time.perf_counter()
             proc = subprocess.run(
@@ -207,7 +209,6 @@ def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
                 capture_output=True,
             )
             times.append(time.perf_counter() - t0)
-            src.unlink()
             if proc.returncode != 0:
                 raise RuntimeError(f"bare nvcc failed on {path}: {proc.stderr.decode()[-500:]}")
     return times

@@ -49,6 +49,7 @@ class KernelSignature:
     templated: bool = False
     extern_c: bool = False
     definition: bool = True  # False for a declaration or an explicit instantiation
+    namespace: str = ""  # the enclosing namespaces, "a::b"; "" at file scope
 
 
 _GLOBAL = re.compile(r"__global__")
@@ -122,7 +123,18 @@ def find_kernels(source: str) -> list[KernelSignature]:
         templated = bool(re.search(r"template\s*<[^;{}]*>\s*$", before))
         extern_c = bool(re.search(r'extern\s+"C"\s*(\{[^}]*)?$', source[max(0, m.start() - 300) : m.start()]))
         is_definition = code[close + 1 :].lstrip().startswith("{")
-        kernels.append(KernelSignature(last.group(0), params, line, col, templated, extern_c, is_definition))
+        kernels.append(
+            KernelSignature(
+                last.group(0),
+                params,
+                line,
+                col,
+                templated,
+                extern_c,
+                is_definition,
+                _namespace_at(code, m.start()),
+            )
+        )
     # Declarations and explicit instantiations name a kernel again: keep its definitions (or, with
     # none in this file, its last declaration). Overloads (other parameter types) are kernels of
     # their own; a definition repeated with the same types (#if/#else branches) counts once, the last.
@@ -130,7 +142,7 @@ def find_kernels(source: str) -> list[KernelSignature]:
     last: dict[tuple, KernelSignature] = {}
     for k in kernels:
         if k.definition:
-            last[(k.name, tuple(" ".join(p.type.split()) for p in k.params))] = k
+            last[(k.namespace, k.name, tuple(" ".join(p.type.split()) for p in k.params))] = k
         elif k.name not in defined:
             last[(k.name,)] = k
     kept = {id(k) for k in last.values()}
@@ -146,6 +158,25 @@ def find_kernel(sigs: list[KernelSignature], name: str) -> KernelSignature | Non
     """The signature of `name`, a plain kernel or a template instance (`scale<float>`)."""
     by_name = {s.name: s for s in sigs}
     return by_name.get(name) or by_name.get(kernel_base_name(name))
+
+
+_NAMESPACE_OPEN = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)?\s*\{|[{}]")
+
+
+def _namespace_at(code: str, offset: int) -> str:
+    """The namespaces enclosing `offset` ("a::b"), from `namespace x {` and brace depth in the
+    comment-free code; anonymous namespaces add nothing a user writes."""
+    stack: list[str | None] = []  # a name for a namespace's brace, None for any other brace
+    for m in _NAMESPACE_OPEN.finditer(code, 0, offset):
+        text = m.group(0)
+        if text == "}":
+            if stack:
+                stack.pop()
+        elif text == "{":
+            stack.append(None)
+        else:
+            stack.append(m.group(1) or "")
+    return "::".join(n for n in stack if n)
 
 
 def _without_trailing_template_args(head: str) -> str:

@@ -32,6 +32,7 @@ SYMBOLS = {
     "_Z3negILin3EEvPi": "neg<-3>",
     "_Z5plainPfPKfjcs": "plain",
     "_Z5applyIZ3runPfEUlfE_EvS0_T_": "apply<run(float*)::{lambda(float)#1}>",
+    "_ZSt3fooIiEvPiS_": "foo<int>",  # an unscoped template name in std:: is a substitution
 }
 
 

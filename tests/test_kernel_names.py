@@ -78,3 +78,34 @@ def test_hover_rows_are_named_when_instances_share_the_word():
     assert "compiled with NVRTC" in text
     single = [k for k in result.kernels if k.name == "axpy<float, 256>"]
     assert resources_markdown("axpy", single).startswith("**`axpy<float, 256>`**")
+
+
+NAMESPACES = """\
+namespace a { __global__ void k(float* x) { x[0] = 1; } }
+namespace b {
+struct S { int v; };
+__global__ void k(float* x) { x[0] = 2; }
+}
+namespace c::d { __global__ void r(float* x) {} __global__ void r(int* x) {} }
+namespace { __global__ void hidden(float* x) {} }
+"""
+
+
+def test_same_name_in_two_namespaces_gets_the_namespace_and_its_own_line():
+    kernels = find_kernels(NAMESPACES)
+    assert [(k.name, k.namespace, k.line) for k in kernels] == [
+        ("k", "a", 1),
+        ("k", "b", 4),
+        ("r", "c::d", 6),
+        ("r", "c::d", 6),
+        ("hidden", "", 7),
+    ]
+    result = compile_source(NAMESPACES, "/tmp/kernel_lsp_namespaces.cu", CompileOptions(arch="sm_90"))
+    assert result.ok, result.diagnostics
+    assert sorted((k.name, k.line) for k in result.kernels) == [
+        ("a::k", 1),
+        ("b::k", 4),
+        ("hidden", 7),
+        ("r(float*)", 6),
+        ("r(int*)", 6),
+    ]

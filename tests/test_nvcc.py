@@ -84,7 +84,7 @@ def test_columns_point_at_the_token_in_the_real_source():
     assert in_header.col == real_line.index("one_point_zero") + 1
     assert in_header.end_col == in_header.col + len("one_point_zero")
     (at_include,) = [d for d in result.diagnostics if d.related]
-    assert (at_include.path, at_include.line) == (str(path), 3)
+    assert (at_include.path, at_include.line, at_include.source) == (str(path), 3, "nvcc")
 
     host = REAL / "broken" / "host_error.cu"
     (d,) = compile_source(host.read_text(), str(host), CompileOptions(arch="sm_90")).diagnostics
@@ -351,3 +351,25 @@ def test_a_crash_is_not_cached(monkeypatch, tmp_path):
     assert "killed by signal" in first.diagnostics[0].message
     again = compile_source(text, str(HOST_FILE), CompileOptions(arch="sm_90"))
     assert not again.cached and again.ok and again.diagnostics == []
+
+
+def test_neighbours_are_found_by_quoted_includes_only(tmp_path):
+    folder = tmp_path / "plain_name"
+    folder.mkdir()
+    (folder / "nb.cuh").write_text("#pragma once\n__device__ inline float nb() { return 2; }\n")
+    main_text = (
+        '#include <cstdio>\n#include "nb.cuh"\n__global__ void k(float* p) { p[0] = nb(); }\nint main() {}\n'
+    )
+    quoted = compile_source(main_text, str(folder / "a.cu"), CompileOptions(arch="sm_90"))
+    assert quoted.ok and quoted.diagnostics == [], quoted.diagnostics
+    # Beside the file, `<nb.cuh>` is not found (no -I of the folder): nor is it here.
+    angled = compile_source(
+        main_text.replace('"nb.cuh"', "<nb.cuh>"), str(folder / "a.cu"), CompileOptions(arch="sm_90")
+    )
+    (d,) = angled.diagnostics
+    assert (d.line, d.severity) == (2, Severity.ERROR) and "nb.cuh" in d.message
+    # In a folder whose name a shell would split, the neighbour is still found (through -I).
+    odd = tmp_path / "with space"
+    odd.mkdir()
+    (odd / "nb.cuh").write_text((folder / "nb.cuh").read_text())
+    assert compile_source(main_text, str(odd / "a.cu"), CompileOptions(arch="sm_90")).diagnostics == []

@@ -110,6 +110,7 @@ def build_result(
                     d.severity,
                     f"in included header {os.path.basename(d.path)}:{d.line}:{d.col}: {d.message}",
                     code=d.code,
+                    source=d.source,
                     end_col=0,
                     related=((d.path, d.line, d.col, d.message),),
                 )
@@ -255,19 +256,39 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 function=function,
             )
         )
-    # Overloads share a name: each is told apart by its parameters.
-    shared = Counter(k.name for k in out)
-    out = [
-        replace(k, name=f"{k.name}({', '.join(parts.params)})")
-        if shared[k.name] > 1 and (parts := demangle(k.mangled))
-        else k
-        for k in out
-    ]
-    # A symbol the demangler does not read leaves a shared name: the symbol tells them apart.
-    shared = Counter(k.name for k in out)
-    out = [replace(k, name=f"{k.name} [{k.mangled}]") if shared[k.name] > 1 else k for k in out]
+    out = _distinct_names(out)
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
+
+
+def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:
+    """Shared names get what tells them apart: the namespace (`a::k`, `b::k`), else the
+    parameters (overloads: `relu(float*, int)`), else the symbol itself."""
+
+    def qualified(k: KernelResources, parts: Demangled) -> str:
+        return parts.qualified + k.name[len(parts.name) :]
+
+    def with_params(k: KernelResources, parts: Demangled) -> str:
+        return f"{k.name}({', '.join(parts.params)})"
+
+    for label in (qualified, with_params):
+        groups: dict[str, list[int]] = {}
+        for i, k in enumerate(kernels):
+            groups.setdefault(k.name, []).append(i)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            labels = {}
+            for i in members:
+                parts = demangle(kernels[i].mangled)
+                if parts:
+                    labels[i] = label(kernels[i], parts)
+            # Only where the label tells every member apart (overloads share their namespace).
+            if len(labels) == len(members) and len(set(labels.values())) == len(members):
+                for i, name in labels.items():
+                    kernels[i] = replace(kernels[i], name=name)
+    shared = Counter(k.name for k in kernels)
+    return [replace(k, name=f"{k.name} [{k.mangled}]") if shared[k.name] > 1 else k for k in kernels]
 
 
 _TYPE_WORDS = {"unsigned": "unsigned int", "signed": "int", "long int": "long", "short int": "short"}
@@ -284,15 +305,20 @@ def _type_key(text: str) -> tuple[str, int]:
 
 
 def _definition_of(function: str, parts: Demangled | None, signatures: list[KernelSignature]):
-    """The signature an entry symbol was compiled from: by name, then for overloads by how many
-    parameters of the demangled symbol agree with the source's (type and pointer depth)."""
+    """The signature an entry symbol was compiled from: by name, then among several by namespace,
+    template-ness and how many parameters agree with the source's (type and pointer depth)."""
     candidates = [s for s in signatures if s.name == function]
     if len(candidates) <= 1 or parts is None:
         return candidates[0] if candidates else None
 
+    # The symbol's namespaces as the source writes them (no anonymous ones).
+    scopes = parts.qualified.split("::")[:-1]
+    namespace = "::".join(n for n in scopes if n and not n.startswith("("))
+
     def score(sig: KernelSignature) -> tuple:
         same = sum(_type_key(p.type) == _type_key(q) for p, q in zip(sig.params, parts.params, strict=False))
         return (
+            sig.namespace == namespace,
             sig.templated == bool(parts.template_args),
             len(sig.params) == len(parts.params),
             same,

@@ -171,17 +171,18 @@ class _Parser:
             return self.nested_name()
         if c == "Z":
             raise _Fail  # a local name
+        from_table = False
         if self.peek(2) == "St":
             self.take(2)
             name = "std::" + self.source_name()
         elif c == "S":
-            name = self.substitution()
+            name, from_table = self.substitution(), True
             if self.peek() != "I":
                 raise _Fail
         else:
             name = self.source_name()
         if self.peek() == "I":
-            if c != "S":
+            if not from_table:  # an unscoped template name is a substitution candidate
                 self.subs.append(name)
             args = self.template_args_list()
             return name, args

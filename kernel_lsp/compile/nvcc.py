@@ -2,9 +2,9 @@
 
 The editor's text is compiled, not the file on disk, and nothing is written into the user's
 folders: the text goes to a temporary folder behind `#line 1 "<real path>"`, so every finding
-names the real file, and the file's own folder comes first among the include folders, so its
-quoted includes find the same neighbours they would find beside it. Never raises: a missing tool,
-a flag nvcc rejects, a crash or a hang is a Diagnostic.
+names the real file, and the file's own folder is searched for quoted includes (`-iquote`), so
+they find the same neighbours they would find beside it, and angle includes do not. Never raises:
+a missing tool, a flag nvcc rejects, a crash or a hang is a Diagnostic.
 """
 
 from __future__ import annotations
@@ -47,9 +47,14 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list
         "-Xptxas",
         "-v,--warn-on-spills",
         "-lineinfo",
-        # The text is compiled from a temporary folder: the real folder stands in for it.
-        f"-I{os.path.dirname(os.path.abspath(path))}",
     ]
+    # The text is compiled from a temporary folder: the real folder stands in for it, for quoted
+    # includes only (-iquote, as beside the file; nvcc preprocesses with the host compiler).
+    folder = os.path.dirname(os.path.abspath(path))
+    if re.fullmatch(r"[\w./+-]+", folder):
+        flags += ["-Xcompiler", "-iquote", "-Xcompiler", folder]
+    else:  # -Xcompiler values are split at commas and reach a shell unquoted: -I quotes them
+        flags.append(f"-I{folder}")
     flags += [f"-I{d}" for d in options.include_dirs]
     for d in options.system_include_dirs:
         flags += ["-isystem", d]
@@ -60,7 +65,8 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list
     if options.extended_lambda:
         flags.append("--extended-lambda")
     # -default-device is NVRTC's alone; with nvcc, host code is compiled for the host.
-    if os.environ.get("CXX") and toolchain.host_compiler and "-ccbin" not in " ".join(options.extra):
+    names_ccbin = any(f.startswith(("-ccbin", "--compiler-bindir")) for f in options.extra)
+    if os.environ.get("CXX") and toolchain.host_compiler and not names_ccbin:
         flags += ["-ccbin", toolchain.host_compiler]
     flags += list(options.extra)
     return flags
