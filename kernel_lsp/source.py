@@ -155,9 +155,12 @@ def kernel_base_name(name: str) -> str:
 
 
 def find_kernel(sigs: list[KernelSignature], name: str) -> KernelSignature | None:
-    """The signature of `name`, a plain kernel or a template instance (`scale<float>`)."""
-    by_name = {s.name: s for s in sigs}
-    return by_name.get(name) or by_name.get(kernel_base_name(name))
+    """The definition of `name`: a plain kernel, a template instance (`scale<float>`) or a
+    namespace-qualified one (`a::k`, when two namespaces have a `k`)."""
+    base = kernel_base_name(name)
+    scope = _without_trailing_template_args(name).strip().rpartition("::")[0]
+    candidates = [s for s in sigs if s.name == base and (not scope or s.namespace.endswith(scope))]
+    return next((s for s in candidates if s.definition), None) or next(iter(candidates), None)
 
 
 _NAMESPACE_OPEN = re.compile(r"\bnamespace\s+([A-Za-z_][\w:]*)?\s*\{|[{}]")
