@@ -123,3 +123,18 @@ def test_unavailable_without_gpu(monkeypatch):
     assert not s.available and "CUDA_VISIBLE_DEVICES" in s.reason
     check = s.check("__global__ void k() {}", "k.cu", None, "k")
     assert check.status == "unavailable" and "no GPU" in check.message
+
+
+
+def test_an_abandoned_request_leaves_no_answer_for_the_next(session, spec):
+    """A caller interrupted while it waits (Ctrl-C, a test's timeout) must not leave the worker's
+    late answer queued: the next request, a compare, would read a check's reply as its own."""
+
+    def interrupt(phase: str, case: str) -> None:
+        raise KeyboardInterrupt
+
+    fast = (fake_cubin({"k": "vadd"}), STEPS)
+    with pytest.raises(KeyboardInterrupt):
+        session.backend.check(spec, None, fast, True, None, interrupt)
+    c = session.compare_compiled((fake_cubin({"k": "slow"}), STEPS), fast, spec)
+    assert c.error is None and c.faster, c

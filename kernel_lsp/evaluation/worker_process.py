@@ -84,12 +84,25 @@ class WorkerProcess:
         """Send one request; return its result frame. Raises WorkerHung (after killing the
         worker) when no frame arrives within the timeout of the last progress frame, WorkerDied
         when the worker exits mid-request."""
-        phase, case, timeout = str(message.get("op")), "", first_timeout_s
+        phase = str(message.get("op"))
         try:
             assert self.proc.stdin is not None
             write_message(self.proc.stdin, message, blobs)
         except (BrokenPipeError, OSError) as e:
             raise WorkerDied(f"GPU worker is gone: {e}") from None
+        try:
+            return self._reply(phase, first_timeout_s, on_progress)
+        except (WorkerHung, WorkerDied, RuntimeError):
+            raise  # the worker was ended, or it answered with an error: nothing is left queued
+        except BaseException:
+            # Abandoned mid-request (an interrupt, a caller's timeout, a progress callback that
+            # raised): the worker would answer later, and the next request would read that
+            # answer as its own.
+            self.kill()
+            raise
+
+    def _reply(self, phase: str, first_timeout_s: float, on_progress: ProgressFn | None) -> dict[str, Any]:
+        case, timeout = "", first_timeout_s
         while True:
             try:
                 item = self.frames.get(timeout=timeout)
