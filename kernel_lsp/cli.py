@@ -44,6 +44,29 @@ def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
 
 
+def add_backend_flags(p: argparse.ArgumentParser) -> None:
+    """--backend and --ray-address, shared by --check, bench and optimize."""
+    p.add_argument(
+        "--backend",
+        choices=("auto", "local", "ray"),
+        help="where GPU work runs: this machine's GPUs (local) or one Ray actor per GPU of a cluster "
+        "(ray); default: the evaluation.backend setting, else Ray only when a cluster address is given",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster to join (default: cluster.address, else RAY_ADDRESS; none: start a local one)",
+    )
+
+
+def with_backend_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    if getattr(args, "backend", None):
+        settings = replace(settings, evaluation_backend=args.backend)
+    if getattr(args, "ray_address", None):
+        settings = replace(settings, cluster_address=args.ray_address)
+    return settings
+
+
 def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
     config = args.config or find_pyproject(anchor)
     settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
@@ -107,6 +130,7 @@ def check_main(argv: list[str]) -> int:
         metavar="all|N",
         help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
     )
+    add_backend_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
     _add_compile_flags(p)
@@ -114,6 +138,7 @@ def check_main(argv: list[str]) -> int:
     settings, problems = resolve_settings(args, args.paths[0])
     if args.no_gpu:
         settings = replace(settings, gpu_enabled=False)
+    settings = with_backend_flags(settings, args)
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
     from .compile import check_arch, local_gpu_arch
@@ -140,10 +165,19 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_TOOL_FAILED
-    if settings.gpu_enabled and local_gpu_arch():
+    from .evaluation.choose import RayUnavailable, wants_ray
+
+    # With Ray the GPUs are the cluster's: this machine may have none.
+    if settings.gpu_enabled and (
+        wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()
+    ):
         from .gpu_check import verify_checks
 
-        verify_checks(checks, settings, profile=args.occupancy, gpus=args.gpus)
+        try:
+            verify_checks(checks, settings, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+        except RayUnavailable as e:
+            print(f"kernel-lsp: {e}", file=sys.stderr)
+            return EXIT_TOOL_FAILED
     from .formats import FORMATTERS
 
     print(FORMATTERS[args.format](checks, archs))
@@ -197,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "serve":
         argv = argv[1:]
     return serve_main(argv)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _guard(fn, argv: list[str]) -> int:

@@ -1,16 +1,20 @@
 """GPU verification for `kernel-lsp --check`: every file that compiled and has a spec sidecar is
 compiled for the device, verified and timed on the GPU; the findings join the file's
 diagnostics. With several GPUs (`--gpus all|N`, `gpu.devices`) the files are spread over them,
-one session per GPU, and each progress line says which GPU did the file."""
+one session per GPU (a local GPU or a Ray actor's, `evaluation.backend`), and each progress line
+says which GPU did the file."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from typing import Any
 
 from .check import FileCheck
 from .config import Settings
-from .evaluation.pool import BackendPool, parse_gpus
+from .evaluation.choose import open_backends
+from .evaluation.pool import BackendPool
 from .gpu import GpuSession, check_file
 from .spec import spec_path_for
 
@@ -33,20 +37,41 @@ def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool
         c.diagnostics.extend(k.diagnostics)
 
 
-def open_sessions(devices: list[int], log=print) -> list[GpuSession]:
-    """A session per device that answers; the others are closed with their reason logged."""
-    sessions = [GpuSession(device=d) for d in devices]
+def open_sessions(
+    settings: Settings, gpus: str | None = None, log=print, **backend_options: Any
+) -> list[GpuSession]:
+    """A session per GPU that answers, on the backend the settings choose (local GPUs or Ray
+    actors); the others are closed with their reason logged. Raises RayUnavailable when Ray was
+    asked for explicitly and cannot serve."""
+    backends = open_backends(
+        settings.evaluation_backend,
+        gpus if gpus is not None else settings.gpu_devices,
+        settings.gpu_device,
+        settings.cluster_address,
+        log,
+        **backend_options,
+    )
+    sessions = [GpuSession(backend=b) for b in backends]
     usable = []
     for s in sessions:
         if s.available:
             usable.append(s)
         else:
-            if len(devices) > 1:
-                log(f"kernel-lsp: GPU {s.device_index} skipped: {s.reason}")
+            if len(sessions) > 1:
+                log(f"kernel-lsp: {gpu_label(s)} skipped: {s.reason}")
             s.close()
     if not usable and sessions:
         log(f"kernel-lsp: GPU verification skipped: {sessions[0].reason}")
     return usable
+
+
+def gpu_label(gpu: GpuSession) -> str:
+    """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
+    return (
+        f"GPU {gpu.device_index}"
+        if gpu.host in ("", socket.gethostname())
+        else f"{gpu.host} GPU {gpu.device_index}"
+    )
 
 
 def verify_checks(
@@ -61,10 +86,7 @@ def verify_checks(
     todo = [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
     if not todo:
         return None
-    devices, problem = parse_gpus(gpus if gpus is not None else settings.gpu_devices, settings.gpu_device)
-    if problem:
-        log(f"kernel-lsp: {problem}")
-    sessions = open_sessions(devices, log)
+    sessions = open_sessions(settings, gpus, log)
     if not sessions:
         return None
     pool = BackendPool(sessions)
@@ -76,7 +98,7 @@ def verify_checks(
         def done(c: FileCheck, _result: None, gpu: GpuSession) -> None:
             if len(pool) > 1:
                 verdicts = ", ".join(f"{k.kernel or '?'} {k.status}" for k in c.gpu_checks) or "no kernels"
-                progress(f"kernel-lsp: GPU {gpu.device_index}: {os.path.relpath(c.path)}: {verdicts}")
+                progress(f"kernel-lsp: {gpu_label(gpu)}: {os.path.relpath(c.path)}: {verdicts}")
 
         pool.map(verify, todo, done)
         names = sorted({s.device.name for s in sessions if s.device})
