@@ -59,6 +59,19 @@ def cluster_address(address: str | None) -> str | None:
     return address or os.environ.get("RAY_ADDRESS") or None
 
 
+def _unreachable(address: str) -> str | None:
+    """Why nothing listens at HOST:PORT (checked in seconds: ray.init waits a minute or more for a
+    cluster that is not there), or None. `auto` and addresses without a port are left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        return f"nothing answers at {host}:{port} ({e.strerror or e})"
+    return None
+
+
 def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
     """Join the cluster at `address` (or RAY_ADDRESS), or start a local one over `local_gpus`
     GPUs when there is none; reuse a connection this process already has. Returns the `ray`
@@ -68,6 +81,8 @@ def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
         return ray
     address = cluster_address(address)
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address and (why := _unreachable(address)):
+        raise RayUnavailable(f"no Ray cluster at {address}: {why}")
     try:
         if address:
             ray.init(address=address, **kwargs)
