@@ -155,6 +155,10 @@ def test_a_killed_actor_costs_only_its_request_and_is_replaced(fake_gpus, tmp_pa
     again = check(gpu_doomed, "vadd")
     assert again.ok, again.message
     assert doomed.actor is not first_actor and doomed.restarts >= 1
+    # An actor that dies between requests is replaced before the next one, which loses nothing.
+    ray.kill(other.actor)
+    time.sleep(1.0)
+    assert check(gpu_other, "vadd").ok and other.restarts >= 1
     gpu_doomed.close()
     gpu_other.close()
 

@@ -239,11 +239,18 @@ class RayBackend:
         (no free GPU left in the cluster, node lost)."""
         if self._info is not None:
             return self._info
-        try:
-            info = self._ray.get(self.actor.describe.remote(), timeout=self.start_timeout_s + 60.0)
-        except Exception as e:
-            self._reason = f"the Ray GPU actor did not start: {_first_line(e)}"
-            return None
+        for attempt in (1, 2):
+            try:
+                info = self._ray.get(self.actor.describe.remote(), timeout=self.start_timeout_s + 60.0)
+                break
+            except self._ray.exceptions.RayActorError as e:
+                if attempt == 2:
+                    self._reason = f"the Ray GPU actor died as it started: {_first_line(e)}"
+                    return None
+                self._lost(e)  # died while idle: nothing was lost but the actor
+            except Exception as e:
+                self._reason = f"the Ray GPU actor did not start: {_first_line(e)}"
+                return None
         self._info, self.host, self.device_index = info, info["host"], info["gpu_id"]
         self.restarts = self._replaced + int(info.get("restarts", 0))
         self._reason = "" if info["available"] else str(info["reason"])
