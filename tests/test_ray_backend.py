@@ -170,6 +170,12 @@ def test_ray_backend_setting_and_flags():
     assert (settings.evaluation_backend, settings.cluster_address, problems) == ("ray", "h:6379", [])
     settings, problems = settings_from_dict({"kernelLsp.evaluation.backend": "slurm"})
     assert settings.evaluation_backend == "auto" and "evaluation.backend" in problems[0]
+    # optimize's flags override the settings, as --check's and bench's do (same helper).
+    from optimizer.cli import _settings, parser
+
+    args = parser().parse_args(["k.cu", "-k", "k", "--backend", "ray", "--ray-address", "head:6379"])
+    settings = _settings("/nonexistent/k.cu", args)
+    assert (settings.evaluation_backend, settings.cluster_address) == ("ray", "head:6379")
 
 
 # --- messages: Ray missing, no cluster at the address (fresh processes: no cluster joined) -----
