@@ -23,6 +23,8 @@ EXIT_OK, EXIT_FAILED, EXIT_TOOL = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    from kernel_lsp.cli import add_backend_flags
+
     p = argparse.ArgumentParser(prog="kernel-lsp bench", description=__doc__.splitlines()[0])
     p.add_argument("file", help="a .cu file with a <stem>.spec.py beside it")
     p.add_argument("--kernel", help="only this kernel (default: every kernel the spec describes)")
@@ -33,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--include", "-I", action="append", default=[], help="include directory")
     p.add_argument("--define", "-D", action="append", default=[], help="NAME[=value]")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per launch before giving up")
+    add_backend_flags(p)
     p.add_argument("--no-occupancy", action="store_true", help="skip reading achieved occupancy with ncu")
     p.add_argument(
         "--profile",
@@ -61,6 +64,7 @@ def bench_main(
     args = _parser().parse_args(argv)
 
     from kernel_lsp.compile import CompileOptions, read_source
+    from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
     from kernel_lsp.formats import gpu_json
     from kernel_lsp.gpu import GpuSession, no_gpu_message
     from kernel_lsp.profile_text import profile_lines
@@ -87,7 +91,21 @@ def bench_main(
 
     timing = TimingSettings(cold_l2=not args.warm_l2, budget_s=args.budget)
     options_ = CompileOptions(include_dirs=tuple(args.include), defines=tuple(args.define))
-    with GpuSession(args.device, launch_timeout_s=args.timeout, timing=timing) as gpu:
+    try:
+        # One GPU: this machine's (--device), or one Ray actor's (--backend ray).
+        backend = open_backends(
+            args.backend,
+            "1",
+            args.device,
+            args.ray_address,
+            log=lambda line: print(line, file=sys.stderr),
+            launch_timeout_s=args.timeout,
+            timing=timing,
+        )[0]
+    except RayUnavailable as e:
+        print(f"kernel-lsp bench: {e}", file=sys.stderr)
+        return EXIT_TOOL
+    with GpuSession(backend=backend) as gpu:
         if not gpu.available:
             print(f"kernel-lsp bench: {no_gpu_message(gpu.reason)}", file=sys.stderr)
             return EXIT_TOOL

@@ -64,6 +64,29 @@ def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_backend_flags(p: argparse.ArgumentParser) -> None:
+    """--backend and --ray-address, shared by --check, bench and optimize."""
+    p.add_argument(
+        "--backend",
+        choices=("auto", "local", "ray"),
+        help="where GPU work runs: this machine's GPUs (local) or one Ray actor per GPU of a cluster "
+        "(ray); default: the evaluation.backend setting, else Ray only when a cluster address is given",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster to join (default: cluster.address, else RAY_ADDRESS; none: start a local one)",
+    )
+
+
+def with_backend_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    if getattr(args, "backend", None):
+        settings = replace(settings, evaluation_backend=args.backend)
+    if getattr(args, "ray_address", None):
+        settings = replace(settings, cluster_address=args.ray_address)
+    return settings
+
+
 def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
     config = args.config or find_pyproject(anchor)
     settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
@@ -144,6 +167,7 @@ def check_main(argv: list[str]) -> int:
         type=gpus_arg,
         help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
     )
+    add_backend_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
     p.add_argument(
@@ -164,6 +188,7 @@ def check_main(argv: list[str]) -> int:
         settings = replace(settings, gpu_enabled=False)
     if args.max_file_bytes is not None:
         settings = replace(settings, max_file_bytes=max(0, args.max_file_bytes))
+    settings = with_backend_flags(settings, args)
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
     from .compile import check_arch, local_gpu_arch
@@ -203,14 +228,20 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_TOOL_FAILED
+    from .evaluation.choose import RayUnavailable, wants_ray
     from .gpu_check import mark_unverified, verify_checks
 
+    # With Ray the GPUs are the cluster's: this machine may have none.
     if not settings.gpu_enabled:
         mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
-    elif not local_gpu_arch():
+    elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
         mark_unverified(checks, "no GPU found")
     else:
-        verify_checks(checks, settings, profile=args.occupancy, gpus=args.gpus)
+        try:
+            verify_checks(checks, settings, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+        except RayUnavailable as e:
+            print(f"kernel-lsp: {e}", file=sys.stderr)
+            return EXIT_TOOL_FAILED
     from .formats import FORMATTERS
 
     # Files with a compile_commands.json entry are checked for its archs: name what was used.
@@ -300,6 +331,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "serve":
         argv = argv[1:]
     return serve_main(argv)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def _guard(fn, argv: list[str]) -> int:

@@ -36,6 +36,10 @@ class Settings:
     gpu_device: int | None = None
     # "all" or a number of GPUs from gpu_device on: spec'd files are verified in parallel.
     gpu_devices: str | None = None
+    # Where GPU work runs: "local" (this machine's GPUs), "ray" (one actor per GPU of a Ray
+    # cluster), "auto" (Ray when a cluster address is given, else local).
+    evaluation_backend: str = "auto"
+    cluster_address: str | None = None  # a Ray cluster to join (else RAY_ADDRESS; none: start one)
     achieved_occupancy: bool = True  # read it with ncu after a verification, where ncu is installed
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -118,6 +122,8 @@ _KEYS: dict[str, str] = {
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
     "gpu.devices": "gpu_devices",
+    "evaluation.backend": "evaluation_backend",
+    "cluster.address": "cluster_address",
     "gpu.achievedOccupancy": "achieved_occupancy",
     "llm.baseUrl": "llm_base_url",
     "llm.model": "llm_model",
@@ -137,6 +143,7 @@ _CHOICES = {
     "check_on": ("save", "change"),
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
+    "evaluation_backend": ("auto", "local", "ray"),
 }
 
 
@@ -177,6 +184,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             if name in (
                 "gpu_device",
                 "gpu_devices",
+                "cluster_address",
                 "llm_base_url",
                 "llm_model",
                 "llm_api_key",

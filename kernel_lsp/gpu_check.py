@@ -1,17 +1,21 @@
 """GPU verification for `kernel-lsp --check`: every file that compiled and has a spec sidecar is
 compiled for the device, verified and timed on the GPU; the findings join the file's
 diagnostics. With several GPUs (`--gpus all|N`, `gpu.devices`) the files are spread over them,
-one session per GPU, and each progress line says which GPU did the file."""
+one session per GPU (a local GPU or a Ray actor's, `evaluation.backend`), and each progress line
+says which GPU did the file."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
+from typing import Any
 
 from .check import FileCheck
 from .compile import read_source
 from .config import Settings
-from .evaluation.pool import BackendPool, parse_gpus
+from .evaluation.choose import open_backends
+from .evaluation.pool import BackendPool
 from .gpu import GpuSession, check_file, no_gpu_message
 from .spec import spec_path_for
 
@@ -39,18 +43,28 @@ def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool
         c.diagnostics.extend(k.diagnostics)
 
 
-def open_sessions(devices: list[int], log=print) -> tuple[list[GpuSession], str]:
-    """A session per device that answers (the others closed, each reason logged when several
-    were asked for), and the reason when none does."""
+def open_sessions(
+    settings: Settings, gpus: str | None = None, log=print, **backend_options: Any
+) -> tuple[list[GpuSession], str]:
+    """A session per GPU that answers, on the backend the settings choose (local GPUs or Ray
+    actors), and the reason when none does; the others are closed with their reason logged.
+    Raises RayUnavailable when Ray was asked for explicitly and cannot serve."""
+    backends = open_backends(
+        settings.evaluation_backend,
+        gpus if gpus is not None else settings.gpu_devices,
+        settings.gpu_device,
+        settings.cluster_address,
+        log,
+        **backend_options,
+    )
     usable, reason = [], ""
-    for d in devices:
-        s = GpuSession(device=d)
+    for s in (GpuSession(backend=b) for b in backends):
         if s.available:
             usable.append(s)
             continue
         reason = reason or s.reason
-        if len(devices) > 1:
-            log(f"kernel-lsp: GPU {d} skipped: {no_gpu_message(s.reason)}")
+        if len(backends) > 1:
+            log(f"kernel-lsp: {gpu_label(s)} skipped: {no_gpu_message(s.reason)}")
         s.close()
     return usable, reason
 
@@ -67,6 +81,15 @@ def mark_unverified(checks: list[FileCheck], reason: str) -> None:
         c.unverified = reason
 
 
+def gpu_label(gpu: GpuSession) -> str:
+    """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
+    return (
+        f"GPU {gpu.device_index}"
+        if gpu.host in ("", socket.gethostname())
+        else f"{gpu.host} GPU {gpu.device_index}"
+    )
+
+
 def verify_checks(
     checks: list[FileCheck],
     settings: Settings,
@@ -80,10 +103,7 @@ def verify_checks(
     todo = awaiting_gpu(checks)
     if not todo:
         return None
-    devices, problem = parse_gpus(gpus if gpus is not None else settings.gpu_devices, settings.gpu_device)
-    if problem:
-        log(f"kernel-lsp: {problem}")
-    sessions, reason = open_sessions(devices, log)
+    sessions, reason = open_sessions(settings, gpus, log)
     if not sessions:
         log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(reason)}")
         mark_unverified(todo, no_gpu_message(reason))
@@ -97,7 +117,7 @@ def verify_checks(
         def done(c: FileCheck, _result: None, gpu: GpuSession) -> None:
             if len(pool) > 1:
                 verdicts = ", ".join(f"{k.kernel or '?'} {k.status}" for k in c.gpu_checks) or "no kernels"
-                progress(f"kernel-lsp: GPU {gpu.device_index}: {os.path.relpath(c.path)}: {verdicts}")
+                progress(f"kernel-lsp: {gpu_label(gpu)}: {os.path.relpath(c.path)}: {verdicts}")
 
         pool.map(verify, todo, done)
         names = sorted({s.device.name for s in sessions if s.device})

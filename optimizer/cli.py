@@ -17,6 +17,7 @@ import shutil
 import sys
 import time
 
+from kernel_lsp.cli import add_backend_flags, with_backend_flags
 from kernel_lsp.config import Settings, find_pyproject, settings_from_pyproject
 from kernel_lsp.source import find_kernels
 from kernel_lsp.spec_cli import pick_kernel
@@ -64,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
     p.add_argument("--concurrency", type=int, default=4, help="LLM requests at a time")
     p.add_argument("--workspace", help="where .kernel-lsp/reports goes (default: the current folder)")
+    add_backend_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     from kernel_lsp.evaluation.pool import gpus_arg
@@ -86,6 +88,7 @@ def _settings(path: str, args: argparse.Namespace) -> Settings:
             print(f"kernel-lsp: {problem}", file=sys.stderr)
     from dataclasses import replace
 
+    settings = with_backend_flags(settings, args)
     if args.model:
         settings = replace(settings, llm_model=args.model)
     if args.base_url:

@@ -4,6 +4,7 @@ GPU, run the loop, write the report. The CLI and the language server both call `
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -194,17 +195,32 @@ def run(
 
 
 def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
-    """The first GPU's session, and one more per further GPU of `gpu.devices` that answers (a
-    round's candidates are then checked in parallel, one per GPU)."""
-    from kernel_lsp.evaluation.pool import parse_gpus
+    """The first GPU's session, and one more per further GPU that answers (a round's candidates
+    are then checked in parallel, one per GPU), on the backend the settings choose: this
+    machine's GPUs of `gpu.devices`, or Ray actors (`evaluation.backend`, `cluster.address`).
+    Ray asked for and unavailable: OptimizeError with its one message."""
+    from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.gpu_check import open_sessions as open_gpu_sessions
 
-    devices, _ = parse_gpus(settings.gpu_devices, settings.gpu_device)
-    sessions, _ = open_gpu_sessions(devices, lambda _line: None)
-    if not sessions:
-        return GpuSession(device=devices[0]), []  # unavailable: it says why when asked
-    return sessions[0], sessions[1:]
+    try:
+        backends = open_backends(
+            settings.evaluation_backend,
+            settings.gpu_devices,
+            settings.gpu_device,
+            settings.cluster_address,
+            log=lambda line: print(line, file=sys.stderr),
+        )
+    except RayUnavailable as e:
+        raise OptimizeError(str(e)) from None
+    first = GpuSession(backend=backends[0])
+    more = []
+    for b in backends[1:]:
+        s = GpuSession(backend=b)
+        if s.available:
+            more.append(s)
+        else:
+            s.close()
+    return first, more
 
 
 def _read(path: str) -> str:

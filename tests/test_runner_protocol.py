@@ -125,7 +125,6 @@ def test_unavailable_without_gpu(monkeypatch):
     assert check.status == "unavailable" and "no GPU" in check.message
 
 
-
 def test_an_abandoned_request_leaves_no_answer_for_the_next(session, spec):
     """A caller interrupted while it waits (Ctrl-C, a test's timeout) must not leave the worker's
     late answer queued: the next request, a compare, would read a check's reply as its own."""

@@ -6,4 +6,6 @@ local.py         `local`: one GPU of this machine through a worker process
 worker_process.py  the worker subprocess and its wire (runner/protocol.py)
 results.py       KernelCheck, CaseTiming, Comparison (with the host and GPU they came from)
 pool.py          several backends, one per GPU, for parallel work
+ray_backend.py   `ray`: one Ray actor per GPU owning a local backend (the only module importing ray)
+choose.py        evaluation.backend / --backend → the backends of a run, and Ray's messages
 """

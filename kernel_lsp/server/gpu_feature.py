@@ -43,10 +43,15 @@ class GpuFeature:
             self.server.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
             return
         loop = asyncio.get_running_loop()
-        devices, problem = parse_gpus(settings.gpu_devices, settings.gpu_device)
+        _, problem = parse_gpus(settings.gpu_devices, settings.gpu_device)
         if problem:
             log.warning("gpu.devices: %s", problem)
-        sessions, reason = await loop.run_in_executor(self._thread, open_sessions, devices, log.info)
+        try:
+            sessions, reason = await loop.run_in_executor(
+                self._thread, open_sessions, settings, None, log.info
+            )
+        except Exception as e:  # Ray asked for and not there: compile checks go on without a GPU
+            sessions, reason = [], str(e)
         if not sessions:
             self.server.gpu_absent_reason = no_gpu_message(reason)
             log.info("GPU checks off: %s", reason)

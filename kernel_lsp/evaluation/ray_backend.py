@@ -1,0 +1,405 @@
+"""The `ray` evaluation backend: one Ray actor per GPU, each owning a `local` backend.
+
+The actor (`num_gpus=1`) is where the GPU is: inside it a LocalBackend runs the worker process as
+on one machine (a hang or an illegal address kills the worker, the next request starts another).
+`RayBackend` is the driver's handle on one actor and implements the EvaluationBackend methods,
+so a GpuSession, the BackendPool and the optimizer use it like a local GPU.
+
+Compiling stays on the driver: GpuSession compiles for `device.arch`, which is the actor's own
+device, so a heterogeneous cluster gets one compile per distinct arch (the compile cache makes
+the repeats free), and the nodes need no NVRTC or nvcc, only the runner. Only CUBIN bytes, launch
+steps and the spec's path and text travel; the actor loads the spec itself (the user's Python
+runs in the actor, never in the driver's event loop).
+
+An actor that dies (killed, node lost) costs the one request it was serving: that request answers
+as a crash that says so, and a fresh actor takes its place for the next request.
+
+`ray` is imported only in this module, and only when a cluster is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+from dataclasses import replace
+from typing import Any
+
+from kernel_lsp.runner.hardware import DeviceInfo
+from kernel_lsp.runner.profile import OccupancyReport
+from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.runner.verify import Problem
+from kernel_lsp.spec import Spec
+
+from .backend import Built
+from .local import fake_from_env
+from .results import Comparison, KernelCheck
+from .worker_process import ProgressFn
+
+INSTALL_HINT = 'install it with `pip install "kernel-lsp[ray]"`'
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or no cluster answers at the address: the message says which."""
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as e:
+        raise RayUnavailable(
+            f"the `ray` evaluation backend needs Ray, which is not installed ({e}); {INSTALL_HINT}"
+        ) from None
+    return ray
+
+
+def cluster_address(address: str | None) -> str | None:
+    """The cluster to join: the setting/flag, else RAY_ADDRESS; None starts a local one."""
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def _unreachable(address: str) -> str | None:
+    """Why nothing listens at HOST:PORT (checked in seconds: ray.init waits a minute or more for a
+    cluster that is not there), or None. `auto` and addresses without a port are left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        return f"nothing answers at {host}:{port} ({e.strerror or e})"
+    return None
+
+
+def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
+    """Join the cluster at `address` (or RAY_ADDRESS), or start a local one over `local_gpus`
+    GPUs when there is none; reuse a connection this process already has. Returns the `ray`
+    module. Raises RayUnavailable with one clear message."""
+    ray = _import_ray()
+    if ray.is_initialized():
+        return ray
+    address = cluster_address(address)
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    if address and (why := _unreachable(address)):
+        raise RayUnavailable(f"no Ray cluster at {address}: {why}")
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(num_gpus=local_gpus, **kwargs)
+    except Exception as e:  # ConnectionError, TimeoutError, ValueError for a bad address...
+        where = f"at {address}" if address else "on this machine"
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise RayUnavailable(f"no Ray cluster {where}: {detail}") from None
+    return ray
+
+
+def cluster_gpus(ray: Any) -> int:
+    return int(ray.cluster_resources().get("GPU", 0))
+
+
+class EvaluationActor:
+    """Runs in a Ray worker that holds one GPU (Ray sets CUDA_VISIBLE_DEVICES to it, so the local
+    backend's device 0 is that GPU). Created through `ray.remote(num_gpus=1)`."""
+
+    def __init__(self, fake: bool, launch_timeout_s: float, timing: dict[str, Any], start_timeout_s: float):
+        import ray
+
+        from .local import LocalBackend
+
+        ids = ray.get_gpu_ids()
+        self.gpu_id = int(ids[0]) if ids and str(ids[0]).isdigit() else 0
+        self.local = LocalBackend(
+            0,
+            launch_timeout_s=launch_timeout_s,
+            timing=TimingSettings(**timing),
+            fake=fake,
+            start_timeout_s=start_timeout_s,
+        )
+        self.host = socket.gethostname()
+
+    def describe(self) -> dict[str, Any]:
+        available = self.local.available
+        return {
+            "host": self.host,
+            "gpu_id": self.gpu_id,
+            "pid": os.getpid(),
+            "available": available,
+            "reason": self.local.reason,
+            "device": self.local.device if available else None,
+            "restarts": self.local.restarts,
+            "worker_pid": self.local.worker_pid,
+        }
+
+    def _spec(self, spec_path: str, spec_source: str | None, name: str) -> Spec | None:
+        from .specs import resolve_spec
+
+        spec, _ = resolve_spec(spec_path, spec_path, name, spec_source)
+        return spec
+
+    def _stamp(self, result: Any) -> Any:
+        result.host, result.device_index = self.host, self.gpu_id
+        return result
+
+    def check(
+        self,
+        spec_path: str,
+        spec_source: str | None,
+        name: str,
+        built: Built,
+        measure: bool,
+        baseline: Built | None,
+    ) -> KernelCheck:
+        spec = self._spec(spec_path, spec_source, name)
+        if spec is None:
+            return self._stamp(
+                KernelCheck(name, "spec_error", message=f"the spec {spec_path} did not load on {self.host}")
+            )
+        return self._stamp(self.local.check(spec, spec_source, built, measure, baseline))
+
+    def compare(
+        self,
+        spec_path: str,
+        spec_source: str | None,
+        name: str,
+        baseline: Built,
+        candidate: Built,
+        min_speedup: float,
+    ) -> Comparison:
+        spec = self._spec(spec_path, spec_source, name)
+        if spec is None:
+            return self._stamp(
+                Comparison(
+                    1.0, 1.0, 1.0, 0, None, None, error=f"the spec {spec_path} did not load on {self.host}"
+                )
+            )
+        return self._stamp(self.local.compare(spec, spec_source, baseline, candidate, min_speedup))
+
+    def profile(self, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]) -> OccupancyReport:
+        from kernel_lsp.runner.profile import find_ncu
+
+        ncu = find_ncu()  # this node's ncu, not the driver's
+        if ncu is None:
+            return OccupancyReport(
+                [], f"achieved occupancy needs Nsight Compute (`ncu`), which {self.host} lacks"
+            )
+        return self.local.profile(ncu, job, cubin, symbol_to_kernel)
+
+    def close(self) -> None:
+        self.local.close()
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+class RayBackend:
+    """The driver's handle on one GPU actor; replaces the actor when it dies. Thread-safe (one
+    request at a time, like a local GPU)."""
+
+    def __init__(
+        self,
+        launch_timeout_s: float = 5.0,
+        timing: TimingSettings | None = None,
+        fake: bool | None = None,
+        start_timeout_s: float = 60.0,
+        address: str | None = None,
+    ):
+        self._ray = connect(address)
+        self.launch_timeout_s = launch_timeout_s
+        self.timing = timing or TimingSettings()
+        self.fake = fake if fake is not None else fake_from_env()
+        self.start_timeout_s = start_timeout_s
+        self.host = ""
+        self.device_index = 0
+        self.restarts = 0  # actors replaced, plus worker restarts inside the current actor
+        self._replaced = 0
+        self._lock = threading.RLock()
+        self._info: dict[str, Any] | None = None
+        self._reason = ""
+        self.actor: Any = None
+        self._start_actor()
+
+    # --- the actor's lifecycle ------------------------------------------------------------------
+
+    def _start_actor(self) -> None:
+        remote = self._ray.remote(num_gpus=1, max_restarts=0)(EvaluationActor)
+        self.actor = remote.remote(
+            self.fake, self.launch_timeout_s, self.timing.__dict__, self.start_timeout_s
+        )
+        self._info = None
+
+    def _describe(self) -> dict[str, Any] | None:
+        """The actor's host, GPU and device; None (with _reason) when it does not come up in time
+        (no free GPU left in the cluster, node lost)."""
+        if self._info is not None:
+            return self._info
+        for attempt in (1, 2):
+            try:
+                info = self._ray.get(self.actor.describe.remote(), timeout=self.start_timeout_s + 60.0)
+                break
+            except self._ray.exceptions.RayActorError as e:
+                if attempt == 2:
+                    self._reason = f"the Ray GPU actor died as it started: {_first_line(e)}"
+                    return None
+                self._lost(e)  # died while idle: nothing was lost but the actor
+            except Exception as e:
+                self._reason = f"the Ray GPU actor did not start: {_first_line(e)}"
+                return None
+        self._info, self.host, self.device_index = info, info["host"], info["gpu_id"]
+        self.restarts = self._replaced + int(info.get("restarts", 0))
+        self._reason = "" if info["available"] else str(info["reason"])
+        return info
+
+    def _lost(self, e: BaseException) -> str:
+        """The actor died mid-request: say so, and start its replacement."""
+        where = f"{self.host or '?'} GPU {self.device_index}"
+        message = f"the Ray actor on {where} died ({_first_line(e)}); it was replaced"
+        self._kill_quietly()
+        self._replaced += 1
+        self.restarts += 1
+        self._start_actor()
+        return message
+
+    def _call(self, method: str, *args: Any) -> Any:
+        """The actor's answer, or the message of its death (a str)."""
+        ray = self._ray
+        try:
+            result = ray.get(getattr(self.actor, method).remote(*args))
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
+            return self._lost(e)
+        self._info = None  # restarts and device may have changed: ask again next time
+        return result
+
+    def _kill_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            self._ray.kill(self.actor)
+
+    @property
+    def available(self) -> bool:
+        with self._lock:
+            info = self._describe()
+            return bool(info and info["available"])
+
+    @property
+    def reason(self) -> str:
+        with self._lock:
+            self._describe()
+            return self._reason
+
+    @property
+    def device(self) -> DeviceInfo | None:
+        with self._lock:
+            info = self._describe()
+            return info["device"] if info else None
+
+    @property
+    def worker_pid(self) -> int | None:
+        with self._lock:
+            info = self._describe()
+            return info.get("worker_pid") if info else None
+
+    def close(self) -> None:
+        with self._lock:
+            if self.actor is None:
+                return
+            with contextlib.suppress(Exception):
+                self._ray.get(self.actor.close.remote(), timeout=30)
+            self._kill_quietly()
+            self.actor = None
+
+    # --- the evaluation backend interface -------------------------------------------------------
+
+    def _stamp(self, result: Any) -> Any:
+        result.host, result.device_index = self.host, self.device_index
+        return result
+
+    def check(
+        self,
+        spec: Spec,
+        spec_source: str | None,
+        built: Built,
+        measure: bool = True,
+        baseline: Built | None = None,
+        on_progress: ProgressFn | None = None,  # progress frames stay in the actor
+    ) -> KernelCheck:
+        with self._lock:
+            if not self.available:
+                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=f"no GPU: {self.reason}"))
+            # The node may not share this file system: the spec travels as text.
+            text = spec_source if spec_source is not None else _read(spec.path)
+            result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline)
+            if isinstance(result, str):
+                p = Problem("crash", "", result)
+                return self._stamp(
+                    KernelCheck(spec.kernel, "failed", message=result, problems=[p], spec_name=spec.title)
+                )
+            return result
+
+    def compare(
+        self,
+        spec: Spec,
+        spec_source: str | None,
+        baseline: Built,
+        candidate: Built,
+        min_speedup: float = 1.02,
+        on_progress: ProgressFn | None = None,
+    ) -> Comparison:
+        with self._lock:
+            empty = Comparison(1.0, 1.0, 1.0, 0, None, None)
+            if not self.available:
+                return self._stamp(replace(empty, error=f"no GPU: {self.reason}"))
+            text = spec_source if spec_source is not None else _read(spec.path)
+            # Both sides in one request: one actor, one GPU, interleaved there.
+            result = self._call(
+                "compare", spec.path, text, spec.name or spec.kernel, baseline, candidate, min_speedup
+            )
+            if isinstance(result, str):
+                return self._stamp(replace(empty, error=result))
+            return result
+
+    def profile(
+        self, ncu: str, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
+    ) -> OccupancyReport:
+        with self._lock:
+            # The actor's GPU is its device 0; the worker there has the spec as text.
+            text = job["spec"].get("source") or _read(job["spec"]["path"])
+            job = dict(job, device=0, spec=dict(job["spec"], source=text))
+            result = self._call("profile", job, cubin, symbol_to_kernel)
+            if isinstance(result, str):
+                return OccupancyReport([], result)
+            return result
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def open_ray_backends(
+    count: int | None,
+    address: str | None = None,
+    launch_timeout_s: float = 5.0,
+    timing: TimingSettings | None = None,
+    fake: bool | None = None,
+    start_timeout_s: float = 60.0,
+    local_gpus: int | None = None,
+    log: Any = print,
+) -> list[RayBackend]:
+    """`count` actors (None: every GPU of the cluster), never more than the cluster's GPUs (an
+    actor that cannot be placed would wait forever). Raises RayUnavailable."""
+    ray = connect(address, local_gpus)
+    gpus = cluster_gpus(ray)
+    if gpus == 0:
+        where = cluster_address(address) or "this machine"
+        raise RayUnavailable(f"the Ray cluster at {where} has no GPUs")
+    wanted = gpus if count is None else count
+    if wanted > gpus:
+        log(f"kernel-lsp: the Ray cluster has {gpus} GPUs; using {gpus}, not {wanted}")
+        wanted = gpus
+    return [RayBackend(launch_timeout_s, timing, fake, start_timeout_s, address) for _ in range(wanted)]
