@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import OccupancyReport
+from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec
@@ -176,15 +176,20 @@ class EvaluationActor:
             )
         return self._stamp(self.local.compare(spec, spec_source, baseline, candidate, min_speedup))
 
-    def profile(self, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]) -> OccupancyReport:
+    def profile(
+        self,
+        job: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
+        main_text: str | None,
+    ) -> ProfileReport:
         from kernel_lsp.runner.profile import find_ncu
 
         ncu = find_ncu()  # this node's ncu, not the driver's
         if ncu is None:
-            return OccupancyReport(
-                [], f"achieved occupancy needs Nsight Compute (`ncu`), which {self.host} lacks"
-            )
-        return self.local.profile(ncu, job, cubin, symbol_to_kernel)
+            return ProfileReport(note=f"profiling needs Nsight Compute (`ncu`), which {self.host} lacks")
+        return self.local.profile(ncu, job, cubin, symbol_to_kernel, main_path, main_text)
 
     def close(self) -> None:
         self.local.close()
@@ -364,15 +369,23 @@ class RayBackend:
             return result
 
     def profile(
-        self, ncu: str, job: dict[str, Any], cubin: bytes, symbol_to_kernel: dict[str, str]
-    ) -> OccupancyReport:
+        self,
+        ncu: str,
+        job: dict[str, Any],
+        cubin: bytes,
+        symbol_to_kernel: dict[str, str],
+        main_path: str,
+        main_text: str | None = None,
+    ) -> ProfileReport:
         with self._lock:
-            # The actor's GPU is its device 0; the worker there has the spec as text.
+            # The actor's GPU is its device 0; the worker there has the spec and the file as text
+            # (the hot lines quote it), since a remote node may not share this file system.
             text = job["spec"].get("source") or _read(job["spec"]["path"])
             job = dict(job, device=0, spec=dict(job["spec"], source=text))
-            result = self._call("profile", job, cubin, symbol_to_kernel)
+            main_text = main_text if main_text is not None else _read(main_path)
+            result = self._call("profile", job, cubin, symbol_to_kernel, main_path, main_text)
             if isinstance(result, str):
-                return OccupancyReport([], result)
+                return ProfileReport(note=result)
             return result
 
 
