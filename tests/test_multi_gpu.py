@@ -118,15 +118,16 @@ class Scripted(Proposer):
         return self.rounds[ctx.round - 1] if ctx.round <= len(self.rounds) else []
 
 
-def run_round(tmp_path: Path, gpus: int):
+def scripted_round(sessions: list[GpuSession], tmp_path: Path, inspect=lambda sessions: None):
+    """One FSR round of six scripted candidates (wrong, crashing, right, slower, right again,
+    half done) over `sessions`; `inspect(sessions)` runs before they are closed. Shared with the
+    Ray tests, so local and Ray rounds answer the same questions."""
     cu = tmp_path / "vadd.cu"
+    tmp_path.mkdir(parents=True, exist_ok=True)
     cu.write_text(with_behaviour("slow"))
     (tmp_path / "vadd.spec.py").write_text(SPEC)
     loaded = load_specs(str(tmp_path / "vadd.spec.py"))
     spec = loaded.specs[0]
-    # Warm L2: no speed-of-light bound, which the fake's instant kernel may fall under on a busy CPU.
-    timing = TimingSettings(cold_l2=False, budget_s=0.2)
-    sessions = [GpuSession(device=d, launch_timeout_s=2.0, timing=timing) for d in range(gpus)]
     evaluator = GpuEvaluator(
         sessions[0],
         str(cu),
@@ -151,12 +152,23 @@ def run_round(tmp_path: Path, gpus: int):
     target = Target(str(cu), cu.read_text(), spec, ["vadd"])
     try:
         result = optimize(target, Scripted([proposals]), evaluator, LoopSettings(rounds=1, candidates=6))
-        restarts = sum(s.restarts for s in sessions)
-        # A session's worker starts on its first job: a live one on the last GPU means it worked.
-        assert sessions[-1].worker_pid is not None
+        seen = inspect(sessions)
     finally:
         evaluator.close()
-    return result, restarts
+    return result, seen
+
+
+def run_round(tmp_path: Path, gpus: int):
+    # Warm L2: no speed-of-light bound, which the fake's instant kernel may fall under on a busy CPU.
+    timing = TimingSettings(cold_l2=False, budget_s=0.2)
+    sessions = [GpuSession(device=d, launch_timeout_s=2.0, timing=timing) for d in range(gpus)]
+
+    def restarts(sessions: list[GpuSession]) -> int:
+        # A session's worker starts on its first job: a live one on the last GPU means it worked.
+        assert sessions[-1].worker_pid is not None
+        return sum(s.restarts for s in sessions)
+
+    return scripted_round(sessions, tmp_path, restarts)
 
 
 def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_path):

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 import ray
 from fixture_sources import VADD
-from test_multi_gpu import SPEC, Scripted, spec_d_files, verdicts, with_behaviour
+from test_multi_gpu import SPEC, scripted_round, spec_d_files, verdicts, with_behaviour
 
 from kernel_lsp.check import FileCheck
-from kernel_lsp.compile import CompileOptions
 from kernel_lsp.config import Settings, settings_from_dict
 from kernel_lsp.evaluation.local import LocalBackend
 from kernel_lsp.evaluation.ray_backend import RayBackend
@@ -27,9 +26,7 @@ from kernel_lsp.gpu import GpuSession
 from kernel_lsp.gpu_check import verify_checks
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
-from optimizer.evaluator import GpuEvaluator
-from optimizer.loop import LoopSettings, Target, optimize
-from optimizer.model import Proposal, Status
+from optimizer.model import Status
 
 HOST = socket.gethostname()
 
@@ -72,37 +69,7 @@ def test_check_on_ray_equals_local_and_says_where(fake_gpus, tmp_path):
 
 
 def round_on(sessions: list[GpuSession], tmp_path: Path):
-    cu = tmp_path / "vadd.cu"
-    cu.write_text(with_behaviour("slow"))
-    (tmp_path / "vadd.spec.py").write_text(SPEC)
-    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
-    spec = loaded.specs[0]
-    evaluator = GpuEvaluator(
-        sessions[0],
-        str(cu),
-        spec,
-        CompileOptions(),
-        None,
-        loaded,
-        own_session=True,
-        more_sessions=sessions[1:],
-    )
-    proposals = [
-        Proposal("scripted", with_behaviour(b, extra), note=b)
-        for b, extra in [
-            ("const", ""),
-            ("crash", ""),
-            ("vadd", ""),
-            ("slow", "x"),
-            ("vadd", ""),
-            ("half", ""),
-        ]
-    ]
-    target = Target(str(cu), cu.read_text(), spec, ["vadd"])
-    try:
-        return optimize(target, Scripted([proposals]), evaluator, LoopSettings(rounds=1, candidates=6))
-    finally:
-        evaluator.close()
+    return scripted_round(sessions, tmp_path)[0]
 
 
 def test_a_parallel_round_on_two_actors_accepts_what_a_serial_local_round_accepts(fake_gpus, tmp_path):
