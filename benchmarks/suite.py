@@ -18,7 +18,8 @@ pool; the fastest points are then verified through the worker in order of speed 
 and the fastest that verifies is the tuned one. (The optimizer's FSR tuner verifies every
 candidate, which costs too much device time for 32 kernels in one run.)
 
-Roofline: the bound of a kernel is max(bytes / copy bandwidth, flops / fp32 peak) from the spec's
+Roofline: the bound of a kernel is max(bytes / memory bandwidth (the best of a
+copy and the stream kernels, kernel_lsp.runner.hardware), flops / fp32 peak) from the spec's
 work model and the device's measured figures (kernel_lsp.runner.hardware); % roofline is bound /
 latency. cuBLAS's BF16 GEMM is measured against the BF16 tensor peak instead.
 """
@@ -369,10 +370,10 @@ def run_suite(args: argparse.Namespace) -> list[Row]:
         sys.exit(2)
     dev = gpu.device
     assert dev is not None
-    bandwidth = dev.copy_bandwidth_Bps
+    bandwidth = dev.bandwidth_Bps
     fp32_peak = dev.peak_flops.get("float32", 0.0)
     print(
-        f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs), copy bandwidth {bandwidth / 1e9:.0f} GB/s, "
+        f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs), memory bandwidth {bandwidth / 1e9:.0f} GB/s ({dev.memory_bandwidth_source}), "
         f"fp32 peak {fp32_peak / 1e12:.1f} TFLOP/s, bf16 peak {dev.peak_flops.get('bfloat16', 0) / 1e12:.0f} TFLOP/s",
         flush=True,
     )
@@ -493,9 +494,9 @@ def format_row(r: Row) -> str:
 
 def markdown(rows: list[Row], dev: Any) -> str:
     lines = [
-        f"Device: **{dev.name}** ({dev.arch}), measured copy bandwidth {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s, "
+        f"Device: **{dev.name}** ({dev.arch}), measured memory bandwidth {dev.bandwidth_Bps / 1e9:.0f} GB/s (copy {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s), "
         f"fp32 peak {dev.peak_flops.get('float32', 0) / 1e12:.1f} TFLOP/s. Latency: median, cold L2. "
-        "%RL: % of the roofline bound (memory: minimal bytes / copy bandwidth; compute: flops / peak).",
+        "%RL: % of the roofline bound (memory: minimal bytes / memory bandwidth; compute: flops / peak).",
         "",
         "| " + " | ".join(HEAD) + " |",
         "|" + "---|" * len(HEAD),
@@ -504,7 +505,7 @@ def markdown(rows: list[Row], dev: Any) -> str:
     mem = [r for r in rows if r.bound == MEMORY and not math.isnan(r.tuned_roofline)]
     if mem:
         hit = [r for r in mem if r.tuned_roofline >= 0.8]
-        lines += ["", f"Memory-bound kernels at >= 80% of copy bandwidth after tuning: {len(hit)} of {len(mem)}"
+        lines += ["", f"Memory-bound kernels at >= 80% of memory bandwidth after tuning: {len(hit)} of {len(mem)}"
                   f" (below: {', '.join(r.kernel for r in mem if r.tuned_roofline < 0.8) or 'none'})."]  # fmt: skip
     return "\n".join(lines) + "\n"
 

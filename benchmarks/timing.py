@@ -344,7 +344,7 @@ def main() -> int:
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     lines = [
         f"device: {dev.name} ({arch}, {dev.sm_count} SMs, L2 {dev.l2_bytes >> 20} MiB, "
-        f"copy {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s, fp32 "
+        f"memory {dev.bandwidth_Bps / 1e9:.0f} GB/s, copy {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s, fp32 "
         f"{dev.peak_flops.get('float32', 0) / 1e12:.1f} TFLOP/s measured)"
     ]
     lines += ["  ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in [head, *rows]]

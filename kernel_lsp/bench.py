@@ -168,7 +168,7 @@ def bench_main(
         if dev:
             print(
                 f"device: {dev.name} ({dev.arch}, {dev.sm_count} SMs, "
-                f"copy {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s measured)",
+                f"memory {dev.bandwidth_Bps / 1e9:.0f} GB/s measured)",
                 file=out,
             )
         return EXIT_FAILED if failed else EXIT_OK

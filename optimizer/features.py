@@ -24,7 +24,7 @@ class Hardware:
     smem_per_sm: int = 0
     regs_per_sm: int = 0
     l2_bytes: int = 0
-    bandwidth_Bps: float = 0.0  # measured device-to-device copy
+    bandwidth_Bps: float = 0.0  # the measured memory bound's rate (DeviceInfo.bandwidth_Bps)
     peak_flops: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -37,7 +37,7 @@ class Hardware:
             smem_per_sm=int(getattr(dev, "smem_per_sm", 0) or 0),
             regs_per_sm=int(getattr(dev, "regs_per_sm", 0) or 0),
             l2_bytes=int(getattr(dev, "l2_bytes", 0) or 0),
-            bandwidth_Bps=float(getattr(dev, "copy_bandwidth_Bps", 0.0) or 0.0),
+            bandwidth_Bps=float(getattr(dev, "bandwidth_Bps", 0.0) or 0.0),
             peak_flops=dict(getattr(dev, "peak_flops", {}) or {}),
         )
 
@@ -48,7 +48,7 @@ class Hardware:
             f"- per SM: {self.smem_per_sm // 1024} KiB shared memory, {self.regs_per_sm} registers"
             + (f", at most {lim.max_warps_per_sm} warps and {lim.max_blocks_per_sm} blocks" if lim else ""),
             f"- L2: {self.l2_bytes / 2**20:.0f} MiB",
-            f"- measured DRAM bandwidth (copy): {self.bandwidth_Bps / 1e9:.0f} GB/s",
+            f"- measured DRAM bandwidth (best streaming kernel): {self.bandwidth_Bps / 1e9:.0f} GB/s",
         ]
         if self.peak_flops:
             peaks = ", ".join(f"{k} {v / 1e12:.1f}" for k, v in sorted(self.peak_flops.items()))

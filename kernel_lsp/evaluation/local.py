@@ -15,7 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from kernel_lsp.runner.hardware import FMA_PEAK_SOURCE, DeviceInfo, load_cached, save_cached
+from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
@@ -137,7 +137,7 @@ class LocalBackend:
 
     @property
     def device(self) -> DeviceInfo | None:
-        """Attributes, measured copy bandwidth, peak FLOP/s per dtype: measured once per device
+        """Attributes, measured memory bandwidth, peak FLOP/s per dtype: measured once per device
         and cached on disk."""
         with self._lock:
             if self._device is not None:
@@ -150,9 +150,9 @@ class LocalBackend:
             if cached is not None:
                 self._device = cached
                 return cached
-            fma = self._compile_helper(FMA_PEAK_SOURCE, attrs.get("arch", "sm_90"))
+            probe = self._compile_helper(PROBE_SOURCE, attrs.get("arch", "sm_90"))
             try:
-                reply = worker.request({"op": "device_info"}, [fma] if fma else None, 120.0)
+                reply = worker.request({"op": "device_info"}, [probe] if probe else None, 120.0)
                 info = DeviceInfo.from_dict(reply["device"])
             except Exception:
                 info = DeviceInfo.from_dict(attrs)  # bare attributes rather than nothing
@@ -163,7 +163,7 @@ class LocalBackend:
 
     @staticmethod
     def _compile_helper(source: str, arch: str) -> bytes | None:
-        """The backend's own measuring kernel (peak FLOP/s), built for this device."""
+        """The backend's own measuring kernels (FP32 peak, stream bandwidth), built for this device."""
         try:
             from kernel_lsp.compile import CompileOptions, compile_source
 

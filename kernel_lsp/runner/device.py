@@ -165,6 +165,9 @@ class CudaDevice:
     def free(self, ptr: int) -> None:
         self._ck(self.d.cuMemFree(ptr))
 
+    def free_memory(self) -> int:
+        return int(self._ck(self.d.cuMemGetInfo())[0])
+
     def upload(self, ptr: int, data: np.ndarray) -> None:
         data = np.ascontiguousarray(data)
         if data.nbytes:
@@ -343,8 +346,7 @@ class CudaDevice:
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 10) -> float:
         """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""
-        free = int(self._ck(self.d.cuMemGetInfo())[0])
-        nbytes = min(nbytes, free // 4)
+        nbytes = min(nbytes, self.free_memory() // 4)
         src, dst = self.alloc(nbytes), self.alloc(nbytes)
         try:
 

@@ -1,7 +1,8 @@
 """The roofline figures of one timed case, and when a time is too good to be true.
 
 Two bounds: memory (the spec's `work` bytes, else the minimal bytes of its buffers, at the
-measured copy bandwidth) and compute (the spec's `work` flops at the peak of the dtype it names,
+measured memory bandwidth: the best of a copy and the stream kernels, kernel_lsp.runner.hardware)
+and compute (the spec's `work` flops at the peak of the dtype it names,
 measured where the device description measured it). A time below either bound is suspicious: the
 kernel cannot have done the work. A figure over 100% of its bound is never a plain result: it
 carries `over_bound`, and with a cold L2 (or on the compute bound, which no cache helps) it is
@@ -45,7 +46,7 @@ def figures(
     sol_bytes = min_bytes(spec, nbytes)
     moved = float(work.get("bytes", sol_bytes))
     flops = float(work.get("flops", 0.0))
-    bandwidth = float(dev.get("copy_bandwidth_Bps") or 0.0)
+    bandwidth = float(dev.get("memory_bandwidth_Bps") or dev.get("copy_bandwidth_Bps") or 0.0)
     peaks: dict[str, float] = dev.get("peak_flops") or {}
     out_dtypes = [a.dtype for a in spec.outputs().values()]
     flop_dtype = str(work.get("dtype", out_dtypes[0] if out_dtypes else "float32"))

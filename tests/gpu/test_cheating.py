@@ -140,3 +140,23 @@ def test_honest_kernels_stay_accepted(gpu, name, spec):
     t = result.timings[-1]
     assert t.suspicious is None and t.measurement.n >= 10
     print(f"ISSUE12 honest {name}: {result.headline}")
+
+
+# The fastest tuned points of the suite (samples/results/suite_h200.md): honest, and 102-103% of a
+# bound measured by the device-to-device copy alone, so a copy-only bound called them suspicious.
+TUNED = [
+    ("vector_add/vector_add_fp32.cu", {"BLOCK": 1024, "ITEMS": 1, "VEC": 4}),
+    ("vector_add/vector_add_bf16.cu", {"BLOCK": 1024, "ITEMS": 1, "VEC": 8}),
+    ("silu_and_mul/silu_and_mul_fp32.cu", {"BLOCK": 256, "ITEMS": 1, "VEC": 4}),
+]
+
+
+@pytest.mark.parametrize("sample, defines", TUNED)
+def test_fastest_tuned_samples_stay_under_the_memory_bound(gpu, sample, defines):
+    path = Path(__file__).parents[2] / "samples" / sample
+    source = "".join(f"#define {k} {v}\n" for k, v in defines.items()) + path.read_text()
+    result = gpu.check(source, str(path), str(path.with_suffix(".spec.py")))
+    assert result.ok, f"{sample}: {result.message}"
+    t = result.timings[-1]
+    assert t.suspicious is None and t.over_bound is None and t.roofline <= 1.0, result.headline
+    print(f"ISSUE12 tuned {sample}: {result.headline}")
