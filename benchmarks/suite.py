@@ -78,6 +78,8 @@ class Row:
     library_roofline: float = math.nan
     naive_verified: str = ""
     tuned_verified: str = ""
+    naive_check_s: float = math.nan  # the same points timed by the check (verify())
+    tuned_check_s: float = math.nan
     notes: list[str] = field(default_factory=list)
 
 
@@ -352,12 +354,21 @@ def plan(cu: Path, max_points: int) -> tuple[str, list[dict[str, str]]]:
     return source, (tune_points(space, max_points) if space else [{}])
 
 
-def verify(gpu, source: str, path: Path, spec_path: str, config: dict[str, str]) -> str:
+def verify(
+    gpu, source: str, path: Path, spec_path: str, config: dict[str, str], sizes: dict[str, Any]
+) -> tuple[str, float]:
+    """The worker's verdict on one point, and its median at `sizes` as a check times it: fresh
+    module state, rotating input sets and poisoned outputs (issue 12). A time over the roofline
+    fails the check, so an honest point that the bound called suspicious shows here as FAILED."""
     from kernel_lsp.compile import CompileOptions as Opts
 
     defines = tuple(f"{k}={v}" for k, v in config.items())
-    check = gpu.check(source, str(path), spec_path, None, Opts(defines=defines), measure=False)
-    return "ok" if check.ok else f"FAILED: {check.message[:160]}"
+    check = gpu.check(source, str(path), spec_path, None, Opts(defines=defines), measure=True)
+    same = [t for t in check.timings if t.sizes == sizes]
+    if not same and len(check.timings) == 1:
+        same = check.timings
+    median = same[0].measurement.median_s if same else math.nan
+    return ("ok" if check.ok else f"FAILED: {check.message[:160]}"), median
 
 
 def run_suite(args: argparse.Namespace) -> list[Row]:
@@ -435,18 +446,18 @@ def run_suite(args: argparse.Namespace) -> list[Row]:
                 row.library_roofline = roofline(work, row.library_s, bandwidth, peak)
             # The tuned point: the fastest that verifies (or, with --no-verify, the fastest).
             if not args.no_verify:
-                row.naive_verified = verify(gpu, source, cu, spec_path, points[0])
+                row.naive_verified, row.naive_check_s = verify(gpu, source, cu, spec_path, points[0], sizes)
             for seconds, i in timed[: 1 if args.no_verify else args.verify_top]:
                 if args.no_verify:
-                    verdict = ""
+                    verdict, check_s = "", math.nan
                 elif i == 0:
-                    verdict = row.naive_verified
+                    verdict, check_s = row.naive_verified, row.naive_check_s
                 else:
-                    verdict = verify(gpu, source, cu, spec_path, points[i])
+                    verdict, check_s = verify(gpu, source, cu, spec_path, points[i], sizes)
                 if verdict.startswith("FAILED"):
                     row.notes.append(f"{' '.join(f'{k}={v}' for k, v in points[i].items())} {verdict}")
                     continue
-                row.tuned_s, row.tuned_verified = seconds, verdict
+                row.tuned_s, row.tuned_verified, row.tuned_check_s = seconds, verdict, check_s
                 row.tuned_config = " ".join(f"{k}={v}" for k, v in points[i].items()) or "—"
                 break
             row.naive_roofline = roofline(work, row.naive_s, bandwidth, fp32_peak)
@@ -463,7 +474,7 @@ def run_suite(args: argparse.Namespace) -> list[Row]:
 # --- output -------------------------------------------------------------------------------------
 
 HEAD = ["kernel", "bound", "naive", "tuned", "speedup", "tuned config", "library", "library time",
-        "naive %RL", "tuned %RL", "library %RL", "verified"]  # fmt: skip
+        "naive %RL", "tuned %RL", "library %RL", "check naive", "check tuned", "verified"]  # fmt: skip
 
 
 def ms(s: float) -> str:
@@ -472,6 +483,13 @@ def ms(s: float) -> str:
 
 def pct(f: float) -> str:
     return "—" if f is None or math.isnan(f) else f"{f * 100:.0f}%"
+
+
+def ratio(check_s: float, timer_s: float) -> str:
+    """The check's median against this script's, e.g. `65.1 us (1.004)`."""
+    if check_s is None or math.isnan(check_s) or not timer_s or math.isnan(timer_s):
+        return "—"
+    return f"{ms(check_s)} ({check_s / timer_s:.3f})"
 
 
 def cells(r: Row) -> list[str]:
@@ -485,7 +503,8 @@ def cells(r: Row) -> list[str]:
         verified = (verified + " " if verified else "") + "; ".join(r.notes)
     return [r.kernel, r.bound, ms(r.naive_s), ms(r.tuned_s), "—" if math.isnan(speed) else f"{speed:.2f}x",
             r.tuned_config, r.library or "—", ms(r.library_s), pct(r.naive_roofline), pct(r.tuned_roofline),
-            pct(r.library_roofline), verified or "not verified"]  # fmt: skip
+            pct(r.library_roofline), ratio(r.naive_check_s, r.naive_s), ratio(r.tuned_check_s, r.tuned_s),
+            verified or "not verified"]  # fmt: skip
 
 
 def format_row(r: Row) -> str:
@@ -496,7 +515,9 @@ def markdown(rows: list[Row], dev: Any) -> str:
     lines = [
         f"Device: **{dev.name}** ({dev.arch}), measured memory bandwidth {dev.bandwidth_Bps / 1e9:.0f} GB/s (copy {dev.copy_bandwidth_Bps / 1e9:.0f} GB/s), "
         f"fp32 peak {dev.peak_flops.get('float32', 0) / 1e12:.1f} TFLOP/s. Latency: median, cold L2. "
-        "%RL: % of the roofline bound (memory: minimal bytes / memory bandwidth; compute: flops / peak).",
+        "%RL: % of the roofline bound (memory: minimal bytes / memory bandwidth; compute: flops / peak). "
+        "check naive / check tuned: the same point timed by the verifying check (fresh module state, "
+        "rotating input sets, poisoned outputs), and its ratio to this script's time.",
         "",
         "| " + " | ".join(HEAD) + " |",
         "|" + "---|" * len(HEAD),
@@ -507,6 +528,11 @@ def markdown(rows: list[Row], dev: Any) -> str:
         hit = [r for r in mem if r.tuned_roofline >= 0.8]
         lines += ["", f"Memory-bound kernels at >= 80% of memory bandwidth after tuning: {len(hit)} of {len(mem)}"
                   f" (below: {', '.join(r.kernel for r in mem if r.tuned_roofline < 0.8) or 'none'})."]  # fmt: skip
+    pairs = [(c, t) for r in rows for c, t in ((r.naive_check_s, r.naive_s), (r.tuned_check_s, r.tuned_s))]
+    ratios = sorted(c / t for c, t in pairs if not math.isnan(c) and t and not math.isnan(t))
+    if ratios:
+        lines += [f"Check time / suite time over {len(ratios)} points: median {np.median(ratios):.3f}, "
+                  f"range {ratios[0]:.3f}-{ratios[-1]:.3f}."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
