@@ -92,11 +92,12 @@ def test_tuner_makes_samples_measurably_faster(gpu, tmp_path, xdg):
 
 
 def test_second_run_is_served_from_the_cache(gpu, tmp_path):
-    # A small space searched to the end (no time budget), so both runs ask the same questions.
-    path = _copy(tmp_path, "rmsnorm/rmsnorm_fp32.cu")
+    # A small space (9 points) searched to the end (no time budget), so both runs ask the same
+    # questions.
+    path = _copy(tmp_path, "transpose/transpose_fp32.cu")
     req = RunRequest(
         path=str(path),
-        kernel="rmsnorm",
+        kernel="transpose",
         proposer="tune",
         cache_dir=str(tmp_path / "cache"),
         workspace=str(tmp_path),
