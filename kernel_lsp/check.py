@@ -198,6 +198,8 @@ def in_includer_context(
     includer_errors = sum(1 for d in context.diagnostics if d.severity == Severity.ERROR and d not in mine)
     if includer_errors and not any(d.severity == Severity.ERROR for d in mine):
         return alone
+    if _errors(mine) == _errors(alone.diagnostics):
+        return alone  # the header's own mistake, whoever includes it: no context to speak of
     shown = os.path.relpath(includer_path, os.path.dirname(os.path.abspath(alone.path)))
     first = next(d for d in alone.diagnostics if d.severity == Severity.ERROR)
     note = Diagnostic(
@@ -224,6 +226,10 @@ def in_includer_context(
         for r in context.results
     ]
     return FileCheck(alone.path, [note, *mine], results)
+
+
+def _errors(diagnostics: list[Diagnostic]) -> set[tuple[int, int, str]]:
+    return {(d.line, d.col, d.message) for d in diagnostics if d.severity == Severity.ERROR}
 
 
 def _base_name(kernel: str) -> str:

@@ -323,7 +323,7 @@ def optimize(
     )
     best = baseline
     emit("profile", 0, "profiling the kernel as written (ncu)")
-    _profile(baseline, evaluator)
+    _profile(baseline, evaluator, cache)
     features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
     features.profile = Profile(baseline.figures, baseline.resources, baseline.profile)
     result.features = features.render()
@@ -388,7 +388,7 @@ def optimize(
             # and what changed since the previous best.
             if proposer.reads_profile:
                 emit("profile", round_no, f"profiling {best.id}, the new best (ncu)")
-                _profile(best, evaluator)
+                _profile(best, evaluator, cache)
             features = Features(target.kernel, target.kernels, target.path, target.source, target.spec, hw)
             features.profile = Profile(
                 best.figures, best.resources, best.profile, previous.profile, previous.id
@@ -418,22 +418,30 @@ def optimize(
 
     _decide(result, target, evaluator, settings, cache, cancel, emit)
     if result.best is not None and not cancel.is_set():
-        _profile(result.best, evaluator)  # the report shows what limits the best point
+        _profile(result.best, evaluator, cache)  # the report shows what limits the best point
     result.seconds = time.perf_counter() - started
     emit("done", round_no, result.verdict)
     return result
 
 
-def _profile(outcome: Outcome, evaluator: Evaluator) -> None:
-    """Fill `outcome.profile` once, for a correct candidate. A profiler that fails is a note on the
-    profile, never the end of the run."""
+def _profile(outcome: Outcome, evaluator: Evaluator, cache: ResultCache | None) -> None:
+    """Fill `outcome.profile` once, for a correct candidate (from the cache when this source was
+    profiled before: an ncu run costs seconds). A profiler that fails is a note on the profile,
+    never the end of the run, and is not cached."""
     if outcome.profile is not None or outcome.status is not Status.CORRECT or not outcome.source:
+        return
+    cached = cache.get("profile", outcome.source) if cache else None
+    if cached is not None:
+        outcome.profile = ProfileReport.from_dict(cached)
         return
     try:
         outcome.profile = evaluator.profile(outcome.source)
     except Exception as e:  # the user's kernel and ncu are both outside our control
         log.warning("profiling %s failed: %s", outcome.id, e)
         outcome.profile = ProfileReport(note=f"profiling failed: {e}")
+        return
+    if cache is not None and outcome.profile.kernels:
+        cache.put("profile", outcome.source, outcome.profile.to_dict())
 
 
 _NOT_COMPILED = {Status.REQUEST_FAILED, Status.NO_CODE, Status.COMPILE_ERROR, Status.DUPLICATE}

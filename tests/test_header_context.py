@@ -53,6 +53,21 @@ def test_a_header_that_needs_its_includer_is_checked_in_its_context(tmp_path):
     assert all(r.path == header for r in check.results)
 
 
+def test_a_header_broken_by_itself_gets_no_context_note(tmp_path):
+    # The same error with or without its includer: the header's own mistake, reported once,
+    # whether or not the includer graph was known when it was checked.
+    broken = "#pragma once\n__device__ flaot squared(float v) { return v * v; }\n"
+    header, includer = project(tmp_path, broken, '#include "impl.cuh"\n__global__ void k() {}\n')
+    alone = check_path(header, SETTINGS)
+    in_context = check_path(header, SETTINGS, includers=((includer, None),))
+    assert [(d.line, d.col, d.message) for d in in_context.diagnostics] == [
+        (d.line, d.col, d.message) for d in alone.diagnostics
+    ]
+    assert [d.code for d in in_context.diagnostics] != ["context"] and "flaot" in in_context.diagnostics[
+        0
+    ].message
+
+
 def test_a_real_error_in_the_header_is_reported_at_the_header(tmp_path):
     header, includer = project(tmp_path, IMPL.replace("p.scale", "p.missing"))
     check = check_path(header, SETTINGS, includers=((includer, None),))

@@ -112,3 +112,39 @@ def test_the_tuners_report_shows_the_limiter_of_its_best_point(tmp_path: Path):
     assert len(calls) == 2
     rows = {name: (before, after) for name, before, after in to_json(result)["before_after"]}
     assert rows["limiter (ncu)"][1].startswith("reduce_sum_partial: memory-bound (L1/shared at 87% of peak)")
+
+
+def test_a_second_run_takes_the_profiles_from_the_cache(simple, tmp_path):  # noqa: F811
+    from optimizer.cache import ResultCache
+
+    stencil = report_of("stencil2d_fp32", "stencil2d/stencil2d_fp32.cu", {"stencil2d": "vadd"})
+    vadd = report_of("vector_add_fp32", "vector_add/vector_add_fp32.cu", {"vector_add": "vadd"})
+    runs = []
+    for _ in range(2):
+        ev = _evaluator(simple)
+        calls = profiling(ev, {"FAST": vadd}, stencil)
+        cache = ResultCache(str(tmp_path), "H200-sm_90", "context")
+        result = optimize(_target(simple), Scripted([[_p("FAST")]]), ev, LoopSettings(rounds=1), cache=cache)
+        runs.append((calls, result))
+    (first_calls, first), (second_calls, second) = runs
+    assert first_calls == ["original", "FAST"] and second_calls == []  # ncu ran only the first time
+    assert second.baseline.profile.to_dict() == first.baseline.profile.to_dict()
+    assert second.best.profile.kernels[0].limiter == first.best.profile.kernels[0].limiter
+
+
+def test_a_failed_profile_is_not_cached(simple, tmp_path):  # noqa: F811
+    from optimizer.cache import ResultCache
+
+    notes = []
+    for broken in (True, False):
+        ev = _evaluator(simple)
+        if broken:
+            ev.profile = lambda source: (_ for _ in ()).throw(RuntimeError("ncu exploded"))
+        else:
+            profiling(
+                ev, {}, report_of("vector_add_fp32", "vector_add/vector_add_fp32.cu", {"vector_add": "vadd"})
+            )
+        cache = ResultCache(str(tmp_path), "H200-sm_90", "context")
+        result = optimize(_target(simple), Scripted([[_p("FAST")]]), ev, LoopSettings(rounds=1), cache=cache)
+        notes.append(result.baseline.profile.note)
+    assert notes[0] == "profiling failed: ncu exploded" and notes[1] == ""
