@@ -282,6 +282,7 @@ def main() -> int:
         )
         for cu, spec in kernels():
             costs[cu] = check_costs(gpu, cu, spec)
+            print(f"cost {cu.name}: check {costs[cu][0]:.3f} s, timing part {costs[cu][1]:.3f} s", flush=True)
     for cu, spec in kernels():
         name = f"{cu.parent.name}/{cu.name}" if cu.parent != FIXTURES else f"fixture/{cu.name}"
         medians = []

@@ -440,7 +440,7 @@ def _profile(outcome: Outcome, evaluator: Evaluator, cache: ResultCache | None) 
         log.warning("profiling %s failed: %s", outcome.id, e)
         outcome.profile = ProfileReport(note=f"profiling failed: {e}")
         return
-    if cache is not None and outcome.profile.kernels:
+    if cache is not None and outcome.profile is not None and outcome.profile.kernels:
         cache.put("profile", outcome.source, outcome.profile.to_dict())
 
 

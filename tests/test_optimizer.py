@@ -204,7 +204,7 @@ def test_round_prompt_holds_the_features_and_the_feedback(simple):
     for want in (
         "candidate 3 of 4 in round 2",
         "NVIDIA H200 (sm_90), 132 SMs",
-        "measured DRAM bandwidth (copy): 4000 GB/s",
+        "measured DRAM bandwidth (best streaming kernel): 4000 GB/s",
         "62% of the DRAM roofline",
         "timed at: n=1048576",
         "verified at: n=1; n=1000; n=1048576; n=97",
