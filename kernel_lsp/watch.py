@@ -64,6 +64,11 @@ def is_spec(path: str) -> bool:
     return path.endswith(SPEC_SUFFIX)
 
 
+# CMake's compilation database: the flags of every file it lists. Usually in an ignored build
+# folder, so a change to it counts wherever it is.
+DATABASE_NAME = "compile_commands.json"
+
+
 def is_watched_file(path: str) -> bool:
     return is_cuda(path) or is_spec(path)
 
@@ -177,10 +182,13 @@ class Batch:
     deleted: frozenset[str] = frozenset()  # deleted or moved away
     deleted_dirs: frozenset[str] = frozenset()  # folders deleted or moved away (files unknown)
     rules_changed: bool = False  # a .gitignore changed
+    database_changed: bool = False  # a compile_commands.json was written, moved or deleted
     events: int = 0  # raw events folded into this batch
 
     def __bool__(self) -> bool:
-        return bool(self.changed or self.deleted or self.deleted_dirs or self.rules_changed)
+        return bool(
+            self.changed or self.deleted or self.deleted_dirs or self.rules_changed or self.database_changed
+        )
 
 
 class BatchCollector:
@@ -202,6 +210,7 @@ class BatchCollector:
         self._files: dict[str, bool] = {}  # path -> exists (False: deleted)
         self._dirs_gone: set[str] = set()
         self._rules_changed = False
+        self._database_changed = False
         self._events = 0
         self._first = 0.0
         self._last = 0.0
@@ -228,6 +237,9 @@ class BatchCollector:
     def rules_changed(self) -> None:
         self._add(lambda: setattr(self, "_rules_changed", True))
 
+    def database_changed(self) -> None:
+        self._add(lambda: setattr(self, "_database_changed", True))
+
     def _add(self, record: Callable[[], None]) -> None:
         now = time.monotonic()
         with self._cond:
@@ -244,9 +256,11 @@ class BatchCollector:
             deleted=frozenset(p for p, exists in self._files.items() if not exists),
             deleted_dirs=frozenset(self._dirs_gone),
             rules_changed=self._rules_changed,
+            database_changed=self._database_changed,
             events=self._events,
         )
-        self._files, self._dirs_gone, self._rules_changed, self._events = {}, set(), False, 0
+        self._files, self._dirs_gone, self._events = {}, set(), 0
+        self._rules_changed = self._database_changed = False
         return batch
 
     def _run(self) -> None:
@@ -358,6 +372,9 @@ class WorkspaceWatcher:
                 self.rules.invalidate()
                 self.collector.rules_changed()
             return
+        if os.path.basename(path) == DATABASE_NAME:
+            self.collector.database_changed()
+            return
         if not is_watched_file(path) or self.rules.ignored(path):
             return
         path = normalize(path)
@@ -429,6 +446,11 @@ def plan_batch(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> 
         for w in waiting:
             graph.update(w)
         plan.dependents |= waiting | graph.dependents(p)  # and through the includes as they are
+    if batch.database_changed:
+        # Which files a database covers, and which database a file finds, depends on the
+        # settings: every checked file is asked again. One whose database did not change hits
+        # the check cache (the key holds the stamp of the database the file uses).
+        plan.dependents |= {k for k in known if is_cuda(k)}
     plan.dependents -= plan.forget
     return plan
 

@@ -139,3 +139,29 @@ def test_compiler_flags_on_the_cli(tmp_path):
     _add_compile_flags(p)
     s, problems = resolve_settings(p.parse_args(["--compiler", "nvcc", "--host-check"]), str(tmp_path))
     assert problems == [] and (s.compiler, s.host_check) == ("nvcc", True)
+
+
+def test_every_vs_code_setting_reaches_the_server_without_a_problem():
+    # The extension sends its whole section (package.json's defaults where the user set nothing)
+    # as initializationOptions: each one must be a setting the server knows.
+    import json
+    from pathlib import Path
+
+    manifest = Path(__file__).resolve().parents[1] / "editor-client" / "package.json"
+    properties = json.loads(manifest.read_text())["contributes"]["configuration"]["properties"]
+    defaults = {key: schema["default"] for key, schema in properties.items()}
+    settings, problems = settings_from_dict(defaults)
+    assert problems == []
+    assert settings == Settings()
+    chosen, problems = settings_from_dict(
+        {
+            "kernelLsp.evaluation.backend": "ray",
+            "kernelLsp.gpu.devices": "all",
+            "kernelLsp.cluster.address": "ray://h:1",
+        }
+    )
+    assert problems == [] and (chosen.evaluation_backend, chosen.gpu_devices, chosen.cluster_address) == (
+        "ray",
+        "all",
+        "ray://h:1",
+    )

@@ -153,6 +153,24 @@ def test_real_events_are_filtered_and_batched(tmp_path):
         w.stop()
 
 
+def test_a_compilation_database_counts_even_in_an_ignored_build_folder(tmp_path):
+    (tmp_path / ".gitignore").write_text("build/\n")
+    (tmp_path / "build").mkdir()
+    got = Batches()
+    w = WorkspaceWatcher(str(tmp_path), got, debounce_s=0.15)
+    w.start()
+    try:
+        _settle(w, got)
+        (tmp_path / "build" / "compile_commands.json").write_text("[]")
+        (tmp_path / "build" / "other.json").write_text("[]")
+        got.wait(1)
+        time.sleep(0.3)
+        assert any(b.database_changed for b in got.items)
+        assert not set().union(*(b.changed for b in got.items))  # the database is no file to check
+    finally:
+        w.stop()
+
+
 def test_symlink_loop_is_neither_followed_nor_fatal(tmp_path):
     (tmp_path / "sub").mkdir()
     os.symlink("..", tmp_path / "sub" / "up")

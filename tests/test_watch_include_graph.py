@@ -126,3 +126,14 @@ def test_plan_for_a_spec_rechecks_its_kernel_file(tmp_path):
     assert plan.check == {cu}
     plan = plan_batch(Batch(deleted=frozenset({spec})), IncludeGraph())
     assert plan.check == {cu} and plan.forget == set()
+
+
+def test_plan_for_a_changed_database_rechecks_every_checked_file(tmp_path):
+    a = write(tmp_path / "a.cu", '#include "h.cuh"\n')
+    h = write(tmp_path / "h.cuh", "")
+    spec = write(tmp_path / "a.spec.py", "")
+    g = IncludeGraph()
+    g.update(a)
+    plan = plan_batch(Batch(database_changed=True), g, [a, h, spec])
+    assert plan.check == {a, h} and plan.changed == set()
+    assert plan_batch(Batch(database_changed=True), g, []).check == set()

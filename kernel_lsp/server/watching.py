@@ -7,6 +7,8 @@ generators, another editor).
 - A batch becomes work through the include graph (`kernel_lsp.watch.plan_batch`): changed files
   and every file that includes a changed header, directly or transitively, are re-checked
   (closed files from disk, their diagnostics published); deleted files are forgotten.
+- A `compile_commands.json` written anywhere under a folder (build folders included, ignored or
+  not) re-checks every checked file: flags may have changed for any of them.
 - Open documents: the editor's text stays the truth. A disk change to an open file itself
   schedules nothing (the editor's diagnostics stay); a disk change to a header it includes
   re-checks it (its editor text, against the new header). A deleted file that is still open

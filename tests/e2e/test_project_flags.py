@@ -80,6 +80,22 @@ async def test_a_malformed_database_is_one_warning_and_the_server_keeps_serving(
     assert [d.code for d in found] == ["177-D"], found
 
 
+async def test_a_database_changed_on_disk_rechecks_the_open_file_without_a_save(
+    client: LanguageClient, tmp_path
+):
+    kernel = project(tmp_path)
+    db = tmp_path / "build" / "compile_commands.json"
+    good = db.read_text()
+    db.write_text(good.replace("-DFACTOR=2.0f ", ""))  # FACTOR undefined: an error at the macro
+    await start(client, tmp_path)
+    u = open_file(client, kernel)
+    found = await diagnostics(client, u, until=lambda d: any("FACTOR" in x.message for x in d))
+    assert any(x.severity == types.DiagnosticSeverity.Error for x in found), found
+    db.write_text(good)  # as CMake would rewrite it: nothing is saved in the editor
+    found = await diagnostics(client, u, until=lambda d: not any("FACTOR" in x.message for x in d))
+    assert [d.code for d in found] == ["177-D"], found
+
+
 async def test_a_header_is_checked_in_the_context_of_its_includer(client: LanguageClient, tmp_path):
     (tmp_path / "impl.cuh").write_text(IMPL)
     (tmp_path / "kernels.cu").write_text(INCLUDER)

@@ -6,6 +6,7 @@ export type CheckOn = 'save' | 'change';
 export type Proposer = 'auto' | 'llm' | 'tune';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
+export type EvaluationBackend = 'auto' | 'local' | 'ray';
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -32,7 +33,12 @@ export interface KernelLspSettings {
     /** Compile workers end after this long without a check; 0 keeps them. */
     workerIdleSeconds: number;
     checkOn: CheckOn;
-    gpu: { enabled: boolean; device: number | null; achievedOccupancy: boolean };
+    /** devices: "all" or a count of GPUs from `device` on (spec'd files verified in parallel); null: one. */
+    gpu: { enabled: boolean; device: number | null; devices: string | null; achievedOccupancy: boolean };
+    /** Where GPU work runs: this machine's GPUs, a Ray cluster, or Ray only when an address is given. */
+    evaluation: { backend: EvaluationBackend };
+    /** The Ray cluster to join; null: RAY_ADDRESS, else a local one. */
+    cluster: { address: string | null };
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
     trace: { server: TraceLevel };
@@ -52,7 +58,9 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 300,
     checkOn: 'save',
-    gpu: { enabled: true, device: null, achievedOccupancy: true },
+    gpu: { enabled: true, device: null, devices: null, achievedOccupancy: true },
+    evaluation: { backend: 'auto' },
+    cluster: { address: null },
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
     trace: { server: 'off' },
@@ -94,6 +102,12 @@ function asChoice<T extends string>(value: unknown, choices: readonly T[], fallb
     return choices.includes(value as T) ? (value as T) : fallback;
 }
 
+/** "all", or a positive whole number of GPUs (as the server wants it: a string); else null. */
+function asDevices(value: unknown): string | null {
+    const text = typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim().toLowerCase() : '';
+    return text === 'all' || (/^[0-9]+$/.test(text) && Number(text) > 0) ? text : null;
+}
+
 function asArch(value: unknown): string | string[] {
     if (typeof value === 'string' && value.trim() !== '') {
         return value.trim();
@@ -129,6 +143,8 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const llm = asObject(section.llm);
     const optimizer = asObject(section.optimizer);
     const trace = asObject(section.trace);
+    const evaluation = asObject(section.evaluation);
+    const cluster = asObject(section.cluster);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
     const compileCommands = asNullableString(section.compileCommands);
@@ -151,8 +167,13 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         gpu: {
             enabled: gpu.enabled !== false,
             device: typeof device === 'number' && Number.isInteger(device) && device >= 0 ? device : null,
+            devices: asDevices(gpu.devices),
             achievedOccupancy: gpu.achievedOccupancy !== false,
         },
+        evaluation: {
+            backend: asChoice(evaluation.backend, ['auto', 'local', 'ray'], DEFAULT_SETTINGS.evaluation.backend),
+        },
+        cluster: { address: asNullableString(cluster.address) },
         llm: { baseUrl: asNullableString(llm.baseUrl), model: asNullableString(llm.model) },
         optimizer: {
             rounds: asPositiveInteger(optimizer.rounds, DEFAULT_SETTINGS.optimizer.rounds),

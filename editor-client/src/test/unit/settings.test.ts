@@ -32,7 +32,9 @@ describe('normalizeSettings', () => {
             maxFileBytes: 1048576,
             workerIdleSeconds: 0,
             checkOn: 'change',
-            gpu: { enabled: false, device: 1, achievedOccupancy: false },
+            gpu: { enabled: false, device: 1, devices: 'all', achievedOccupancy: false },
+            evaluation: { backend: 'ray' },
+            cluster: { address: 'ray://head:10001' },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
             optimizer: { rounds: 5, candidates: 8, proposer: 'tune', allowNewGlobals: true },
             trace: { server: 'verbose' },
@@ -56,7 +58,9 @@ describe('normalizeSettings', () => {
                 exclude: 'legacy',
                 maxFileBytes: -5,
                 workerIdleSeconds: 1.5,
-                gpu: { enabled: 'no', device: -1, achievedOccupancy: 'yes' },
+                gpu: { enabled: 'no', device: -1, devices: 0, achievedOccupancy: 'yes' },
+                evaluation: { backend: 'slurm' },
+                cluster: { address: '  ' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic', allowNewGlobals: 'yes' },
                 trace: { server: 'loud' },
@@ -73,7 +77,9 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
         assert.equal(settings.workerIdleSeconds, 300);
-        assert.deepEqual(settings.gpu, { enabled: true, device: null, achievedOccupancy: true });
+        assert.deepEqual(settings.gpu, { enabled: true, device: null, devices: null, achievedOccupancy: true });
+        assert.deepEqual(settings.evaluation, { backend: 'auto' });
+        assert.deepEqual(settings.cluster, { address: null });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
         assert.equal(settings.trace.server, 'off');
@@ -92,6 +98,15 @@ describe('normalizeSettings', () => {
         );
         const ours = leaves(DEFAULT_SETTINGS, 'kernelLsp.');
         assert.deepEqual(new Map(ours), new Map(contributed));
+    });
+
+    it('takes a GPU count as a number or a string, as the server wants it: a string', () => {
+        const devices = (value: unknown) => normalizeSettings({ gpu: { devices: value } }, context).gpu.devices;
+        assert.equal(devices(2), '2');
+        assert.equal(devices(' ALL '), 'all');
+        assert.equal(devices('3'), '3');
+        assert.equal(devices(1.5), null);
+        assert.equal(devices('two'), null);
     });
 
     it('accepts arch as one string, and collapses a one-element list to it', () => {
