@@ -12,6 +12,7 @@ For a few kernels (samples where present, else the test fixtures), at the spec's
 
     python benchmarks/timing.py            # prints the table; writes $OUT/timing.md when OUT is set
     python benchmarks/timing.py --only-ours --label before   # no cupyx, do_bench or ncu columns
+    python benchmarks/timing.py --only transpose --no-alt    # some kernels; ncu kept
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ CANDIDATES = [
 PROCESSES = 5
 
 
-def kernels() -> list[tuple[Path, Path]]:
+def kernels(only: list[str] | None = None) -> list[tuple[Path, Path]]:
     out = []
     for cu, spec in CANDIDATES:
+        if only and not any(o in str(cu) for o in only):
+            continue
         spec = spec or Path(spec_path_for(str(cu)))
         if cu.exists() and spec.exists():
             loaded = load_specs(str(spec))
@@ -246,6 +249,7 @@ def main() -> int:
     parser.add_argument("--no-alt", action="store_true", help="no cupyx or do_bench columns (ncu kept)")
     parser.add_argument("--processes", type=int, default=PROCESSES)
     parser.add_argument("--label", default="", help="names the output: timing-<label>.md")
+    parser.add_argument("--only", action="append", default=[], help="only kernels whose path has this")
     args = parser.parse_args()
     if args.do_bench:
         cu, spec, arch = args.do_bench
@@ -280,10 +284,10 @@ def main() -> int:
             f"verify-and-measure, warm session, fixture vadd (4 cases + timing n=4194304): "
             f"{per_check:.2f} s (target <= 1 s) ok={r.ok}"
         )
-        for cu, spec in kernels():
+        for cu, spec in kernels(args.only):
             costs[cu] = check_costs(gpu, cu, spec)
             print(f"cost {cu.name}: check {costs[cu][0]:.3f} s, timing part {costs[cu][1]:.3f} s", flush=True)
-    for cu, spec in kernels():
+    for cu, spec in kernels(args.only):
         name = f"{cu.parent.name}/{cu.name}" if cu.parent != FIXTURES else f"fixture/{cu.name}"
         medians = []
         for _ in range(args.processes):
