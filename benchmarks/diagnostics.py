@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lsprotocol import types
@@ -166,23 +167,35 @@ def nvcc_time(path: Path, runs: int) -> float | None:
     return statistics.median(times)
 
 
-async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
+async def timed_saves(
+    b: Bench, path: Path, saves: int, after_each: Callable[[int], None] = lambda i: None
+) -> tuple[list[float], list[float]]:
+    """Open the file, then (seconds from save to diagnostics of each of `saves` edits, of 10
+    saves of unchanged text, which the cache answers). `after_each(i)` runs after edit i."""
     base = path.read_text()
     uri = path.as_uri()
     await b.publish_after(uri, lambda: b.open(path, base), 1)
-    save_times, bare_times = [], []
+    save_times = []
     for i in range(saves):
         text = base + f"// bench save {i}\n"
         version = i + 2
         save_times.append(
             await b.publish_after(uri, lambda t=text, v=version: b.change_and_save(path, t, v), version)
         )
+        after_each(i)
+    cached = [await b.publish_after(uri, lambda: b.save(path), None) for _ in range(10)]
+    return save_times, cached
+
+
+async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
+    save_times, cached = await timed_saves(b, path, saves)
+    base = path.read_text()
+    bare_times = []
     for i in range(max(5, saves // 3)):
         text = base + f"// bare compile {i}\n"
         t0 = time.perf_counter()
         compile_source(text, str(path), CompileOptions(arch=ARCH), use_cache=False)
         bare_times.append(time.perf_counter() - t0)
-    cached = [await b.publish_after(uri, lambda: b.save(path), None) for _ in range(10)]
     return {
         "name": str(path.relative_to(path.parents[1])),
         "save_med": statistics.median(save_times),
@@ -217,17 +230,12 @@ def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
 async def bench_host_file(b: Bench, path: Path, saves: int) -> dict:
     """Saves and bare nvcc runs alternate, so both see the same machine load."""
     base = path.read_text()
-    uri = path.as_uri()
-    await b.publish_after(uri, lambda: b.open(path, base), 1)
-    save_times, bare_times = [], []
-    for i in range(saves):
-        text = base + f"// bench save {i}\n"
-        version = i + 2
-        save_times.append(
-            await b.publish_after(uri, lambda t=text, v=version: b.change_and_save(path, t, v), version)
-        )
-        bare_times += bare_cubin_times(path, [base + f"// bare nvcc {i}\n"])
-    cached = [await b.publish_after(uri, lambda: b.save(path), None) for _ in range(10)]
+    bare_times: list[float] = []
+
+    def bare(i: int) -> None:
+        bare_times.extend(bare_cubin_times(path, [base + f"// bare nvcc {i}\n"]))
+
+    save_times, cached = await timed_saves(b, path, saves, bare)
     return {
         "name": str(path.relative_to(path.parents[1])),
         "save_med": statistics.median(save_times),

@@ -76,17 +76,6 @@ def probe(ncu: str, out: str) -> list[str]:
     return text.split()
 
 
-WANTED_SECTIONS = [
-    "SpeedOfLight",
-    "ComputeWorkloadAnalysis",
-    "MemoryWorkloadAnalysis",
-    "MemoryWorkloadAnalysis_Tables",
-    "Occupancy",
-    "LaunchStats",
-    "WarpStateStats",
-    "SchedulerStats",
-    "SourceCounters",
-]
 EXTRA_METRICS = [
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -102,7 +91,7 @@ EXTRA_METRICS = [
 def main(argv: list[str]) -> int:
     from kernel_lsp.compile import CompileOptions
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.runner.profile import ACHIEVED, THEORETICAL, find_ncu
+    from kernel_lsp.runner.profile import ACHIEVED, SECTIONS, THEORETICAL, find_ncu
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
@@ -114,7 +103,7 @@ def main(argv: list[str]) -> int:
     if ncu is None:
         return 2
     known = probe(ncu, out)
-    sections = [s for s in WANTED_SECTIONS if s in known]
+    sections = [s for s in SECTIONS if s in known]
     print("sections:", sections, flush=True)
     timings: dict = {"sections": sections, "samples": {}}
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

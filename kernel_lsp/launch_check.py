@@ -44,6 +44,10 @@ def launch_findings(
     lines = source.splitlines()
     directives = directives or parse_directives(source)
     found: list[Diagnostic] = []
+
+    def warn(line: int, message: str) -> None:
+        found.append(_at_comment(path, lines, line, Severity.WARNING, message))
+
     for p in directives.problems:
         message = p.message
         if message.startswith("unknown kernel-lsp directive"):
@@ -52,20 +56,15 @@ def launch_findings(
                 f"unknown kernel-lsp directive `{verb}`{_suggest(verb, ['launch', 'tune'])}; expected "
                 f"{LAUNCH_FORM} or `// kernel-lsp: tune NAME=v1,v2,...`"
             )
-        found.append(_at_comment(path, lines, p.line, Severity.WARNING, message))
+        warn(p.line, message)
     kernels = sorted({k.name for k in find_kernels(source)})
     for d in directives.launches:
         if d.kernel not in kernels:
             known = f"; the file's kernels: {', '.join(kernels)}" if kernels else "; the file has no kernel"
-            found.append(
-                _at_comment(
-                    path,
-                    lines,
-                    d.line,
-                    Severity.WARNING,
-                    f"launch comment names `{d.kernel}`, which is no __global__ function of this file"
-                    f"{_suggest(d.kernel, kernels)}{known}",
-                )
+            warn(
+                d.line,
+                f"launch comment names `{d.kernel}`, which is no __global__ function of this file"
+                f"{_suggest(d.kernel, kernels)}{known}",
             )
         unreadable = False
         for field_name, expr in (("grid", d.grid), ("block", d.block), ("smem", d.smem)):
@@ -73,15 +72,10 @@ def launch_findings(
                 compile(expr, "<launch comment>", "eval")
             except SyntaxError as e:
                 unreadable = True
-                found.append(
-                    _at_comment(
-                        path,
-                        lines,
-                        d.line,
-                        Severity.WARNING,
-                        f"cannot read {field_name}=`{expr}` ({e.msg}); expected a Python expression "
-                        "over the spec's sizes, e.g. grid=(cdiv(n, 16), cdiv(m, 16)) block=(16, 16)",
-                    )
+                warn(
+                    d.line,
+                    f"cannot read {field_name}=`{expr}` ({e.msg}); expected a Python expression "
+                    "over the spec's sizes, e.g. grid=(cdiv(n, 16), cdiv(m, 16)) block=(16, 16)",
                 )
         if unreadable:
             continue

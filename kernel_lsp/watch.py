@@ -19,6 +19,7 @@ and everything that includes a changed header, transitively) and the files to fo
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import logging
 import os
 import queue
@@ -308,6 +309,7 @@ class WorkspaceWatcher:
         self._accept = accept
         self._observer = None
         self.events_seen = 0
+        self._databases: dict[str, str | None] = {}  # path -> digest of its last text seen
 
     def start(self) -> None:
         if not os.path.isdir(self.root):
@@ -373,7 +375,12 @@ class WorkspaceWatcher:
                 self.collector.rules_changed()
             return
         if os.path.basename(path) == DATABASE_NAME:
-            self.collector.database_changed()
+            # CMake rewrites it on every configure, mostly with the same text: only new text
+            # re-checks the workspace.
+            digest = _digest(path)
+            if self._databases.get(path, "") != digest:
+                self._databases[path] = digest
+                self.collector.database_changed()
             return
         if not is_watched_file(path) or self.rules.ignored(path):
             return
@@ -381,6 +388,14 @@ class WorkspaceWatcher:
         if self._accept is not None and not self._accept(path):
             return
         self.collector.file_event(path, exists)
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None  # deleted, or unreadable: either way what the flags come from changed
 
 
 class _Handler(FileSystemEventHandler):

@@ -167,6 +167,15 @@ def test_a_compilation_database_counts_even_in_an_ignored_build_folder(tmp_path)
         time.sleep(0.3)
         assert any(b.database_changed for b in got.items)
         assert not set().union(*(b.changed for b in got.items))  # the database is no file to check
+        got.items.clear()
+        # CMake rewriting the same text (every configure does): nothing to re-check.
+        (tmp_path / "build" / "compile_commands.json").write_text("[]")
+        time.sleep(0.5)
+        assert not any(b.database_changed for b in got.items)
+        (tmp_path / "build" / "compile_commands.json").write_text('[{"file": "k.cu"}]')
+        got.wait(1)
+        time.sleep(0.3)
+        assert any(b.database_changed for b in got.items)
     finally:
         w.stop()
 

@@ -33,7 +33,7 @@ from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec
 
 from .backend import Built
-from .local import fake_from_env
+from .local import fake_from_env, no_gpu_message
 from .results import Comparison, KernelCheck
 from .worker_process import ProgressFn
 
@@ -335,7 +335,9 @@ class RayBackend:
     ) -> KernelCheck:
         with self._lock:
             if not self.available:
-                return self._stamp(KernelCheck(spec.kernel, "unavailable", message=f"no GPU: {self.reason}"))
+                return self._stamp(
+                    KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason))
+                )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
             result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline)
@@ -358,7 +360,7 @@ class RayBackend:
         with self._lock:
             empty = Comparison(1.0, 1.0, 1.0, 0, None, None)
             if not self.available:
-                return self._stamp(replace(empty, error=f"no GPU: {self.reason}"))
+                return self._stamp(replace(empty, error=no_gpu_message(self.reason)))
             text = spec_source if spec_source is not None else _read(spec.path)
             # Both sides in one request: one actor, one GPU, interleaved there.
             result = self._call(

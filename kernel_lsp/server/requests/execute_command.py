@@ -20,6 +20,7 @@ from lsprotocol import types
 
 from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
+from .kernel_argument import uri_and_kernel
 
 log = logging.getLogger(__name__)
 
@@ -118,16 +119,10 @@ def register(server) -> None:
     async def optimize(ls, *args) -> dict[str, Any]:
         from optimizer.session import OptimizeError, RunRequest, run
 
-        arg = args[0] if args else {}
-        if isinstance(arg, list):  # some clients pass the arguments array as one value
-            arg = arg[0] if arg else {}
-        if (
-            not isinstance(arg, dict)
-            or not isinstance(arg.get("uri"), str)
-            or not isinstance(arg.get("kernel"), str)
-        ):
+        parsed = uri_and_kernel(args)
+        if parsed is None:
             return _reply(False, None, 'kernelLsp.optimize expects [{"uri": "...", "kernel": "..."}]')
-        uri, kernel = arg["uri"], arg["kernel"]
+        uri, kernel = parsed
         path = uri_to_path(uri)
         if not path:
             return _reply(False, None, f"not a file: {uri}")

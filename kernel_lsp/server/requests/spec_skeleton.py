@@ -20,6 +20,7 @@ from lsprotocol import types
 from ...source import find_kernels, parse_directives
 from ...spec import spec_path_for, spec_skeleton
 from ..uris import path_to_uri, uri_to_path
+from .kernel_argument import uri_and_kernel
 
 log = logging.getLogger(__name__)
 
@@ -59,22 +60,17 @@ def _source(ls, path: str) -> str | None:
 def register(server) -> None:
     @server.command(WRITE_SPEC_COMMAND)
     async def write_spec_skeleton(ls, *args) -> dict[str, Any]:
-        arg = args[0] if args else {}
-        if isinstance(arg, list):  # some clients pass the arguments array as one value
-            arg = arg[0] if arg else {}
-        if (
-            not isinstance(arg, dict)
-            or not isinstance(arg.get("uri"), str)
-            or not isinstance(arg.get("kernel"), str)
-        ):
+        parsed = uri_and_kernel(args)
+        if parsed is None:
             return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')
-        path = uri_to_path(arg["uri"])
+        uri, name = parsed
+        path = uri_to_path(uri)
         source = _source(ls, path) if path else None
         if source is None:
-            return _reply(False, None, f"cannot read {arg['uri']}")
-        kernel = next((k for k in find_kernels(source) if k.name == arg["kernel"]), None)
+            return _reply(False, None, f"cannot read {uri}")
+        kernel = next((k for k in find_kernels(source) if k.name == name), None)
         if kernel is None:
-            return _reply(False, None, f"no kernel named {arg['kernel']!r} in {os.path.basename(path)}")
+            return _reply(False, None, f"no kernel named {name!r} in {os.path.basename(path)}")
         spec_path = spec_path_for(path)
         spec_uri = path_to_uri(spec_path)
         try:
@@ -95,5 +91,5 @@ def register(server) -> None:
             except Exception:  # the file is written; showing it is a courtesy
                 log.debug("window/showDocument failed", exc_info=True)
         # The kernel file's check reads the new spec.
-        ls.request_check(arg["uri"])
+        ls.request_check(uri)
         return _reply(True, spec_uri, f"wrote {os.path.basename(spec_path)}: fill in the reference and sizes")
