@@ -18,18 +18,16 @@ from __future__ import annotations
 import math
 import os
 import random
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
 from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher
 from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_inputs, run_reference
 
-_SHT_SYMTAB = 2
-_STT_OBJECT = 1
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
@@ -42,41 +40,20 @@ def cubin_globals(cubin: bytes) -> list[str]:
     sections; `__constant__` data lives in `.nv.constant*` and cannot be written by a kernel).
     Not an ELF64 image, or a broken one: no names (parsing never raises)."""
     try:
-        return _elf_objects(cubin)
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
-        return []
-
-
-def _elf_objects(image: bytes) -> list[str]:
-    if image[:4] != b"\x7fELF" or image[4] != 2:  # ELF, 64-bit
-        return []
-    endian = "<" if image[5] == 1 else ">"
-    (shoff,) = struct.unpack_from(endian + "Q", image, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", image, 0x3A)
-    sections = [struct.unpack_from(endian + "IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
-
-    def string(table: int, offset: int) -> str:
-        start = sections[table][4] + offset
-        end = image.index(b"\0", start)
-        return image[start:end].decode()
-
-    names = [string(shstrndx, s[0]) for s in sections]
-    found: list[str] = []
-    for sec in sections:
-        if sec[1] != _SHT_SYMTAB:
-            continue
-        offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
-        for i in range(size // entsize):
-            st_name, st_info, _other, st_shndx = struct.unpack_from(
-                endian + "IBBH", image, offset + i * entsize
-            )
-            if st_info & 0xF != _STT_OBJECT or not 0 < st_shndx < len(sections):
+        elf = Elf(cubin)
+        found: list[str] = []
+        for sym in elf.symbols():
+            if sym.type != STT_OBJECT or not 0 < sym.shndx < len(elf.sections):
                 continue
-            if names[st_shndx].startswith(GLOBAL_SECTIONS):
-                name = string(link, st_name)
-                if name and name not in found:
-                    found.append(name)
-    return found
+            if (
+                elf.sections[sym.shndx].name.startswith(GLOBAL_SECTIONS)
+                and sym.name
+                and sym.name not in found
+            ):
+                found.append(sym.name)
+        return found
+    except (ElfError, ValueError):
+        return []
 
 
 @dataclass
