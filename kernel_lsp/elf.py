@@ -14,6 +14,9 @@ SHN_UNDEF = 0
 STT_OBJECT = 1
 STT_FUNC = 2
 STB_LOCAL = 0
+PT_LOAD = 1
+PT_GNU_RELRO = 0x6474E552
+PF_W = 2
 
 
 class ElfError(ValueError):
@@ -54,6 +57,15 @@ class Relocation:
     symbol: int  # index into the section's symbol table
     type: int
     addend: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    type: int
+    flags: int
+    vaddr: int
+    filesz: int
+    memsz: int
 
 
 class Elf:
@@ -115,6 +127,21 @@ class Elf:
                 offset, info, addend = struct.unpack_from(self.endian + "QQq", self.image, s.offset + i * 24)
                 out.append(Relocation(offset, info >> 32, info & 0xFFFFFFFF, addend))
         return out
+
+    def segments(self) -> list[Segment]:
+        """The program headers (a shared library's loadable segments)."""
+        try:
+            (phoff,) = struct.unpack_from(self.endian + "Q", self.image, 0x20)
+            phentsize, phnum = struct.unpack_from(self.endian + "HH", self.image, 0x36)
+            out = []
+            for i in range(phnum):
+                p_type, p_flags, _off, vaddr, _paddr, filesz, memsz, _align = struct.unpack_from(
+                    self.endian + "IIQQQQQQ", self.image, phoff + i * phentsize
+                )
+                out.append(Segment(p_type, p_flags, vaddr, filesz, memsz))
+            return out
+        except struct.error as e:
+            raise ElfError(f"broken program headers: {e}") from None
 
     def data(self, section: Section) -> bytes:
         return self.image[section.offset : section.offset + section.size]

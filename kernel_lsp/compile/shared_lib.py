@@ -45,6 +45,7 @@ class LibraryBuild:
     fence: list = field(default_factory=list)  # list[kernel_lsp.fence.Finding]
     trusted: bool = True
     link_log: str = field(default="", repr=False)
+    options: CompileOptions | None = None  # what it was built with (a baseline is built alike)
 
     @property
     def ok(self) -> bool:
@@ -120,7 +121,7 @@ def compile_library(
         hit = _cache.get(key)
         if hit is not None:
             return replace(hit, result=replace(hit.result, cached=True))
-    build = LibraryBuild(CompileResult(path, options.arch, False), trusted=trusted)
+    build = LibraryBuild(CompileResult(path, options.arch, False), trusted=trusted, options=options)
     if not trusted:
         # The text first: an include of a file outside the allowlist is never even read by nvcc
         # (its contents would come back in the compiler's messages).

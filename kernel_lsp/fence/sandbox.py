@@ -283,3 +283,42 @@ def bwrap_available(folder: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"bubblewrap: {e}"
     return None if proc.returncode == 0 else f"bubblewrap: {proc.stderr.strip()[:200] or proc.returncode}"
+
+
+# What a sandboxed worker's environment keeps: how to find Python, CUDA and the GPU; never a
+# secret (API keys), never the user's shell setup.
+KEPT_ENVIRONMENT = (
+    "PATH",
+    "PYTHONPATH",
+    "PYTHONUNBUFFERED",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_MODULE_LOADING",
+    "KERNEL_LSP_FAKE_GPU",
+    "LANG",
+    "LC_ALL",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "VIRTUAL_ENV",
+)
+
+
+def sandboxed_command(
+    command: list[str], env: dict[str, str], folder: str
+) -> tuple[list[str], dict[str, str]]:
+    """The worker's command and environment for a sandbox in `folder`: Landlock and seccomp in
+    the worker itself where both work here, else the worker inside bubblewrap, else the worker is
+    asked to sandbox itself anyway and answers why it cannot (fail closed)."""
+    clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
+    clean.update(HOME=folder, TMPDIR=folder, CUDA_CACHE_DISABLE="1")
+    command = [*command, "--sandbox", folder]
+    if in_process_available() is None:
+        return command, clean
+    if bwrap_available(folder) is None:
+        bwrap = find_bwrap()
+        assert bwrap is not None
+        return bwrap_command(bwrap, folder, [*command, "--sandbox-outer", "bwrap"]), clean
+    return command, clean

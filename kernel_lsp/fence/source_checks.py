@@ -103,7 +103,9 @@ def check_source(source: str, original_source: str | None) -> list[Finding]:
     for m in _CALL.finditer(code):
         name = m.group(1)
         before = code[max(0, m.start() - 2) : m.start()]
-        if before.endswith((".", "->")) or (before.endswith("::") and not code[: m.start()].endswith("std::")):
+        if before.endswith((".", "->")) or (
+            before.endswith("::") and not code[: m.start()].endswith("std::")
+        ):
             continue  # a member of the candidate's own type
         out.append(Finding("call", f"calls `{name}`, which {DANGEROUS[name]}", _line(code, m.start()), name))
     return out

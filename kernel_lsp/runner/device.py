@@ -7,7 +7,8 @@ allocation, copies, byte fills, module loading, launches, CUDA-event timing and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -244,6 +245,29 @@ class CudaDevice:
 
     def sync(self) -> None:
         self._ck(self.d.cuStreamSynchronize(self.stream))
+
+    def sync_all(self) -> None:
+        """Wait for everything queued in the context, on any stream (after a host entry's call:
+        work it queued on streams of its own is part of its time)."""
+        self._ck(self.d.cuCtxSynchronize())
+
+    def stream_handle(self) -> int:
+        """The stream as a `cudaStream_t` value (the runtime shares the driver's handles)."""
+        return int(self.stream)
+
+    @contextlib.contextmanager
+    def legacy_stream(self, use: bool = True) -> Iterator[None]:
+        """Run on the legacy default stream while inside: where a host entry launches without a
+        stream argument, events, fills and L2 flushes must be on that stream to be ordered with it."""
+        if not use:
+            yield
+            return
+        saved = self.stream
+        self.stream = self.d.CUstream(self.d.CU_STREAM_LEGACY)
+        try:
+            yield
+        finally:
+            self.stream = saved
 
     # --- timing ---------------------------------------------------------------------------------
 

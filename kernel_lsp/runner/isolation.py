@@ -66,8 +66,13 @@ class ModuleState:
 
     @classmethod
     def snapshot(cls, device: Any, module: Any, cubin: bytes) -> ModuleState:
+        return cls.of(device, device.module_globals(module, cubin))
+
+    @classmethod
+    def of(cls, device: Any, variables: Sequence[tuple[str, int | None, int]]) -> ModuleState:
+        """The loaded image of these globals: (name, device address or None, bytes) each."""
         state = cls(device)
-        for name, ptr, nbytes in device.module_globals(module, cubin):
+        for name, ptr, nbytes in variables:
             if ptr is None:
                 state.unresolved.append(name)
                 continue
@@ -119,6 +124,12 @@ def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int) -> int:
     return max(1, min(MAX_SETS, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
 
 
+def _numpy_reference(
+    spec: Spec, sizes: dict[str, int]
+) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    return lambda inputs: run_reference(spec, sizes, inputs)
+
+
 class TimedSets:
     """The input sets of one timing case and the preparation of each timed launch."""
 
@@ -142,6 +153,9 @@ class TimedSets:
         self.sets: list[InputSet] = []
         self.current = -1
         self.zero = any(isinstance(a, Scratch) and a.zero for a in spec.args.values())
+        # The outputs a set's inputs must give, where verification did not already say: the
+        # spec's reference, or (differential testing) the baseline run on those inputs.
+        self.oracle: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
         given = list(verified)[: max(0, count - 1)]
         try:
             for k in range(max(1, count)):
@@ -211,7 +225,7 @@ class TimedSets:
         for k in sorted(chosen):
             s = self.sets[k]
             progress("checking timed outputs", label, None)
-            reference = s.reference or run_reference(self.spec, self.sizes, s.inputs)
+            reference = s.reference or (self.oracle or _numpy_reference(self.spec, self.sizes))(s.inputs)
             outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
             where = f"{label}, input set {k + 1} of {len(self.sets)}"
             try:
