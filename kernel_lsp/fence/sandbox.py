@@ -183,12 +183,12 @@ def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
                 report.network = new_network_namespace()
             except Exception as e2:
                 report.tried["network namespace"] = f"{type(e2).__name__}: {e2}"
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     missing = [what for what, got in (("file writes", report.files), ("network", report.network)) if not got]
     if missing:
         tried = "; ".join(f"{k}: {v}" for k, v in report.tried.items()) or "nothing available"
         raise SandboxUnavailable(f"cannot confine {' and '.join(missing)} ({tried})")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     return report
 
 
