@@ -261,9 +261,11 @@ class GpuSession:
         `artifact`). Never raises. Achieved occupancy comes after, from `add_occupancy`."""
         start = time.perf_counter()
         kernel_line = _kernel_line(source, kernel)
+        entry = False
 
         def done(check: KernelCheck) -> KernelCheck:
             check.duration_s = time.perf_counter() - start
+            check.entry = entry
             check.device = check.device or (self.backend.device if self.available else None)
             check.host, check.device_index = check.host or self.host, self.device_index
             if not check.diagnostics and check.problems:
@@ -293,6 +295,7 @@ class GpuSession:
             )
         kernel = spec.kernel
         kernel_line = _kernel_line(source, kernel)
+        entry = spec.is_entry
         try:
             built, problems = self._built(source, path, spec, artifact, defines)
         except Exception as e:
@@ -370,7 +373,7 @@ class GpuSession:
             return check
         cubin, steps = built
         message = {"spec": spec_desc(spec, spec_source), "steps": steps}
-        self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, path, source)
+        self._profile(check, message, cubin, symbol_names(steps), path, source)
         return check
 
     def _profile(
@@ -427,7 +430,7 @@ class GpuSession:
         if profile and check.ok and check.timings:
             message = {"spec": spec_desc(spec, spec_source), "steps": steps}
             main = (spec.path or "").removesuffix(".spec.py") + ".cu"
-            self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, main)
+            self._profile(check, message, cubin, symbol_names(steps), main)
         return check
 
     # --- A/B ------------------------------------------------------------------------------------
@@ -480,6 +483,18 @@ class GpuSession:
         on_progress: ProgressFn | None = None,
     ) -> Comparison:
         return self.backend.compare(spec, spec_source, baseline, candidate, min_speedup, on_progress)
+
+
+def symbol_names(steps: list[dict[str, Any]]) -> dict[str, str]:
+    """{entry symbol: the name a user knows} of the kernels a run launches: the pipeline's, or
+    for a host entry every kernel its library holds (the profile times each one it launched)."""
+    names: dict[str, str] = {}
+    for s in steps:
+        if s.get("kind") == "entry":
+            names.update(s.get("kernels") or {})
+        else:
+            names[s["symbol"]] = s["kernel"]
+    return names
 
 
 def _in_spec(problems: list[Diagnostic], spec: Spec) -> bool:

@@ -149,12 +149,15 @@ def check_main(argv: list[str]) -> int:
         )
         return EXIT_TOOL_FAILED
     from ..evaluation.choose import RayUnavailable, wants_ray
+    from ..evaluation.local import fake_from_env
     from ..gpu_check import mark_unverified, verify_checks
 
     # With Ray the GPUs are the cluster's: this machine may have none.
     if not settings.gpu_enabled:
         mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
-    elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
+    elif not (
+        wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch() or fake_from_env()
+    ):
         mark_unverified(checks, "no GPU found")
     else:
         try:

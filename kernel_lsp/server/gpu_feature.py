@@ -146,7 +146,7 @@ class GpuFeature:
                                 text,
                                 path,
                                 None,
-                                artifact,
+                                options if k.entry else artifact,  # an entry builds its library
                                 spec_text,
                                 defines=options.defines,
                             ),
@@ -189,6 +189,10 @@ class GpuFeature:
     def hot_lines(self, path: str) -> list[HotLine]:
         """The hottest lines of every profiled kernel of this file."""
         return [h for k in self.results.get(path, []) if k.profile for h in k.profile.hot_lines]
+
+    def entries(self, path: str) -> list[str]:
+        """The host entries of this file that have results (hover and lenses go on them too)."""
+        return [k.kernel for k in self.results.get(path, []) if k.entry]
 
     def headline(self, path: str, kernel: str) -> str | None:
         k = self._check_for(path, kernel)

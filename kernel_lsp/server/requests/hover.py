@@ -55,7 +55,16 @@ def register(server) -> None:
         if not name or not path:
             return None
         if name not in {k.name for k in find_kernels(doc.source)}:
-            return None
+            if name not in ls.gpu_entries(path):
+                return None
+            # A host entry: its figures are the whole call's (the kernels it launched are its own).
+            parts = [
+                f"**`{name}`** — host entry, called with the spec's buffers",
+                *ls.hover_sections(path, name),
+            ]
+            return types.Hover(
+                contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
+            )
         check = await ls.analysis.latest(path)
         kernels = [k for k in check.kernels if k.source_function == name] if check else []
         parts = []
