@@ -27,11 +27,6 @@ from .flags import (
 )
 
 
-def analyze(workspace: Workspace, path: str, includers: tuple = ()) -> FileCheck:
-    """One file's check (a module function: check workers receive it by name)."""
-    return workspace.analyze(path, includers=includers)
-
-
 def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
     # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
     # sidecar runs the user's code, which only a worker process can be stopped in.
@@ -39,9 +34,9 @@ def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCh
     # A header that does not compile alone is checked as the file that includes it sees it.
     context = includers_for(files, workspace.settings)
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [analyze(workspace, f, context.get(f, ())) for f in files]
-    jobs_args = [(workspace, f, context.get(f, ())) for f in files]
-    results = run_jobs(analyze, jobs_args, jobs, JOB_TIMEOUT_S)
+        return [workspace.analyze(f, includers=context.get(f, ())) for f in files]
+    jobs_args = [(f, None, None, context.get(f, ())) for f in files]
+    results = run_jobs(workspace.analyze, jobs_args, jobs, JOB_TIMEOUT_S)
     return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
 
 

@@ -76,11 +76,10 @@ class _WatchSession:
         return path in self.graph  # a header one of the files includes
 
     def check(self, paths: Iterable[str]) -> list[FileCheck]:
-        from .check import analyze
-
         paths = sorted(paths)
+        n = len(paths)
         context = [self._includers(p) for p in paths]
-        checks = list(self.pool.map(analyze, [self.workspace] * len(paths), paths, context))
+        checks = list(self.pool.map(self.workspace.analyze, paths, [None] * n, [None] * n, context))
         for c in checks:
             self.state[c.path] = c
         return checks
