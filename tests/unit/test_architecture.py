@@ -69,9 +69,9 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = (
-                    ".".join(package[: len(package) - node.level + 1]) if node.level else ""
-                ) + (("." if node.level and node.module else "") + (node.module or ""))
+                base = (".".join(package[: len(package) - node.level + 1]) if node.level else "") + (
+                    ("." if node.level and node.module else "") + (node.module or "")
+                )
                 base = base.strip(".")
                 targets = [base] + [f"{base}.{a.name}" for a in node.names]
             else:
