@@ -184,10 +184,11 @@ class GpuSession:
         """The file as a shared library for this device's exact arch (host-entry specs).
         `candidate_of`: the original's text when `source` is a candidate an LLM wrote: the fence
         checks it (LibraryBuild.fence) and it runs only in a sandboxed session."""
+        from kernel_lsp import fence
         from kernel_lsp.compile import CompileOptions
 
         options = self.compile_options_for_device(options or CompileOptions())
-        return compile_library(source, path, options, candidate_of)
+        return compile_library(source, path, options, candidate_of, fence=fence)
 
     def _built_entry(
         self, source: str, path: str, spec: Spec, artifact: Artifact

@@ -153,7 +153,9 @@ def check_main(argv: list[str]) -> int:
     if not settings.gpu_enabled:
         mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not (
-        wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch() or fake_from_env()
+        wants_ray(settings.evaluation_backend, settings.cluster_address)
+        or local_gpu_arch()
+        or fake_from_env()
     ):
         mark_unverified(checks, "no GPU found")
     else:

@@ -24,6 +24,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from ..model import CompileResult, Diagnostic, Severity
 from .cache import CompileCache
@@ -32,6 +33,18 @@ from .options import CompileOptions
 from .toolchain import find_toolchain
 
 LINK_SOURCE = "kernel-lsp link"
+
+
+@dataclass(frozen=True)
+class _NoFence:
+    """A finding of this module's own (the fence's Finding lives above the compile layer)."""
+
+    kind: str
+    message: str
+    line: int = 0
+    symbol: str = ""
+
+
 _cache = CompileCache(capacity=32)  # libraries are larger than CUBINs
 
 
@@ -99,18 +112,32 @@ def _link(nvcc: str, host_compiler_flags: list[str], arch: str, obj: str, out: s
     return proc.returncode == 0, (proc.stdout + proc.stderr).strip()
 
 
+class Fence(Protocol):
+    """The static checks of host code someone else wrote (kernel_lsp.fence provides them)."""
+
+    def check_source(self, source: str, original_source: str | None) -> list: ...
+
+    def check_object(self, object_path: str) -> list: ...
+
+
 def compile_library(
     source: str,
     path: str,
     options: CompileOptions,
     candidate_of: str | None = None,
     use_cache: bool = True,
+    fence: Fence | None = None,
 ) -> LibraryBuild:
     """Build `source` into a shared library. `candidate_of`: the original file's text when
-    `source` is a candidate someone else (an LLM) wrote: the fence checks its text and host
-    object, and a candidate with findings is not linked. Never raises."""
-    from ..fence import check_object, check_source
-
+    `source` is a candidate someone else (an LLM) wrote: `fence` (the `kernel_lsp.fence`
+    module) checks its text and host object, and a candidate with findings is not linked; a
+    candidate without a fence is never built. Never raises."""
+    if candidate_of is not None and fence is None:
+        return LibraryBuild(
+            CompileResult(path, options.arch, False),
+            fence=[_NoFence("object", "a candidate is built only with the fence's checks")],
+            trusted=False,
+        )
     toolchain = find_toolchain(options.extra)
     if toolchain.problem:
         return LibraryBuild(_tool_diagnostic(path, options, toolchain.problem), trusted=candidate_of is None)
@@ -125,7 +152,8 @@ def compile_library(
     if not trusted:
         # The text first: an include of a file outside the allowlist is never even read by nvcc
         # (its contents would come back in the compiler's messages).
-        build.fence = check_source(source, candidate_of)
+        assert fence is not None
+        build.fence = fence.check_source(source, candidate_of)
         if build.fence:
             return build
     lib_options = replace(options, host_check=True, extra=(*options.extra, "-Xcompiler", "-fPIC"))
@@ -133,7 +161,8 @@ def compile_library(
 
     def link(obj: str) -> None:
         if not trusted:
-            build.fence = check_object(obj)
+            assert fence is not None
+            build.fence = fence.check_object(obj)
             if build.fence:
                 return
         out = os.path.join(os.path.dirname(obj), "entry.so")

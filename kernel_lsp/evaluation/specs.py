@@ -188,10 +188,10 @@ def entry_steps(
     """The one step of an entry spec ({kind: entry, kernel, symbol, params, codes, returns,
     globals, trusted, kernels}), or the diagnostics (in the spec file) that prevent it."""
     function = find_host_function(source, spec.entry or spec.kernel)
-    problems = [d for d in check_entry_spec(spec, function) if d.severity is Severity.ERROR]
-    if problems or function is None:
+    abi = entry_abi(function) if function is not None else None
+    problems = [d for d in check_entry_spec(spec, function, abi) if d.severity is Severity.ERROR]
+    if problems or function is None or abi is None:
         return [], problems
-    abi = entry_abi(function)
     name = function.name
     library = build.library or b""
     exported = {s.name for s in Elf(library).symbols(dynamic=True) if not s.undefined} if library else set()

@@ -13,8 +13,8 @@ from .expressions import SpecError, launch_dims
 from .loading import _diag
 from .model import Arg, InOut, Out, Scalar, Spec, case_label
 
-if TYPE_CHECKING:
-    from ..host_entry import HostFunction
+if TYPE_CHECKING:  # the host-code reader imports this package: types only
+    from ..host_entry import EntryAbi, HostFunction
 
 
 def check_spec(
@@ -159,18 +159,16 @@ def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diag
     return out
 
 
-def check_entry_spec(spec: Spec, function: HostFunction | None) -> list[Diagnostic]:
-    """Diagnostics (in the spec file) where an entry spec does not fit its host function: no such
-    function, a signature the worker cannot call through the C ABI, parameters without args,
-    args that are not parameters, pointer vs scalar, dtype vs C type. A `cudaStream_t`
-    parameter gets the worker's stream and has no entry in args."""
-    from ..host_entry import entry_abi  # the host-code reader imports this package
-
+def check_entry_spec(spec: Spec, function: HostFunction | None, abi: EntryAbi | None) -> list[Diagnostic]:
+    """Diagnostics (in the spec file) where an entry spec does not fit its host function
+    (`kernel_lsp.host_entry`: `find_host_function` and its `entry_abi`): no such function, a
+    signature the worker cannot call through the C ABI, parameters without args, args that are
+    not parameters, pointer vs scalar, dtype vs C type. A `cudaStream_t` parameter gets the
+    worker's stream and has no entry in args."""
     p = spec.path
     name = spec.entry or spec.kernel
-    if function is None:
+    if function is None or abi is None:
         return [_diag(p, spec.line, f"no host function `{name}` in the .cu file", "spec-entry")]
-    abi = entry_abi(function)
     out = [_diag(p, spec.line, problem, "spec-entry") for problem in abi.problems]
     stream = abi.stream_param
     params = [param for param in function.params if param.name != stream]

@@ -22,11 +22,13 @@ LAYERS: dict[str, int] = {
     "procs": 0,
     "constants": 0,
     "advice": 0,
+    "elf": 0,
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
     "include_graph": 1,
     "host_launch": 2,
+    "host_entry": 2,
     "config": 2,
     "spec": 2,
     # what runs and checks compiled code

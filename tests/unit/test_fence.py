@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_lsp import fence
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.compile.shared_lib import compile_library
 from kernel_lsp.fence import check_candidate_host_code, check_object, check_source
@@ -55,7 +56,7 @@ def folder(tmp_path: Path) -> Path:
 
 def build(folder: Path, options: CompileOptions, source: str, original: str | None = ORIGINAL):
     return compile_library(
-        source, str(folder / "candidate.cu"), options, candidate_of=original, use_cache=False
+        source, str(folder / "candidate.cu"), options, candidate_of=original, use_cache=False, fence=fence
     )
 
 
@@ -196,3 +197,13 @@ extern "C" int scale(const float* x, float* y, int n) {
 def test_check_candidate_host_code_is_the_optimizer_entry_point(tmp_path):
     findings = check_candidate_host_code(HOSTILE["fopen"][0], ORIGINAL, None)
     assert [f.kind for f in findings] == ["call"] and findings[0].line == 8  # the fopen line
+
+
+def test_a_candidate_is_never_built_without_the_fence(folder, options):
+    result = compile_library(HOSTILE["system"][0], str(folder / "c.cu"), options, candidate_of=ORIGINAL)
+    assert result.library is None and not result.ok and "fence" in result.fence[0].message
+
+
+def test_a_candidate_is_never_built_without_the_fence(folder, options):
+    result = compile_library(HOSTILE["system"][0], str(folder / "c.cu"), options, candidate_of=ORIGINAL)
+    assert result.library is None and not result.ok and "fence" in result.fence[0].message

@@ -91,7 +91,8 @@ def test_an_entry_spec_that_fits_has_no_findings(tmp_path):
     assert loaded.ok, loaded.diagnostics
     spec = loaded.specs[0]
     assert spec.is_entry and spec.kernel == "scaled" and spec.kernels == []
-    assert check_entry_spec(spec, find_host_function(LAUNCHERS, "scaled")) == []
+    fn = find_host_function(LAUNCHERS, "scaled")
+    assert check_entry_spec(spec, fn, entry_abi(fn)) == []
 
 
 def test_entry_spec_findings_name_the_argument(tmp_path):
@@ -103,13 +104,14 @@ def test_entry_spec_findings_name_the_argument(tmp_path):
 """,
     )
     spec = loaded.specs[0]
-    messages = [d.message for d in check_entry_spec(spec, find_host_function(LAUNCHERS, "scaled"))]
+    fn = find_host_function(LAUNCHERS, "scaled")
+    messages = [d.message for d in check_entry_spec(spec, fn, entry_abi(fn))]
     assert any("`y` is `float* __restrict__` (float32) but the spec says float64" in m for m in messages)
     assert any("`x` is a pointer" in m for m in messages)
     assert any("parameter `size_t n` has no entry in args" in m for m in messages)
     assert any("`stream` is the entry's stream" in m for m in messages)
     assert any("`extra` is not a parameter of scaled" in m for m in messages)
-    missing = check_entry_spec(spec, None)
+    missing = check_entry_spec(spec, None, None)
     assert [d.message for d in missing] == ["no host function `scaled` in the .cu file"]
 
 
