@@ -202,8 +202,3 @@ def test_check_candidate_host_code_is_the_optimizer_entry_point(tmp_path):
 def test_a_candidate_is_never_built_without_the_fence(folder, options):
     result = compile_library(HOSTILE["system"][0], str(folder / "c.cu"), options, candidate_of=ORIGINAL)
     assert result.library is None and not result.ok and "fence" in result.fence[0].message
-
-
-def test_a_candidate_is_never_built_without_the_fence(folder, options):
-    result = compile_library(HOSTILE["system"][0], str(folder / "c.cu"), options, candidate_of=ORIGINAL)
-    assert result.library is None and not result.ok and "fence" in result.fence[0].message
