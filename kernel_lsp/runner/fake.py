@@ -213,6 +213,9 @@ class FakeDevice:
     def flush_l2(self) -> None:
         pass
 
+    def poison_shared_memory(self, byte: int) -> None:
+        pass
+
     def time_rounds(
         self,
         runs: list[Callable[[], None]],

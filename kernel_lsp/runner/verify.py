@@ -7,6 +7,8 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - every buffer has guard bytes before and after it, which must be intact after the launch;
 - inputs must be bit-identical after the launch (In buffers);
 - outputs are compared with the numpy reference (tolerance or the spec's compare function);
+- every SM's shared memory holds the run's poison before the launch, so a kernel that reads
+  shared memory its block never wrote reads the poison, not zeros left there by chance;
 - the same inputs run again (poison 0xA5) and must agree with the first run (races);
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
 Before every launch the modules' mutable globals go back to their loaded image, so no run sees
@@ -329,6 +331,7 @@ class CaseRunner:
             bufs.upload(name, array)
         bufs.poison(poison)
         self.reset()
+        self.device.poison_shared_memory(poison)
         launcher(self.device, steps, bufs)()
         self.sync(case)
         broken = bufs.broken_guards()
