@@ -43,9 +43,11 @@ from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import ProfileReport, find_ncu
+from kernel_lsp.runner.sanitizer import TOOLS as SANITIZER_TOOLS
+from kernel_lsp.runner.sanitizer import SanitizerReport, find_sanitizer, smallest_case
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
-from kernel_lsp.spec import Spec, load_specs, spec_path_for
+from kernel_lsp.spec import Spec, case_label, load_specs, spec_path_for
 
 __all__ = [
     "GPU_OFF_IN_EDITOR",
@@ -348,6 +350,43 @@ class GpuSession:
                 Diagnostic(spec.path or path, spec.line or 1, 1, Severity.ERROR, message, source=GPU_SOURCE)
             ]
         return built, []
+
+    def prove(
+        self,
+        source: str,
+        path: str,
+        specs_or_spec_path: SpecArg = None,
+        kernel: str | None = None,
+        artifact: Artifact = None,
+        spec_source: str | None = None,
+        defines: tuple[str, ...] | None = None,
+        tools: tuple[str, ...] = SANITIZER_TOOLS,
+    ) -> SanitizerReport:
+        """Proof before an offer: the spec's smallest non-trivial case launched once under each
+        compute-sanitizer tool; a finding (`report.blocks_offer`) blocks the offer, with the
+        sanitizer's message at the source line. Without compute-sanitizer the gate is skipped and
+        `report.note` says so. Never raises."""
+        sanitizer = find_sanitizer()
+        if sanitizer is None:
+            return SanitizerReport(note="compute-sanitizer is not installed here: the proof gate was skipped")
+        run = getattr(self.backend, "sanitize", None)
+        if run is None or not self.available:
+            why = "this evaluation backend runs no sanitizer" if run is None else no_gpu_message(self.reason)
+            return SanitizerReport(note=f"the proof gate was skipped: {why}")
+        spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
+        if spec is None:
+            return SanitizerReport(note=diags[0].message if diags else "no spec")
+        built, problems = self._built(source, path, spec, artifact, defines)
+        if built is None:
+            return SanitizerReport(note=f"does not build: {problems[0].message if problems else '?'}")
+        sizes = smallest_case(spec.sizes)
+        job = {
+            "spec": spec_desc(spec, spec_source),
+            "steps": built[1],
+            "sizes": sizes,
+            "case": case_label(sizes),
+        }
+        return run(sanitizer, job, built[0], tools)
 
     def add_occupancy(
         self,

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
+from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec, distributions
@@ -350,3 +351,11 @@ class LocalBackend:
         job = dict(job, device=self.device_index, fake=self.fake)
         with self._lock:  # nothing else on this GPU while ncu replays the kernels
             return profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
+
+    def sanitize(
+        self, sanitizer: str, job: dict[str, Any], blob: bytes, tools: tuple[str, ...]
+    ) -> SanitizerReport:
+        """The job's one launch under each compute-sanitizer tool (the proof gate), on this GPU."""
+        job = dict(job, device=self.device_index, fake=self.fake)
+        with self._lock:  # nothing else on this GPU while the sanitizer instruments the launch
+            return sanitize(sanitizer, job, blob, tools)
