@@ -171,11 +171,11 @@ def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
     if outer == "bwrap":
         report.files, report.network = "bwrap (read-only root)", "bwrap --unshare-net"
     try:
-        report.files = restrict_writes(folder)
+        report.files = " + ".join(filter(None, (report.files, restrict_writes(folder))))
     except Exception as e:  # ImportError, OSError, the binding's own errors
         report.tried["landlock"] = f"{type(e).__name__}: {e}"
     try:
-        report.network = restrict_syscalls()
+        report.network = " + ".join(filter(None, (report.network, restrict_syscalls())))
     except Exception as e:
         report.tried["seccomp"] = f"{type(e).__name__}: {e}"
         if not report.network:
@@ -315,10 +315,11 @@ def sandboxed_command(
     clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
     clean.update(HOME=folder, TMPDIR=folder, CUDA_CACHE_DISABLE="1")
     command = [*command, "--sandbox", folder]
-    if in_process_available() is None:
+    # KERNEL_LSP_SANDBOX=landlock|bwrap picks one (benchmarks/sandbox_probe.py tries each).
+    forced = env.get("KERNEL_LSP_SANDBOX", "")
+    if forced != "bwrap" and (forced == "landlock" or in_process_available() is None):
         return command, clean
-    if bwrap_available(folder) is None:
-        bwrap = find_bwrap()
-        assert bwrap is not None
+    if forced == "bwrap" or bwrap_available(folder) is None:
+        bwrap = find_bwrap() or "bwrap"
         return bwrap_command(bwrap, folder, [*command, "--sandbox-outer", "bwrap"]), clean
     return command, clean

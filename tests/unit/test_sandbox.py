@@ -141,7 +141,7 @@ def test_the_sandboxed_worker_refuses_writes_outside_and_sockets_to_the_code_it_
     (tmp_path / "probe.spec.py").write_text(PROBE_SPEC)
     with GpuSession(fake=True, timing=FAST, sandboxed=True) as gpu:
         (check,) = check_file(gpu, str(tmp_path / "probe.cu"), compile_options=OPTIONS)
-        assert gpu.backend.sandbox["files"].startswith("landlock")
+        assert "landlock" in gpu.backend.sandbox["files"] and "seccomp" in gpu.backend.sandbox["network"]
     assert check.ok, check.message  # the launcher saw both refused
     assert not outside.exists()
     # The same launcher outside the sandbox: both succeed, so the outputs are zeros.
@@ -173,6 +173,25 @@ def test_code_the_user_did_not_write_runs_only_sandboxed(tmp_path, sandboxed):
     else:
         assert not check.ok and check.problems[0].kind == "sandbox"
         assert "runs only in a sandboxed GPU worker" in check.message
+
+
+@needs_sandbox
+@needs_nvcc
+def test_bubblewrap_around_the_worker_where_it_is_asked_for(tmp_path, monkeypatch):
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    why = bwrap_available(str(tmp_path))
+    if why:
+        pytest.skip(why)
+    monkeypatch.setenv("KERNEL_LSP_SANDBOX", "bwrap")
+    outside = tmp_path / "written-by-the-launcher.txt"
+    (tmp_path / "probe.cu").write_text(PROBE.replace("OUTSIDE", str(outside)))
+    (tmp_path / "probe.spec.py").write_text(PROBE_SPEC)
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as gpu:
+        (check,) = check_file(gpu, str(tmp_path / "probe.cu"), compile_options=OPTIONS)
+        assert gpu.backend.sandbox["files"].startswith("bwrap")
+    assert check.ok, check.message
+    assert not outside.exists()
 
 
 def test_the_sandboxed_worker_gets_no_secrets(tmp_path):
