@@ -29,6 +29,7 @@ import resource
 import shutil
 import socket
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
 DEFAULT_MEMORY_BYTES = 8 << 30  # host memory a sandboxed worker may map beyond its CUDA setup
@@ -189,6 +190,9 @@ def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
         raise SandboxUnavailable(f"cannot confine {' and '.join(missing)} ({tried})")
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Temporary files go to the one writable place (cuda.bindings writes one at import).
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
     return report
 
 
