@@ -12,7 +12,9 @@ CUDA error makes this process report (`"fatal": true`) and exit, because its con
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import traceback
@@ -153,7 +155,10 @@ class Worker:
         self.device = device
         self.send = send
         self.sandbox = sandbox  # how this process is confined (None: not sandboxed)
-        self.folder = folder or tempfile.mkdtemp(prefix="kernel-lsp-worker-")  # entry libraries
+        if folder is None:  # entry libraries are written here (a sandboxed worker's: its own folder)
+            folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+            atexit.register(shutil.rmtree, folder, True)
+        self.folder = folder
         self.phase = ""
         self.case = ""
         self._dev_info: dict[str, Any] | None = None
