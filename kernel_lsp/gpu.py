@@ -47,7 +47,8 @@ from kernel_lsp.runner.sanitizer import TOOLS as SANITIZER_TOOLS
 from kernel_lsp.runner.sanitizer import SanitizerReport, find_sanitizer, smallest_case
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
-from kernel_lsp.spec import Spec, case_label, load_specs, spec_path_for
+from kernel_lsp.spec import Spec, case_label, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
 
 __all__ = [
     "GPU_OFF_IN_EDITOR",
@@ -175,10 +176,10 @@ class GpuSession:
         return options
 
     def compile(self, source: str, path: str, options: Any = None) -> CompileResult:
-        """compile_source for this device's exact arch: the artifact check and compare take."""
-        from kernel_lsp.compile import compile_source
+        """compile_source (in a worker process) for this device's exact arch: what check and compare take."""
+        from kernel_lsp.compile import compile_isolated
 
-        return compile_source(source, path, self.compile_options_for_device(options))
+        return compile_isolated(source, path, self.compile_options_for_device(options))
 
     def build_library(
         self, source: str, path: str, options: Any = None, candidate_of: str | None = None
@@ -186,11 +187,18 @@ class GpuSession:
         """The file as a shared library for this device's exact arch (host-entry specs).
         `candidate_of`: the original's text when `source` is a candidate an LLM wrote: the fence
         checks it (LibraryBuild.fence) and it runs only in a sandboxed session."""
-        from kernel_lsp import fence
         from kernel_lsp.compile import CompileOptions
+        from kernel_lsp.compile.pool import WorkerFailed, run_isolated
 
         options = self.compile_options_for_device(options or CompileOptions())
-        return compile_library(source, path, options, candidate_of, fence=fence)
+        try:  # in the shared worker process, like every compile of the GPU and optimizer paths
+            return run_isolated(_build_library, source, path, options, candidate_of)
+        except WorkerFailed as e:
+            message = f"building {os.path.basename(path)} for {options.arch}: {e}"
+            diagnostic = Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)
+            return LibraryBuild(
+                CompileResult(path, options.arch, False, [diagnostic]), trusted=candidate_of is None
+            )
 
     def _built_entry(
         self, source: str, path: str, spec: Spec, artifact: Artifact
@@ -525,6 +533,13 @@ class GpuSession:
         return self.backend.compare(spec, spec_source, baseline, candidate, min_speedup, on_progress)
 
 
+def _build_library(source: str, path: str, options: Any, candidate_of: str | None) -> LibraryBuild:
+    """compile_library with the fence (run in the shared worker process)."""
+    from kernel_lsp import fence
+
+    return compile_library(source, path, options, candidate_of, fence=fence)
+
+
 def symbol_names(steps: list[dict[str, Any]]) -> dict[str, str]:
     """{entry symbol: the name a user knows} of the kernels a run launches: the pipeline's, or
     for a host entry every kernel its library holds (the profile times each one it launched)."""
@@ -559,7 +574,7 @@ def check_file(
     spec_path = spec_path_for(cu_path)
     if spec_source is None and not os.path.exists(spec_path):
         return []
-    loaded = load_specs(spec_path, spec_source)
+    loaded = load_specs_isolated(spec_path, spec_source)
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity is Severity.ERROR)
         return [KernelCheck("", "spec_error", message=first.message, diagnostics=loaded.diagnostics)]

@@ -25,10 +25,10 @@ from kernel_lsp.spec import (
     SpecLoad,
     check_entry_spec,
     check_spec,
-    load_specs,
     source_constants,
     spec_path_for,
 )
+from kernel_lsp.spec.isolated import load_specs_isolated
 
 GPU_SOURCE = "kernel-lsp gpu"
 SpecArg = str | Spec | Sequence[Spec] | SpecLoad | None
@@ -116,7 +116,7 @@ def resolve_spec(
                     source=GPU_SOURCE,
                 )
             ]
-        specs = load_specs(specs, spec_source)
+        specs = load_specs_isolated(specs, spec_source)
     if isinstance(specs, SpecLoad):
         errors = [d for d in specs.diagnostics if d.severity is Severity.ERROR]
         if errors:
