@@ -11,34 +11,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kernel_lsp.constants import macro_values
 from kernel_lsp.source import LaunchDirective, parse_directives
 from kernel_lsp.spec import SpecError, launch_dims
-
-_DEFINE = re.compile(
-    r"^(?P<head>[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*))(?P<gap>[ \t]+)(?P<value>[^\n]*?)(?P<tail>[ \t]*(//[^\n]*)?)$",
-    re.M,
-)
-_INT = re.compile(r"^\(?\s*(-?\d+)\s*[uUlL]*\s*\)?$")
 
 # The pseudo-parameter the tuner uses for a literal launch block size (`block=256`).
 LAUNCH_BLOCK = "launch.block"
 
 
 def define_values(source: str, defines: tuple[str, ...] = ()) -> dict[str, int]:
-    """Integer macros of the file (`#define BLOCK 256`), overridden by -D values, for evaluating
-    launch expressions such as `cdiv(n, BLOCK*ITEMS)`. The first definition of a name wins, as
-    with the usual `#ifndef NAME / #define NAME default` guard."""
-    values: dict[str, int] = {}
-    for m in _DEFINE.finditer(source):
-        iv = _INT.match(m.group("value").strip())
-        if iv and m.group("name") not in values:
-            values[m.group("name")] = int(iv.group(1))
-    for d in defines:
-        name, _, value = d.partition("=")
-        iv = _INT.match(value.strip() or "1")
-        if iv:
-            values[name.strip()] = int(iv.group(1))
-    return values
+    """Integer constants of the file (`#define BLOCK 256`, `constexpr int kTile = 32;`), overridden
+    by -D values, for evaluating launch expressions such as `cdiv(n, BLOCK*ITEMS)`: the one reader
+    in kernel_lsp.constants (the first `#define` of a name wins, as with an `#ifndef` guard)."""
+    return macro_values(source, defines)
 
 
 def current_config(

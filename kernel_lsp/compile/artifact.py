@@ -8,8 +8,9 @@ import re
 from collections import Counter
 from dataclasses import replace
 
-from .. import archs
 from ..advice import INCLUDE_DIRS
+from ..constants import read_constants
+from ..host.occupancy import launch_occupancies
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle
@@ -24,26 +25,12 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
-_INT_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
-
-
 def literal_launch_value(
     expr: str, defines: tuple[str, ...], source: str = ""
 ) -> int | tuple[int, ...] | None:
-    """A launch expression's value when it needs no runtime size (`256`, `(16, 16)`, `BLOCK`).
-    Macros come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
-    env: dict[str, int] = {m.group(1): int(m.group(2)) for m in _INT_DEFINE.finditer(source)}
-    for d in defines:
-        name, _, value = d.partition("=")
-        if value.strip().lstrip("-").isdigit():
-            env[name.strip()] = int(value)
-    try:
-        v = eval(expr, {"__builtins__": {}}, env)
-    except Exception:
-        return None
-    if isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v)):
-        return v
-    return None
+    """A launch expression's value when it needs no runtime size (`256`, `(16, 16)`, `BLOCK`),
+    with the file's constants and -D values (kernel_lsp.constants; no `eval`)."""
+    return read_constants(source, defines).evaluate(expr)
 
 
 def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:
@@ -234,10 +221,26 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
         parts = demangle(r.mangled)
         function = parts.name if parts else source_name(r.mangled)
         sig = _definition_of(function, parts, signatures)
-        launches = directives.launches_of(function)
-        block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
-        dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
-        occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
+        launches = directives.launches_of(parts.instance if parts else function) or directives.launches_of(
+            function
+        )
+        comment_block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
+        comment_smem = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
+        configs = launch_occupancies(
+            source,
+            path,
+            function,
+            parts.instance if parts else function,
+            parts.template_args if parts else (),
+            r.arch,
+            r.registers,
+            r.shared_bytes,
+            directives,
+            comment_block,
+            comment_smem,
+            tuple(options.defines),
+        )
+        primary = next((c for c in configs if c.block_size is not None), None)
         out.append(
             KernelResources(
                 name=parts.instance if parts else function,
@@ -251,9 +254,10 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 barriers=r.barriers,
                 const_bytes=r.const_bytes,
                 line=sig.line if sig else 0,
-                block_size=block,
-                occupancy=occ,
+                block_size=primary.block_size if primary else None,
+                occupancy=primary.occupancy if primary else None,
                 function=function,
+                launches=configs,
             )
         )
     out = _distinct_names(out)
