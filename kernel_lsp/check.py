@@ -244,6 +244,7 @@ def spec_findings(
     kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
     user's spec, so the server calls this in a compile worker, never on its event loop.
     `spec_text`: the spec's unsaved editor text, when there is one."""
+    from .host.spec_launch import with_host_launches
     from .source import find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
 
@@ -256,7 +257,8 @@ def spec_findings(
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
         for spec in loaded.specs:
-            found += check_spec(spec, kernels, directives, constants)
+            launches = with_host_launches(directives, source, spec.kernels, defines, path)
+            found += check_spec(spec, kernels, launches, constants)
     return found
 
 

@@ -222,6 +222,13 @@ class LaunchDirective:
     block: str
     smem: str = "0"
     line: int = 0
+    # "" for a launch comment; for a launch read from host code (kernel_lsp.host.spec_launch),
+    # where it is: "the launch at saxpy.cu:88 in `launch_saxpy`".
+    origin: str = ""
+
+    @property
+    def described(self) -> str:
+        return self.origin or f"launch line {self.line} of the .cu"
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,8 @@ class Directives:
     launches: list[LaunchDirective] = field(default_factory=list)
     tunables: list[TuneDirective] = field(default_factory=list)
     problems: list[DirectiveProblem] = field(default_factory=list)
+    # Kernel -> why its launches in host code give a spec no launch (when none does).
+    host_notes: dict[str, str] = field(default_factory=dict)
 
     def launches_of(self, kernel: str) -> list[LaunchDirective]:
         """The launch lines of `kernel`; a template instance (`scale<float>`) without lines of its

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_lsp.constants import macro_values
+from kernel_lsp.host.spec_launch import with_host_launches
 from kernel_lsp.source import LaunchDirective, parse_directives
 from kernel_lsp.spec import SpecError, launch_dims
 
@@ -105,8 +106,9 @@ def _set_launch_block(source: str, value: str) -> str:
     return "".join(lines)
 
 
-def launches_for(source: str, kernels: list[str]) -> list[LaunchDirective]:
-    directives = parse_directives(source)
+def launches_for(source: str, kernels: list[str], defines: tuple[str, ...] = ()) -> list[LaunchDirective]:
+    """The launch lines of `kernels`: their launch comments, else their launches in host code."""
+    directives = with_host_launches(parse_directives(source), source, kernels, defines)
     return [d for k in kernels for d in directives.launches_of(k)]
 
 
@@ -117,11 +119,11 @@ def launch_shapes(
     the file's integer macros. Raises SpecError when an expression cannot be evaluated."""
     scope = {**define_values(source, defines), **dict(sizes)}
     out = {}
-    for d in launches_for(source, kernels):
+    for d in launches_for(source, kernels, defines):
         try:
             out[d.kernel] = launch_dims(d.grid, d.block, d.smem, scope)
         except SpecError:
             raise
         except Exception as e:  # NameError and friends from a user's expression
-            raise SpecError(f"launch line {d.line}: {type(e).__name__}: {e}") from None
+            raise SpecError(f"{d.described}: {type(e).__name__}: {e}") from None
     return out
