@@ -364,6 +364,17 @@ class _Parser:
         if self.peek()[1] == "<" and self._template_call_ahead():
             while self.take()[1] != ">":
                 pass
+        if self.peek()[1] == "{":  # `dim3{4, 4}`: list initialisation is a call too
+            self.take()
+            items = []
+            while self.peek()[1] != "}":
+                items.append(self.expr())
+                if self.peek()[1] == ",":
+                    self.take()
+                elif self.peek()[1] != "}":
+                    raise ParseError(f"unexpected `{self.peek()[1]}` in a list")
+            self.take("}")
+            return Call(name, tuple(items))
         if self.peek()[1] == "(":
             args = self._args()
             base = name.replace("std::", "")

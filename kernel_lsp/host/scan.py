@@ -301,6 +301,9 @@ def statements(code: str, open_: int, close: int) -> list[Statement]:
             lead = len(text) - len(text.lstrip())
             stripped, conditional = _strip_control(text.strip())
             offset = start + lead + text.strip().find(stripped) if stripped else start + lead
+            loop = re.match(r"for\s*\(", text.strip())
+            if loop and stripped != text.strip():  # a braceless loop body: its head binds too
+                out.append(Statement(start + lead, text.strip(), tuple(blocks), False, True))
             out.append(Statement(offset, stripped, tuple(blocks), conditional, header))
 
     while i < close:
