@@ -13,6 +13,7 @@ from typing import Any
 
 from kernel_lsp.constants import macro_values
 from kernel_lsp.host.spec_launch import with_host_launches
+from kernel_lsp.host.tunables import current_value, is_constant_key, set_constant, site_of
 from kernel_lsp.source import LaunchDirective, parse_directives
 from kernel_lsp.spec import SpecError, launch_dims
 
@@ -37,6 +38,9 @@ def current_config(
         if name == LAUNCH_BLOCK:
             launch = _first_literal_launch(source)
             config[name] = launch.block.strip() if launch else options[0]
+        elif is_constant_key(name):
+            current = current_value(source, name)
+            config[name] = current if current in options else options[0]
         elif name in values and str(values[name]) in options:
             config[name] = str(values[name])
         else:
@@ -50,6 +54,10 @@ def apply_config(source: str, config: Mapping[str, str]) -> str:
     for name, value in config.items():
         if name == LAUNCH_BLOCK:
             out = _set_launch_block(out, value)
+            continue
+        site = site_of(name, source)
+        if site is not None:  # `threads@12`: a constant of the code, rewritten in place
+            out = set_constant(out, site, value)
             continue
         pattern = re.compile(
             rf"^(?P<head>[ \t]*#[ \t]*define[ \t]+{re.escape(name)})(?P<gap>[ \t]+)(?P<value>[^\n/]*?)(?P<tail>[ \t]*(//[^\n]*)?)$",

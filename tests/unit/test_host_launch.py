@@ -74,7 +74,9 @@ def test_vllm_style_macros_lambdas_and_tensor_sizes():
     assert gate.macro == "LAUNCH_ACTIVATION_GATE_KERNEL" and gate.function == "silu_and_mul"
     assert gate.template_args == ("scalar_t", "vllm::silu_kernel<scalar_t>", "true")
     assert gate.stream == "stream"
-    assert gate.block.reason.startswith("block size `block` depends on `input.size(-1)`, a size known only at run time")
+    assert gate.block.reason.startswith(
+        "block size `block` depends on `input.size(-1)`, a size known only at run time"
+    )
     assert "in macro `LAUNCH_ACTIVATION_GATE_KERNEL`" in gate.block.reason
     assert gate.grid.reason.startswith("grid `grid` depends on `input.numel()`")
     norm = found[77]
@@ -99,7 +101,9 @@ def test_benchmark_launchers_extern_c():
     assert final.grid.value == (1, 1, 1) and final.block.total == 1024
     assert final.arguments[2].value.python() == "cdiv(size, 256)"  # `blocks` passed as count
     scale = found[72]
-    assert scale.grid.python() == "cdiv(length, 256)" and scale.in_kernel_terms.grid.python() == "cdiv(n, 256)"
+    assert (
+        scale.grid.python() == "cdiv(length, 256)" and scale.in_kernel_terms.grid.python() == "cdiv(n, 256)"
+    )
     adaptive = found[79]
     assert adaptive.block.reason == (
         "block size `threads` depends on `threads`, set in several places before the launch "
@@ -108,7 +112,11 @@ def test_benchmark_launchers_extern_c():
     # The launcher as data, for host-entry specs and skeletons.
     reduce = host.function("reduce_sum")
     assert reduce.extern_c and reduce.kernels == ["partial_sums_kernel", "final_sum_kernel"]
-    assert [(p.type, p.name) for p in reduce.params] == [("const float*", "input"), ("float*", "result"), ("int", "size")]
+    assert [(p.type, p.name) for p in reduce.params] == [
+        ("const float*", "input"),
+        ("float*", "result"),
+        ("int", "size"),
+    ]
     assert reduce.temporaries == ["d_partial"]
     (alloc,) = reduce.allocations
     assert alloc.bytes.python() == "cdiv(size, 256) * 4"
@@ -117,8 +125,17 @@ def test_benchmark_launchers_extern_c():
     args = {a.param: a for a in partial.arguments}
     assert args["x"].source == "input" and args["x"].launcher_param
     assert args["partial"].source == "d_partial" and args["partial"].temporary
-    assert {f.name for f in host.launchers} == {"vector_add", "matmul", "reduce_sum", "scale", "scale_adaptive"}
-    assert host.function("vector_add").signature == 'extern "C" void vector_add(const float* a, const float* b, float* c, int n)'
+    assert {f.name for f in host.launchers} == {
+        "vector_add",
+        "matmul",
+        "reduce_sum",
+        "scale",
+        "scale_adaptive",
+    }
+    assert (
+        host.function("vector_add").signature
+        == 'extern "C" void vector_add(const float* a, const float* b, float* c, int n)'
+    )
 
 
 def test_cooperative_and_api_launches():
@@ -131,7 +148,12 @@ def test_cooperative_and_api_launches():
         "(line 30: `cudaGetDeviceProperties(&prop, device)`)"
     )
     # The kernel's arguments come from the `void* kernelArgs[]` array.
-    assert [(a.param, a.source) for a in coop.arguments] == [("x", "x"), ("partial", "partial"), ("out", "out"), ("n", "n")]
+    assert [(a.param, a.source) for a in coop.arguments] == [
+        ("x", "x"),
+        ("partial", "partial"),
+        ("out", "out"),
+        ("n", "n"),
+    ]
     assert coop.arguments[1].temporary
     fixed = found[44]
     assert fixed.grid.value == (132, 1, 1) and fixed.stream == "nullptr"
@@ -147,7 +169,11 @@ def test_launch_kernel_ex_config_fields():
     assert (rows.grid.python(), rows.block.total, rows.smem.value) == ("rows", 256, (2048,))
     assert [a.param for a in rows.arguments] == ["out", "in", "rows", "cols"]
     clustered = found[39]  # designated initializer
-    assert (clustered.grid.python(), clustered.block.total, clustered.smem.value) == ("cdiv(n, 128)", 128, (0,))
+    assert (clustered.grid.python(), clustered.block.total, clustered.smem.value) == (
+        "cdiv(n, 128)",
+        128,
+        (0,),
+    )
 
 
 def test_template_heavy_macro_in_a_switch_and_the_environment():
@@ -181,7 +207,10 @@ def test_template_heavy_macro_in_a_switch_and_the_environment():
             "void f(float* x) { int bs, g; cudaOccupancyMaxPotentialBlockSize(&g, &bs, k, 0, 0); k<<<g, bs>>>(x); }",
             "block size `bs` depends on `bs`, set at run time by `cudaOccupancyMaxPotentialBlockSize(...)`",
         ),
-        ("void f(float* x) { k<<<1, threads>>>(x); }", "block size `threads` depends on `threads`, which is neither"),
+        (
+            "void f(float* x) { k<<<1, threads>>>(x); }",
+            "block size `threads` depends on `threads`, which is neither",
+        ),
         ("void f(float* x, Cfg c) { k<<<1, c.block>>>(x); }", "a member of the parameter `c` of `f`"),
         ("void f(float* x, int n) { k<<<1, n * 0.5>>>(x); }", "a floating-point value"),
     ],
@@ -218,7 +247,9 @@ def test_parsing_never_fails():
     for text in texts:
         for _ in range(40):
             a, b = sorted(rng.randrange(len(text)) for _ in range(2))
-            mangled = text[:a] + rng.choice(["", "{", "}", "(", "<<<", ">>>", ";", "#define X(", '"']) + text[b:]
+            mangled = (
+                text[:a] + rng.choice(["", "{", "}", "(", "<<<", ">>>", ";", "#define X(", '"']) + text[b:]
+            )
             host = parse_host(mangled)  # never raises; what it cannot read is a problem or a reason
             for launch in host.launches:
                 assert launch.block.resolved or launch.block.reason

@@ -40,9 +40,13 @@ def test_check_shows_occupancy_for_a_cuda_samples_file(tmp_path, capsys):
     shutil.copy(CORPUS / path.name, path)
     out = check_text(path, capsys)
     line = kernel_line(out, "vectorAdd")
-    assert re.search(OCC.format(256) + r" — block 256 from the launch at matrix_samples\.cu:63 in `main`$", line)
+    assert re.search(
+        OCC.format(256) + r" — block 256 from the launch at matrix_samples\.cu:63 in `main`$", line
+    )
     line = kernel_line(out, "MatrixMulCUDA<16>")
-    assert re.search(OCC.format(256) + r" — block 256 from the launch at matrix_samples\.cu:56 in `main`$", line)
+    assert re.search(
+        OCC.format(256) + r" — block 256 from the launch at matrix_samples\.cu:56 in `main`$", line
+    )
     line = kernel_line(out, "scaleRows")
     assert line.endswith(
         "occupancy: unknown, the launch at matrix_samples.cu:70 in `main`: block size `rowBlock` depends on a "
@@ -65,15 +69,22 @@ def test_check_shows_occupancy_for_a_template_heavy_file(tmp_path, capsys):
     # One instance launched at two block sizes: each is shown.
     text = kernel_line(out, "fill<float>")
     assert re.search(
-        OCC.format(128) + r" — block 128 from the launch at template_heavy\.cu:47 in `fills`; also "
-        + OCC.format(512)[len("occupancy ") :] + r" — block 512 from the launch at template_heavy\.cu:49 in `fills`$",
+        OCC.format(128)
+        + r" — block 128 from the launch at template_heavy\.cu:47 in `fills`; also "
+        + OCC.format(512)[len("occupancy ") :]
+        + r" — block 512 from the launch at template_heavy\.cu:49 in `fills`$",
         text,
     ), text
     assert re.search(OCC.format(1024) + " — block 1024 from", kernel_line(out, "fill<double>"))
-    assert re.search(OCC.format(256) + r" — bounded by __launch_bounds__\(256, 4\)$", kernel_line(out, "bounded_only"))
+    assert re.search(
+        OCC.format(256) + r" — bounded by __launch_bounds__\(256, 4\)$", kernel_line(out, "bounded_only")
+    )
     assert "depends on an environment variable" in kernel_line(out, "env_sized")
     doc = json.loads(
-        (main(["--check", str(path), "--arch", "sm_90", "--no-gpu", "--format", "json"]), capsys.readouterr().out)[1]
+        (
+            main(["--check", str(path), "--arch", "sm_90", "--no-gpu", "--format", "json"]),
+            capsys.readouterr().out,
+        )[1]
     )
     kernels = {k["name"]: k for f in doc["files"] for k in f["kernels"]}
     fill = kernels["fill<float>"]
@@ -87,7 +98,10 @@ def test_the_launch_comment_stays_an_override(tmp_path, capsys):
     path = tmp_path / "bench.cu"
     path.write_text("// kernel-lsp: launch vector_add_kernel grid=cdiv(n, 128) block=128\n" + text)
     out = check_text(path, capsys)
-    assert re.search(OCC.format(128) + r" — block 128 from the launch comment at line 1$", kernel_line(out, "vector_add_kernel"))
+    assert re.search(
+        OCC.format(128) + r" — block 128 from the launch comment at line 1$",
+        kernel_line(out, "vector_add_kernel"),
+    )
     # Others still come from host code (one line lower now).
     assert "block 256 from the launch at bench.cu:58 in `matmul`" in kernel_line(out, "matmul_kernel")
 
@@ -125,7 +139,10 @@ def test_host_launches_before_launch_bounds_and_notes_for_what_is_left_out():
 
 
 def test_launch_bounds_alone_and_for_a_template_instance():
-    source = "template <int B> __global__ void __launch_bounds__(B * 2) t(float* x) {}\n" + SOURCE.split("void run")[0]
+    source = (
+        "template <int B> __global__ void __launch_bounds__(B * 2) t(float* x) {}\n"
+        + SOURCE.split("void run")[0]
+    )
     (entry,) = configs("k", source=source)
     assert (entry.origin, entry.where, entry.block_size) == ("bounds", "__launch_bounds__(512)", 512)
     assert entry.describe().endswith("— bounded by __launch_bounds__(512)")
@@ -135,4 +152,7 @@ def test_launch_bounds_alone_and_for_a_template_instance():
     assert (entry.where, entry.block_size) == ("__launch_bounds__(B * 2) = 256", 256)
     assert configs("plain", source=source) == ()
     k = KernelResources("plain", "_Z5plainPfi", "sm_90", 32, 0, 0, 0, 0)
-    assert "no launch comment, launch in host code or __launch_bounds__ gives a block size" in occupancy_summary(k)
+    assert (
+        "no launch comment, launch in host code or __launch_bounds__ gives a block size"
+        in occupancy_summary(k)
+    )

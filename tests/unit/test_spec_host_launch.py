@@ -29,7 +29,7 @@ def artifact(path: str, *kernels: tuple[str, str]) -> CompileResult:
     )
 
 
-BENCH_SPEC = '''
+BENCH_SPEC = """
 from kernel_lsp.spec import In, Out, Scalar, Scratch, Spec
 SPECS = [
     Spec(kernel="vector_add_kernel", sizes=[{"n": 1000}],
@@ -43,7 +43,7 @@ SPECS = [
                "n": Scalar("int32"), "count": Scalar("int32")},
          reference=lambda x: {"out": x.sum(keepdims=True)}),
 ]
-'''
+"""
 
 
 def test_a_spec_without_a_launch_comment_uses_the_host_launch(tmp_path):
@@ -104,13 +104,19 @@ def test_sizes_the_host_launch_needs_are_named_at_the_spec(tmp_path):
         "            reference=lambda a, b: {'c': a + b})\n"
     )
     (d,) = [d for d in spec_findings(str(cu), cu.read_text()) if d.code == "spec-launch"]
-    assert d.message.startswith("the launch at bench.cu:50 in `vector_add`: `cdiv(n, 256)`: name 'n' is not defined")
+    assert d.message.startswith(
+        "the launch at bench.cu:50 in `vector_add`: `cdiv(n, 256)`: name 'n' is not defined"
+    )
 
 
 # Each kernel's own launch, written from the C by hand: (sizes) -> (grid, block, smem).
 OWN_LAUNCH = {
     ("bench_launchers.cu", "vector_add_kernel"): lambda s: ((cdiv(s["n"], 256), 1, 1), (256, 1, 1), 0),
-    ("bench_launchers.cu", "matmul_kernel"): lambda s: ((cdiv(s["N"], 16), cdiv(s["M"], 16), 1), (16, 16, 1), 0),
+    ("bench_launchers.cu", "matmul_kernel"): lambda s: (
+        (cdiv(s["N"], 16), cdiv(s["M"], 16), 1),
+        (16, 16, 1),
+        0,
+    ),
     ("bench_launchers.cu", "partial_sums_kernel"): lambda s: ((cdiv(s["n"], 256), 1, 1), (256, 1, 1), 1024),
     ("bench_launchers.cu", "final_sum_kernel"): lambda s: ((1, 1, 1), (1024, 1, 1), 0),
     ("bench_launchers.cu", "scale_kernel"): lambda s: ((cdiv(s["n"], 256), 1, 1), (256, 1, 1), 0),
@@ -132,7 +138,9 @@ def test_the_skeletons_launch_is_the_files_own(tmp_path, name, kernel):
     source = cu.read_text()
     signature = find_kernel(find_kernels(source), kernel)
     text = spec_skeleton(signature, parse_directives(source), source)
-    assert "# Launched as the .cu launches it: the launch at line" in text and "needs a launch line" not in text
+    assert (
+        "# Launched as the .cu launches it: the launch at line" in text and "needs a launch line" not in text
+    )
     spec_file = Path(spec_path_for(str(cu)))
     spec_file.write_text(text)
     loaded = load_specs(str(spec_file))
@@ -143,7 +151,9 @@ def test_the_skeletons_launch_is_the_files_own(tmp_path, name, kernel):
     assert f"grid={d.grid} block={d.block}" in text
     constants = source_constants(source)
     for sizes in spec.verification_sizes():
-        assert launch_dims(d.grid, d.block, d.smem, {**constants, **sizes}) == OWN_LAUNCH[(name, kernel)](sizes)
+        assert launch_dims(d.grid, d.block, d.smem, {**constants, **sizes}) == OWN_LAUNCH[(name, kernel)](
+            sizes
+        )
 
 
 def test_a_skeleton_whose_host_launch_cannot_be_used_says_why():
