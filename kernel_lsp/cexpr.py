@@ -13,6 +13,7 @@ floor division and a top-level comma list as a tuple, so the launch comments' Py
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -402,8 +403,10 @@ class _Parser:
         return tuple(args)
 
 
+@functools.lru_cache(maxsize=4096)
 def parse(text: str) -> Expr | None:
-    """The expression `text`, or None when it is not one this evaluator reads."""
+    """The expression `text`, or None when it is not one this evaluator reads (expressions are
+    immutable: one parse per text is shared)."""
     try:
         return _Parser(text).parse()
     except (ParseError, RecursionError, ValueError, IndexError):
@@ -653,16 +656,32 @@ def walk(e: Expr) -> list[Expr]:
     return out
 
 
+def names_and_calls(e: Expr) -> tuple[list[str], list[str]]:
+    """(free_names(e), calls_in(e)) in one walk."""
+    names: dict[str, None] = {}
+    calls: dict[str, None] = {}
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, Num):
+            continue
+        if isinstance(x, Name):
+            names[x.name] = None
+            continue
+        if isinstance(x, Call) and x.func not in ("min", "max"):
+            calls[x.func] = None
+        todo.extend(reversed(children(x)))
+    return list(names), list(calls)
+
+
 def free_names(e: Expr) -> list[str]:
     """The names left in `e`, in order, each once (function names of calls not included)."""
-    return list(dict.fromkeys(x.name for x in walk(e) if isinstance(x, Name)))
+    return names_and_calls(e)[0]
 
 
 def calls_in(e: Expr) -> list[str]:
     """The functions `e` still calls after evaluation (what kept it from a value)."""
-    return list(
-        dict.fromkeys(x.func for x in walk(e) if isinstance(x, Call) and x.func not in ("min", "max"))
-    )
+    return names_and_calls(e)[1]
 
 
 def rename(e: Expr, names: Mapping[str, str]) -> Expr:

@@ -43,6 +43,7 @@ _DEFINE = re.compile(
     re.M,
 )
 _LAUNCH_HINT = re.compile(r"<<<|\bcudaLaunch(?:Cooperative)?Kernel")
+_CHEVRON = re.compile(r"<<<")
 
 
 @dataclass(frozen=True)
@@ -60,9 +61,7 @@ def find_sites(text: str, lo: int = 0, hi: int | None = None) -> list[_Site]:
     """Every launch between `lo` and `hi` of comment-free `text`, in order."""
     hi = len(text) if hi is None else hi
     sites: list[_Site] = []
-    for m in re.finditer(r"<<<", text[:hi]):
-        if m.start() < lo:
-            continue
+    for m in _CHEVRON.finditer(text, lo, hi):
         callee_start = _callee_start(text, m.start())
         if callee_start < 0:
             continue
@@ -304,9 +303,10 @@ class _Builder:
         )
         try:
             resolver.stop_constants = True
-            in_grid = self._shape(site, resolver, at)[0]
+            in_grid = self._shape(site, resolver, at, ("grid",))[0]
             resolver.stop_constants = False
-            in_kernel = LaunchShape(in_grid, *self._shape(site, resolver, at)[1:3])
+            _, in_block, in_smem, _, _ = self._shape(site, resolver, at, ("block", "smem"))
+            in_kernel = LaunchShape(in_grid, in_block, in_smem)  # type: ignore[arg-type]
         finally:
             resolver.stops.clear()
             resolver.stop_constants = False
@@ -328,30 +328,31 @@ class _Builder:
             in_kernel_terms=in_kernel,
         )
 
-    def _shape(self, site: _Site, resolver: Resolver, at: Place):
-        """(grid, block, smem, stream, kernel arguments) of a launch site."""
+    def _shape(self, site: _Site, resolver: Resolver, at: Place, want=("grid", "block", "smem")):
+        """(grid, block, smem, stream, kernel arguments) of a launch site; the quantities not in
+        `want` are None."""
         config = site.config
         args: tuple[str, ...] = site.args or ()
+
+        def arg(i: int, default: str = "") -> str:
+            return config[i] if len(config) > i else default
+
         if site.kind == "<<<>>>":
-            grid = resolver.quantity("grid", config[0] if config else "", at, 3)
-            block = resolver.quantity("block size", config[1] if len(config) > 1 else "", at, 3)
-            smem = resolver.quantity("dynamic shared memory", config[2] if len(config) > 2 else "0", at, 1)
-            stream = config[3] if len(config) > 3 else ""
+            texts, stream = (arg(0), arg(1), arg(2, "0")), arg(3)
         elif site.kind == "cudaLaunchKernelEx":
-            cfg = config[0].lstrip("&").strip() if config else ""
-            grid = resolver.quantity("grid", f"{cfg}.gridDim", at, 3)
-            block = resolver.quantity("block size", f"{cfg}.blockDim", at, 3)
-            smem = resolver.quantity("dynamic shared memory", f"{cfg}.dynamicSmemBytes", at, 1)
-            stream = f"{cfg}.stream"
+            cfg = arg(0).lstrip("&").strip()
+            texts, stream = (f"{cfg}.gridDim", f"{cfg}.blockDim", f"{cfg}.dynamicSmemBytes"), f"{cfg}.stream"
             if site.args is None and len(config) > 2:
                 args = self._argument_array(config[2], resolver, at)
         else:  # cudaLaunchKernel(func, grid, block, args, smem, stream) and the cooperative one
-            grid = resolver.quantity("grid", config[1] if len(config) > 1 else "", at, 3)
-            block = resolver.quantity("block size", config[2] if len(config) > 2 else "", at, 3)
-            smem = resolver.quantity("dynamic shared memory", config[4] if len(config) > 4 else "0", at, 1)
-            stream = config[5] if len(config) > 5 else ""
+            texts, stream = (arg(1), arg(2), arg(4, "0")), arg(5)
             args = self._argument_array(config[3], resolver, at) if len(config) > 3 else ()
-        return grid, block, smem, stream, args
+        labels = (("grid", 3), ("block size", 3), ("dynamic shared memory", 1))
+        quantities = [
+            resolver.quantity(label, text, at, dims) if key in want else None
+            for key, (label, dims), text in zip(("grid", "block", "smem"), labels, texts, strict=True)
+        ]
+        return (*quantities, stream, args)
 
     @staticmethod
     def _template_arg(text: str, resolver: Resolver, at: Place) -> str:

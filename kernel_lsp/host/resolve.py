@@ -19,9 +19,9 @@ from ..cexpr import (
     Expr,
     Name,
     Num,
-    calls_in,
     free_names,
     int_value,
+    names_and_calls,
     parse,
     rename,
     to_c,
@@ -75,6 +75,7 @@ class Resolver:
         self.causes: dict[str, str] = parent[0].causes if parent else {}
         # An expanded macro's statements are all at the line of its use.
         self.line_of = line_of or lines.line
+        self._seen: dict[tuple, Expr] = {}
 
     # --- expressions ----------------------------------------------------------------------------
 
@@ -103,6 +104,14 @@ class Resolver:
     # --- names ----------------------------------------------------------------------------------
 
     def name(self, n: str, at: Place, depth: int = 0) -> Expr:
+        """What `n` is at `at` (remembered: a launch's grid and block read the same names)."""
+        key = (n, at, self.stop_constants, tuple(self.stops.items()))
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = self._name(n, at, depth)
+        return found
+
+    def _name(self, n: str, at: Place, depth: int) -> Expr:
         if depth > _MAX_DEPTH:
             return self._opaque(f"`{n}`, defined through too many steps")
         if n in ("argc", "argv") or n.startswith("argv."):
@@ -212,12 +221,14 @@ class Resolver:
             else:
                 return self._opaque(f"`{n}`, which kernel-lsp cannot read from {where}")
         resolved = self.expr(value, Place(b.offset, b.statement.blocks), depth + 1)
-        markers = [m for m in free_names(resolved) if m.startswith(OPAQUE)]
+        if isinstance(resolved, Num):
+            return resolved
+        names, calls = names_and_calls(resolved)
+        markers = [m for m in names if m.startswith(OPAQUE)]
         if markers:
             cause = self.causes.get(markers[0], "")
             # The innermost statement that could not be followed is the one worth showing.
             return resolved if "(line " in cause else self._opaque(f"{cause} ({where})")
-        calls = calls_in(resolved)
         if calls:
             return self._opaque(f"{call_cause(resolved, calls)} ({where})")
         return resolved
@@ -269,17 +280,19 @@ class Resolver:
 
     def why(self, e: Expr, real: bool = False) -> str:
         """Why `e` is no value or expression over the parameters ("" when it is one)."""
-        markers = [n for n in free_names(e) if n.startswith(OPAQUE)]
+        if isinstance(e, Num) and (real or isinstance(e.value, int) or e.value.is_integer()):
+            return ""
+        names, calls = names_and_calls(e)
+        markers = [n for n in names if n.startswith(OPAQUE)]
         if markers:
             return self.causes.get(markers[0], "a value kernel-lsp cannot follow")
-        calls = calls_in(e)
         if calls:
             return call_cause(e, calls)
-        if int_value(e) is not None or (real and isinstance(e, Num)):
+        if int_value(e) is not None:
             return ""
         if any(isinstance(x, Num) and isinstance(x.value, float) for x in walk(e)):
             return f"`{to_c(e)}`, a floating-point value"
-        others = [n for n in free_names(e) if not n.startswith(PARAM)]
+        others = [n for n in names if not n.startswith(PARAM)]
         return f"`{others[0]}`, which kernel-lsp cannot follow" if others else ""
 
 

@@ -49,7 +49,9 @@ def _sites(source: str, kernels: Sequence[str]) -> list[BlockConstant]:
     # Constants the launches can read: named in the launchers' bodies or the launch comments, or
     # in a macro named there.
     comments = [d for k in kernels for d in parse_directives(source).launches_of(k)]
-    used = " ".join([code[s.open : s.close] for s in spans] + [f"{d.grid} {d.block} {d.smem}" for d in comments])
+    used = " ".join(
+        [code[s.open : s.close] for s in spans] + [f"{d.grid} {d.block} {d.smem}" for d in comments]
+    )
     used += " ".join(text for name, text in constants.raw.items() if re.search(rf"\b{name}\b", used))
     out = []
     for name, text in constants.raw.items():
