@@ -194,6 +194,17 @@ class HostFunction:
         return list(dict.fromkeys(c.target for c in self.allocations if c.target))
 
     @property
+    def buffers(self) -> dict[str, list[tuple[int, str]]]:
+        """Each launcher variable passed to a kernel -> (launch index, kernel parameter) for each
+        place it is passed: one buffer under different names in a pipeline (`d_rms` as `rms`)."""
+        out: dict[str, list[tuple[int, str]]] = {}
+        for i, launch in enumerate(self.launches):
+            for a in launch.arguments:
+                if a.source and a.param:
+                    out.setdefault(a.source, []).append((i, a.param))
+        return out
+
+    @property
     def signature(self) -> str:
         params = ", ".join(f"{p.type} {p.name}" for p in self.params)
         return f"{'extern ' + chr(34) + 'C' + chr(34) + ' ' if self.extern_c else ''}{self.return_type} {self.name}({params})"

@@ -132,6 +132,14 @@ def test_benchmark_launchers_extern_c():
         "scale",
         "scale_adaptive",
     }
+    # One buffer, two kernels: `d_partial` is `partial` of both; `blocks` is the second's `count`.
+    assert reduce.buffers == {
+        "input": [(0, "x")],
+        "d_partial": [(0, "partial"), (1, "partial")],
+        "size": [(0, "n")],
+        "result": [(1, "out")],
+        "blocks": [(1, "count")],
+    }
     assert (
         host.function("vector_add").signature
         == 'extern "C" void vector_add(const float* a, const float* b, float* c, int n)'
