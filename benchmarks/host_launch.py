@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions, compile_source, find_toolchain  # noqa: E402
 from kernel_lsp.constants import read_constants  # noqa: E402
-from kernel_lsp.host import parse_host  # noqa: E402
+from kernel_lsp.host_launch import parse_host  # noqa: E402
 
 
 def synthetic(launchers: int) -> str:

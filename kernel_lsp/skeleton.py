@@ -11,8 +11,8 @@ import keyword
 import re
 from dataclasses import dataclass
 
-from .host.occupancy import host_code
-from .host.spec_launch import spec_launch
+from .host_launch.occupancy import host_code
+from .host_launch.spec_launch import spec_launch
 from .source import Directives, KernelSignature, LaunchDirective, blank_comments
 from .spec import c_type_dtype
 

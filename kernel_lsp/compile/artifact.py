@@ -8,9 +8,9 @@ import re
 from collections import Counter
 from dataclasses import replace
 
+from .. import archs
 from ..advice import INCLUDE_DIRS
 from ..constants import read_constants
-from ..host.occupancy import launch_occupancies
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle
@@ -221,26 +221,10 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
         parts = demangle(r.mangled)
         function = parts.name if parts else source_name(r.mangled)
         sig = _definition_of(function, parts, signatures)
-        launches = directives.launches_of(parts.instance if parts else function) or directives.launches_of(
-            function
-        )
-        comment_block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
-        comment_smem = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
-        configs = launch_occupancies(
-            source,
-            path,
-            function,
-            parts.instance if parts else function,
-            parts.template_args if parts else (),
-            r.arch,
-            r.registers,
-            r.shared_bytes,
-            directives,
-            comment_block,
-            comment_smem,
-            tuple(options.defines),
-        )
-        primary = next((c for c in configs if c.block_size is not None), None)
+        launches = directives.launches_of(function)
+        block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
+        dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
+        occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
         out.append(
             KernelResources(
                 name=parts.instance if parts else function,
@@ -254,10 +238,9 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 barriers=r.barriers,
                 const_bytes=r.const_bytes,
                 line=sig.line if sig else 0,
-                block_size=primary.block_size if primary else None,
-                occupancy=primary.occupancy if primary else None,
+                block_size=block,
+                occupancy=occ,
                 function=function,
-                launches=configs,
             )
         )
     out = _distinct_names(out)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_lsp.compile.demangle import demangle
-from kernel_lsp.host.spec_launch import with_host_launches
+from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
 from kernel_lsp.spec import Spec, SpecLoad, check_spec, load_specs, source_constants, spec_path_for

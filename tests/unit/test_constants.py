@@ -1,15 +1,15 @@
-"""The one evaluator of C constant expressions (kernel_lsp.cexpr) and of a file's constants
+"""The one evaluator of C constant expressions (kernel_lsp.constants.cexpr) and of a file's constants
 (kernel_lsp.constants), and the three readers that used to disagree now agreeing through it."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernel_lsp.cexpr import Evaluator, int_value, parse, to_c, to_python
 from kernel_lsp.compile.artifact import literal_launch_value
 from kernel_lsp.constants import macro_values, read_constants
+from kernel_lsp.constants.cexpr import Evaluator, int_value, parse, to_c, to_python
+from kernel_lsp.optimizer.tunables import define_values
 from kernel_lsp.spec import source_constants
-from optimizer.tunables import define_values
 
 
 def value(text: str, names: dict[str, int] | None = None):

@@ -1,4 +1,4 @@
-"""Launches read from host code (kernel_lsp.host) on a corpus written in the styles of
+"""Launches read from host code (kernel_lsp.host_launch) on a corpus written in the styles of
 cuda-samples, llm.c, vLLM's csrc, benchmark-suite launchers, cooperative launches and
 cudaLaunchKernelEx: resolved values, expressions over the launcher's parameters, and a reason
 for each launch that cannot be resolved."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.host import HostLaunch, parse_host
+from kernel_lsp.host_launch import HostLaunch, parse_host
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "host_launch"
 

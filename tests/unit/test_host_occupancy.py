@@ -14,7 +14,7 @@ import pytest
 from kernel_lsp.archs import occupancy
 from kernel_lsp.cli import main
 from kernel_lsp.compile import find_toolchain
-from kernel_lsp.host.occupancy import launch_occupancies, occupancy_summary
+from kernel_lsp.host_launch.occupancy import launch_occupancies, occupancy_summary
 from kernel_lsp.model import KernelResources
 from kernel_lsp.source import parse_directives
 

@@ -11,10 +11,11 @@ import pytest
 
 from kernel_lsp.check import spec_findings
 from kernel_lsp.evaluation.specs import launch_steps
-from kernel_lsp.host.spec_launch import with_host_launches
+from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, KernelResources
+from kernel_lsp.skeleton import spec_skeleton
 from kernel_lsp.source import find_kernel, find_kernels, parse_directives
-from kernel_lsp.spec import launch_dims, load_specs, source_constants, spec_path_for, spec_skeleton
+from kernel_lsp.spec import launch_dims, load_specs, source_constants, spec_path_for
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "host_launch"
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.compile import CompileOptions, find_toolchain
-from kernel_lsp.host.tunables import block_constants
+from kernel_lsp.host_launch.tunables import block_constants
+from kernel_lsp.optimizer.proposers.tuner import TunerProposer, config_label, tune_space
+from kernel_lsp.optimizer.session import RunRequest, run
+from kernel_lsp.optimizer.testing import ContentEvaluator, Rule
+from kernel_lsp.optimizer.tunables import apply_config, current_config, launch_shapes
 from kernel_lsp.spec import load_specs
-from optimizer.proposers.tuner import TunerProposer, config_label, tune_space
-from optimizer.session import RunRequest, run
-from optimizer.testing import ContentEvaluator, Rule
-from optimizer.tunables import apply_config, current_config, launch_shapes
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "host_launch"
 POWERS = ("32", "64", "128", "256", "512", "1024")

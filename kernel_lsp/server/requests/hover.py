@@ -7,9 +7,8 @@ import re
 
 from lsprotocol import types
 
-from ...formats import format_bytes
-from ...host.occupancy import NO_BLOCK, describe_launches
-from ...model import KernelResources
+from ...host_launch.occupancy import NO_BLOCK, describe_launches
+from ...model import KernelResources, format_bytes
 from ...source import find_kernels
 from ..uris import uri_to_path
 
