@@ -79,13 +79,16 @@ class LaunchOccupancy:
     occupancy: Occupancy | None = None
     note: str = ""  # why there is no figure, or what it leaves out
 
+    @property
+    def source(self) -> str:
+        """`block 256 from the launch at saxpy.cu:88 in `f``, `bounded by __launch_bounds__(256)`."""
+        if self.origin == "bounds":
+            return f"bounded by {self.where}"
+        return f"block {self.block_size} from {self.where}"
+
     def describe(self, arch: str = "") -> str:
         """`100% at 256 threads/block (...) — block 256 from the launch at saxpy.cu:88 in `f``."""
-        source = (
-            f"bounded by {self.where}"
-            if self.origin == "bounds"
-            else f"block {self.block_size} from {self.where}"
-        )
+        source = self.source
         note = f" ({self.note})" if self.note else ""
         if self.occupancy is not None:
             return f"{self.occupancy.describe()} — {source}{note}"

@@ -39,7 +39,8 @@ async def test_hover_names_the_launch_the_block_came_from(client: LanguageClient
     value = await hover_on(client, u, text, "__global__ void vectorAdd", "vectorAdd")
     assert "| sm_90 |" in value and "at 256 threads/block" in value
     assert "**Launches** (occupancy on sm_90):" in value
-    assert "— block 256 from the launch at matrix_samples.cu:63 in `main`" in value
+    # The table has the figure; the list says where its block came from.
+    assert "\n- block 256 from the launch at matrix_samples.cu:63 in `main`" in value
     # At the launch itself, the kernel's name gives the same.
     assert "block 256 from the launch at matrix_samples.cu:63" in await hover_on(
         client, u, text, "vectorAdd<<<", "vectorAdd"
@@ -62,11 +63,14 @@ async def test_hover_for_template_instances_and_launch_bounds(client: LanguageCl
     value = await hover_on(client, u, text, "__launch_bounds__(BLOCK) block_reduce", "block_reduce")
     for block, line in ((128, 40), (512, 41), (256, 42)):
         assert (
-            f"- `block_reduce<float, {block}>`: " in value
-            and f"— block {block} from the launch at template_heavy.cu:{line} in `reduce` (through macro `LAUNCH_REDUCE`)"
-            in value
-        )
+            f"- `block_reduce<float, {block}>`: block {block} from the launch at template_heavy.cu:{line} "
+            "in `reduce` (through macro `LAUNCH_REDUCE`)"
+        ) in value
+    # fill<float> runs at two block sizes: the second figure is in the list.
+    value = await hover_on(client, u, text, "__global__ void fill", "fill")
+    assert "- `fill<float>`: block 128 from the launch at template_heavy.cu:47 in `fills`" in value
+    assert "at 512 threads/block (64/64 warps" in value.split("- `fill<float>`: block 128")[1]
     value = await hover_on(client, u, text, "bounded_only(float", "bounded_only")
-    assert "— bounded by __launch_bounds__(256, 4)" in value
+    assert "\n- bounded by __launch_bounds__(256, 4)" in value
     value = await hover_on(client, u, text, "__global__ void env_sized", "env_sized")
     assert "block size `threads` depends on an environment variable" in value

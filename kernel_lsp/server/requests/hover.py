@@ -56,7 +56,10 @@ def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
     lines = []
     for k in firsts.values():
         label = f"`{k.name}`: " if several else ""
-        lines += [f"- {label}{line}" for line in describe_launches(k.launches, k.arch)]
+        for entry, text in zip(k.launches, describe_launches(k.launches, k.arch), strict=True):
+            if entry.occupancy is not None and entry.occupancy == k.occupancy:
+                text = entry.source + (f" ({entry.note})" if entry.note else "")  # the table's figure
+            lines.append(f"- {label}{text}")
     if not lines:
         return ""
     arch = next(iter(firsts.values())).arch
