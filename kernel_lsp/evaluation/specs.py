@@ -17,6 +17,7 @@ from kernel_lsp.compile.demangle import demangle
 from kernel_lsp.compile.shared_lib import LibraryBuild
 from kernel_lsp.elf import Elf
 from kernel_lsp.host_entry import entry_abi, find_host_function
+from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.isolation import cubin_globals
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
@@ -141,7 +142,8 @@ def launch_steps(
 ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
     """The pipeline's launch steps, or the diagnostics (in the spec file) that prevent them."""
     sigs = find_kernels(source)
-    directives = parse_directives(source)
+    # A kernel without a launch comment runs as the file's host code launches it.
+    directives = with_host_launches(parse_directives(source), source, spec.kernels, defines, artifact.path)
     constants = source_constants(source, defines)
     problems = [d for d in check_spec(spec, sigs, directives, constants) if d.severity is Severity.ERROR]
     if problems:
