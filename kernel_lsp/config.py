@@ -13,6 +13,7 @@ from typing import Any
 
 from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
 from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -196,6 +197,11 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             changes[name] = _coerce(name, value)
         except (TypeError, ValueError) as e:
             problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
+            continue
+        if name == "defines":  # one define that cannot be passed leaves the others in
+            refused = [p for d in changes[name] if (p := define_problem(d))]
+            problems += [f"setting `{key}`: {p}; left out" for p in refused]
+            changes[name] = tuple(d for d in changes[name] if define_problem(d) is None)
     return replace(settings, **changes), problems
 
 
