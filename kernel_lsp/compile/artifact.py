@@ -11,6 +11,7 @@ from dataclasses import replace
 from .. import archs
 from ..advice import INCLUDE_DIRS
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
+from ..safe_expr import ExprError, safe_eval
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle
 from .files import MAX_FILE_BYTES
@@ -38,8 +39,8 @@ def literal_launch_value(
         if value.strip().lstrip("-").isdigit():
             env[name.strip()] = int(value)
     try:
-        v = eval(expr, {"__builtins__": {}}, env)
-    except Exception:
+        v = safe_eval(expr, env)  # the comment is the workspace's text: never Python's eval
+    except ExprError:
         return None
     if isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v)):
         return v
