@@ -21,6 +21,9 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+SPECS_RUN = ("onAction", "never")
+
+
 @dataclass(frozen=True)
 class Settings:
     arch: tuple[str, ...] = ("auto",)
@@ -53,6 +56,14 @@ class Settings:
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
+    # When a spec (the workspace's Python) may run: "onAction" (when the user opens or saves its
+    # kernel file, or runs a GPU check, bench or optimize) or "never" (read, never run). The
+    # front ends turn it to "never" for a file the user has not acted on (see SECURITY.md).
+    specs_run: str = "onAction"
+
+    @property
+    def runs_specs(self) -> bool:
+        return self.specs_run != "never"
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -138,6 +149,7 @@ _KEYS: dict[str, str] = {
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
     "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
+    "specs.run": "specs_run",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -145,6 +157,7 @@ _CHOICES = {
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
+    "specs_run": SPECS_RUN,
 }
 
 

@@ -42,6 +42,13 @@ def pytest_collection_modifyitems(config, items):
             )
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """Tests run kernel-lsp as a developer does: `CI` (set by CI services) makes `--check` read
+    specs without running them; the tests of that behaviour set it themselves."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -23,8 +23,10 @@ from .flags import (
     EXIT_TOOL_FAILED,
     add_backend_flags,
     add_compile_flags,
+    add_specs_flag,
     resolve_settings,
     with_backend_flags,
+    with_specs_flag,
     write_stdout,
 )
 
@@ -101,9 +103,11 @@ def check_main(argv: list[str]) -> int:
         metavar="N",
         help=f"larger files are not checked and fail the check (default {MAX_FILE_BYTES}, 2 MiB)",
     )
+    add_specs_flag(p)
     add_compile_flags(p)
     args = p.parse_args(argv)
     settings, problems = resolve_settings(args, args.paths[0])
+    settings, specs_not_run = with_specs_flag(settings, args.specs)
     if args.no_gpu:
         settings = replace(settings, gpu_enabled=False)
     if args.max_file_bytes is not None:
@@ -152,7 +156,11 @@ def check_main(argv: list[str]) -> int:
     from ..gpu_check import mark_unverified, verify_checks
 
     # With Ray the GPUs are the cluster's: this machine may have none.
-    if not settings.gpu_enabled:
+    if specs_not_run:
+        if any(os.path.exists(spec_path_for(c.path)) for c in checks):
+            print(f"kernel-lsp: specs were read, not run ({specs_not_run})", file=sys.stderr)
+        mark_unverified(checks, f"specs not run: {specs_not_run}")
+    elif not settings.gpu_enabled:
         mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
         mark_unverified(checks, "no GPU found")

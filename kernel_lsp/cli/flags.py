@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
 from ..config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
@@ -93,6 +94,39 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
         flags["compileCommands"] = os.path.abspath(args.compile_commands)
     settings, more = settings_from_dict(flags, settings)
     return settings, problems + more
+
+
+def add_specs_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--specs",
+        choices=("run", "static"),
+        help="run each file's spec (the repository's Python: verification, GPU checks) or only read "
+        "it (syntax, kernel names); default: run, except when CI is set or pyproject.toml sets "
+        'specs.run = "never". Use static for code you do not trust (pull requests from forks)',
+    )
+
+
+def ci_environment(env: Mapping[str, str]) -> bool:
+    """Whether a CI service runs us (GitHub Actions, GitLab, Buildkite... set CI=true)."""
+    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def with_specs_flag(
+    settings: Settings, flag: str | None, env: Mapping[str, str] = os.environ
+) -> tuple[Settings, str]:
+    """The settings with `specs_run` as this run decides it, and why specs do not run ("" when
+    they do). Running the command is the user's action: specs run, unless `--specs static`, a
+    pyproject.toml that says `specs.run = "never"` (a repository may make this stricter, never
+    looser), or a CI service with no `--specs` given (the code may be a stranger's)."""
+    if flag == "run":
+        return replace(settings, specs_run="onAction"), ""
+    if flag == "static":
+        return replace(settings, specs_run="never"), "--specs static"
+    if not settings.runs_specs:
+        return settings, 'specs.run = "never" in pyproject.toml'
+    if ci_environment(env):
+        return replace(settings, specs_run="never"), "CI is set; pass --specs run where the code is trusted"
+    return settings, ""
 
 
 def write_stdout(text: str) -> None:

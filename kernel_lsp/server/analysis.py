@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, check_bytes, check_path, spec_owners
 from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
@@ -76,12 +76,14 @@ class Analysis:
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
+        may_run_spec: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
         self._settings = settings
         self._on_busy = on_busy
         self._on_checked = on_checked
+        self._may_run_spec = may_run_spec
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
         self.results: dict[str, FileCheck] = {}
@@ -219,6 +221,8 @@ class Analysis:
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
         settings, base_dir = self._settings()
+        if settings.runs_specs and not self._may_run_spec(path):
+            settings = replace(settings, specs_run="never")  # read the spec, do not run it
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
