@@ -90,6 +90,48 @@ _COMPARE: dict[type, Callable[[Any, Any], Any]] = {
 }
 
 
+_ALLOWED_NODES = (
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Tuple,
+    ast.List,
+    ast.And,
+    ast.Or,
+    *_BINARY,
+    *_UNARY,
+    *_COMPARE,
+)
+
+
+def expression_problem(text: str) -> str | None:
+    """Why `text` is not an expression `safe_eval` takes (read, not evaluated), or None."""
+    if len(text) > MAX_CHARS:
+        return f"the expression is longer than {MAX_CHARS} characters"
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        return str(e.msg)
+    except (ValueError, RecursionError, MemoryError) as e:
+        return type(e).__name__
+    for node in ast.walk(tree.body):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (bool, int, float)):
+            return f"{type(node.value).__name__} values are not allowed"
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                return f"calling {_describe(node.func)} is not allowed"
+            if node.func.id not in FUNCTIONS:
+                return f"`{node.func.id}(...)` is not allowed; the functions are {', '.join(FUNCTIONS)}"
+        elif not isinstance(node, _ALLOWED_NODES):
+            return f"{_describe(node)} is not allowed (only arithmetic over sizes and macros)"
+    return None
+
+
 def safe_eval(text: str, names: Mapping[str, Any]) -> Any:
     """The value of `text` over `names` (numbers), or ExprError saying what is wrong."""
     if len(text) > MAX_CHARS:
