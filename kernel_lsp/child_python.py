@@ -8,9 +8,18 @@ Python 3.11 has `-P` for this; on 3.10 the child drops that entry itself before 
 
 from __future__ import annotations
 
+import os
 import sys
 
 _SAFE_PATH_FLAG = sys.version_info >= (3, 11)
+
+
+def protect_children() -> None:
+    """Every Python child of this process, those `multiprocessing` starts too (the compile
+    workers: `python -c ...` in the current folder), leaves the current folder off sys.path:
+    `kernel-lsp --check` run in a repository with its own `multiprocessing.py` or `pickle.py`
+    would run it otherwise. PYTHONSAFEPATH is Python 3.11's; 3.10 ignores it."""
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
 
 
 def python_module(module: str) -> list[str]:

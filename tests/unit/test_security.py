@@ -13,6 +13,9 @@ with a marker file as the proof that nothing ran:
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -474,3 +477,38 @@ def test_spec_command_does_not_write_through_a_linked_spec(tmp_path, capsys):
     assert main(["spec", str(tmp_path / "k.cu"), "--force"]) != 0
     assert "is a symbolic link" in capsys.readouterr().err
     assert outside.read_text() == "mine\n"
+
+
+# --- the repository's modules do not shadow ours in child processes -----------------------------
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="PYTHONSAFEPATH is Python 3.11's")
+def test_a_repositorys_multiprocessing_py_does_not_run_in_the_compile_workers(tmp_path):
+    """`kernel-lsp --check` run in the repository (CI's usual way): the compile workers are
+    `python -c ...` children started there, which would import its multiprocessing.py."""
+    repo, scripts = tmp_path / "repo", tmp_path / "bin"
+    repo.mkdir()
+    scripts.mkdir()
+    marker = tmp_path / "MARKER"
+    (repo / "multiprocessing.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+    )
+    for name in ("a.cu", "b.cu"):
+        (repo / name).write_text(KERNEL)
+    # What the `kernel-lsp` console script is: its own folder, not the current one, on sys.path.
+    (scripts / "kernel-lsp").write_text(
+        "import sys\nfrom kernel_lsp.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, str(scripts / "kernel-lsp"), "--check", "a.cu", "b.cu", "-j", "2", "--no-gpu"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert not marker.exists()
+    assert done.returncode == 0, done.stdout + done.stderr
