@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,56 @@ async def test_tcp_refuses_other_machines_and_a_token_file_others_can_read(tmp_p
     loose.chmod(0o644)
     code, err = await run("--tcp", "127.0.0.1:0", "--token-file", str(loose))
     assert code == 2 and "can be read by other users" in err and "chmod 600" in err
+
+
+# --- with a GPU: verification runs the spec too, so it follows the same rule ----------------------
+
+
+def timed(title: str) -> bool:
+    return ("ms" in title or "us" in title) and "roofline" in title
+
+
+@pytest.mark.gpu
+async def test_gpu_verification_waits_for_the_user_to_open_the_file(client: LanguageClient, tmp_path):
+    """The start-up walk compiles a closed spec'd file cleanly; with a GPU up, it is still not
+    verified (the GPU worker would load its spec). Opening it verifies it, spec and all."""
+    from fixture_sources import VADD
+
+    statuses: list[dict] = []
+
+    @client.feature("kernelLsp/status")
+    def on_status(params) -> None:
+        statuses.append(params if isinstance(params, dict) else params._asdict())
+
+    marker = tmp_path.parent / f"{tmp_path.name}-MARKER"
+    cu = tmp_path / "vadd.cu"
+    cu.write_text(VADD)
+    (tmp_path / "vadd.spec.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from kernel_lsp.spec import In, Out, Scalar, Spec\n"
+        "SPEC = Spec(kernel='vadd', sizes=[{'n': 1}, {'n': 1000}],\n"
+        "    args={'a': In('float32'), 'b': In('float32'), 'c': Out('float32'), 'n': Scalar('int32')},\n"
+        "    reference=lambda a, b, **_: {'c': a + b})\n"
+    )
+    await start(client, tmp_path, options={"arch": "auto", "gpu": {"enabled": True}})
+    assert await published(client, cu) == []  # the walk's compile: clean
+    deadline = time.monotonic() + 120
+    while not any(s.get("device") for s in statuses) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert any(s.get("device") for s in statuses), f"no GPU came up: {statuses}"
+    await asyncio.sleep(5.0)  # time enough for a verification to have started
+    assert not marker.exists()
+
+    u = open_file(client, cu)
+    deadline = time.monotonic() + 180
+    titles: list[str] = []
+    while time.monotonic() < deadline:
+        lenses = await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=u))
+        )
+        titles = [lens.command.title for lens in lenses or [] if lens.command]
+        if any(timed(t) for t in titles):
+            break
+        await asyncio.sleep(0.5)
+    assert any(timed(t) for t in titles), titles  # verified and timed
+    assert marker.exists()
