@@ -7,9 +7,10 @@ import argparse
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import replace
+from typing import Any
 
-from ..config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from ..config import Settings
+from ..workspace import Workspace
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
 
@@ -66,18 +67,19 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def with_backend_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+def backend_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """--backend and --ray-address as settings."""
+    out: dict[str, Any] = {}
     if getattr(args, "backend", None):
-        settings = replace(settings, evaluation_backend=args.backend)
+        out["evaluation.backend"] = args.backend
     if getattr(args, "ray_address", None):
-        settings = replace(settings, cluster_address=args.ray_address)
-    return settings
+        out["cluster.address"] = args.ray_address
+    return out
 
 
-def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
-    config = args.config or find_pyproject(anchor)
-    settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
-    flags = {}
+def compile_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The compile flags as settings (the same keys as `[tool.kernel-lsp]`), over pyproject's."""
+    flags: dict[str, Any] = {}
     if args.arch:
         flags["arch"] = [a for v in args.arch for a in v.replace(",", " ").split()]
     if args.include:
@@ -92,8 +94,21 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
         flags["hostCheck"] = True
     if getattr(args, "compile_commands", None):
         flags["compileCommands"] = os.path.abspath(args.compile_commands)
-    settings, more = settings_from_dict(flags, settings)
-    return settings, problems + more
+    return flags
+
+
+def workspace_from_args(args: argparse.Namespace, anchor: str, **more: Any) -> tuple[Workspace, list[str]]:
+    """The Workspace a command works in: each file's pyproject.toml (or `--config`'s), under the
+    command's flags; and what could not be read there (for stderr)."""
+    overrides = {**compile_overrides(args), **backend_overrides(args), **more}
+    workspace = Workspace(overrides, config=getattr(args, "config", None))
+    return workspace, workspace.problems(os.path.abspath(anchor))
+
+
+def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
+    """The settings for `anchor` (its pyproject.toml under the flags)."""
+    workspace, problems = workspace_from_args(args, anchor)
+    return workspace.settings_for(os.path.abspath(anchor)), problems
 
 
 def add_specs_flag(p: argparse.ArgumentParser) -> None:
@@ -101,8 +116,9 @@ def add_specs_flag(p: argparse.ArgumentParser) -> None:
         "--specs",
         choices=("run", "static"),
         help="run each file's spec (the repository's Python: verification, GPU checks) or only read "
-        "it (syntax, kernel names); default: run, except when CI is set or pyproject.toml sets "
-        'specs.run = "never". Use static for code you do not trust (pull requests from forks)',
+        "it (syntax, kernel names); default: run, except when CI is set. A pyproject.toml's "
+        'specs.run = "never" holds for its files in any case. Use static for code you do not trust '
+        "(pull requests from forks)",
     )
 
 
@@ -111,22 +127,24 @@ def ci_environment(env: Mapping[str, str]) -> bool:
     return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def with_specs_flag(
-    settings: Settings, flag: str | None, env: Mapping[str, str] = os.environ
-) -> tuple[Settings, str]:
-    """The settings with `specs_run` as this run decides it, and why specs do not run ("" when
-    they do). Running the command is the user's action: specs run, unless `--specs static`, a
-    pyproject.toml that says `specs.run = "never"` (a repository may make this stricter, never
-    looser), or a CI service with no `--specs` given (the code may be a stranger's)."""
-    if flag == "run":
-        return replace(settings, specs_run="onAction"), ""
+def specs_overrides(flag: str | None, env: Mapping[str, str] = os.environ) -> tuple[dict[str, str], str]:
+    """The `specs.run` override this run asks for, and why specs do not run ("" when they may).
+    Running the command is the user's action: specs run, unless `--specs static`, or a CI service
+    with no `--specs` given (the code may be a stranger's). A pyproject.toml's `specs.run =
+    "never"` holds for its files in any case (a repository may make this stricter, never looser)."""
     if flag == "static":
-        return replace(settings, specs_run="never"), "--specs static"
-    if not settings.runs_specs:
-        return settings, 'specs.run = "never" in pyproject.toml'
-    if ci_environment(env):
-        return replace(settings, specs_run="never"), "CI is set; pass --specs run where the code is trusted"
-    return settings, ""
+        return {"specs.run": "never"}, "--specs static"
+    if flag is None and ci_environment(env):
+        return {"specs.run": "never"}, "CI is set; pass --specs run where the code is trusted"
+    return {}, ""
+
+
+def specs_not_run_reason(settings: Settings, asked: str) -> str:
+    """Why a file's specs were read and not run ("" when they ran): the run's reason, else its
+    pyproject.toml's."""
+    if settings.runs_specs:
+        return ""
+    return asked or 'specs.run = "never" in pyproject.toml'
 
 
 def write_stdout(text: str) -> None:

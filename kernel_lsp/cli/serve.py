@@ -72,7 +72,7 @@ def serve_main(argv: list[str]) -> int:
 
 
 def _serve_tcp(address: str, token_file: str | None, serve) -> int:
-    from ..server.tcp import TcpSetupError, check_loopback, load_token
+    from ..server import TcpSetupError, check_loopback, load_token
 
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"

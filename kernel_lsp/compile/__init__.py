@@ -9,6 +9,7 @@ by every backend.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import replace
 
 from ..model import CompileResult, Diagnostic, Severity
@@ -25,7 +26,7 @@ from .options import (
     resolve_arch,
     usable_macros,
 )
-from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+from .pool import JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "check_arch",
     "choose_backend",
     "compile_file",
+    "compile_isolated",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
@@ -89,6 +91,18 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         ]
         result = replace(result, diagnostics=found + result.diagnostics)
     return result
+
+
+def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
+    """compile_source in a shared worker process (the GPU and optimizer paths: the server's own
+    process never runs a compiler, and an LLM's candidate that crashes NVRTC costs a worker)."""
+    try:
+        return run_isolated(compile_source, source, path, options)
+    except WorkerFailed as e:
+        message = f"compiling {os.path.basename(path)} for {options.arch}: {e}"
+        return CompileResult(
+            path, options.arch, False, [Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)]
+        )
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:

@@ -4,6 +4,10 @@ off the event loop, `convert.py` turns engine data into lsprotocol types."""
 
 from __future__ import annotations
 
+from .tcp import TcpSetupError, check_loopback, load_token
+
+__all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "serve"]
+
 
 def build_server():
     from .app import KernelLanguageServer

@@ -131,7 +131,7 @@ def register(server) -> None:
             return _reply(
                 False, state.last_report, "an FSR run is already going on; wait for it or cancel it"
             )
-        if not ls.settings.runs_specs:
+        if not ls.engine.settings_for(path).runs_specs:
             message = 'specs.run is "never": FSR runs the kernel\'s spec (its reference), so nothing was run'
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
             return _reply(False, None, message)
@@ -184,6 +184,7 @@ def register(server) -> None:
             path=path,
             kernel=kernel,
             settings=ls.settings,
+            engine=ls.engine,
             source=source,
             spec_source=spec_doc.source if spec_doc is not None else None,
             workspace=ls.root_path() or os.path.dirname(path),
