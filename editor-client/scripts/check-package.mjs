@@ -8,8 +8,8 @@
 //   3. `<venv>/bin/python -I -m kernel_lsp --version` prints the version, and the server started the
 //      way the extension starts it (isolated, working directory outside any workspace) answers an
 //      LSP initialize and shuts down.
-// Needs python3 (>= 3.10) with venv and pip, and the package registry. Run `npm run compile` first
-// (CI does); `--no-build` checks an existing kernel-lsp.vsix.
+// Needs python3 (>= 3.10) with venv and pip, and the package registry. `--no-build` checks an
+// existing kernel-lsp.vsix (and out/, from `npm run compile`).
 
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -20,7 +20,6 @@ import { fileURLToPath } from 'node:url';
 
 const clientDir = dirname(dirname(fileURLToPath(import.meta.url)));
 const require = createRequire(import.meta.url);
-const { ensureServerEnvironment } = require(join(clientDir, 'out', 'common', 'bootstrap.js'));
 const { version } = JSON.parse(readFileSync(join(clientDir, 'package.json'), 'utf8'));
 const vsix = join(clientDir, 'kernel-lsp.vsix');
 const python = process.env.KERNEL_LSP_BOOTSTRAP_PYTHON ?? 'python3';
@@ -95,6 +94,8 @@ function lspHandshake(command, args, cwd) {
 if (!process.argv.includes('--no-build')) {
     execFileSync('npm', ['run', 'package'], { cwd: clientDir, stdio: 'inherit' });
 }
+// The extension's own bootstrap, as tsc compiled it (`npm run package` compiles first).
+const { ensureServerEnvironment } = require(join(clientDir, 'out', 'common', 'bootstrap.js'));
 
 // 1. What the .vsix holds.
 const entries = zipEntries(vsix).sort();
