@@ -6,6 +6,8 @@
 //   2. optimizer preview: with a stand-in server (scripts/fake-optimize-server.mjs) that answers
 //      kernelLsp.optimize the way the real one does, "Optimize Kernel at Cursor" opens the Refactor
 //      Preview and leaves the file alone until the user presses Apply;
+//   3. Restricted Mode: in an untrusted folder whose settings try to turn specs on and choose the
+//      server, the user's server still shows diagnostics and Optimize is refused with the reason;
 //   0. first start with no Python setup: nothing configured and no kernel_lsp importable by python3
 //      on PATH, the extension installs the server wheel bundled in the .vsix into its own
 //      environment and the diagnostics of scenario 1 show.
@@ -251,6 +253,29 @@ async function scenarioDiagnostics(page, { baseUrl, setUserSettings }) {
     await page.screenshot({ path: join(artifactsDir, 'diagnostics.png') });
 }
 
+async function scenarioRestricted(page, { baseUrl, setUserSettings }) {
+    step('scenario 3: an untrusted folder (Restricted Mode) gets diagnostics, and Optimize is refused');
+    setUserSettings({
+        'kernelLsp.interpreter': [python],
+        'security.workspace.trust.enabled': true,
+        'security.workspace.trust.startupPrompt': 'never', // open untrusted, without asking
+    });
+    const folder = makeWorkspace('restricted', {
+        'broken.cu': BROKEN_CU,
+        '.vscode/settings.json': JSON.stringify(
+            { 'kernelLsp.specs.run': 'onSave', 'kernelLsp.server.path': ['/nonexistent/repo-server'] },
+            null,
+            2,
+        ),
+    });
+    await expectBrokenDiagnostic(page, baseUrl, folder, waitMs);
+    await runCommand(page, 'kernel-lsp: Optimize Kernel at Cursor');
+    await page.locator('[id="status.notifications"]').click();
+    await waitForText(page, '.notifications-toasts, .notifications-center', /Restricted Mode does not allow/);
+    console.log('Optimize refused in Restricted Mode, with the reason');
+    await page.screenshot({ path: join(artifactsDir, 'restricted.png') });
+}
+
 async function scenarioPreview(page, { baseUrl, reportPath, setUserSettings }) {
     step('scenario 2: an optimization shows the Refactor Preview and waits for Apply');
     const fakeServer = join(clientDir, 'scripts', 'fake-optimize-server.mjs');
@@ -333,7 +358,7 @@ async function main() {
     const reportPath = join(home, 'report.md');
     const server = spawn(
         process.execPath,
-        [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
+        [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check'],
         // Its own process group, so that stopping it also stops the extension host and the servers.
         { stdio: ['ignore', 'pipe', 'pipe'], env: { ...serverEnv, FAKE_REPORT_PATH: reportPath }, detached: true },
     );
@@ -354,7 +379,7 @@ async function main() {
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
         page.on('pageerror', (error) => console.log(`[page error] ${error.message}`));
         const only = process.env.E2E_SCENARIOS?.split(',');
-        const scenarios = [scenarioBootstrap, scenarioDiagnostics, scenarioPreview].filter((scenario) => !only || only.some((name) => scenario.name.toLowerCase().includes(name.toLowerCase())));
+        const scenarios = [scenarioBootstrap, scenarioDiagnostics, scenarioPreview, scenarioRestricted].filter((scenario) => !only || only.some((name) => scenario.name.toLowerCase().includes(name.toLowerCase())));
         for (const scenario of scenarios) {
             try {
                 await scenario(page, { baseUrl, reportPath, setUserSettings, serverEnv, globalStorage });

@@ -341,6 +341,9 @@ async function install(
         'install',
         '--disable-pip-version-check',
         '--no-input',
+        // Bars drawn for a terminal are noise in the output channel.
+        '--progress-bar',
+        'off',
         options.wheel,
     ]);
     const installed = await run(pip.command, pip.args, installTimeoutMs);

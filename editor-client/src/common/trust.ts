@@ -72,7 +72,9 @@ export interface UserScopedSection {
  * value, or removes it (its default then applies). `inspect` takes a name relative to `kernelLsp.`.
  */
 export function withUserScopeOnly(raw: unknown, inspect: (key: string) => ScopedValues | undefined): UserScopedSection {
-    const section: Json = isObject(raw) ? (structuredClone(raw)) : {};
+    // A JSON copy: VS Code hands configuration objects out as read-only proxies, which
+    // structuredClone refuses (DataCloneError); settings are JSON anyway.
+    const section = (isObject(raw) ? JSON.parse(JSON.stringify(raw)) : {}) as Json;
     const ignored: string[] = [];
     for (const key of USER_SCOPE_ONLY) {
         const values = inspect(key);

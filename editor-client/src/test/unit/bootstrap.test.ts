@@ -102,7 +102,7 @@ describe('ensureServerEnvironment (scripted processes)', function () {
             [
                 ['python3', '-I', '-c'],
                 ['/usr/bin/python3.11', '-I', '-m', 'venv', envDir],
-                [python, '-I', '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', wheel],
+                [python, '-I', '-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', wheel],
                 [python, '-I', '-m', 'kernel_lsp', '--version'],
             ],
         );

@@ -103,6 +103,22 @@ describe('withUserScopeOnly', () => {
         assert.equal(raw.server.path[0], '/repo/evil-server', 'the input is not modified');
     });
 
+    it('copies the read-only proxies VS Code hands out (structuredClone throws on them)', () => {
+        const readOnly = <T extends object>(value: T): T =>
+            new Proxy(value, {
+                get: (target, key) => {
+                    const child: unknown = Reflect.get(target, key);
+                    return typeof child === 'object' && child !== null ? readOnly(child) : child;
+                },
+                set: () => {
+                    throw new Error('read-only');
+                },
+            });
+        assert.throws(() => structuredClone(readOnly(raw)), /could not be cloned/);
+        const { section } = withUserScopeOnly(readOnly(raw), inspect);
+        assert.deepEqual(section.llm, { baseUrl: 'https://api.example/v1', model: 'm' });
+    });
+
     it('sets a user value the merged section lacks, and leaves an empty section empty', () => {
         assert.deepEqual(withUserScopeOnly(undefined, () => ({ globalValue: 'ray://head:10001' })).section.cluster, {
             address: 'ray://head:10001',
