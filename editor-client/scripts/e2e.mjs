@@ -263,7 +263,7 @@ async function scenarioRestricted(page, { baseUrl, setUserSettings }) {
     const folder = makeWorkspace('restricted', {
         'broken.cu': BROKEN_CU,
         '.vscode/settings.json': JSON.stringify(
-            { 'kernelLsp.specs.run': 'onSave', 'kernelLsp.server.path': ['/nonexistent/repo-server'] },
+            { 'kernelLsp.specs.run': 'onAction', 'kernelLsp.server.path': ['/nonexistent/repo-server'] },
             null,
             2,
         ),

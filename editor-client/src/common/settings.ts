@@ -8,11 +8,12 @@ export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
 export type EvaluationBackend = 'auto' | 'local' | 'ray';
 /**
- * When the server may run a kernel's spec (`X.spec.py`, Python code from the workspace): `never`;
- * `onAction`, only when the user asks (Optimize, a GPU check); `onSave`, also when the user opens
- * or saves the file in the editor. Never at start-up or for files the user has not opened.
+ * When the server may run a kernel's spec (`X.spec.py`, Python code from the workspace): `onAction`,
+ * when the user acts on that file (opens or saves it in the editor, runs Optimize); `never`, read
+ * only. The server never runs one at start-up or for files the user has not opened. The same two
+ * values as the server's `specs.run` (kernel_lsp/config.py).
  */
-export const SPECS_RUN_VALUES = ['never', 'onAction', 'onSave'] as const;
+export const SPECS_RUN_VALUES = ['onAction', 'never'] as const;
 export type SpecsRun = (typeof SPECS_RUN_VALUES)[number];
 
 /**

@@ -37,7 +37,7 @@ describe('normalizeSettings', () => {
             cluster: { address: 'ray://head:10001' },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
             optimizer: { rounds: 5, candidates: 8, proposer: 'tune', allowNewGlobals: true },
-            specs: { run: 'onSave' },
+            specs: { run: 'never' },
             trace: { server: 'verbose' },
         };
         assert.deepEqual(normalizeSettings(raw, context), {

@@ -70,9 +70,9 @@ describe('the Workspace Trust declaration in package.json', () => {
         }
     });
 
-    it('offers specs.run with the values the server accepts, defaulting to running specs only on request', () => {
+    it('offers specs.run with the values the server accepts, defaulting to running specs on the user\'s action', () => {
         const specsRun = manifest.contributes.configuration.properties['kernelLsp.specs.run'];
-        assert.deepEqual(specsRun.enum, ['never', 'onAction', 'onSave']);
+        assert.deepEqual(specsRun.enum, ['onAction', 'never']);
         assert.equal(specsRun.default, 'onAction');
     });
 });
@@ -135,7 +135,7 @@ describe('withUserScopeOnly', () => {
 });
 
 describe('applyWorkspaceTrust', () => {
-    const settings = { ...DEFAULT_SETTINGS, specs: { run: 'onSave' as const } };
+    const settings = { ...DEFAULT_SETTINGS, specs: { run: 'onAction' as const } };
 
     it('runs no spec in an untrusted workspace, whatever the settings say', () => {
         assert.equal(applyWorkspaceTrust(settings, false).specs.run, 'never');
