@@ -52,6 +52,12 @@ class Settings:
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
+    # clangd as a child process for navigation and completion (server/clangd/).
+    clangd_enabled: bool = True
+    clangd_diagnostics: str = "off"  # "off" | "agreeing": clangd's only on lines nvcc also flags
+    clangd_background_index: bool = False  # clangd's --background-index (memory, CPU at start)
+    # The clangd to run: user-level only (never from pyproject.toml, which a workspace holds).
+    clangd_path: str | None = None
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -137,6 +143,11 @@ _KEYS: dict[str, str] = {
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
     "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
+    "clangd.enabled": "clangd_enabled",
+    "clangd.diagnostics": "clangd_diagnostics",
+    "clangd.backgroundIndex": "clangd_background_index",
+    "clangd.background-index": "clangd_background_index",
+    "clangd.path": "clangd_path",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -144,6 +155,7 @@ _CHOICES = {
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
+    "clangd_diagnostics": ("off", "agreeing"),
 }
 
 
@@ -189,6 +201,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 "llm_model",
                 "llm_api_key",
                 "compile_commands",
+                "clangd_path",
             ):
                 changes[name] = None
             continue
@@ -212,6 +225,8 @@ def _coerce(name: str, value: Any) -> Any:
         "achieved_occupancy",
         "host_check",
         "optimizer_allow_new_globals",
+        "clangd_enabled",
+        "clangd_background_index",
     ):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
@@ -252,6 +267,10 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)
+    if settings.clangd_path is not None:
+        # A program to run is the user's choice, never the workspace's.
+        settings = replace(settings, clangd_path=None)
+        problems.append("`clangd.path` is a user setting (editor settings), ignored in pyproject.toml")
     base = os.path.dirname(path)
     # Include folders in pyproject.toml are relative to it.
     dirs = tuple(

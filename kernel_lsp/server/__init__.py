@@ -7,12 +7,14 @@ from __future__ import annotations
 
 def build_server():
     from .app import KernelLanguageServer
+    from .clangd.features import register as register_clangd
     from .notifications import register_all as register_notifications
     from .requests import register_all as register_requests
 
     server = KernelLanguageServer()
     register_notifications(server)
     register_requests(server)
+    register_clangd(server)
     return server
 
 

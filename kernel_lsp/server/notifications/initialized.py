@@ -17,6 +17,12 @@ def register(server) -> None:
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
         ls.apply_settings(params.initialization_options, "initializationOptions")
+        # The capabilities are computed when this handler returns: clangd's features are in them
+        # only when clangd is enabled and its binary is there (found by looking, not running).
+        from ..clangd.features import withdraw
+
+        if not ls.clangd.decide():
+            withdraw(ls)
         log.info(
             "client %s; %s diagnostics",
             params.client_info.name if params.client_info else "?",
@@ -28,12 +34,14 @@ def register(server) -> None:
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
+        ls.clangd.start()  # in the background: the first answers from clangd come later
         await ls.gpu_feature.start()
 
     @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls, params=None) -> None:
+    async def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
+        await ls.clangd.stop()
 
 
 async def refresh_configuration(ls) -> bool:

@@ -1,0 +1,441 @@
+"""clangd as a child process: started in the background after `initialized`, fed the editor's
+documents and kernel-lsp's flags, asked what kernel-lsp does not answer itself, restarted when it
+dies, stopped with the server.
+
+Order is the one invariant that matters: clangd must see `didOpen`, `didChange`... and requests in
+the order the editor sent them. Everything a session sends goes through one queue, worked off by
+one task; only the step that computes a file's flags (it reads the project's compile_commands.json
+and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
+too, and sent when everything before it has been.
+
+No orphan: clangd exits when its stdin reaches end of file, which the kernel makes happen when
+the server dies, however it dies (even SIGKILL). clangd shares the server's process group, so an
+editor that kills the group kills it too. (No `preexec_fn`/prctl: it is not safe in a process
+that runs threads, as the server does.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from lsprotocol import converters, types
+
+from ... import __version__
+from ..uris import uri_to_path
+from .binary import ClangdBinary, find_clangd
+from .database import PrivateDatabase
+from .flags import clang_arguments, options_for
+from .rpc import JsonRpcConnection, RpcError
+from .semantic_tokens import LegendMap
+
+log = logging.getLogger(__name__)
+
+_converter = converters.get_converter()
+
+MAX_RESTARTS = 5  # in a row; a clangd that ran STABLE_S resets the count
+STABLE_S = 60.0
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+READY_TIMEOUT_S = 15.0  # a request waits this long for a clangd that is starting
+STOP_TIMEOUT_S = 3.0
+
+
+def to_json(params: Any) -> Any:
+    return _converter.unstructure(params)
+
+
+def clangd_command(binary: str, database_folder: str, background_index: bool) -> list[str]:
+    return [
+        binary,
+        f"--compile-commands-dir={database_folder}",
+        f"--background-index={'true' if background_index else 'false'}",
+        # Diagnostics are nvcc's; clang-tidy's would be dropped after costing a parse each.
+        "--clang-tidy=false",
+        # Completion would add `#include`s of clang's CUDA wrapper headers and of CUDA's
+        # internal ones (`crt/...`), which are never what a CUDA file includes.
+        "--header-insertion=never",
+        "--log=error",
+    ]
+
+
+class Session:
+    """One clangd process: its connection and its ordered outbox."""
+
+    def __init__(self, process: asyncio.subprocess.Process, connection: JsonRpcConnection) -> None:
+        self.process = process
+        self.connection = connection
+        self.capabilities: dict = {}
+        self.server_version = ""
+        self.sent_commands: dict[str, list[str]] = {}  # path -> the command clangd holds for it
+        self._outbox: asyncio.Queue[Callable[[], Awaitable[None] | None]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task] = []
+
+    def start(self, *coroutines) -> None:
+        self._tasks += [asyncio.ensure_future(c) for c in (*coroutines, self._work_off())]
+
+    def enqueue(self, step: Callable[[], Awaitable[None] | None]) -> None:
+        self._outbox.put_nowait(step)
+
+    async def _work_off(self) -> None:
+        while True:
+            step = await self._outbox.get()
+            try:
+                pending = step()
+                if pending is not None:
+                    await pending
+            except RpcError as e:
+                log.debug("clangd: a step was not sent: %s", e)
+            except Exception:
+                log.exception("clangd: a queued step failed")
+
+    async def call(self, method: str, params: Any) -> Any:
+        """A request sent after everything queued before it; cancelling the caller cancels it."""
+        sent: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def send() -> None:
+            if sent.cancelled():
+                return  # cancelled before it left: clangd never hears of it
+            try:
+                sent.set_result(self.connection.request(method, params))
+            except RpcError as e:
+                sent.set_exception(e)
+
+        self.enqueue(send)
+        request_id, answer = await sent
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self.connection.cancel(request_id)
+            raise
+
+    async def stop(self) -> None:
+        """`shutdown` and `exit`, then a kill if clangd is still there."""
+        conn = self.connection
+        if not conn.closed and self.process.returncode is None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.call("shutdown"), STOP_TIMEOUT_S)
+                conn.notify("exit")
+        try:
+            await asyncio.wait_for(self.process.wait(), STOP_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+            await self.process.wait()
+        conn.close()
+        for task in self._tasks:
+            task.cancel()
+
+
+class ClangdProxy:
+    """What the server knows of clangd: whether it is usable, the running session, and the
+    state that outlives a session (the private database, the one-time messages)."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+        self.binary: ClangdBinary | None = None
+        self.problem: str | None = None  # why there is no clangd, for the one message
+        self.advertised = False  # the forwarded features are in the capabilities
+        self.session: Session | None = None
+        self.restarts = 0  # restarts since the server started (kernelLsp/stats, tests)
+        self.legend = LegendMap(None)
+        self.diagnostics: dict[str, list[dict]] = {}  # uri -> clangd's last, in `agreeing` mode
+        self._database: PrivateDatabase | None = None
+        self._ready: asyncio.Event | None = None
+        self._supervisor: asyncio.Task | None = None
+        self._stopping = False
+        self._told: set[str] = set()
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def decide(self) -> bool:
+        """At `initialize`: is clangd to be used? (enabled, and a binary found; nothing runs)."""
+        settings = self.server.settings
+        if not settings.clangd_enabled:
+            self.binary, self.problem = None, None
+        else:
+            self.binary, self.problem = find_clangd(settings.clangd_path)
+        self.advertised = self.binary is not None
+        if self.binary:
+            log.info("clangd: %s (%s)", self.binary.path, self.binary.origin)
+        return self.advertised
+
+    def start(self) -> None:
+        """After `initialized`: start clangd in the background, or say once why it is absent."""
+        if not self.server.settings.clangd_enabled:
+            return
+        if self.binary is None:
+            self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Info)
+            return
+        if self._supervisor is None or self._supervisor.done():
+            self._stopping = False
+            self._ready = asyncio.Event()
+            self._supervisor = asyncio.ensure_future(self._supervise())
+
+    async def stop(self) -> None:
+        self._stopping = True
+        session, self.session = self.session, None
+        if self._ready is not None:
+            self._ready.clear()
+        if session is not None:
+            await session.stop()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._supervisor
+            self._supervisor = None
+        if self._database is not None:
+            self._database.remove()
+            self._database = None
+
+    async def settings_changed(self) -> None:
+        settings = self.server.settings
+        if not settings.clangd_enabled:
+            if self._supervisor is not None:
+                log.info("clangd: turned off by clangd.enabled")
+                await self.stop()
+            return
+        if self._supervisor is None:
+            if not self.advertised:
+                # Capabilities are fixed at initialize: the editor would not ask.
+                log.info("clangd: enabled after initialize; restart the server for its features")
+                return
+            self.start()
+            return
+        if settings.clangd_diagnostics == "off":
+            self.diagnostics.clear()
+        session = self.session
+        if session is not None:  # the flags may have changed (defines, includes, arch)
+            for uri in list(self.server.workspace.text_documents):
+                if path := uri_to_path(uri):
+                    session.enqueue(lambda s=session, p=path: self._send_command(s, p))
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while not self._stopping:
+            started = time.monotonic()
+            session = None
+            try:
+                session = await self._launch()
+            except Exception as e:  # a binary that is not clangd, a crash during initialize
+                log.warning("clangd did not start: %s", e)
+            if session is not None:
+                code = await session.process.wait()
+                session.connection.close()
+                if self._stopping:
+                    return
+                log.warning("clangd exited with code %s after %.0f s", code, time.monotonic() - started)
+                self.session = None
+                assert self._ready is not None
+                self._ready.clear()
+                self.diagnostics.clear()
+            if self._stopping:
+                return
+            if time.monotonic() - started > STABLE_S:
+                failures = 0
+            if failures >= MAX_RESTARTS:
+                self._tell_once(
+                    "gave-up",
+                    f"kernel-lsp: clangd stopped {failures + 1} times in a row; go to definition, "
+                    "completion and rename are off until the server restarts (see the server's log).",
+                    types.MessageType.Warning,
+                )
+                return
+            delay = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+            failures += 1
+            self.restarts += 1
+            log.warning("clangd: restarting in %.1f s (%d of %d)", delay, failures, MAX_RESTARTS)
+            await asyncio.sleep(delay)
+
+    async def _launch(self) -> Session:
+        assert self.binary is not None and self._ready is not None
+        if self._database is None:
+            self._database = PrivateDatabase()
+            atexit.register(self._database.remove)
+        settings = self.server.settings
+        command = clangd_command(self.binary.path, self._database.folder, settings.clangd_background_index)
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert process.stdin and process.stdout and process.stderr
+        connection = JsonRpcConnection(process.stdout, process.stdin, self._on_notification, self._on_request)
+        session = Session(process, connection)
+        session.start(connection.serve(), _log_lines(process.stderr))
+        try:
+            answer = await asyncio.wait_for(connection.call("initialize", self._initialize_params()), 30)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await session.stop()
+            raise
+        answer = answer or {}
+        session.capabilities = answer.get("capabilities") or {}
+        session.server_version = (answer.get("serverInfo") or {}).get("version", "?")
+        encoding = session.capabilities.get("positionEncoding") or answer.get("offsetEncoding") or "utf-16"
+        if encoding != self._position_encoding():
+            log.warning(
+                "clangd answered in %s positions, the editor's are %s", encoding, self._position_encoding()
+            )
+        self.legend = LegendMap((session.capabilities.get("semanticTokensProvider") or {}).get("legend"))
+        connection.notify("initialized", {})
+        # Ready from here: the documents open now are opened in clangd, in this same step, so
+        # every later notification lands after them in the queue.
+        for uri, doc in list(self.server.workspace.text_documents.items()):
+            item = {
+                "uri": uri,
+                "languageId": doc.language_id or "cuda",
+                "version": doc.version or 0,
+                "text": doc.source,
+            }
+            session.enqueue(lambda s=session, u=uri, i=item: self._open(s, u, i))
+        self.session = session
+        self._ready.set()
+        log.info("clangd ready: %s (pid %s)", session.server_version, process.pid)
+        return session
+
+    def _position_encoding(self) -> str:
+        encoding = self.server.workspace.position_encoding
+        return str(getattr(encoding, "value", encoding) or "utf-16")
+
+    def _initialize_params(self) -> dict:
+        caps = to_json(self.server.client_capabilities) or {}
+        # clangd talks only to kernel-lsp: it gets the editor's text-document abilities (snippets,
+        # markdown, hierarchical symbols...) but none that would make it ask kernel-lsp things
+        # (progress, configuration, edits), and the editor's position encoding, fixed.
+        caps.pop("window", None)
+        caps.pop("experimental", None)
+        caps.pop("offsetEncoding", None)
+        workspace = caps.get("workspace") or {}
+        for key in (
+            "configuration",
+            "applyEdit",
+            "workspaceEdit",
+            "didChangeConfiguration",
+            "semanticTokens",
+        ):
+            workspace.pop(key, None)
+        caps["workspace"] = workspace
+        (caps.get("textDocument") or {}).pop("diagnostic", None)
+        caps.setdefault("general", {})["positionEncodings"] = [self._position_encoding()]
+        ws = self.server.workspace
+        return {
+            "processId": os.getpid(),
+            "clientInfo": {"name": "kernel-lsp", "version": __version__},
+            "rootUri": ws.root_uri,
+            "workspaceFolders": [{"uri": f.uri, "name": f.name} for f in ws.folders.values()] or None,
+            "capabilities": caps,
+        }
+
+    # --- messages from clangd -----------------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == "textDocument/publishDiagnostics" and isinstance(params, dict):
+            if self.server.settings.clangd_diagnostics != "agreeing":
+                return  # nvcc's diagnostics are the truth; clangd's are dropped
+            uri = params.get("uri")
+            self.diagnostics[uri] = list(params.get("diagnostics") or [])
+            if path := uri_to_path(uri):
+                self.server.republish(path)
+        elif method == "window/logMessage" and isinstance(params, dict):
+            log.debug("clangd: %s", params.get("message"))
+
+    def _on_request(self, method: str, params: Any) -> Any:
+        raise LookupError(method)  # clangd was given no ability that makes it ask
+
+    # --- documents ----------------------------------------------------------------------------
+
+    def _live(self) -> Session | None:
+        session = self.session
+        return session if session is not None and not session.connection.closed else None
+
+    def did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        if session := self._live():
+            item = to_json(params.text_document)
+            session.enqueue(lambda: self._open(session, params.text_document.uri, item))
+
+    def forward_notification(self, method: str, params: Any) -> None:
+        """didChange, didSave, didClose: as they came, in order."""
+        if session := self._live():
+            payload = to_json(params)
+            session.enqueue(lambda: session.connection.notify(method, payload))
+        if method == types.TEXT_DOCUMENT_DID_CLOSE:
+            self.diagnostics.pop(params.text_document.uri, None)
+
+    async def _open(self, session: Session, uri: str, item: dict) -> None:
+        if path := uri_to_path(uri):
+            await self._send_command(session, path)
+        session.connection.notify("textDocument/didOpen", {"textDocument": item})
+
+    async def _send_command(self, session: Session, path: str) -> None:
+        """kernel-lsp's flags for `path`: into the private compile_commands.json (for clangd's
+        later loads) and straight into clangd's in-memory database (so this open uses them)."""
+        settings, root = self.server.settings, self.server.root_path()
+        try:
+            options = await asyncio.to_thread(options_for, path, settings, root)
+        except Exception:
+            log.exception("clangd: no flags for %s", path)
+            return
+        arguments = clang_arguments(options, path)
+        assert self._database is not None
+        if self._database.set(path, arguments) or session.sent_commands.get(path) != arguments:
+            session.sent_commands[path] = arguments
+            change = {path: {"workingDirectory": os.path.dirname(path), "compilationCommand": arguments}}
+            session.connection.notify(
+                "workspace/didChangeConfiguration", {"settings": {"compilationDatabaseChanges": change}}
+            )
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any) -> Any:
+        """clangd's answer (plain JSON), or None when there is no clangd to ask. An error answer
+        is raised as RpcError."""
+        session = await self._ready_session()
+        if session is None:
+            return None
+        payload = params if isinstance(params, dict) else to_json(params)
+        return await session.call(method, payload)
+
+    async def _ready_session(self) -> Session | None:
+        if not self.advertised or self._ready is None or self._stopping:
+            return None
+        if not self._ready.is_set():
+            try:
+                await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                return None
+        return self._live()
+
+    def agreeing(self, uri: str, lines: set[int]) -> list[types.Diagnostic]:
+        """clangd's diagnostics on the lines (0-based) where kernel-lsp has one of its own."""
+        out = []
+        for d in self.diagnostics.get(uri, ()):
+            try:
+                if d["range"]["start"]["line"] in lines:
+                    out.append(_converter.structure(d, types.Diagnostic))
+            except Exception:
+                log.debug("clangd: an unreadable diagnostic: %r", d)
+        return out
+
+    # --- messages to the user -----------------------------------------------------------------
+
+    def _tell_once(self, key: str, message: str, kind: types.MessageType) -> None:
+        if key in self._told:
+            return
+        self._told.add(key)
+        log.warning(message)
+        with contextlib.suppress(Exception):
+            self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+async def _log_lines(stream: asyncio.StreamReader) -> None:
+    """clangd's stderr, drained (a full pipe would stop clangd) into the server's log."""
+    while line := await stream.readline():
+        log.info("clangd: %s", line.decode("utf-8", "replace").rstrip())
