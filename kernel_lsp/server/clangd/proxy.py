@@ -60,7 +60,11 @@ def clangd_command(binary: str, database_folder: str, background_index: bool) ->
         # Completion would add `#include`s of clang's CUDA wrapper headers and of CUDA's
         # internal ones (`crt/...`), which are never what a CUDA file includes.
         "--header-insertion=never",
-        "--log=error",
+        # Until a file's first parse is done clangd would complete from the words of the text
+        # (`threadIdx.` offering `float`, `CHECK_CUDA`...): wait for the parser instead.
+        "--completion-parse=always",
+        # clangd's log goes to the server's log; KERNEL_LSP_CLANGD_LOG=verbose to see its messages.
+        f"--log={os.environ.get('KERNEL_LSP_CLANGD_LOG', 'error')}",
     ]
 
 
@@ -179,18 +183,21 @@ class ClangdProxy:
         self.advertised = self.binary is not None
         if self.binary:
             log.info("clangd: %s (%s)", self.binary.path, self.binary.origin)
+            # Requests that come before clangd is up (even before `initialized`) wait for it.
+            self._ready = asyncio.Event()
         return self.advertised
 
     def start(self) -> None:
         """After `initialized`: start clangd in the background, or say once why it is absent."""
         if not self.server.settings.clangd_enabled:
+            self._stopping = True  # turned off by workspace/configuration: nobody waits for it
             return
         if self.binary is None:
             self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Info)
             return
         if self._supervisor is None or self._supervisor.done():
             self._stopping = False
-            self._ready = asyncio.Event()
+            self._ready = self._ready or asyncio.Event()
             self._supervisor = asyncio.ensure_future(self._supervise())
 
     async def stop(self) -> None:
