@@ -7,6 +7,7 @@ export type Proposer = 'auto' | 'llm' | 'tune';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
 export type EvaluationBackend = 'auto' | 'local' | 'ray';
+export type ClangdDiagnostics = 'off' | 'agreeing';
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -41,6 +42,8 @@ export interface KernelLspSettings {
     cluster: { address: string | null };
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
+    /** clangd behind the server; `path` is honoured from user settings only (scope "machine"). */
+    clangd: { enabled: boolean; diagnostics: ClangdDiagnostics; backgroundIndex: boolean; path: string | null };
     trace: { server: TraceLevel };
 }
 
@@ -63,6 +66,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     cluster: { address: null },
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
+    clangd: { enabled: true, diagnostics: 'off', backgroundIndex: false, path: null },
     trace: { server: 'off' },
 };
 
@@ -145,6 +149,8 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const trace = asObject(section.trace);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
+    const clangd = asObject(section.clangd);
+    const clangdPath = asNullableString(clangd.path);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
     const compileCommands = asNullableString(section.compileCommands);
@@ -180,6 +186,12 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             candidates: asPositiveInteger(optimizer.candidates, DEFAULT_SETTINGS.optimizer.candidates),
             proposer: asChoice(optimizer.proposer, ['auto', 'llm', 'tune'], DEFAULT_SETTINGS.optimizer.proposer),
             allowNewGlobals: optimizer.allowNewGlobals === true,
+        },
+        clangd: {
+            enabled: clangd.enabled !== false,
+            diagnostics: asChoice(clangd.diagnostics, ['off', 'agreeing'], DEFAULT_SETTINGS.clangd.diagnostics),
+            backgroundIndex: clangd.backgroundIndex === true,
+            path: clangdPath === null ? null : expandPath(clangdPath, context),
         },
         trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
     };

