@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import contextlib
 import logging
 import os
@@ -77,8 +78,16 @@ class Session:
         self.capabilities: dict = {}
         self.server_version = ""
         self.sent_commands: dict[str, list[str]] = {}  # path -> the command clangd holds for it
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         self._outbox: asyncio.Queue[Callable[[], Awaitable[None] | None]] = asyncio.Queue()
         self._tasks: list[asyncio.Task] = []
+
+    async def drain_stderr(self, stream: asyncio.StreamReader) -> None:
+        """clangd's stderr, drained (a full pipe would stop clangd) into the server's log."""
+        while line := await stream.readline():
+            text = line.decode("utf-8", "replace").rstrip()
+            self.stderr_tail.append(text)
+            log.info("clangd: %s", text)
 
     def start(self, *coroutines) -> None:
         self._tasks += [asyncio.ensure_future(c) for c in (*coroutines, self._work_off())]
@@ -158,6 +167,8 @@ class ClangdProxy:
         self._ready: asyncio.Event | None = None
         self._supervisor: asyncio.Task | None = None
         self._stopping = False
+        self._gave_up = False
+        self._launching = False  # a clangd is being started: requests wait for it
         self._told: set[str] = set()
 
     def stats(self) -> dict:
@@ -185,6 +196,7 @@ class ClangdProxy:
             log.info("clangd: %s (%s)", self.binary.path, self.binary.origin)
             # Requests that come before clangd is up (even before `initialized`) wait for it.
             self._ready = asyncio.Event()
+            self._launching = True
         return self.advertised
 
     def start(self) -> None:
@@ -243,10 +255,12 @@ class ClangdProxy:
         while not self._stopping:
             started = time.monotonic()
             session = None
+            self._launching = True
             try:
                 session = await self._launch()
             except Exception as e:  # a binary that is not clangd, a crash during initialize
                 log.warning("clangd did not start: %s", e)
+            self._launching = False
             if session is not None:
                 code = await session.process.wait()
                 session.connection.close()
@@ -262,6 +276,7 @@ class ClangdProxy:
             if time.monotonic() - started > STABLE_S:
                 failures = 0
             if failures >= MAX_RESTARTS:
+                self._gave_up = True  # requests answer null at once from now on
                 self._tell_once(
                     "gave-up",
                     f"kernel-lsp: clangd stopped {failures + 1} times in a row; go to definition, "
@@ -291,13 +306,18 @@ class ClangdProxy:
         assert process.stdin and process.stdout and process.stderr
         connection = JsonRpcConnection(process.stdout, process.stdin, self._on_notification, self._on_request)
         session = Session(process, connection)
-        session.start(connection.serve(), _log_lines(process.stderr))
+        session.start(connection.serve(), session.drain_stderr(process.stderr))
         try:
             answer = await asyncio.wait_for(connection.call("initialize", self._initialize_params()), 30)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
             await session.stop()
+            if isinstance(e, Exception):
+                said = " | ".join(session.stderr_tail) or "nothing on stderr"
+                raise RuntimeError(
+                    f"{self.binary.path} ended (code {process.returncode}) before answering initialize: {said}"
+                ) from e
             raise
         answer = answer or {}
         session.capabilities = answer.get("capabilities") or {}
@@ -427,9 +447,11 @@ class ClangdProxy:
         return await session.call(method, payload)
 
     async def _ready_session(self) -> Session | None:
-        if not self.advertised or self._ready is None or self._stopping:
+        if not self.advertised or self._ready is None or self._stopping or self._gave_up:
             return None
         if not self._ready.is_set():
+            if not self._launching:
+                return None  # between a crash and the restart: null now rather than a long wait
             try:
                 await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
             except asyncio.TimeoutError:
@@ -456,9 +478,3 @@ class ClangdProxy:
         log.warning(message)
         with contextlib.suppress(Exception):
             self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
-
-
-async def _log_lines(stream: asyncio.StreamReader) -> None:
-    """clangd's stderr, drained (a full pipe would stop clangd) into the server's log."""
-    while line := await stream.readline():
-        log.info("clangd: %s", line.decode("utf-8", "replace").rstrip())

@@ -5,6 +5,7 @@ and a GPU checked it."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 
 from lsprotocol import types
@@ -13,6 +14,8 @@ from ...formats import format_bytes
 from ...model import KernelResources
 from ...source import find_kernels
 from ..uris import uri_to_path
+
+log = logging.getLogger(__name__)
 
 
 def word_at(line: str, character: int) -> str | None:
@@ -70,7 +73,11 @@ def register(server) -> None:
         except BaseException:
             asked.cancel()
             raise
-        answer = await asked
+        try:
+            answer = await asked
+        except Exception as e:  # clangd's error must not cost kernel-lsp's part
+            log.info("clangd's hover failed: %s", e)
+            answer = None
         signature = clangd_markdown(answer)
         if signature:
             parts.insert(0, signature)
