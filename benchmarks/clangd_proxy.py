@@ -5,11 +5,13 @@ One run, two servers side by side on a copy of samples/host_program/saxpy_main.c
 bare clangd with the same binary, the same command line and the same compile_commands.json entry
 kernel-lsp writes. The same plain JSON-RPC client talks to both (no lsprotocol structuring on the
 client side, so only the proxy's own cost shows). Requests alternate A B A B; each is timed from
-its send to its answer. Then each clangd's RSS.
+its send to its answer. Then each clangd's RSS, and the server's start-up (initialize answered,
+clangd ready) with clangd on and off.
 
-    .venv/bin/python benchmarks/clangd_proxy.py [--n 50]
+    .venv/bin/python benchmarks/clangd_proxy.py [--n 50] [--starts 5]
 
-Target (issue 26): the proxy adds little to clangd's own time (a few ms at the median).
+Targets (issue 26): the proxy adds little to clangd's own time (a few ms at the median); clangd
+starts in the background, so `initialize` is answered as fast as without it.
 """
 
 from __future__ import annotations
@@ -94,9 +96,38 @@ def positions(text: str) -> dict[str, dict]:
     }
 
 
+async def start_up(work: Path, clangd: bool) -> tuple[float, float | None]:
+    """(ms to the initialize answer, ms to clangd ready or None) for one server start."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kernel_lsp", stdin=-1, stdout=-1, stderr=-3, env=env, cwd=work
+    )
+    peer = Peer("start", process)
+    options = {"arch": "sm_90", "gpu": {"enabled": False}, "clangd": {"enabled": clangd}}
+    params = {
+        "processId": os.getpid(),
+        "rootUri": work.as_uri(),
+        "capabilities": {},
+        "initializationOptions": options,
+    }
+    start = time.perf_counter()
+    await peer.rpc.call("initialize", params)
+    initialized = time.perf_counter() - start
+    peer.rpc.notify("initialized", {})
+    ready = None
+    while clangd and time.perf_counter() - start < 60:
+        if (await peer.rpc.call("kernelLsp/stats"))["clangd"]["ready"]:
+            ready = time.perf_counter() - start
+            break
+        await asyncio.sleep(0.005)
+    await peer.stop()
+    return initialized * 1000, None if ready is None else ready * 1000
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=50)
+    ap.add_argument("--starts", type=int, default=5)
     args = ap.parse_args()
     binary = wheel_binary()
     if binary is None:
@@ -191,6 +222,21 @@ async def main() -> None:
     )
     for peer in (server, bare):
         await peer.stop()
+
+    starts: dict[bool, list[tuple[float, float | None]]] = {True: [], False: []}
+    for _ in range(args.starts):
+        for clangd in (True, False):
+            starts[clangd].append(await start_up(work, clangd))
+    print(f"\nserver start-up, {args.starts} starts each, alternating:")
+    print("| clangd.enabled | initialize answered: median (min-max) ms | clangd ready after: median ms |")
+    print("|---|---|---|")
+    for clangd in (True, False):
+        answered = [a for a, _ in starts[clangd]]
+        ready = [r for _, r in starts[clangd] if r is not None]
+        print(
+            f"| {str(clangd).lower()} | {statistics.median(answered):.0f} ({min(answered):.0f}-{max(answered):.0f}) "
+            f"| {f'{statistics.median(ready):.0f}' if ready else '-'} |"
+        )
     shutil.rmtree(work, ignore_errors=True)
 
 

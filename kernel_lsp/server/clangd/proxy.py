@@ -80,6 +80,7 @@ class Session:
         self.sent_commands: dict[str, list[str]] = {}  # path -> the command clangd holds for it
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=5)
         self._outbox: asyncio.Queue[Callable[[], Awaitable[None] | None]] = asyncio.Queue()
+        self._steps = 0  # queued or running
         self._tasks: list[asyncio.Task] = []
 
     async def drain_stderr(self, stream: asyncio.StreamReader) -> None:
@@ -93,6 +94,7 @@ class Session:
         self._tasks += [asyncio.ensure_future(c) for c in (*coroutines, self._work_off())]
 
     def enqueue(self, step: Callable[[], Awaitable[None] | None]) -> None:
+        self._steps += 1
         self._outbox.put_nowait(step)
 
     async def _work_off(self) -> None:
@@ -106,9 +108,14 @@ class Session:
                 log.debug("clangd: a step was not sent: %s", e)
             except Exception:
                 log.exception("clangd: a queued step failed")
+            finally:
+                self._steps -= 1
 
     async def call(self, method: str, params: Any) -> Any:
         """A request sent after everything queued before it; cancelling the caller cancels it."""
+        if self._steps == 0:
+            # Nothing waits to go out before it (the usual case): no trip through the queue.
+            return await self._answer(*self.connection.request(method, params))
         sent: asyncio.Future = asyncio.get_running_loop().create_future()
 
         def send() -> None:
@@ -126,6 +133,9 @@ class Session:
             if sent.done() and not sent.cancelled() and sent.exception() is None:
                 self.connection.cancel(sent.result()[0])  # it left just before the cancel came
             raise
+        return await self._answer(request_id, answer)
+
+    async def _answer(self, request_id: int, answer: asyncio.Future) -> Any:
         try:
             return await answer
         except asyncio.CancelledError:
