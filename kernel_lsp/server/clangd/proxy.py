@@ -6,7 +6,7 @@ Order is the one invariant that matters: clangd must see `didOpen`, `didChange`.
 the order the editor sent them. Everything a session sends goes through one queue, worked off by
 one task; only the step that computes a file's flags (it reads the project's compile_commands.json
 and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
-too, and sent when everything before it has been.
+too when anything is waiting, and sent when everything before it has been; else it goes at once.
 
 No orphan: clangd exits when its stdin reaches end of file, which the kernel makes happen when
 the server dies, however it dies (even SIGKILL). clangd shares the server's process group, so an
@@ -58,8 +58,9 @@ def clangd_command(binary: str, database_folder: str, background_index: bool) ->
         f"--background-index={'true' if background_index else 'false'}",
         # Diagnostics are nvcc's; clang-tidy's would be dropped after costing a parse each.
         "--clang-tidy=false",
-        # Completion would add `#include`s of clang's CUDA wrapper headers and of CUDA's
-        # internal ones (`crt/...`), which are never what a CUDA file includes.
+        # A completion never adds an `#include` line: clangd picks the header where its index saw
+        # the declaration, which in CUDA's and CCCL's trees may be an implementation header
+        # (`*.hpp`, `detail/`) rather than the one to include. Includes stay the user's.
         "--header-insertion=never",
         # Until a file's first parse is done clangd would complete from the words of the text
         # (`threadIdx.` offering `float`, `CHECK_CUDA`...): wait for the parser instead.
