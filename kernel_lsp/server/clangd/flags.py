@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 
 from ...compile.options import CompileOptions, cuda_include_dirs
-from ...config import Settings
 
 # What argv[0] says in the database: clangd never runs it (no --query-driver is passed).
 COMPILER_NAME = "clang++"
@@ -75,11 +74,3 @@ def clang_arguments(options: CompileOptions, source: str) -> list[str]:
         args += _codegen(flag)
     args.append(source)
     return args
-
-
-def options_for(path: str, settings: Settings, root: str | None) -> CompileOptions:
-    """The options kernel-lsp checks `path` with, for its first arch (clangd parses once).
-    Reads the project's compile_commands.json: call it off the event loop."""
-    project = settings.project_flags(path, root).flags
-    arch = settings.archs(project)[0]
-    return settings.compile_options(arch, root, project)

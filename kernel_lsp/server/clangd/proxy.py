@@ -4,8 +4,8 @@ dies, stopped with the server.
 
 Order is the one invariant that matters: clangd must see `didOpen`, `didChange`... and requests in
 the order the editor sent them. Everything a session sends goes through one queue, worked off by
-one task; only the step that computes a file's flags (it reads the project's compile_commands.json
-and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
+one task; only the step that computes a file's flags (it reads the project's pyproject.toml and
+compile_commands.json and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
 too when anything is waiting, and sent when everything before it has been; else it goes at once.
 
 No orphan: clangd exits when its stdin reaches end of file, which the kernel makes happen when
@@ -32,7 +32,7 @@ from ... import __version__
 from ..uris import uri_to_path
 from .binary import ClangdBinary, find_clangd
 from .database import PrivateDatabase
-from .flags import clang_arguments, options_for
+from .flags import clang_arguments
 from .rpc import JsonRpcConnection, RpcError
 from .semantic_tokens import LegendMap
 
@@ -222,6 +222,10 @@ class ClangdProxy:
             self._stopping = False
             self._ready = self._ready or asyncio.Event()
             self._supervisor = asyncio.ensure_future(self._supervise())
+
+    async def start_in_background(self) -> None:
+        """The `initialized` hook: clangd's start is not waited for."""
+        self.start()
 
     async def stop(self) -> None:
         self._stopping = True
@@ -423,6 +427,13 @@ class ClangdProxy:
         if method == types.TEXT_DOCUMENT_DID_CLOSE:
             self.diagnostics.pop(params.text_document.uri, None)
 
+    def after_check(self, path: str, check, snap) -> None:
+        """After each check of an open file: its flags may have changed with the project
+        (pyproject.toml, compile_commands.json); clangd hears of it only if they did."""
+        session = self._live()
+        if session is not None and self.server.open_document(path) is not None:
+            session.enqueue(lambda: self._send_command(session, path))
+
     async def _open(self, session: Session, uri: str, item: dict) -> None:
         if path := uri_to_path(uri):
             await self._send_command(session, path)
@@ -431,9 +442,12 @@ class ClangdProxy:
     async def _send_command(self, session: Session, path: str) -> None:
         """kernel-lsp's flags for `path`: into the private compile_commands.json (for clangd's
         later loads) and straight into clangd's in-memory database (so this open uses them)."""
-        settings, root = self.server.settings, self.server.root_path()
+        doc = self.server.open_document(path)
+        source = doc.source if doc is not None else None
         try:
-            options = await asyncio.to_thread(options_for, path, settings, root)
+            # The Workspace's options, as the file is checked with (its first arch: clangd
+            # parses once); reading the project's files happens in a thread.
+            options = await asyncio.to_thread(self.server.engine.compile_options, path, None, source)
         except Exception:
             log.exception("clangd: no flags for %s", path)
             return

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 
 from lsprotocol import types
@@ -34,14 +36,25 @@ def register(server) -> None:
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
-        ls.clangd.start()  # in the background: the first answers from clangd come later
-        await ls.gpu_feature.start()
+        # The GPU probe can take seconds: the other features (the watcher) start beside it.
+        results = await asyncio.gather(
+            ls.gpu_feature.start(), *(hook() for hook in ls.initialized_hooks), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("start-up step failed", exc_info=result)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
-        await ls.clangd.stop()
+        for hook in ls.shutdown_hooks:
+            try:
+                result = hook()
+                if inspect.isawaitable(result):  # clangd is asked to shut down and waited for
+                    await result
+            except Exception:
+                log.exception("shutdown step failed")
 
 
 async def refresh_configuration(ls) -> bool:
