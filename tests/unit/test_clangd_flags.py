@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -236,3 +237,27 @@ def test_the_flags_are_the_ones_the_workspace_checks_the_file_with(tmp_path):
     workspace = Workspace({"defines": ["FROM_EDITOR"]}, root=str(tmp_path))
     args = clang_arguments(workspace.compile_options(str(source)), str(source))
     assert "-DFROM_EDITOR" in args and "-DFROM_PYPROJECT=1" not in args
+
+
+def test_the_private_database_and_what_killed_servers_left(tmp_path, monkeypatch):
+    from kernel_lsp.server.clangd.database import PREFIX, PrivateDatabase
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead_pid = subprocess.Popen(["true"])  # a pid that has ended
+    dead_pid.wait()
+    stale = tmp_path / f"{PREFIX}{dead_pid.pid}-abc"
+    alive = tmp_path / f"{PREFIX}{os.getpid()}-def"
+    other = tmp_path / "kernel-lsp-something-else"
+    for folder in (stale, alive, other):
+        folder.mkdir()
+    db = PrivateDatabase()
+    assert not stale.exists() and alive.exists() and other.exists()
+    folder = Path(db.folder)
+    assert folder.parent == tmp_path and oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert json.loads((folder / "compile_commands.json").read_text()) == []
+    assert db.set("/w/a.cu", ["clang++", "-x", "cuda", "/w/a.cu"]) is True
+    assert db.set("/w/a.cu", ["clang++", "-x", "cuda", "/w/a.cu"]) is False
+    (entry,) = json.loads((folder / "compile_commands.json").read_text())
+    assert entry == {"directory": "/w", "file": "/w/a.cu", "arguments": ["clang++", "-x", "cuda", "/w/a.cu"]}
+    db.remove()
+    assert not folder.exists()

@@ -309,7 +309,7 @@ class ClangdProxy:
     async def _launch(self) -> Session:
         assert self.binary is not None and self._ready is not None
         if self._database is None:
-            self._database = PrivateDatabase()
+            self._database = await asyncio.to_thread(PrivateDatabase)  # it lists the temp folder
             atexit.register(self._database.remove)
         settings = self.server.settings
         command = clangd_command(self.binary.path, self._database.folder, settings.clangd_background_index)
