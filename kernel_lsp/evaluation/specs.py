@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_lsp.compile.demangle import demangle
+from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
 from kernel_lsp.spec import Spec, SpecLoad, check_spec, source_constants, spec_path_for
@@ -129,7 +130,8 @@ def launch_steps(
 ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
     """The pipeline's launch steps, or the diagnostics (in the spec file) that prevent them."""
     sigs = find_kernels(source)
-    directives = parse_directives(source)
+    # A kernel without a launch comment runs as the file's host code launches it.
+    directives = with_host_launches(parse_directives(source), source, spec.kernels, defines, artifact.path)
     constants = source_constants(source, defines)
     problems = [d for d in check_spec(spec, sigs, directives, constants) if d.severity is Severity.ERROR]
     if problems:

@@ -111,8 +111,9 @@ def choose_proposer(req: RunRequest, target: Target, arch: str) -> Proposer:
     if not tuner.searchable:
         raise OptimizeError(
             f"nothing to tune in {os.path.basename(target.path)}: mark compile-time parameters with "
-            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or write the launch line "
-            "with a literal block size, or configure an LLM"
+            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or launch the kernel with "
+            "a block size from a constant (`#define BLOCK 256`, `constexpr int threads = 256;`, a "
+            "literal in the launch line), or configure an LLM"
         )
     return tuner
 
