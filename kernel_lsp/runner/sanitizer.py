@@ -17,11 +17,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from kernel_lsp.child_python import python_module
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SANITIZER_PLACES = ("/usr/local/cuda/bin/compute-sanitizer",)
@@ -155,9 +156,7 @@ def sanitize(
                 str(ERROR_EXIT),
                 "--print-limit",
                 "20",
-                sys.executable,
-                "-m",
-                "kernel_lsp.runner.one_launch",
+                *python_module("kernel_lsp.runner.one_launch"),
                 job_dir,
             ]
             start = time.perf_counter()

@@ -11,6 +11,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..config import Settings
 from ..model import Diagnostic
+from ..spec import spec_path_for
 from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
@@ -42,7 +43,10 @@ class KernelLanguageServer(LanguageServer):
             workspace=lambda: self.engine,
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
+            may_run_spec=self.may_run_spec,
         )
+        # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
+        self.acted_on: set[str] = set()
         self.gpu = None  # the GPU feature, once a GPU answered
         # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
         # everywhere; the driver's raw text only in the log).
@@ -51,6 +55,9 @@ class KernelLanguageServer(LanguageServer):
 
         self.gpu_feature = GpuFeature(self)
         self.after_check_hooks.append(self.gpu_feature.after_check)
+        from .clangd.proxy import ClangdProxy
+
+        self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -76,6 +83,20 @@ class KernelLanguageServer(LanguageServer):
         if doc is not None:
             return Snapshot(doc.source, doc.version)
         return Snapshot(None, None)
+
+    def user_acted(self, uri: str) -> None:
+        """The user opened or saved this file: its spec (or the spec's kernel file's) may run."""
+        path = uri_to_path(uri)
+        if path:
+            self.acted_on.add(path)
+
+    def may_run_spec(self, path: str) -> bool:
+        """Whether the spec of kernel file `path` may run: the setting allows it and the user
+        opened or saved the kernel file or its spec; never for the start-up walk or the watcher
+        alone (a cloned repository would run its code on open)."""
+        if not self.engine.settings_for(path).runs_specs:
+            return False
+        return path in self.acted_on or spec_path_for(path) in self.acted_on
 
     def request_check(self, uri: str) -> None:
         path = uri_to_path(uri)
@@ -120,9 +141,23 @@ class KernelLanguageServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=path_to_uri(path),
                 version=doc.version if doc is not None else None,
-                diagnostics=[to_lsp(d, lines) for d in diagnostics],
+                diagnostics=self.lsp_diagnostics(path, diagnostics, lines),
             )
         )
+
+    def lsp_diagnostics(
+        self, path: str, diagnostics: list[Diagnostic], lines: list[str] | None
+    ) -> list[types.Diagnostic]:
+        """kernel-lsp's findings, and with `clangd.diagnostics: agreeing` clangd's on their lines."""
+        out = [to_lsp(d, lines) for d in diagnostics]
+        if self.settings.clangd_diagnostics == "agreeing" and out:
+            out += self.clangd.agreeing(path_to_uri(path), {d.range.start.line for d in out})
+        return out
+
+    def republish(self, path: str) -> None:
+        """Publish `path`'s findings again (clangd's changed, in `agreeing` mode)."""
+        if path in self.analysis.results:
+            self._publish(path, self.analysis.findings_for(path))
 
     # --- settings -----------------------------------------------------------------------------
 
