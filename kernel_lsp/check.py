@@ -272,9 +272,10 @@ def spec_findings(
     user's spec, so the server calls this in a compile worker, never on its event loop.
     `spec_text`: the spec's unsaved editor text, when there is one. `run` False: the spec is the
     workspace's code and nobody asked for it to run here: it is only read (spec/static.py)."""
+    from .host_entry import entry_abi, find_host_function
     from .host_launch.spec_launch import with_host_launches
     from .source import find_kernels, parse_directives
-    from .spec import check_spec, load_specs, source_constants, spec_path_for
+    from .spec import check_entry_spec, check_spec, load_specs, source_constants, spec_path_for
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
@@ -293,6 +294,10 @@ def spec_findings(
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
         for spec in loaded.specs:
+            if spec.is_entry:  # a host function, not kernels: its C signature against args
+                function = find_host_function(source, spec.entry or spec.kernel)
+                found += check_entry_spec(spec, function, entry_abi(function) if function else None)
+                continue
             launches = with_host_launches(directives, source, spec.kernels, defines, path)
             found += check_spec(spec, kernels, launches, constants)
     return found
