@@ -17,6 +17,7 @@ from kernel_lsp.spec.isolated import load_specs_isolated
 from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
+from .entry import entry_kernels
 from .evaluator import Evaluator, GpuEvaluator, evaluator_factory_from_env, kernels_launched
 from .loop import LoopSettings, Target, optimize
 from .model import RunResult
@@ -58,8 +59,11 @@ class RunRequest:
     write_report: bool = True
 
 
-def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[Spec, SpecLoad]:
-    """The spec that describes `kernel` (its own, or a pipeline that launches it)."""
+def find_spec(
+    path: str, kernel: str, spec_source: str | None = None, source: str | None = None
+) -> tuple[Spec, SpecLoad]:
+    """The spec that describes `kernel` (its own, a pipeline that launches it, or an entry spec
+    whose host function launches it). `source`: the `.cu` text (default: read from disk)."""
     spec_path = spec_path_for(path)
     if spec_source is None and not os.path.exists(spec_path):
         raise OptimizeError(
@@ -73,6 +77,16 @@ def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[S
         raise OptimizeError(f"{os.path.basename(spec_path)}:{first.line}: {first.message}")
     for spec in loaded.specs:
         if kernel in (spec.kernel, spec.name) or kernel in spec.kernels:
+            return spec, loaded
+    # A kernel an entry spec's launcher launches: the entry is what is optimized.
+    if source is None:
+        source, _ = read_source(path)
+    for spec in loaded.specs:
+        if (
+            spec.is_entry
+            and source is not None
+            and kernel in entry_kernels(source, spec.entry or spec.kernel)
+        ):
             return spec, loaded
     names = ", ".join(s.kernel for s in loaded.specs) or "none"
     raise OptimizeError(f"{os.path.basename(spec_path)} has no spec for `{kernel}` (it has: {names})")
@@ -136,8 +150,10 @@ def run(
         source, problem = read_source(req.path)
         if source is None:
             raise OptimizeError(problem.message if problem else f"cannot read {req.path}")
-    spec, loaded = find_spec(req.path, req.kernel, req.spec_source)
-    target = Target(req.path, source, spec, kernels_launched(spec, source), req.spec_source)
+    spec, loaded = find_spec(req.path, req.kernel, req.spec_source, source)
+    target = Target(
+        req.path, source, spec, kernels_launched(spec, source, req.settings.defines), req.spec_source
+    )
     base_dir = os.path.dirname(os.path.abspath(req.path))
     options: CompileOptions = engine.compile_options(req.path, None, source)
     own = False
