@@ -124,3 +124,35 @@ def entry_launch_shapes(
         except Exception:  # SpecError, or a NameError over a name it does not know
             continue
     return out
+
+
+_ENTRY_NAME = re.compile(r"""\bentry\s*=\s*["']([A-Za-z_]\w*)["']""")
+
+
+def entries_at(source: str, spec_text: str, line: int) -> list[str]:
+    """The entries a spec names (read as text: a spec is the user's code, and a code action does
+    not run it) that the 1-based `line` of `source` belongs to: inside the entry's own function,
+    or inside a kernel it launches."""
+    from .file_items import top_items
+
+    names = list(dict.fromkeys(_ENTRY_NAME.findall(spec_text)))
+    if not names:
+        return []
+    items = top_items(source)
+    here = next(
+        (it for it in items if source.count("\n", 0, it.start) + 1 <= line <= source.count("\n", 0, it.end)),
+        None,
+    )
+    if here is None or here.kind not in ("host", "kernel", "block"):
+        return []
+    out = []
+    for name in names:
+        fn = find_host_function(source, name)
+        if fn is None or not fn.definition:
+            continue
+        holds_entry = source.count("\n", 0, here.start) + 1 <= fn.line <= source.count("\n", 0, here.end)
+        if (here.kind in ("host", "block") and holds_entry) or (
+            here.kind == "kernel" and here.name in entry_kernels(source, name)
+        ):
+            out.append(name)
+    return out

@@ -114,6 +114,11 @@ class Evaluator(ABC):
         evaluator runs no sanitizer; a report's `note` says why a run was skipped)."""
         return None
 
+    @property
+    def sandbox(self) -> str:
+        """How host code an LLM wrote was confined, in words ("" where none ran)."""
+        return ""
+
     def profile(self, source: str) -> ProfileReport | None:
         """What limits a verified `source`, from ncu (None: this evaluator does not profile).
         Never on the timing path; called for the baseline and each round's best."""
@@ -368,6 +373,18 @@ class GpuEvaluator(Evaluator):
             self._verified[self._key(source)] = kc
             self._trusted[source] = trusted
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
+
+    @property
+    def sandbox(self) -> str:
+        if self._boxed is None:
+            return self._no_sandbox
+        how = getattr(self._boxed.members[0].backend, "sandbox", None) or {}
+        parts = [
+            f"writes: {how.get('files')}",
+            f"network: {how.get('network')}",
+            f"memory: {how.get('memory')}",
+        ]
+        return "a sandboxed GPU worker (" + ", ".join(p for p in parts if not p.endswith(": None")) + ")"
 
     def _key(self, source: str) -> str:
         return source if self.spec.is_entry else launch_ready(source, self.options.defines)

@@ -477,6 +477,7 @@ def optimize(
             break
 
     _decide(result, target, evaluator, settings, cache, cancel, emit)
+    result.sandbox = evaluator.sandbox
     if result.best is not None and not cancel.is_set():
         _profile(result.best, evaluator, cache)  # the report shows what limits the best point
     result.seconds = time.perf_counter() - started
@@ -630,5 +631,5 @@ def _prove(
         if report.note:
             result.proof_note += f" Note: {report.note}."
     else:
-        result.proof_note = f"The proof gate did not run: {report.note or 'no reason given'}."
+        result.proof_note = f"Not proven: {report.note or 'the proof gate ran no tool'}."
     return False

@@ -173,6 +173,7 @@ class RunResult:
     report_paths: list[str] = field(default_factory=list)
     report_problem: str = ""  # why no report was written (a `.kernel-lsp` link, a full disk)
     proof_note: str = ""  # what the proof gate did for the offer (or why it did not run)
+    sandbox: str = ""  # where host code an LLM wrote ran (an entry spec's candidates)
 
     def failures(self) -> dict[str, int]:
         """How many candidates stopped at each failing gate: {"compile error": 2, ...}."""

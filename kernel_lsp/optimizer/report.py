@@ -116,6 +116,7 @@ def markdown(result: RunResult) -> str:
         f"- device: {result.device or 'unknown'}",
         f"- proposer: {result.proposer}; settings: `{json.dumps(result.settings, sort_keys=True)}`",
         f"- stopped: {result.stop_reason or '-'}; wall time {result.seconds:.1f} s",
+        *([f"- host code an LLM wrote ran in {result.sandbox}"] if result.sandbox else []),
         "",
         f"**Verdict:** {result.verdict}",
         "",
@@ -221,6 +222,7 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "diff": unified_diff(result.original, final_source(result) or result.original, result.path),
         "features": result.features,
         "proof_note": result.proof_note,
+        "sandbox": result.sandbox,
     }
     return d
 

@@ -18,7 +18,7 @@ from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
 from .entry import entry_kernels
-from .evaluator import Evaluator, GpuEvaluator, evaluator_factory_from_env, kernels_launched
+from .evaluator import Evaluator, GpuEvaluator, compile_log, evaluator_factory_from_env, kernels_launched
 from .loop import LoopSettings, Target, optimize
 from .model import RunResult
 from .observers import ProgressEvent
@@ -139,10 +139,11 @@ def run(
     cancel: threading.Event | None = None,
     evaluator: Evaluator | None = None,
     more_sessions: Sequence[Any] = (),
+    proposer: Proposer | None = None,
 ) -> RunResult:
     """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
     `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
-    GPUs to open."""
+    GPUs to open. `proposer`: the caller's own, instead of the one `req` names."""
     engine = req.engine or Workspace.fixed(req.settings, req.workspace)
     req = replace(req, settings=engine.settings_for(req.path))
     source = req.source
@@ -184,10 +185,16 @@ def run(
         hw = evaluator.hardware()
         arch = hw.arch if hw else options.arch
         # The original must compile before anything else is tried.
-        first = compile_isolated(source, req.path, evaluator.compile_options())
+        # (An entry spec's file as the shared library it runs as.)
+        if spec.is_entry:
+            first = evaluator.build(source, source, True).result
+        else:
+            first = compile_isolated(source, req.path, evaluator.compile_options())
         if not first.ok:
-            raise OptimizeError(f"{os.path.basename(req.path)} does not compile; fix its errors first")
-        proposer = choose_proposer(req, target, arch)
+            raise OptimizeError(
+                f"{os.path.basename(req.path)} does not compile; fix its errors first ({compile_log(first, 1)})"
+            )
+        proposer = proposer or choose_proposer(req, target, arch)
         is_tuner = isinstance(proposer, TunerProposer)
         loop = LoopSettings(
             rounds=req.rounds

@@ -30,7 +30,8 @@ class Rule:
 
 class ContentEvaluator(Evaluator):
     """`proofs`: {marker: (tool, message)}: the proof gate's run finds that bug in a candidate
-    holding the marker, at the marker's line; without `proofs` the evaluator runs no sanitizer."""
+    holding the marker (a text, lines included), at the marker's first line; without `proofs`
+    the evaluator runs no sanitizer."""
 
     def __init__(
         self,
@@ -87,10 +88,10 @@ class ContentEvaluator(Evaluator):
             return None
         self.proved.append(source)
         report = SanitizerReport(tools=dict.fromkeys(TOOLS, 0.1), case="smallest case")
-        lines = source.splitlines()
         for marker, (tool, message) in self.proofs.items():
-            line = next((i for i, text in enumerate(lines, 1) if marker in text), 0)
-            if line:
+            at = source.find(marker)
+            if at >= 0:  # at the marker's (first) line
+                line = source.count("\n", 0, at) + 1
                 report.findings.append(SanitizerFinding(tool, message, os.path.basename(self.path), line))
         return report
 
