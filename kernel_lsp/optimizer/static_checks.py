@@ -176,7 +176,7 @@ _NOT_VARIABLES = re.compile(
 )
 _DEVICE_SPACES = re.compile(r"\b(__device__|__managed__|__constant__|__shared__)\b")
 _STATIC_LOCAL = re.compile(
-    r"\bstatic\s+(?!const\b|constexpr\b|inline\b|void\b|__)(?:[\w:<>,\s*&]*?[\s*&])?([A-Za-z_]\w*)\s*(?=[=;\[{(])"
+    r"\bstatic\s+(?!constexpr\b|inline\b|void\b|__)([\w:<>,\s*&]*?[\s*&])([A-Za-z_]\w*)\s*(?=[=;\[{(])"
 )
 
 
@@ -200,8 +200,10 @@ def host_mutable_statics(source: str) -> dict[str, int]:
             found.setdefault(item.name, _line_of(text, item.start + body.find(item.name)))
         elif item.kind in ("host", "block", "device"):
             for m in _STATIC_LOCAL.finditer(body):
-                if body.find("{") < m.start():  # in the body, not a `static` function
-                    found.setdefault(m.group(1), _line_of(text, item.start + m.start(1)))
+                # In the body (not a `static` function), and writable: `static const int k` is
+                # not, `static const float* p` is (the pointer changes).
+                if body.find("{") < m.start() and not _CONST.search(m.group(1).rsplit("*", 1)[-1]):
+                    found.setdefault(m.group(2), _line_of(text, item.start + m.start(2)))
     return found
 
 
