@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from scripted_llm import scripted_proposer
 
-from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
+from kernel_lsp.compile import cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import in_process_available
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.optimizer.model import Status
