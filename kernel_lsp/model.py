@@ -115,3 +115,25 @@ class CompileResult:
     duration_s: float = 0.0
     cached: bool = False
     compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"
+
+
+# Findings that say the check itself did not finish (a deadline, a memory limit, a crashed
+# compiler): never a verdict on the code, and never cached, so the next check tries again.
+NOT_CHECKED_IN_TIME = "not-checked-in-time"
+FAULT_CODES = frozenset({NOT_CHECKED_IN_TIME, "crash", "out-of-memory", "timeout", "nvcc", "nvrtc"})
+
+
+def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str = "") -> Diagnostic:
+    """The one wording for a check cut short by a deadline (any backend, the CLI and the server):
+    information, not an error, since nothing is known about the code. `what` says what was still
+    running ("nvcc", "the compile"); `setting_name` is the setting that raises the limit."""
+    running = f"{what} did not finish" if what else "the check did not finish"
+    return Diagnostic(
+        path,
+        1,
+        1,
+        Severity.INFO,
+        f"not checked in time ({seconds:g} s): {running}; raise {setting_name} to wait longer",
+        code=NOT_CHECKED_IN_TIME,
+        source="kernel-lsp",
+    )
