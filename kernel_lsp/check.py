@@ -9,10 +9,20 @@ from dataclasses import dataclass, field, replace
 
 from .compile import compile_source, decode_source, read_source
 from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .include_graph import IncludeGraph
-from .model import CompileResult, Diagnostic, KernelResources, Severity
+from .model import (
+    NOT_CHECKED_IN_TIME,
+    OUT_OF_MEMORY,
+    CompileResult,
+    Diagnostic,
+    KernelResources,
+    Severity,
+    not_checked_in_time,
+    ran_out_of_memory,
+)
 from .source import find_kernels
 
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -41,6 +51,12 @@ class FileCheck:
     @property
     def warnings(self) -> int:
         return sum(1 for d in self.diagnostics if d.severity == Severity.WARNING)
+
+    @property
+    def incomplete(self) -> bool:
+        """The check was cut short (a deadline, the memory limit): no verdict on the code; it
+        fails `--check --strict` as a warning does."""
+        return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
 
     def result_for(self, arch: str) -> CompileResult | None:
         return next((r for r in self.results if r.arch == arch), None)
@@ -133,6 +149,7 @@ def check_source(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
+        report_phase(SPEC_PHASE)  # a deadline reached from here on is the spec's
         check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
     elif includers and check.errors:
         check = in_includer_context(check, source, includers[0], settings, base_dir)
@@ -287,6 +304,53 @@ def check_path(
     return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
 
 
+CHECK_TIMEOUT_SETTING = "checkTimeoutSeconds"
+MEMORY_SETTING = "compileMemoryMB"
+
+
+def failed_check(path: str, failure: JobFailed, settings: Settings) -> FileCheck:
+    """What a file's check that did not finish in its worker says, the same in the server and
+    the CLI: never a verdict on the code (a deadline or the memory limit is "not checked",
+    information), except where the file's spec was running (its loop is the user's to fix).
+    `checked` is False, so that it is never cached."""
+    from .spec import spec_path_for
+
+    spec = spec_path_for(path)
+    has_spec = path.endswith(".cu") and os.path.exists(spec)
+    name = os.path.basename(path)
+    if failure.reason == "timeout" and failure.phase == SPEC_PHASE and has_spec:
+        message = (
+            f"{os.path.basename(spec)} did not return within {failure.seconds:g} s while {name} was checked, "
+            f"and was stopped: does it (or something it imports) loop or wait forever? ({CHECK_TIMEOUT_SETTING})"
+        )
+        found = Diagnostic(spec, 1, 1, Severity.ERROR, message, code="timeout", source="kernel-lsp")
+    elif failure.reason == "timeout":
+        found = not_checked_in_time(path, failure.seconds, CHECK_TIMEOUT_SETTING, "the compile")
+    elif failure.out_of_memory and failure.phase != SPEC_PHASE:
+        found = ran_out_of_memory(path, settings.compile_memory_bytes, MEMORY_SETTING, failure.detail)
+    elif failure.reason == "crashed":
+        where = spec if failure.phase == SPEC_PHASE and has_spec else path
+        culprit = "its spec" if where == spec else "the compiler"
+        message = f"the process checking {name} ended ({failure.detail}): {culprit} crashed it"
+        if where == path and _maybe_memory(failure, settings):
+            message += f"; it ran under a memory limit of {settings.compile_memory_mb} MiB ({MEMORY_SETTING}), which may be why"
+        found = Diagnostic(where, 1, 1, Severity.ERROR, message, code="crash", source="kernel-lsp")
+    elif failure.reason == "closed":
+        return FileCheck(path, [], checked=False)
+    else:
+        message = f"kernel-lsp failed while checking {name}: {failure.detail}"
+        found = Diagnostic(path, 1, 1, Severity.ERROR, message, code="internal", source="kernel-lsp")
+    return FileCheck(path, [found], checked=False)
+
+
+def _maybe_memory(failure: JobFailed, settings: Settings) -> bool:
+    """An abort while compiling under a memory limit: an allocation the limit refused ends some
+    compilers that way without a word."""
+    return settings.compile_memory_mb > 0 and failure.detail.startswith(
+        ("killed by SIGABRT", "killed by SIGSEGV")
+    )
+
+
 def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, ...]:
     """The include folders of every entry of the compile_commands.json that governs each folder
     (for the include graph, which resolves `#include`s without a file's own flags)."""
@@ -303,7 +367,9 @@ def database_entries(path: str, settings: Settings, base_dir: str | None = None)
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
         db_path = find_database(path, base_dir)
-    return list(load_database(db_path).entries.values()) if db_path else []
+    return (
+        list(load_database(db_path, settings.compile_commands_max_bytes).entries.values()) if db_path else []
+    )
 
 
 def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Includer, ...]]:

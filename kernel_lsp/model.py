@@ -120,7 +120,10 @@ class CompileResult:
 # Findings that say the check itself did not finish (a deadline, a memory limit, a crashed
 # compiler): never a verdict on the code, and never cached, so the next check tries again.
 NOT_CHECKED_IN_TIME = "not-checked-in-time"
-FAULT_CODES = frozenset({NOT_CHECKED_IN_TIME, "crash", "out-of-memory", "timeout", "nvcc", "nvrtc"})
+OUT_OF_MEMORY = "out-of-memory"
+FAULT_CODES = frozenset(
+    {NOT_CHECKED_IN_TIME, OUT_OF_MEMORY, "crash", "timeout", "nvcc", "nvrtc", "disk-full"}
+)
 
 
 def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str = "") -> Diagnostic:
@@ -135,5 +138,21 @@ def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str 
         Severity.INFO,
         f"not checked in time ({seconds:g} s): {running}; raise {setting_name} to wait longer",
         code=NOT_CHECKED_IN_TIME,
+        source="kernel-lsp",
+    )
+
+
+def ran_out_of_memory(path: str, limit_bytes: int, setting_name: str, detail: str = "") -> Diagnostic:
+    """A compile stopped by the memory limit (RLIMIT_AS): information, like a deadline; `detail`
+    is what the compiler said ("LLVM ERROR: out of memory")."""
+    limit = f"its limit of {limit_bytes >> 20} MiB" if limit_bytes > 0 else "the memory there is"
+    said = f" ({detail.strip()})" if detail.strip() else ""
+    return Diagnostic(
+        path,
+        1,
+        1,
+        Severity.INFO,
+        f"not checked: the compiler ran out of memory at {limit}{said}; raise {setting_name} if the file needs more",
+        code=OUT_OF_MEMORY,
         source="kernel-lsp",
     )

@@ -9,18 +9,21 @@ by every backend.
 from __future__ import annotations
 
 import functools
+import re
 
-from ..model import CompileResult
+from .. import procs
+from ..model import FAULT_CODES, CompileResult, ran_out_of_memory
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
-from .includes import header_stamps, include_closure, resolve_include
+from .includes import blocked_includes, header_stamps, include_closure, resolve_include
 from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
-from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, compile_pool, end_pool
 from .toolchain import find_toolchain
 
 __all__ = [
+    "COMPILE_MEMORY_MB",
     "FALLBACK_ARCH",
     "JOB_TIMEOUT_S",
     "MAX_FILE_BYTES",
@@ -67,10 +70,35 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 
 
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for."""
+    """Compile one file for one arch with the backend its options and text call for. Headers no
+    compiler must be handed (a FIFO, a device, a huge file) are errors at their #include."""
+    if blocked := blocked_includes(source, path, options):
+        return CompileResult(path, options.arch, False, blocked)
     if choose_backend(source, options) == "nvcc":
-        return compile_nvcc(source, path, options, use_cache)
-    return compile_nvrtc(source, path, options, use_cache)
+        return _memory_verdict(compile_nvcc(source, path, options, use_cache))
+    return _memory_verdict(compile_nvrtc(source, path, options, use_cache))
+
+
+# What the compilers say when an allocation fails (the memory limit, or the machine's memory):
+# EDG's "catastrophic error: out of memory", LLVM's "LLVM ERROR: out of memory", g++'s "virtual
+# memory exhausted".
+_OUT_OF_MEMORY = re.compile(r"out of memory|virtual memory exhausted|std::bad_alloc", re.IGNORECASE)
+
+
+def _memory_verdict(result: CompileResult) -> CompileResult:
+    """A compile that ran out of memory says nothing about the code there: its "out of memory"
+    error becomes the one information that says so (findings before it stay)."""
+    if result.ok or not (said := _OUT_OF_MEMORY.search(result.log)):
+        return result
+    line = next((ln.strip() for ln in result.log.splitlines() if said.group(0) in ln), said.group(0))
+    kept = [
+        d for d in result.diagnostics if d.code not in FAULT_CODES and not _OUT_OF_MEMORY.search(d.message)
+    ]
+    result.diagnostics = [
+        *kept,
+        ran_out_of_memory(result.path, procs.memory_limit(), "compileMemoryMB", line),
+    ]
+    return result
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:

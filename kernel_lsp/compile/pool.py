@@ -8,19 +8,34 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 
+from .. import procs
+
 
 def compile_pool(workers: int, initializer=None) -> ProcessPoolExecutor:
     """Worker processes for NVRTC (it serialises compiles within one process). Started with
     "spawn": the server forks from a process with threads (pygls, watchdog, the GPU client), which
     is unsafe, and a fresh process holds no state of the parent's NVRTC."""
     return ProcessPoolExecutor(
-        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=initializer
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(initializer,),
     )
 
 
-# A check that runs longer than this is stuck, in a spec that never returns (NVRTC itself has no
-# unbounded loops): its worker is ended and the file gets a diagnostic.
+def _worker_init(initializer) -> None:
+    procs.become_worker()  # dies with the parent, with what it started
+    if initializer is not None:
+        initializer()
+
+
+# The default deadline of one file's check (all its archs and its spec): past it the worker is
+# ended with what it started, and the file is "not checked in time" (or its spec is named, when
+# the spec was running). The setting `checkTimeoutSeconds` overrides it.
 JOB_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_JOB_TIMEOUT_S", "120"))
+# The default address-space limit of a compile worker and the compilers it runs (MiB; 0: none).
+# NVRTC loaded takes ~320 MiB of it; `-include /dev/zero` grew cc1plus to 24 GB before.
+COMPILE_MEMORY_MB = int(os.environ.get("KERNEL_LSP_COMPILE_MEMORY_MB", "8192"))
 
 
 def end_pool(pool: ProcessPoolExecutor) -> None:

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..compile.files import MAX_FILE_BYTES, read_text_prefix
 from ..config import Settings, settings_from_dict
 from ..model import Diagnostic
 from .analysis import Analysis, Snapshot
@@ -146,8 +147,5 @@ class KernelLanguageServer(LanguageServer):
 
 
 def _read_lines(path: str) -> list[str] | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(2 * 1024 * 1024).splitlines(keepends=True)
-    except OSError:
-        return None
+    text = read_text_prefix(path, MAX_FILE_BYTES)  # never blocks on a FIFO
+    return text.splitlines(keepends=True) if text is not None else None
