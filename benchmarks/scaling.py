@@ -96,7 +96,7 @@ def use_fake_gpus() -> None:
 
 
 def tuner(settings: Settings, work: Path, fake: bool) -> str:
-    from optimizer.session import RunRequest, run
+    from kernel_lsp.optimizer.session import RunRequest, run
 
     path, kernel, _, values = fake_target(work) if fake else tuned_target()
     result = run(
@@ -120,7 +120,7 @@ def llm(settings: Settings, work: Path, fake: bool) -> str:
 
     from test_optimizer_llm import ScriptedLLM, fenced
 
-    from optimizer.session import RunRequest, run
+    from kernel_lsp.optimizer.session import RunRequest, run
 
     path, kernel, _, values = fake_target(work) if fake else tuned_target()
     source = Path(path).read_text()
@@ -149,7 +149,7 @@ def llm(settings: Settings, work: Path, fake: bool) -> str:
 
 
 def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] = {}) -> tuple:  # noqa: B006
-    from kernel_lsp.cli import run_checks
+    from kernel_lsp.cli.check import run_checks
     from kernel_lsp.gpu_check import verify_checks
 
     if fake:

@@ -117,6 +117,11 @@ class CompileResult:
     compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"
 
 
+def format_bytes(n: int) -> str:
+    """Byte counts as hover, the CLI and reports show them."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
 # Findings that say the check itself did not finish (a deadline, a memory limit, a crashed
 # compiler): never a verdict on the code, and never cached, so the next check tries again.
 NOT_CHECKED_IN_TIME = "not-checked-in-time"

@@ -84,7 +84,7 @@ def _reply(applied: bool, report: str | None, message: str) -> dict[str, Any]:
 def _edit(
     uri: str, version: int | None, old: str, new: str, label: str, description: str
 ) -> types.WorkspaceEdit:
-    from optimizer.edits import line_edits
+    from kernel_lsp.optimizer.edits import line_edits
 
     edits = [
         types.AnnotatedTextEdit(
@@ -117,7 +117,7 @@ def register(server) -> None:
 
     @server.command(OPTIMIZE_COMMAND)
     async def optimize(ls, *args) -> dict[str, Any]:
-        from optimizer.session import OptimizeError, RunRequest, run
+        from kernel_lsp.optimizer.session import OptimizeError, RunRequest, run
 
         parsed = uri_and_kernel(args)
         if parsed is None:

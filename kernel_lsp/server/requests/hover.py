@@ -7,8 +7,7 @@ import re
 
 from lsprotocol import types
 
-from ...formats import format_bytes
-from ...model import KernelResources
+from ...model import KernelResources, format_bytes
 from ...source import find_kernels
 from ..uris import uri_to_path
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...skeleton import spec_skeleton
 from ...source import find_kernels, parse_directives
-from ...spec import spec_path_for, spec_skeleton
+from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 from .kernel_argument import uri_and_kernel
 

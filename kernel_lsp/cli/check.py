@@ -1,0 +1,171 @@
+"""`kernel-lsp --check PATH...`: check files for pre-commit and CI.
+
+Exit codes (ruff's convention): 0 no errors, 1 errors (or warnings with --strict), 2 the tool itself
+failed (bad arguments, a path that does not exist or is not CUDA, no CUDA files found, NVRTC missing)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+
+from ..check import FileCheck, check_path, collect_files, drop_repeated, failed_check, includers_for
+from ..compile import MAX_FILE_BYTES
+from ..compile.jobs import JobFailed, run_jobs
+from ..config import Settings
+from ..evaluation.pool import gpus_arg
+from .flags import (
+    EXIT_CLEAN,
+    EXIT_FINDINGS,
+    EXIT_TOOL_FAILED,
+    add_backend_flags,
+    add_compile_flags,
+    resolve_settings,
+    with_backend_flags,
+    write_stdout,
+)
+
+
+def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileCheck]:
+    """Each file in a worker process under its deadline and memory limit (NVRTC serialises
+    compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
+    # A header that does not compile alone is checked as the file that includes it sees it.
+    context = includers_for(files, settings)
+    jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
+    _load_the_rest()
+    results = run_jobs(check_path, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes)
+    return [_job_check(f, r, settings) for f, r in zip(files, results, strict=True)]
+
+
+def _load_the_rest() -> None:
+    """What the checks and check_main need (numpy for specs and GPU verification: ~0.2 s), loaded
+    before the workers fork: they inherit it, where they and this process each imported it
+    before, and a one-file check costs what it did in process."""
+    from .. import gpu_check  # noqa: F401
+    from ..evaluation import choose  # noqa: F401
+    from . import formats  # noqa: F401
+
+
+def _job_check(path: str, result: FileCheck | JobFailed, settings: Settings) -> FileCheck:
+    if isinstance(result, FileCheck):
+        return result
+    if result.reason == "error":  # the engine raised: the tool failed, not the user's code
+        raise RuntimeError(f"checking {path}: {result.detail}")
+    return failed_check(path, result, settings)
+
+
+def check_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp --check", description="Compile CUDA files with NVRTC and report findings."
+    )
+    p.add_argument("paths", nargs="+", help=".cu/.cuh files or folders (searched recursively)")
+    p.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    p.add_argument(
+        "--no-gpu",
+        action="store_true",
+        help="compile only: skip GPU verification even when a GPU is present",
+    )
+    p.add_argument(
+        "--occupancy",
+        action="store_true",
+        help="with a GPU and ncu: profile each verified kernel (limiter, achieved occupancy; seconds per kernel)",
+    )
+    p.add_argument(
+        "--gpus",
+        metavar="all|N",
+        type=gpus_arg,
+        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
+    )
+    add_backend_flags(p)
+    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--watch", action="store_true", help="re-check on change, printing only what changed")
+    p.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply the `exclude` setting to files named on the command line too (the pre-commit hook does)",
+    )
+    p.add_argument(
+        "--max-file-bytes",
+        type=int,
+        metavar="N",
+        help=f"larger files are not checked and fail the check (default {MAX_FILE_BYTES}, 2 MiB)",
+    )
+    add_compile_flags(p)
+    args = p.parse_args(argv)
+    settings, problems = resolve_settings(args, args.paths[0])
+    if args.no_gpu:
+        settings = replace(settings, gpu_enabled=False)
+    if args.max_file_bytes is not None:
+        settings = replace(settings, max_file_bytes=max(0, args.max_file_bytes))
+    settings = with_backend_flags(settings, args)
+    for problem in problems:
+        print(f"kernel-lsp: config: {problem}", file=sys.stderr)
+    from ..compile import check_arch, local_gpu_arch
+
+    archs = settings.archs()
+    bad_arch = [m for a in archs if (m := check_arch(a))]
+    if bad_arch:
+        print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    selection = collect_files(args.paths, settings.exclude, args.force_exclude)
+    for m in selection.missing:
+        print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
+    for m in selection.not_cuda:
+        print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {m}", file=sys.stderr)
+    if selection.missing or selection.not_cuda:
+        return EXIT_TOOL_FAILED
+    if args.watch:
+        from .watch import watch_check_main
+
+        return watch_check_main(args.paths, settings, args.format)
+    files = selection.files
+    if not files:
+        if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
+            print(
+                f"kernel-lsp: nothing to check: {len(selection.excluded)} file(s) excluded by the "
+                "`exclude` setting",
+                file=sys.stderr,
+            )
+            return EXIT_CLEAN
+        print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    checks = run_checks(files, settings, args.jobs)
+    drop_repeated(checks)
+    if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
+        print(
+            "kernel-lsp: NVRTC could not run; install `cuda-python[all]` and `cuda-toolkit[cudart,cccl]`",
+            file=sys.stderr,
+        )
+        return EXIT_TOOL_FAILED
+    if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
+        print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    from ..evaluation.choose import RayUnavailable, wants_ray
+    from ..gpu_check import mark_unverified, verify_checks
+
+    # With Ray the GPUs are the cluster's: this machine may have none.
+    if not settings.gpu_enabled:
+        mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
+    elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
+        mark_unverified(checks, "no GPU found")
+    else:
+        try:
+            verify_checks(checks, settings, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+        except RayUnavailable as e:
+            print(f"kernel-lsp: {e}", file=sys.stderr)
+            return EXIT_TOOL_FAILED
+    from .formats import FORMATTERS
+
+    # Files with a compile_commands.json entry are checked for its archs: name what was used.
+    used = sorted({r.arch for c in checks for r in c.results} - set(archs))
+    errors = sum(c.errors for c in checks)
+    warnings = sum(c.warnings for c in checks)
+    write_stdout(FORMATTERS[args.format](checks, archs + used) + "\n")
+    incomplete = any(c.incomplete for c in checks)  # not checked in time, out of memory
+    return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)

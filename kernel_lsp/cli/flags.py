@@ -1,0 +1,101 @@
+"""Flags and settings shared by the command-line front ends: compile flags, GPU backend flags,
+settings from pyproject.toml plus flags, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+
+from ..config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
+
+
+def add_compile_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--arch",
+        action="append",
+        help="target arch, e.g. sm_90 (repeatable; default: local GPU's, else sm_90)",
+    )
+    p.add_argument("-I", "--include", action="append", default=None, help="extra include folder (repeatable)")
+    p.add_argument(
+        "-D",
+        "--define",
+        action="append",
+        default=None,
+        help="macro NAME or NAME=value (repeatable)",
+    )
+    p.add_argument(
+        "--default-device", action="store_true", default=None, help="pass -default-device to NVRTC"
+    )
+    p.add_argument(
+        "--compiler",
+        choices=["auto", "nvrtc", "nvcc"],
+        default=None,
+        help="compile backend (default auto: NVRTC for device-only files, nvcc for files with host code)",
+    )
+    p.add_argument(
+        "--host-check",
+        action="store_true",
+        default=None,
+        help="with nvcc, also compile the host side (nvcc -c) so the host compiler's errors show",
+    )
+    p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
+    p.add_argument(
+        "--compile-commands",
+        metavar="PATH",
+        help="compile_commands.json (or its folder) to take flags from (default: searched upward from each file)",
+    )
+
+
+def add_backend_flags(p: argparse.ArgumentParser) -> None:
+    """--backend and --ray-address, shared by --check, bench and optimize."""
+    p.add_argument(
+        "--backend",
+        choices=("auto", "local", "ray"),
+        help="where GPU work runs: this machine's GPUs (local) or one Ray actor per GPU of a cluster "
+        "(ray); default: the evaluation.backend setting, else Ray only when a cluster address is given",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the Ray cluster to join (default: cluster.address, else RAY_ADDRESS; none: start a local one)",
+    )
+
+
+def with_backend_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    if getattr(args, "backend", None):
+        settings = replace(settings, evaluation_backend=args.backend)
+    if getattr(args, "ray_address", None):
+        settings = replace(settings, cluster_address=args.ray_address)
+    return settings
+
+
+def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
+    config = args.config or find_pyproject(anchor)
+    settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
+    flags = {}
+    if args.arch:
+        flags["arch"] = [a for v in args.arch for a in v.replace(",", " ").split()]
+    if args.include:
+        flags["includeDirs"] = [os.path.abspath(d) for d in args.include]
+    if args.define:
+        flags["defines"] = args.define
+    if args.default_device:
+        flags["defaultDevice"] = True
+    if getattr(args, "compiler", None):
+        flags["compiler"] = args.compiler
+    if getattr(args, "host_check", None):
+        flags["hostCheck"] = True
+    if getattr(args, "compile_commands", None):
+        flags["compileCommands"] = os.path.abspath(args.compile_commands)
+    settings, more = settings_from_dict(flags, settings)
+    return settings, problems + more
+
+
+def write_stdout(text: str) -> None:
+    """Write and flush now, so that a reader that went away (`| head -1`) is noticed here."""
+    sys.stdout.write(text)
+    sys.stdout.flush()

@@ -1,0 +1,62 @@
+"""`kernel-lsp [serve]`: the language server over stdio, or --tcp HOST:PORT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .. import __version__
+from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
+
+COMMANDS_HELP = """\
+commands (each takes --help):
+  kernel-lsp --check PATH...         compile .cu/.cuh files (folders recursively) with NVRTC and
+                                     report findings and per-kernel resources; with a GPU, verify
+                                     and time kernels that have a spec. Exit 0 clean, 1 findings,
+                                     2 the tool failed. Main options:
+        --format text|json|sarif|github   --strict (warnings fail too)   --no-gpu
+        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch
+        --max-file-bytes N   --force-exclude (excludes hold for files named too)
+  kernel-lsp bench FILE [--kernel K] verify on the GPU, then a latency table per kernel and size
+  kernel-lsp optimize FILE [--kernel K] [--proposer llm|tune] [--apply]
+                                     FSR: propose, compile, verify, time; offer the fastest
+                                     correct candidate as a diff
+  kernel-lsp spec FILE [--kernel K] [--force]
+                                     write a spec skeleton FILE's stem.spec.py beside it
+
+Settings come from [tool.kernel-lsp] in the nearest pyproject.toml; flags override them."""
+
+
+def serve_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp",
+        description="CUDA language server (LSP over stdio by default) and command-line checks.",
+        epilog=COMMANDS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead of stdio")
+    p.add_argument("--log-file", help="write the server log here")
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    args = p.parse_args(argv)
+    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
+    )
+    if not args.log_level.upper().startswith("DEBUG"):
+        # pygls logs every message it sends at INFO: keep the log for what the server does.
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    from ..server import serve
+
+    if args.tcp:
+        host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit():
+            print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
+            return EXIT_TOOL_FAILED
+        serve(tcp=(host or "127.0.0.1", int(port)))
+    else:
+        serve()
+    return EXIT_CLEAN

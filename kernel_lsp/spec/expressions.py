@@ -1,0 +1,139 @@
+"""Expressions over a spec's sizes: shapes, scalar values, launch dimensions. They come from the
+user's spec file (trusted as the user's code) and from launch comments in the `.cu`."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-int(a) // int(b))
+
+
+_EXPR_GLOBALS: dict[str, Any] = {
+    "__builtins__": {},
+    "cdiv": cdiv,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "int": int,
+    "round_up": lambda a, b: cdiv(a, b) * int(b),
+    "log2": lambda x: int(math.log2(x)),
+    "next_pow2": lambda x: 1 << max(0, int(x) - 1).bit_length(),
+}
+
+
+class SpecError(ValueError):
+    """A spec that cannot be used as written; `line` is where in the spec file (0: unknown)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(message)
+        self.line = line
+
+
+def eval_expr(expr: str | int | float, sizes: Mapping[str, Any]) -> Any:
+    """Evaluate a size expression (`"cdiv(n, 256)"`, `"(m, n)"`, `256`) over the sizes."""
+    if isinstance(expr, (int, float, np.integer, np.floating)):
+        return expr
+    try:
+        return eval(str(expr), dict(_EXPR_GLOBALS), dict(sizes))  # the user's own spec
+    except NameError as e:
+        known = ", ".join(sorted(sizes)) or "none"
+        raise SpecError(f"`{expr}`: {e} (sizes known here: {known})") from None
+    except Exception as e:
+        raise SpecError(f"`{expr}` cannot be evaluated: {type(e).__name__}: {e}") from None
+
+
+def eval_shape(shape: str | int | Sequence[str | int], sizes: Mapping[str, Any]) -> tuple[int, ...]:
+    """A shape as a tuple of ints: "n" -> (n,), "(m, n)" or ("m", "n") -> (m, n)."""
+    value = (
+        tuple(eval_expr(s, sizes) for s in shape)
+        if isinstance(shape, (tuple, list))
+        else eval_expr(shape, sizes)
+    )
+    dims = value if isinstance(value, tuple) else (value,)
+    out = []
+    for d in dims:
+        if isinstance(d, float) and d.is_integer():
+            d = int(d)
+        if not isinstance(d, (int, np.integer)) or d < 0:
+            raise SpecError(f"shape `{shape}` gives {value!r}; each dimension must be an int >= 0")
+        out.append(int(d))
+    return tuple(out)
+
+
+def call_with_names(fn: Callable[..., Any], available: Mapping[str, Any]) -> Any:
+    """Call `fn` with the keyword arguments it names (all of them if it takes **kwargs)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn(**available)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return fn(**available)
+    missing = [
+        n
+        for n, p in params.items()
+        if n not in available
+        and p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL,)
+    ]
+    if missing:
+        raise SpecError(
+            f"{getattr(fn, '__name__', 'function')} takes {', '.join(missing)}, which is neither "
+            f"an input, a scalar nor a size (available: {', '.join(available)})"
+        )
+    return fn(**{n: available[n] for n in params if n in available})
+
+
+_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)[ \t]+([^\n]*?)\s*(?://.*)?$", re.M)
+
+
+def source_constants(source: str, defines: Sequence[str] = ()) -> dict[str, int]:
+    """Integer macros a launch line may use (`block=BLOCK`): `-D` defines first (they win over
+    an `#ifndef` default), then object-like `#define NAME <int expression>` lines of the source."""
+    raw: dict[str, str] = {}
+    for d in defines:
+        name, _, value = d.partition("=")
+        raw.setdefault(name.strip(), value.strip() or "1")
+    for m in _DEFINE.finditer(source):
+        raw.setdefault(m.group(1), m.group(2))
+    values: dict[str, int] = {}
+    for _ in range(4):  # macros defined in terms of others: a few passes settle them
+        for name, expr in raw.items():
+            if name in values:
+                continue
+            text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr).replace("/", "//").replace("////", "//")
+            try:
+                v = eval_expr(text, values)
+            except SpecError:
+                continue
+            if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+                values[name] = int(v)
+    return values
+
+
+def launch_dims(
+    grid: str, block: str, smem: str, sizes: Mapping[str, Any]
+) -> tuple[tuple[int, int, int], tuple[int, int, int], int]:
+    """Evaluate a launch line's expressions: ((gx, gy, gz), (bx, by, bz), smem bytes)."""
+
+    def dims(expr: str, what: str) -> tuple[int, int, int]:
+        v = eval_expr(expr, sizes)
+        t = tuple(v) if isinstance(v, (tuple, list)) else (v,)
+        if not 1 <= len(t) <= 3 or not all(isinstance(x, (int, np.integer)) for x in t):
+            raise SpecError(f"{what}={expr} gives {v!r}; expected 1 to 3 ints")
+        t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
+        if min(t) < 1:
+            raise SpecError(f"{what}={expr} gives {v!r}; each dimension must be >= 1")
+        return t  # type: ignore[return-value]
+
+    s = eval_expr(smem or "0", sizes)
+    if not isinstance(s, (int, np.integer)) or s < 0:
+        raise SpecError(f"smem={smem} gives {s!r}; expected an int >= 0")
+    return dims(grid, "grid"), dims(block, "block"), int(s)
