@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
 import sys
 
 from .. import __version__
-from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
+from .flags import EXIT_TOOL_FAILED
 
 COMMANDS_HELP = """\
 commands (each takes --help):
@@ -49,14 +51,28 @@ def serve_main(argv: list[str]) -> int:
     if not args.log_level.upper().startswith("DEBUG"):
         # pygls logs every message it sends at INFO: keep the log for what the server does.
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    # watchdog logs every inotify event at DEBUG: with the log inside the workspace, each line
+    # written was an event, logged, written... (7 MB/s).
+    logging.getLogger("watchdog").setLevel(logging.INFO)
     from ..server import serve
 
+    tcp = None
     if args.tcp:
         host, _, port = args.tcp.rpartition(":")
         if not port.isdigit():
             print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
             return EXIT_TOOL_FAILED
-        serve(tcp=(host or "127.0.0.1", int(port)))
-    else:
-        serve()
-    return EXIT_CLEAN
+        tcp = (host or "127.0.0.1", int(port))
+    code = serve(tcp=tcp, log_file=os.path.abspath(args.log_file) if args.log_file else None)
+    _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process once the server is done and its workers are ended: the interpreter would
+    join every thread first, and one blocked in a read (a FIFO, stdin) held it forever."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

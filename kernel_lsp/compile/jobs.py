@@ -126,7 +126,8 @@ class _Worker:
             return ""
 
     def kill(self) -> None:
-        procs.kill_group(self.process.pid) if self.process.pid else None
+        if self.process.pid:
+            procs.kill_group(self.process.pid)
         self.process.join(5)
         self._release()
 
@@ -156,12 +157,16 @@ def default_context() -> str:
 
 
 class WorkerPool:
-    """Up to `workers` worker processes, started when jobs need them. `submit` returns a Future
-    that gets the job's result or a JobFailed; it never raises for what the job did. Thread-safe.
-    The processes are started by the pool's own thread, so they die with it (PR_SET_PDEATHSIG)."""
+    """Up to `workers` worker processes, started when jobs need them (forked ones all at once).
+    `submit` returns a Future that gets the job's result or a JobFailed; it never raises for what
+    the job did. Thread-safe. Spawned processes are started by the pool's own thread and die with
+    it (PR_SET_PDEATHSIG); forked ones by the caller's thread, and die with that."""
 
     def __init__(self, workers: int, context: str | None = None) -> None:
-        self._ctx = multiprocessing.get_context(context or default_context())
+        context = context or default_context()
+        # Workers are forked only here, while the caller has no other thread; a worker that
+        # replaces one later is spawned (the pool's thread exists by then).
+        self._ctx = multiprocessing.get_context("spawn" if context == "fork" else context)
         self._max = max(1, workers)
         self._todo: deque[_Job] = deque()
         self._idle: list[_Worker] = []
@@ -171,6 +176,9 @@ class WorkerPool:
         self._closing = False
         self.crashes = 0  # workers that died mid-job
         self.timeouts = 0  # jobs killed at their deadline
+        if context == "fork":
+            forked = multiprocessing.get_context("fork")
+            self._idle = [w for w in (self._start(forked) for _ in range(self._max)) if w is not None]
         self._thread = threading.Thread(target=self._run, name="kernel-lsp-workers", daemon=True)
         self._thread.start()
 
@@ -264,10 +272,10 @@ class WorkerPool:
             with self._lock:
                 self._busy[worker.conn] = worker
 
-    def _start(self) -> _Worker | None:
+    def _start(self, ctx=None) -> _Worker | None:
         try:
-            return _Worker(self._ctx)
-        except OSError:
+            return _Worker(ctx or self._ctx)
+        except Exception:  # no process could be started (out of processes or memory)
             return None
 
     def _receive(self, w: _Worker) -> None:

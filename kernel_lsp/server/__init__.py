@@ -16,9 +16,15 @@ def build_server():
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None) -> None:
+def serve(tcp: tuple[str, int] | None = None, log_file: str | None = None) -> int:
+    """Serve until exit; the exit code (1 after a framing error or an exit without shutdown)."""
     server = build_server()
+    server.log_file = log_file
     if tcp:
-        server.start_tcp(*tcp)
+        try:
+            server.start_tcp(*tcp)
+        finally:
+            server.close()
     else:
         server.start_io()
+    return server.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from lsprotocol import types
@@ -46,7 +47,32 @@ class KernelLanguageServer(LanguageServer):
         from .gpu_feature import GpuFeature
 
         self.gpu_feature = GpuFeature(self)
+        self.exit_code = 0
         self.after_check_hooks.append(self.gpu_feature.after_check)
+
+    # --- transport ----------------------------------------------------------------------------
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """Serve over stdio with a strict reader (transport.py): a framing error ends the server
+        with exit code 1 so that the client restarts it. The exit code is in `exit_code`."""
+        from .transport import serve_stdio
+
+        try:
+            self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End every process and thread the server started (also when the client went away
+        without shutdown): compile workers, the GPU worker, the watchers."""
+        steps = [self.analysis.shutdown, self.gpu_feature.stop]
+        if (watching := getattr(self, "watching", None)) is not None:
+            steps.append(watching.stop)
+        for step in steps:
+            try:
+                step()
+            except Exception:
+                log.exception("closing the server: %s", step)
 
     # --- documents ----------------------------------------------------------------------------
 
