@@ -5,8 +5,9 @@ inside a memory limit, and take what they started with them. One module, used by
 - A worker (`become_worker`) leads its own process group, so whatever a spec starts (`sleep 300`)
   is in it and ends with it. The kernel sends it SIGTERM when the thread that started it ends
   (Linux's PR_SET_PDEATHSIG); the handler kills the whole group. A thread that polls
-  `os.getppid()` does the same where the signal never comes (not Linux, or a parent that died
-  before the signal was armed).
+  `os.getppid()` does the same where the signal never comes (not Linux, a parent that died
+  before the signal was armed, or a worker started from a short-lived thread, which asks for no
+  signal: the GPU worker).
 - A tool a worker runs in a session of its own (nvcc, killed with its children at a deadline)
   gets PR_SET_PDEATHSIG=SIGKILL (`tool_preexec`) and is registered (`tracked_group`), so the
   worker's end kills that group too.
@@ -46,18 +47,22 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
         return False
 
 
-def end_process_group() -> None:
+def end_process_group(code: int = 1) -> None:
     """Kill the tools this process runs, then its own process group (itself included when it
-    leads it; else only itself). Used when the parent is gone or asks this worker to end."""
+    leads it; else it exits with `code`). Used when the parent is gone, asks this worker to end,
+    or the worker is done: what its jobs started (a spec's `sleep 300`) ends with it."""
     with _groups_lock:
         groups = list(_groups)
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
     if os.getpgid(0) == os.getpid():
         with contextlib.suppress(OSError):
             os.killpg(0, signal.SIGKILL)
-    os._exit(1)
+    os._exit(code)
 
 
 def _on_term(signum, frame) -> None:
@@ -71,17 +76,21 @@ def _watch_parent(parent: int) -> None:
             end_process_group()
 
 
-def become_worker() -> None:
+def become_worker(die_with_thread: bool = True) -> None:
     """Set up a long-lived worker process (call first thing in it, from its main thread): its own
     process group, SIGTERM (on request, or from the kernel when the parent dies) ends the group,
-    and a thread watches for the parent's end in case the signal never comes."""
+    and a thread watches for the parent's end in case the signal never comes.
+    `die_with_thread`: the kernel's signal comes when the *thread* that started this process
+    ends, so only a parent that starts its workers from a thread that lives as long as they
+    should (the WorkerPool's own thread) asks for it; the others rely on the watching thread."""
     parent = os.getppid()
     with contextlib.suppress(OSError):
         if os.getpgid(0) != os.getpid():
             os.setpgid(0, 0)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_term)
-    die_with_parent(signal.SIGTERM)
+    if die_with_thread:
+        die_with_parent(signal.SIGTERM)
     if os.getppid() != parent:  # the parent ended before the signal was armed
         end_process_group()
     threading.Thread(

@@ -59,6 +59,13 @@ def report_phase(phase: str) -> None:
 
 
 def _serve(conn: Connection, stderr_path: str) -> None:
+    try:
+        _serve_jobs(conn, stderr_path)
+    finally:
+        procs.end_process_group(0)  # with whatever its jobs started (a spec's `sleep 300`)
+
+
+def _serve_jobs(conn: Connection, stderr_path: str) -> None:
     global _phase_conn
     procs.become_worker()
     # Ctrl-C reaches the whole process group; the parent ends the workers itself.
@@ -79,8 +86,8 @@ def _serve(conn: Connection, stderr_path: str) -> None:
         procs.limit_memory(memory_bytes)
         try:
             reply: Any = ("done", True, fn(*args))
-        except MemoryError:
-            reply = ("done", False, f"MemoryError: out of memory (limit {procs.memory_limit() >> 20} MiB)")
+        except MemoryError:  # the memory limit, not a fault of the engine
+            reply = ("oom", f"MemoryError: out of memory (limit {procs.memory_limit() >> 20} MiB)")
         except Exception as e:  # the caller reports it with the job's path
             reply = ("done", False, f"{type(e).__name__}: {e}")
         try:
@@ -291,14 +298,23 @@ class WorkerPool:
             job.future.set_result(JobFailed("crashed", _exit_words(w), w.phase, job.timeout_s))
             w.kill()
             return
+        except Exception as e:  # a result that does not unpickle here
+            with self._lock:
+                self._busy.pop(w.conn, None)
+            job.future.set_result(JobFailed("error", f"its result could not be read: {e}", w.phase))
+            w.kill()
+            return
         if message[0] == "phase":
             w.phase = message[1]
             return
-        _, ok, value = message
         with self._lock:
             self._busy.pop(w.conn, None)
             self._idle.append(w)
         w.job = None
+        if message[0] == "oom":  # a MemoryError under the limit: like a compiler that ran out
+            job.future.set_result(JobFailed("crashed", message[1], w.phase, job.timeout_s))
+            return
+        _, ok, value = message
         job.future.set_result(value if ok else JobFailed("error", value, w.phase, job.timeout_s))
 
     def _expire(self) -> None:

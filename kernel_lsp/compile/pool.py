@@ -24,7 +24,9 @@ def compile_pool(workers: int, initializer=None) -> ProcessPoolExecutor:
 
 
 def _worker_init(initializer) -> None:
-    procs.become_worker()  # dies with the parent, with what it started
+    # Dies with the parent, with what it started (the executor starts workers from whichever
+    # thread submits: no signal tied to that thread).
+    procs.become_worker(die_with_thread=False)
     if initializer is not None:
         initializer()
 
