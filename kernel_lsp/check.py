@@ -8,7 +8,14 @@ import os
 from dataclasses import dataclass, field, replace
 
 from .compile import compile_source, decode_source, read_source
-from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.compile_commands import (
+    CommandFlags,
+    Database,
+    Lookup,
+    explicit_database,
+    find_database,
+    load_database,
+)
 from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
@@ -138,10 +145,11 @@ def check_source(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     """`includers`: files that include this one (a header), best first; a header that fails on
     its own is checked in the first one's context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir)
+    check = compile_all_archs(source, path, settings, base_dir, project)
     if "kernel-lsp:" in source:
         from .launch_check import launch_findings
 
@@ -156,10 +164,14 @@ def check_source(
     return check
 
 
-def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+def compile_all_archs(
+    source: str, path: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+) -> FileCheck:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file."""
-    project = settings.project_flags(path, base_dir)
+    # `project`: the file's database flags, looked up by the caller (who has the database read
+    # already: a worker that read a 300,000-entry database itself took seconds and 400 MB).
+    project = project if project is not None else settings.project_flags(path, base_dir)
     flags = project.flags
     if (include := torch_include(source)) is not None:
         # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
@@ -284,11 +296,12 @@ def check_bytes(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
 
 
 def check_path(
@@ -297,11 +310,12 @@ def check_path(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
 
 
 CHECK_TIMEOUT_SETTING = "checkTimeoutSeconds"
@@ -356,20 +370,25 @@ def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, .
     (for the include graph, which resolves `#include`s without a file's own flags)."""
     out: dict[str, None] = {}
     for folder in folders:
-        for flags in database_entries(os.path.join(folder, "_"), settings, folder):
+        db = governing_database(os.path.join(folder, "_"), settings, folder)
+        for flags in db.distinct_flags() if db else ():
             out.update(dict.fromkeys(flags.include_dirs))
     return tuple(out)
 
 
-def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
-    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+def governing_database(path: str, settings: Settings, base_dir: str | None = None) -> Database | None:
+    """The database that governs `path` (None when there is none)."""
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
         db_path = find_database(path, base_dir)
-    return (
-        list(load_database(db_path, settings.compile_commands_max_bytes).entries.values()) if db_path else []
-    )
+    return load_database(db_path, settings.compile_commands_max_bytes) if db_path else None
+
+
+def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
+    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+    db = governing_database(path, settings, base_dir)
+    return db.all_flags() if db else []
 
 
 def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Includer, ...]]:
@@ -465,7 +484,7 @@ def collect_files(
                     for n in sorted(names)
                     if n.endswith(CUDA_SUFFIXES) and not _excluded(os.path.join(root, n), exclude)
                 ]
-        elif os.path.isfile(p):
+        elif os.path.exists(p):  # a file (a FIFO or a device too: its check says what it is)
             if not p.endswith(CUDA_SUFFIXES):
                 selection.not_cuda.append(p)
             elif force_exclude and _excluded_here_or_above(p, exclude):

@@ -32,7 +32,8 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
     # A header that does not compile alone is checked as the file that includes it sees it.
     context = includers_for(files, settings)
-    jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
+    # The database flags here, before the workers fork: they inherit the database read once.
+    jobs_args = [(f, settings, None, None, context.get(f, ()), settings.project_flags(f)) for f in files]
     _load_the_rest()
     results = run_jobs(check_path, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes)
     return [_job_check(f, r, settings) for f, r in zip(files, results, strict=True)]

@@ -72,7 +72,10 @@ class _WatchSession:
         s = self.settings
         futures = [
             self.pool.submit(
-                check_path, (p, s, None, None, self._includers(p)), s.check_timeout_s, s.compile_memory_bytes
+                check_path,
+                (p, s, None, None, self._includers(p), s.project_flags(p)),
+                s.check_timeout_s,
+                s.compile_memory_bytes,
             )
             for p in paths
         ]

@@ -21,12 +21,13 @@ clangd reads it, reduced to what matters for diagnostics.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import shlex
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .files import FileProblem, read_regular
 
@@ -54,10 +55,29 @@ class CommandFlags:
 @dataclass
 class Database:
     path: str
-    entries: dict[str, CommandFlags] = field(default_factory=dict)  # normalised file -> flags
+    # normalised file -> its flags, shared between entries with the same flags (so `.file` may
+    # be another entry's: ask `flags(file)`)
+    entries: dict[str, CommandFlags] = field(default_factory=dict)
     problem: str | None = None  # the whole json is unusable
     bad_entries: dict[str, str] = field(default_factory=dict)  # file -> why its entry was skipped
     borrowed: dict[str, CommandFlags | None] = field(default_factory=dict)  # folder -> entry lent
+
+    def flags(self, file: str) -> CommandFlags | None:
+        """The entry for `file` (a normalised absolute path), with `file` set to it."""
+        found = self.entries.get(file)
+        if found is None or found.file == file:
+            return found
+        own = copy.copy(found)
+        object.__setattr__(own, "file", file)
+        return own
+
+    def all_flags(self) -> list[CommandFlags]:
+        """Every entry, each with its own `file`."""
+        return [f for f in map(self.flags, self.entries) if f is not None]
+
+    def distinct_flags(self) -> list[CommandFlags]:
+        """Each set of flags once (include folders for the include graph: no copy per file)."""
+        return list({id(f): f for f in self.entries.values()}.values())
 
 
 @dataclass(frozen=True)
@@ -235,6 +255,9 @@ def _entries(text: str):
 def _parse_entry(
     entry: object, where: str, db_path: str, shared: dict | None = None
 ) -> tuple[CommandFlags | None, str, str | None]:
+    """(flags, file, why it is unusable). With `shared`, entries whose commands differ only in
+    their source file and outputs get the same flags object (its `file` is the first entry's:
+    `Database.flags` gives each file its own)."""
     if not isinstance(entry, dict):
         return None, "", "not an object"
     file, directory = entry.get("file"), entry.get("directory", "")
@@ -242,11 +265,14 @@ def _parse_entry(
         return None, "", "has no `file`"
     if not isinstance(directory, str):
         return None, "", "`directory` is not a string"
+    written = file
     directory = os.path.normpath(os.path.join(where, directory))
     file = os.path.normpath(os.path.join(directory, file))
-    args = entry.get("arguments")
+    args, command = entry.get("arguments"), entry.get("command")
+    key = _flags_key(args, command, directory, (written, file)) if shared is not None else None
+    if key is not None and (hit := shared.get(key)) is not None:  # type: ignore[union-attr]
+        return (None, file, hit.problem) if hit.problem else (hit, file, None)
     if args is None:
-        command = entry.get("command")
         if not isinstance(command, str):
             return None, file, "has neither `arguments` nor `command`"
         try:
@@ -255,19 +281,34 @@ def _parse_entry(
             return None, file, f"its `command` cannot be split ({e})"
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         return None, file, "`arguments` is not a list of strings"
-    if shared is None:
-        flags = parse_arguments(args, directory, file, db_path)
-    else:
-        # CMake's entries differ in their source file and output, rarely in their flags: parse
-        # each set of flags once, and share it (300,000 entries: seconds and hundreds of MB less).
-        key = (directory, _masked(args, entry.get("file")))
-        flags = shared.get(key)
-        if flags is None:
-            flags = shared[key] = parse_arguments(args, directory, file, db_path)
-        flags = replace(flags, file=file)
+    flags = parse_arguments(args, directory, file, db_path)
+    if key is not None:
+        shared[key] = flags  # type: ignore[index]
     if flags.problem:
         return None, file, flags.problem
     return flags, file, None
+
+
+# The values of flags whose value differs per entry and is dropped anyway (outputs, depfiles).
+_PER_ENTRY_VALUE = re.compile(r" (-o|-MF|-MT|-MQ|-MJ|--output-file|--dependency-output) +[^ ]+")
+
+
+def _flags_key(args: object, command: object, directory: str, spellings: tuple[str, str]) -> tuple | None:
+    """What an entry's flags depend on: its command with the source file (as written, or
+    absolute) and the per-entry outputs blanked. CMake's 300,000 entries share a few hundred
+    keys, so each set of flags is parsed once (60 s -> seconds; one flags object per key)."""
+    if isinstance(command, str) and args is None:
+        masked = f" {command} "
+        for spelling in spellings:
+            masked = masked.replace(f" {spelling} ", " \0f ")
+        return directory, _PER_ENTRY_VALUE.sub(r" \1 \0v", masked)  # \0: a NUL, in no real flag
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        out = ["\0f" if a in spellings else a for a in args]
+        for i, a in enumerate(out[:-1]):
+            if a in _DROP_WITH_VALUE:
+                out[i + 1] = "\0v"
+        return directory, tuple(out)
+    return None
 
 
 def split_command(command: str) -> list[str]:
@@ -276,18 +317,6 @@ def split_command(command: str) -> list[str]:
     if not any(c in command for c in "'\"\\"):
         return command.split()
     return shlex.split(command)
-
-
-def _masked(args: list[str], file: object) -> tuple[str, ...]:
-    """The arguments with what differs between a project's entries and does not change the
-    flags blanked: the source file and the values of dropped flags (`-o x.o`, `-MF x.d`)."""
-    out = list(args)
-    for i, a in enumerate(out):
-        if a == file:
-            out[i] = "\0file"
-        elif a in _DROP_WITH_VALUE and i + 1 < len(out):
-            out[i + 1] = "\0value"
-    return tuple(out)
 
 
 # --- the flags --------------------------------------------------------------------------------
@@ -550,7 +579,7 @@ def _flags_for(path: str, root: str | None, named: str | None, max_bytes: int) -
         return Lookup(problem=db.problem, database=db_path)
     key = os.path.normpath(os.path.abspath(path))
     if key in db.entries:
-        return Lookup(db.entries[key], database=db_path)
+        return Lookup(db.flags(key), database=db_path)
     if key in db.bad_entries:
         return Lookup(problem=f"{db_path}: the entry for this file {db.bad_entries[key]}", database=db_path)
     borrowed = _borrow(key, db)
@@ -573,7 +602,7 @@ def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
         under = [f for f in db.entries if f.startswith(prefix)]
         if under:
             best = min(under, key=lambda f: (f.count(os.sep), f))
-            return db.entries[best]
+            return db.flags(best)
         parent = os.path.dirname(folder)
         if parent == folder:
             return None

@@ -37,7 +37,7 @@ from ..check import (
     spec_owners,
 )
 from ..compile import header_stamps, include_closure
-from ..compile.compile_commands import database_stamp
+from ..compile.compile_commands import Lookup, database_stamp
 from ..compile.jobs import JobFailed, WorkerPool
 from ..config import Settings
 from ..model import Diagnostic
@@ -56,12 +56,15 @@ def _check_job(
     base_dir: str | None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     if text is None:
-        return check_path(path, settings, base_dir, spec_text, includers)
+        return check_path(path, settings, base_dir, spec_text, includers, project)
     # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
     # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers)
+    return check_bytes(
+        text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers, project
+    )
 
 
 def _warm_up() -> None:
@@ -243,13 +246,13 @@ class Analysis:
         loop = asyncio.get_running_loop()
         # Reading headers and the project's database for the key: never on the loop (a large
         # compile_commands.json takes seconds, a header can be on a slow disk).
-        key = await loop.run_in_executor(
-            None, self._cache_key, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+        key, project = await loop.run_in_executor(
+            None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
         )
         check = self._cache.get(key) if key else None
         if check is None:
             self.compiles += 1
-            job = (snap.text, path, settings, base_dir, spec_text, includers)
+            job = (snap.text, path, settings, base_dir, spec_text, includers, project)
             result = await asyncio.wrap_future(
                 self._executor().submit(
                     _check_job, job, settings.check_timeout_s, settings.compile_memory_bytes
@@ -279,6 +282,22 @@ class Analysis:
         self.results[path] = check
         self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)
+
+    @classmethod
+    def _prepare(
+        cls,
+        path: str,
+        text: str | None,
+        settings: Settings,
+        spec_path: str,
+        spec_text: str | None,
+        includers: tuple[Includer, ...],
+        base_dir: str | None,
+    ) -> tuple[str | None, Lookup]:
+        """In a thread: the cache key and the file's database flags (handed to the worker, which
+        then need not read the database itself)."""
+        project = settings.project_flags(path, base_dir)
+        return cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir), project
 
     @staticmethod
     def _cache_key(
