@@ -261,7 +261,7 @@ def cli_cases(work: Path, code: Path, cap: float, safe_only: bool) -> list[Row]:
             {"KERNEL_LSP_COMPILE_MEMORY_MB": "512"},
         )
         case(
-            "1.5 GiB sparse compile_commands.json",
+            "2 GiB sparse compile_commands.json",
             {"f.cu": KERNEL, "compile_commands.json": "SPARSE"},
             ["f.cu"],
         )
