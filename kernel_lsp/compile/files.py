@@ -87,6 +87,13 @@ def read_regular(path: str, max_bytes: int, prefix: bool = False) -> bytes:
     return data
 
 
+def read_text_file(path: str, max_bytes: int = MAX_FILE_BYTES, errors: str = "strict") -> str:
+    """A regular file's text (UTF-8; `errors` as for bytes.decode) for the engine's reads of
+    user files (specs, sources): FileProblem for a FIFO, a device or a file over `max_bytes`,
+    OSError, UnicodeDecodeError with errors="strict"."""
+    return read_regular(path, max_bytes).decode("utf-8", errors)
+
+
 def read_text_prefix(path: str, max_bytes: int = MAX_FILE_BYTES) -> str | None:
     """The first `max_bytes` of a regular file as text (undecodable bytes replaced), for
     scanning its #include lines; None when it cannot be read or is not a regular file."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp.compile import CompileOptions, compile_source, read_source
+from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.config import Settings
 from kernel_lsp.spec import Spec, SpecLoad, load_specs, spec_path_for
 
@@ -225,7 +226,6 @@ def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
+        return read_text_file(path)
+    except (OSError, UnicodeDecodeError):
         return ""

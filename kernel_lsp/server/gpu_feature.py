@@ -11,6 +11,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from ..compile.files import read_text_file
 from ..evaluation.pool import BackendPool, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, check_file, no_gpu_message
 from ..gpu_check import open_sessions
@@ -105,14 +106,12 @@ class GpuFeature:
                 text = snap.text
                 if text is None:
                     try:
-                        with open(path, encoding="utf-8") as f:
-                            text = f.read()
-                    except OSError:
+                        text = read_text_file(path)
+                    except (OSError, UnicodeDecodeError):
                         return
                 try:
-                    with open(spec_path_for(path), encoding="utf-8") as f:
-                        disk_spec = f.read()
-                except OSError:
+                    disk_spec = read_text_file(spec_path_for(path))
+                except (OSError, UnicodeDecodeError):
                     disk_spec = ""
                 key = hashlib.sha256(
                     repr((text, spec_text or disk_spec, self.server.settings)).encode()

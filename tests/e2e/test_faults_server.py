@@ -202,6 +202,7 @@ async def still_answers(client: LanguageClient) -> dict:
 async def test_a_fifo_named_cuh_does_not_block_the_start_or_the_exit(client: LanguageClient, tmp_path):
     (tmp_path / "ok.cu").write_text(KERNEL)
     os.mkfifo(tmp_path / "pipe.cuh")
+    os.mkfifo(tmp_path / ".gitignore")  # read by the walk too
     await start(client, tmp_path)  # the start-up walk reads every .cuh: before, it blocked in open()
     (d,) = await diagnostics(client, uri(tmp_path / "pipe.cuh"), until=lambda ds: len(ds) > 0)
     assert d.message == "not checked: the file is a FIFO (named pipe), not a regular file"

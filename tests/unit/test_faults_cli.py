@@ -68,6 +68,16 @@ def test_an_include_of_a_fifo_is_an_error_at_the_include_not_a_hang(tmp_path):
     )
 
 
+def test_a_spec_that_is_a_fifo_is_a_problem_at_the_spec_not_a_hang(tmp_path):
+    (tmp_path / "k.cu").write_text(KERNEL)
+    os.mkfifo(tmp_path / "k.spec.py")
+    p = run_check(tmp_path, "k.cu", env={"KERNEL_LSP_JOB_TIMEOUT_S": "20"}, timeout=60)
+    assert "k.spec.py:1:1: error: cannot read spec:" in p.stdout and "is a FIFO (named pipe)" in p.stdout, (
+        p.stdout
+    )
+    assert "did not return" not in p.stdout  # read without blocking, not stopped at the deadline
+
+
 def test_a_slow_file_without_a_spec_is_not_checked_in_time_not_a_spec_error(tmp_path):
     (tmp_path / "slow.cu").write_text(MACRO_BOMB)
     env = {"KERNEL_LSP_JOB_TIMEOUT_S": "3"}

@@ -17,6 +17,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...compile.files import read_text_file
 from ...skeleton import spec_skeleton
 from ...source import find_kernels, parse_directives
 from ...spec import spec_path_for
@@ -52,8 +53,7 @@ def _source(ls, path: str) -> str | None:
     if doc is not None:
         return doc.source
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        return read_text_file(path, errors="replace")
     except OSError:
         return None
 
