@@ -19,6 +19,7 @@ from .compile.compile_commands import (
 from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
+from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
 from .model import (
     NOT_CHECKED_IN_TIME,
@@ -164,15 +165,31 @@ def check_source(
     return check
 
 
-def compile_all_archs(
-    source: str, path: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
-) -> FileCheck:
-    """The file compiled for every arch with its project's flags (compile_commands.json) and the
-    settings; a database that cannot be used is one warning at the top of the file."""
-    # `project`: the file's database flags, looked up by the caller (who has the database read
-    # already: a worker that read a 300,000-entry database itself took seconds and 400 MB).
+@dataclass(frozen=True)
+class FileFlags:
+    """A file's project flags: compile_commands.json's entry, plus PyTorch's folders for an
+    extension. `problems`: warnings for the top of the file (a database that cannot be used);
+    `blocking`: a finding that stops the compile (torch's headers not found)."""
+
+    flags: CommandFlags | None
+    problems: tuple[Diagnostic, ...] = ()
+    blocking: Diagnostic | None = None
+
+
+def file_flags(
+    path: str, source: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+) -> FileFlags:
+    """The project flags `path` compiles with (every front end gets its flags here). `project`:
+    its database lookup, when the caller has it (a worker that read a 300,000-entry database
+    itself took seconds and 400 MB)."""
     project = project if project is not None else settings.project_flags(path, base_dir)
     flags = project.flags
+    problems: tuple[Diagnostic, ...] = ()
+    if project.problem:
+        message = f"{project.problem}; checking with the settings' flags only"
+        problems = (
+            Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp"),
+        )
     if (include := torch_include(source)) is not None:
         # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
         torch = torch_flags()
@@ -180,26 +197,34 @@ def compile_all_archs(
             found = Diagnostic(
                 path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
             )
-            return FileCheck(path, [found], checked=False)
+            return FileFlags(flags, problems, found)
         base = flags or CommandFlags()
         flags = replace(
             base,
             system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
             defines=extension_defines(path) + base.defines,
         )
-    results = [
-        compile_source(source, path, settings.compile_options(a, base_dir, flags))
-        for a in settings.archs(flags)
-    ]
+    return FileFlags(flags, problems)
+
+
+def compile_all_archs(
+    source: str, path: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+) -> FileCheck:
+    """The file compiled for every arch with its project's flags (compile_commands.json) and the
+    settings; a database that cannot be used is one warning at the top of the file."""
+    found = file_flags(path, source, settings, base_dir, project)
+    if found.blocking is not None:
+        return FileCheck(path, [found.blocking], checked=False)
+    flags = found.flags
+    results = []
+    for arch in settings.archs(flags):
+        options = settings.compile_options(arch, base_dir, flags)
+        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        results.append(with_launch_occupancy(compile_source(source, path, options), source, options.defines))
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
-    if project.problem:
-        message = f"{project.problem}; checking with the settings' flags only"
-        diagnostics.insert(
-            0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
-        )
-    return FileCheck(path, diagnostics, results)
+    return FileCheck(path, [*found.problems, *diagnostics], results)
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -273,6 +298,7 @@ def spec_findings(
     kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
     user's spec, so the server calls this in a compile worker, never on its event loop.
     `spec_text`: the spec's unsaved editor text, when there is one."""
+    from .host_launch.spec_launch import with_host_launches
     from .source import find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
 
@@ -285,7 +311,8 @@ def spec_findings(
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
         for spec in loaded.specs:
-            found += check_spec(spec, kernels, directives, constants)
+            launches = with_host_launches(directives, source, spec.kernels, defines, path)
+            found += check_spec(spec, kernels, launches, constants)
     return found
 
 
@@ -381,7 +408,7 @@ def governing_database(path: str, settings: Settings, base_dir: str | None = Non
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
-        db_path = find_database(path, base_dir)
+        db_path = find_database(path)
     return load_database(db_path, settings.compile_commands_max_bytes) if db_path else None
 
 

@@ -8,35 +8,39 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 
-from ..check import FileCheck, check_path, collect_files, drop_repeated, failed_check, includers_for
+from ..check import FileCheck, collect_files, drop_repeated, failed_check, includers_for
 from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
-from ..config import Settings
 from ..evaluation.pool import gpus_arg
+from ..workspace import Workspace
 from .flags import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     EXIT_TOOL_FAILED,
     add_backend_flags,
     add_compile_flags,
-    resolve_settings,
-    with_backend_flags,
+    workspace_from_args,
     write_stdout,
 )
 
 
-def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileCheck]:
+def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
     """Each file in a worker process under its deadline and memory limit (NVRTC serialises
     compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
+    settings = workspace.settings
     # A header that does not compile alone is checked as the file that includes it sees it.
     context = includers_for(files, settings)
     # The database flags here, before the workers fork: they inherit the database read once.
-    jobs_args = [(f, settings, None, None, context.get(f, ()), settings.project_flags(f)) for f in files]
+    jobs_args = [
+        (f, None, None, context.get(f, ()), workspace.settings_for(f).project_flags(f, workspace.root))
+        for f in files
+    ]
     _load_the_rest()
-    results = run_jobs(check_path, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes)
-    return [_job_check(f, r, settings) for f, r in zip(files, results, strict=True)]
+    results = run_jobs(
+        workspace.analyze, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes
+    )
+    return [_job_check(f, r, workspace) for f, r in zip(files, results, strict=True)]
 
 
 def _load_the_rest() -> None:
@@ -48,12 +52,12 @@ def _load_the_rest() -> None:
     from . import formats  # noqa: F401
 
 
-def _job_check(path: str, result: FileCheck | JobFailed, settings: Settings) -> FileCheck:
+def _job_check(path: str, result: FileCheck | JobFailed, workspace: Workspace) -> FileCheck:
     if isinstance(result, FileCheck):
         return result
     if result.reason == "error":  # the engine raised: the tool failed, not the user's code
         raise RuntimeError(f"checking {path}: {result.detail}")
-    return failed_check(path, result, settings)
+    return failed_check(path, result, workspace.settings_for(path))
 
 
 def check_main(argv: list[str]) -> int:
@@ -95,12 +99,11 @@ def check_main(argv: list[str]) -> int:
     )
     add_compile_flags(p)
     args = p.parse_args(argv)
-    settings, problems = resolve_settings(args, args.paths[0])
-    if args.no_gpu:
-        settings = replace(settings, gpu_enabled=False)
+    more: dict = {"gpu.enabled": False} if args.no_gpu else {}
     if args.max_file_bytes is not None:
-        settings = replace(settings, max_file_bytes=max(0, args.max_file_bytes))
-    settings = with_backend_flags(settings, args)
+        more["maxFileBytes"] = max(0, args.max_file_bytes)
+    workspace, problems = workspace_from_args(args, args.paths[0], **more)
+    settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
     from ..compile import check_arch, local_gpu_arch
@@ -120,7 +123,7 @@ def check_main(argv: list[str]) -> int:
     if args.watch:
         from .watch import watch_check_main
 
-        return watch_check_main(args.paths, settings, args.format)
+        return watch_check_main(args.paths, workspace, args.format)
     files = selection.files
     if not files:
         if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
@@ -132,7 +135,7 @@ def check_main(argv: list[str]) -> int:
             return EXIT_CLEAN
         print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    checks = run_checks(files, settings, args.jobs)
+    checks = run_checks(files, workspace, args.jobs)
     drop_repeated(checks)
     if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
         print(
@@ -153,7 +156,7 @@ def check_main(argv: list[str]) -> int:
         mark_unverified(checks, "no GPU found")
     else:
         try:
-            verify_checks(checks, settings, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+            verify_checks(checks, workspace, log=_stderr, profile=args.occupancy, gpus=args.gpus)
         except RayUnavailable as e:
             print(f"kernel-lsp: {e}", file=sys.stderr)
             return EXIT_TOOL_FAILED

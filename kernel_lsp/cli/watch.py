@@ -15,9 +15,9 @@ from typing import TextIO
 
 from ..check import FileCheck, failed_check
 from ..compile.jobs import JobFailed, WorkerPool
-from ..config import Settings
 from ..include_graph import IncludeGraph, normalize
 from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
+from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +37,11 @@ def _block(check: FileCheck) -> list[str]:
 class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
-    def __init__(self, paths: list[str], settings: Settings, fmt: str, out: TextIO) -> None:
+    def __init__(self, paths: list[str], workspace: Workspace, fmt: str, out: TextIO) -> None:
         from ..check import collect_files
 
-        self.settings = settings
+        self.workspace = workspace
+        self.settings = settings = workspace.settings_for(os.path.abspath(paths[0]))
         self.fmt = fmt
         self.out = out
         self.archs = settings.archs()
@@ -66,14 +67,12 @@ class _WatchSession:
         return path in self.graph  # a header one of the files includes
 
     def check(self, paths: Iterable[str]) -> list[FileCheck]:
-        from ..check import check_path
-
         paths = sorted(paths)
-        s = self.settings
+        s, ws = self.settings, self.workspace
         futures = [
             self.pool.submit(
-                check_path,
-                (p, s, None, None, self._includers(p), s.project_flags(p)),
+                ws.analyze,
+                (p, None, None, self._includers(p), ws.settings_for(p).project_flags(p, ws.root)),
                 s.check_timeout_s,
                 s.compile_memory_bytes,
             )
@@ -173,14 +172,14 @@ class _WatchSession:
         self.pool.close()
 
 
-def watch_check_main(paths: list[str], settings: Settings, fmt: str, out: TextIO | None = None) -> int:
+def watch_check_main(paths: list[str], workspace: Workspace, fmt: str, out: TextIO | None = None) -> int:
     """Check everything once, then re-check what changes and print only that, until Ctrl-C (or
     SIGTERM). Exit code: 1 when the files last checked have errors, else 0; 2 when a folder
     cannot be watched."""
     import signal
 
     out = out or sys.stdout
-    session = _WatchSession(paths, settings, fmt, out)
+    session = _WatchSession(paths, workspace, fmt, out)
     previous_term = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM ends the watch the way Ctrl-C does (process managers, test harnesses).

@@ -9,6 +9,7 @@ by every backend.
 from __future__ import annotations
 
 import functools
+import os
 import re
 
 from .. import procs
@@ -19,7 +20,7 @@ from .includes import blocked_includes, header_stamps, include_closure, resolve_
 from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
-from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, compile_pool, end_pool
+from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "check_arch",
     "choose_backend",
     "compile_file",
+    "compile_isolated",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
@@ -99,6 +101,27 @@ def _memory_verdict(result: CompileResult) -> CompileResult:
         ran_out_of_memory(result.path, procs.memory_limit(), "compileMemoryMB", line),
     ]
     return result
+
+
+def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
+    """compile_source in a shared worker process (the GPU and optimizer paths: the server's own
+    process never runs a compiler, and an LLM's candidate that crashes NVRTC costs a worker). A
+    compile cut short (deadline, memory) is information, as in every other check."""
+    try:
+        return run_isolated(compile_source, source, path, options)
+    except WorkerFailed as e:
+        from ..model import Diagnostic, Severity, not_checked_in_time
+
+        if e.reason == "timeout":
+            found = not_checked_in_time(
+                path, JOB_TIMEOUT_S, "KERNEL_LSP_JOB_TIMEOUT_S", f"compiling for {options.arch}"
+            )
+        elif e.out_of_memory:
+            found = ran_out_of_memory(path, COMPILE_MEMORY_MB * 2**20, "KERNEL_LSP_COMPILE_MEMORY_MB", str(e))
+        else:
+            message = f"compiling {os.path.basename(path)} for {options.arch}: {e}"
+            found = Diagnostic(path, 1, 1, Severity.ERROR, message, code="crash", source="kernel-lsp")
+        return CompileResult(path, options.arch, False, [found])
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:

@@ -556,9 +556,10 @@ def _read_response_file(path: str) -> tuple[list[str], str | None]:
 def flags_for(
     path: str, root: str | None = None, named: str | None = None, max_bytes: int = MAX_DATABASE_BYTES
 ) -> Lookup:
-    """The database flags for `path` (the file's own entry, else a borrowed one). `root`: where
-    the upward search stops; `named`: the json (or its folder) a setting names; `max_bytes`: a
-    larger database is not read. Never raises."""
+    """The database flags for `path` (the file's own entry, else a borrowed one). The database is
+    searched upward from the file, past the workspace `root` (an editor opened in `src/` must find
+    `../build/compile_commands.json` as the CLI does); `named`: the json (or its folder) a setting
+    names, relative to `root`; `max_bytes`: a larger database is not read. Never raises."""
     try:
         return _flags_for(path, root, named, max_bytes)
     except Exception as e:  # a database must never stop a check
@@ -571,7 +572,7 @@ def _flags_for(path: str, root: str | None, named: str | None, max_bytes: int) -
         if problem:
             return Lookup(problem=problem)
     else:
-        db_path = find_database(path, root)
+        db_path = find_database(path)
     if db_path is None:
         return Lookup()
     db = load_database(db_path, max_bytes)
@@ -612,7 +613,7 @@ def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
 def database_stamp(path: str, root: str | None = None, named: str | None = None) -> tuple | None:
     """(json, mtime, size) of the database that governs `path`, for cache keys."""
     try:
-        db = explicit_database(named, root)[0] if named else find_database(path, root)
+        db = explicit_database(named, root)[0] if named else find_database(path)
     except Exception:
         return None
     return (db, stamp(db)) if db else None

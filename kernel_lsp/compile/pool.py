@@ -6,7 +6,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from .. import procs
 
@@ -53,3 +56,43 @@ def end_pool(pool: ProcessPoolExecutor) -> None:
         with contextlib.suppress(Exception):
             w.join(5)
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+class WorkerFailed(Exception):
+    """The worker ran out of time (`reason` "timeout") or died ("crash"); it was replaced.
+    `out_of_memory`: it died at the memory limit."""
+
+    def __init__(self, reason: str, detail: str, out_of_memory: bool = False) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.out_of_memory = out_of_memory
+
+
+_shared = None  # the WorkerPool of run_isolated
+_shared_lock = threading.Lock()
+SHARED_WORKERS = 2
+
+
+def run_isolated(
+    fn: Callable[..., Any],
+    *args: Any,
+    timeout_s: float = JOB_TIMEOUT_S,
+    memory_bytes: int = COMPILE_MEMORY_MB * 2**20,
+) -> Any:
+    """`fn(*args)` in a spawned worker shared by the process's callers (spec loads and compiles
+    on the GPU and optimizer paths): the user's spec or a compiler crash cannot take the caller
+    down; a call that outlives `timeout_s` or `memory_bytes` ends its worker (and what it
+    started) alone. Raises WorkerFailed."""
+    from .jobs import JobFailed, WorkerPool
+
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = WorkerPool(SHARED_WORKERS, "spawn")
+        pool = _shared
+    result = pool.submit(fn, args, timeout_s, memory_bytes).result()
+    if not isinstance(result, JobFailed):
+        return result
+    if result.reason == "timeout":
+        raise WorkerFailed("timeout", f"took over {timeout_s:.0f} s and was stopped")
+    raise WorkerFailed("crash", f"the worker process ended ({result.detail})", result.out_of_memory)

@@ -7,13 +7,15 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernel_lsp.compile import CompileOptions, compile_source, read_source
+from kernel_lsp.compile import CompileOptions, compile_isolated, read_source
 from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.config import Settings
-from kernel_lsp.spec import Spec, SpecLoad, load_specs, spec_path_for
+from kernel_lsp.spec import Spec, SpecLoad, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
+from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
 from .evaluator import Evaluator, GpuEvaluator, evaluator_factory_from_env, kernels_launched
@@ -48,6 +50,8 @@ class RunRequest:
     use_cache: bool = True
     cache_dir: str | None = None
     workspace: str | None = None  # where .kernel-lsp/reports goes (default: the file's folder)
+    # The engine's front door (settings per file, compile options); default: `settings` as they are.
+    engine: Workspace | None = None
     llm_temperature: float = 0.7
     llm_timeout_s: float = 120.0
     llm_concurrency: int = 4
@@ -64,7 +68,7 @@ def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[S
             f"kernel must compute; `kernel-lsp spec {os.path.basename(path)} --kernel {kernel}` (or the "
             "editor's code action 'Write a spec skeleton') starts one."
         )
-    loaded = load_specs(spec_path, spec_source)
+    loaded = load_specs_isolated(spec_path, spec_source)
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity.label == "error")
         raise OptimizeError(f"{os.path.basename(spec_path)}:{first.line}: {first.message}")
@@ -108,8 +112,9 @@ def choose_proposer(req: RunRequest, target: Target, arch: str) -> Proposer:
     if not tuner.searchable:
         raise OptimizeError(
             f"nothing to tune in {os.path.basename(target.path)}: mark compile-time parameters with "
-            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or write the launch line "
-            "with a literal block size, or configure an LLM"
+            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or launch the kernel with "
+            "a block size from a constant (`#define BLOCK 256`, `constexpr int threads = 256;`, a "
+            "literal in the launch line), or configure an LLM"
         )
     return tuner
 
@@ -125,6 +130,8 @@ def run(
     """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
     `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
     GPUs to open."""
+    engine = req.engine or Workspace.fixed(req.settings, req.workspace)
+    req = replace(req, settings=engine.settings_for(req.path))
     source = req.source
     if source is None:
         source, problem = read_source(req.path)
@@ -133,8 +140,7 @@ def run(
     spec, loaded = find_spec(req.path, req.kernel, req.spec_source)
     target = Target(req.path, source, spec, kernels_launched(spec, source), req.spec_source)
     base_dir = os.path.dirname(os.path.abspath(req.path))
-    project = req.settings.project_flags(req.path, req.workspace).flags
-    options: CompileOptions = req.settings.compile_options(req.settings.archs(project)[0], base_dir, project)
+    options: CompileOptions = engine.compile_options(req.path, None, source)
     own = False
     from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
@@ -149,7 +155,7 @@ def run(
                 )
             more: list[Any] = list(more_sessions)
             if session is None:
-                session, more = open_sessions(req.settings)
+                session, more = _open_sessions(engine)
                 own = True
             evaluator = GpuEvaluator(
                 session, req.path, spec, options, req.spec_source, loaded, own_session=own, more_sessions=more
@@ -163,7 +169,7 @@ def run(
         hw = evaluator.hardware()
         arch = hw.arch if hw else options.arch
         # The original must compile before anything else is tried.
-        first = compile_source(source, req.path, evaluator.compile_options())
+        first = compile_isolated(source, req.path, evaluator.compile_options())
         if not first.ok:
             raise OptimizeError(f"{os.path.basename(req.path)} does not compile; fix its errors first")
         proposer = choose_proposer(req, target, arch)
@@ -195,33 +201,23 @@ def run(
         evaluator.close()
 
 
-def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
+def _open_sessions(engine: Workspace) -> tuple[Any, list[Any]]:
     """The first GPU's session, and one more per further GPU that answers (a round's candidates
-    are then checked in parallel, one per GPU), on the backend the settings choose: this
-    machine's GPUs of `gpu.devices`, or Ray actors (`evaluation.backend`, `cluster.address`).
-    Ray asked for and unavailable: OptimizeError with its one message."""
-    from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
-    from kernel_lsp.gpu import GpuSession
+    are then checked in parallel, one per GPU), on the backend the settings choose. None answers:
+    OptimizeError with the reason; Ray asked for and unavailable: OptimizeError with its message."""
+    from kernel_lsp.evaluation.choose import RayUnavailable
+    from kernel_lsp.gpu import no_gpu_message
 
     try:
-        backends = open_backends(
-            settings.evaluation_backend,
-            settings.gpu_devices,
-            settings.gpu_device,
-            settings.cluster_address,
-            log=lambda line: print(line, file=sys.stderr),
-        )
+        sessions, reason = engine.open_gpus(log=lambda line: print(line, file=sys.stderr))
     except RayUnavailable as e:
         raise OptimizeError(str(e)) from None
-    first = GpuSession(backend=backends[0])
-    more = []
-    for b in backends[1:]:
-        s = GpuSession(backend=b)
-        if s.available:
-            more.append(s)
-        else:
-            s.close()
-    return first, more
+    if not sessions:
+        raise OptimizeError(
+            f"{no_gpu_message(reason)}. FSR verifies and times every candidate on a GPU, "
+            "so nothing can be offered here."
+        )
+    return sessions[0], sessions[1:]
 
 
 def _read(path: str) -> str:

@@ -26,22 +26,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..check import (
-    CUDA_SUFFIXES,
-    SPEC_SUFFIX,
-    FileCheck,
-    Includer,
-    check_bytes,
-    check_path,
-    failed_check,
-    spec_owners,
-)
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, spec_owners
 from ..compile import header_stamps, include_closure
 from ..compile.compile_commands import Lookup, database_stamp
 from ..compile.jobs import JobFailed, WorkerPool
 from ..config import Settings
 from ..model import Diagnostic
 from ..spec import spec_path_for
+from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +44,12 @@ BURST_QUIET_S = 0.15
 def _check_job(
     text: str | None,
     path: str,
-    settings: Settings,
-    base_dir: str | None,
+    workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
     project: Lookup | None = None,
 ) -> FileCheck:
-    if text is None:
-        return check_path(path, settings, base_dir, spec_text, includers, project)
-    # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
-    # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(
-        text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers, project
-    )
+    return workspace.analyze(path, text, spec_text, includers, project)
 
 
 def _warm_up() -> None:
@@ -87,14 +72,14 @@ class Analysis:
         self,
         publish: Callable[[str, list[Diagnostic]], None],
         snapshot: Callable[[str], Snapshot],
-        settings: Callable[[], tuple[Settings, str | None]],
+        workspace: Callable[[], Workspace],
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
-        self._settings = settings
+        self._workspace = workspace
         self._on_busy = on_busy
         self._on_checked = on_checked
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
@@ -123,7 +108,7 @@ class Analysis:
 
     def warm_up(self) -> None:
         pool = self._executor()
-        settings = self._settings()[0]
+        settings = self._workspace().settings
         for _ in range(self._workers):
             pool.submit(_warm_up, (), settings.check_timeout_s, settings.compile_memory_bytes)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
@@ -139,7 +124,7 @@ class Analysis:
 
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
-        idle_s = self._settings()[0].worker_idle_s
+        idle_s = self._workspace().settings.worker_idle_s
         if idle_s > 0 and self._pool is not None and not self._closed:
             self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
 
@@ -154,7 +139,7 @@ class Analysis:
             return
         log.info(
             "compile workers idle for %s s: ending them (they start again on the next check)",
-            self._settings()[0].worker_idle_s,
+            self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
         if self._pool is not None:
@@ -236,7 +221,8 @@ class Analysis:
 
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
-        settings, base_dir = self._settings()
+        workspace = self._workspace()
+        settings, base_dir = workspace.settings_for(path), workspace.root
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
@@ -252,7 +238,7 @@ class Analysis:
         check = self._cache.get(key) if key else None
         if check is None:
             self.compiles += 1
-            job = (snap.text, path, settings, base_dir, spec_text, includers, project)
+            job = (snap.text, path, workspace, spec_text, includers, project)
             result = await asyncio.wrap_future(
                 self._executor().submit(
                     _check_job, job, settings.check_timeout_s, settings.compile_memory_bytes
