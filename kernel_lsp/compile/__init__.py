@@ -11,15 +11,23 @@ from __future__ import annotations
 import functools
 import os
 import re
+from dataclasses import replace
 
 from .. import procs
-from ..model import FAULT_CODES, CompileResult, ran_out_of_memory
+from ..model import FAULT_CODES, CompileResult, Diagnostic, Severity, ran_out_of_memory
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
 from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
-from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
+from .options import (
+    FALLBACK_ARCH,
+    CompileOptions,
+    cuda_include_dirs,
+    local_gpu_arch,
+    resolve_arch,
+    usable_macros,
+)
 from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
@@ -72,13 +80,24 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 
 
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for. Headers no
+    """Compile one file for one arch with the backend its options and text call for. A define
+    that cannot be passed as written is left out, with an error at the top of the file. Headers no
     compiler must be handed (a FIFO, a device, a huge file) are errors at their #include."""
     if blocked := blocked_includes(source, path, options):
         return CompileResult(path, options.arch, False, blocked)
+    options, refused = usable_macros(options)
     if choose_backend(source, options) == "nvcc":
-        return _memory_verdict(compile_nvcc(source, path, options, use_cache))
-    return _memory_verdict(compile_nvrtc(source, path, options, use_cache))
+        result = compile_nvcc(source, path, options, use_cache)
+    else:
+        result = compile_nvrtc(source, path, options, use_cache)
+    result = _memory_verdict(result)
+    if refused:  # a copy: the backends' caches hold `result`
+        found = [
+            Diagnostic(path, 1, 1, Severity.ERROR, f"{p}; left out", code="define", source="kernel-lsp")
+            for p in refused
+        ]
+        result = replace(result, diagnostics=found + result.diagnostics)
+    return result
 
 
 # What the compilers say when an allocation fails (the memory limit, or the machine's memory):
@@ -96,11 +115,8 @@ def _memory_verdict(result: CompileResult) -> CompileResult:
     kept = [
         d for d in result.diagnostics if d.code not in FAULT_CODES and not _OUT_OF_MEMORY.search(d.message)
     ]
-    result.diagnostics = [
-        *kept,
-        ran_out_of_memory(result.path, procs.memory_limit(), "compileMemoryMB", line),
-    ]
-    return result
+    found = ran_out_of_memory(result.path, procs.memory_limit(), "compileMemoryMB", line)
+    return replace(result, diagnostics=[*kept, found])
 
 
 def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
@@ -110,7 +126,7 @@ def compile_isolated(source: str, path: str, options: CompileOptions) -> Compile
     try:
         return run_isolated(compile_source, source, path, options)
     except WorkerFailed as e:
-        from ..model import Diagnostic, Severity, not_checked_in_time
+        from ..model import not_checked_in_time
 
         if e.reason == "timeout":
             found = not_checked_in_time(

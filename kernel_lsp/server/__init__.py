@@ -4,6 +4,10 @@ off the event loop, `convert.py` turns engine data into lsprotocol types."""
 
 from __future__ import annotations
 
+from .tcp import TcpSetupError, check_loopback, load_token
+
+__all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "serve"]
+
 
 def build_server():
     from .app import KernelLanguageServer
@@ -16,13 +20,22 @@ def build_server():
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None, log_file: str | None = None) -> int:
-    """Serve until exit; the exit code (1 after a framing error or an exit without shutdown)."""
+def serve(
+    tcp: tuple[str, int] | None = None,
+    token: str | None = None,
+    on_listening=None,
+    log_file: str | None = None,
+) -> int:
+    """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py), until
+    exit; the exit code (1 after a framing error on stdio or an exit without shutdown)."""
     server = build_server()
-    server.log_file = log_file
+    server.log_file = log_file  # never watched
     if tcp:
+        from .tcp import serve_tcp
+
+        assert token, "--tcp needs a token"
         try:
-            server.start_tcp(*tcp)
+            serve_tcp(server, *tcp, token=token, on_listening=on_listening)
         finally:
             server.close()
     else:
