@@ -205,7 +205,8 @@ def first_message(m: dict | None) -> str:
 # --- the cases ----------------------------------------------------------------------------------
 
 
-def cli_cases(work: Path, code: Path, cap: float, safe_only: bool) -> list[Row]:
+def cli_cases(work: Path, code: Path, cap: float, old: bool) -> list[Row]:
+    """`old`: the checkout before issue 23 (no `--specs`; only the cases safe on a shared machine)."""
     rows = []
 
     def case(name: str, files: dict[str, str | bytes], args: list[str], env: dict | None = None) -> None:
@@ -244,10 +245,10 @@ def cli_cases(work: Path, code: Path, cap: float, safe_only: bool) -> list[Row]:
     case(
         "spec that never returns (timeout 5 s)",
         {"f.cu": KERNEL, "f.spec.py": "while True:\n    pass\n"},
-        ["f.cu"],
+        ["f.cu"] if old else ["--specs", "run", "f.cu"],
         {"KERNEL_LSP_JOB_TIMEOUT_S": "5"},
     )
-    if not safe_only:
+    if not old:
         case(
             "-include /dev/zero (compile_commands)",
             {"f.cu": HOST_CODE, "compile_commands.json": db("nvcc -include /dev/zero -c f.cu")},
@@ -339,6 +340,7 @@ def server_cases(work: Path, code: Path, cap: float, db_entries: int) -> list[Ro
     (root / "k.spec.py").write_text(SLEEPING_SPEC)
     s = Server(code, root)
     s.initialize(root)
+    s.open(root / "k.cu")  # the user's action: its spec runs
     deadline = time.monotonic() + cap
     while not (root / "sleep.pid").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -497,13 +499,13 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-faults-") as tmp:
         work = Path(tmp)
-        rows = cli_cases(work / "cli", REPO, args.cap, safe_only=False)
+        rows = cli_cases(work / "cli", REPO, args.cap, old=False)
         if (row := disk_full_case(work, REPO, args.cap)) is not None:
             rows.append(row)
         rows += server_cases(work / "server", REPO, args.cap, args.db_entries)
         print(table(rows, f"kernel-lsp at {REPO}"))
         if args.before:
-            before = cli_cases(work / "cli_before", args.before, args.cap, safe_only=True)
+            before = cli_cases(work / "cli_before", args.before, args.cap, old=True)
             print()
             print(table(before, f"before: {args.before} (safe cases only, capped at {args.cap:.0f} s)"))
     return 0

@@ -13,6 +13,7 @@ from ..check import FileCheck, collect_files, drop_repeated, failed_check, inclu
 from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
+from ..spec import spec_path_for
 from ..workspace import Workspace
 from .flags import (
     EXIT_CLEAN,

@@ -104,6 +104,11 @@ class RawServer:
         assert "result" in self.request("initialize", params)
         self.notify("initialized", {})
 
+    def open(self, path: Path) -> str:
+        item = {"uri": uri(path), "languageId": "cuda", "version": 1, "text": path.read_text()}
+        self.notify("textDocument/didOpen", {"textDocument": item})
+        return item["uri"]
+
     def wait_diagnostics(self, u: str, timeout: float = 60.0) -> list[dict]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -176,9 +181,10 @@ def test_a_killed_server_leaves_no_process_behind(raw, tmp_path):
     (tmp_path / "k.spec.py").write_text(SLEEPING_SPEC)
     server = raw()
     server.initialize(tmp_path)
+    server.open(tmp_path / "k.cu")  # the user's action: its spec runs
     pid_file = tmp_path / "sleep.pid"
     deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:  # the start-up check runs the spec
+    while not pid_file.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(0.3)
     sleep_pid = int(pid_file.read_text())

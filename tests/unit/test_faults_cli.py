@@ -71,7 +71,7 @@ def test_an_include_of_a_fifo_is_an_error_at_the_include_not_a_hang(tmp_path):
 def test_a_spec_that_is_a_fifo_is_a_problem_at_the_spec_not_a_hang(tmp_path):
     (tmp_path / "k.cu").write_text(KERNEL)
     os.mkfifo(tmp_path / "k.spec.py")
-    p = run_check(tmp_path, "k.cu", env={"KERNEL_LSP_JOB_TIMEOUT_S": "20"}, timeout=60)
+    p = run_check(tmp_path, "--specs", "run", "k.cu", env={"KERNEL_LSP_JOB_TIMEOUT_S": "20"}, timeout=60)
     assert "k.spec.py:1:1: error: cannot read spec:" in p.stdout and "is a FIFO (named pipe)" in p.stdout, (
         p.stdout
     )
@@ -165,7 +165,18 @@ def test_killing_the_cli_ends_its_workers_and_what_a_spec_started(tmp_path):
     (tmp_path / "k.cu").write_text(KERNEL)
     (tmp_path / "k.spec.py").write_text(SLEEPING_SPEC)
     cli = subprocess.Popen(
-        [sys.executable, "-m", "kernel_lsp", "--check", "--no-gpu", "--arch", "sm_90", "k.cu"],
+        [
+            sys.executable,
+            "-m",
+            "kernel_lsp",
+            "--check",
+            "--no-gpu",
+            "--arch",
+            "sm_90",
+            "--specs",
+            "run",
+            "k.cu",
+        ],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
