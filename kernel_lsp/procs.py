@@ -35,16 +35,24 @@ _groups_lock = threading.Lock()
 _memory_limit = 0  # bytes; 0: none
 
 
+def _find_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up once, here: in a `preexec_fn` (between fork and exec, where another thread may hold a
+# lock) the call is then one foreign function, no dlopen and no import.
+_prctl = _find_prctl()
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """Ask the kernel to send `sig` to this process when the thread that started it ends.
     False where there is no prctl (not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return _prctl is not None and _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
 def end_process_group(code: int = 1) -> None:
@@ -109,8 +117,14 @@ def kill_group(pid: int) -> None:
 
 def tool_preexec() -> Callable[[], None]:
     """`preexec_fn` for a tool run in its own session (`start_new_session=True`): it dies with
-    the process that runs it. Its own children are ended through `tracked_group`."""
-    return lambda: die_with_parent(signal.SIGKILL)
+    the process that runs it. Its own children are ended through `tracked_group`. It only calls
+    prctl (resolved beforehand): safe between fork and exec in a worker with threads."""
+    return _kill_me_with_parent
+
+
+def _kill_me_with_parent() -> None:
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
 
 
 @contextlib.contextmanager
