@@ -153,8 +153,8 @@ class Buffers:
             arg = self.spec.args[p]
             if arg.kind == "scalar":
                 args.append(np.array([self.spec.scalar_value(p, self.sizes)]))
-            else:
-                args.append(np.array([self.ptrs[p]], dtype=np.uint64))
+            else:  # an Alias gets the pointer of the buffer it names
+                args.append(np.array([self.ptrs[self.spec.buffer_name(p)]], dtype=np.uint64))
         return args
 
 

@@ -9,7 +9,7 @@ from ..source import Directives, KernelSignature, find_kernel
 from .dtypes import DTYPES, c_type_dtype
 from .expressions import SpecError, launch_dims
 from .loading import _diag
-from .model import InOut, Out, Scalar, Spec, case_label
+from .model import Alias, InOut, Out, Scalar, Spec, case_label
 
 
 def check_spec(
@@ -46,6 +46,14 @@ def check_spec(
                 )
                 continue
             line = getattr(arg, "line", 0) or spec.line
+            aliased = isinstance(arg, Alias)
+            if isinstance(arg, Alias):
+                # The alias is checked as the buffer it names (its dtype, const-ness).
+                target = spec.args.get(arg.target)
+                if target is None or isinstance(target, (Scalar, Alias)):
+                    continue  # load_specs reported it
+                used.add(arg.target)
+                arg = target
             if param.is_pointer and isinstance(arg, Scalar):
                 out.append(
                     _diag(
@@ -91,7 +99,8 @@ def check_spec(
                         "spec-dtype",
                     )
                 )
-            if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)):
+            # A const alias of an output is a later step reading what an earlier one wrote.
+            if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)) and not aliased:
                 out.append(
                     _diag(
                         p,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,7 @@ def check_distribution(dist: Distribution) -> str | None:
     if not m:
         return (
             f"unknown distribution `{dist}`: use normal, uniform(a, b), randint(a, b), positive, "
-            "zeros, ones or a callable(rng, shape)"
+            "zeros, ones or a callable(rng, shape, ...)"
         )
     name, params = m.group(1), m.group(2)
     if name in ("uniform", "randint"):
@@ -50,11 +51,51 @@ def check_distribution(dist: Distribution) -> str | None:
     return None
 
 
-def sample(dist: Distribution, rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """Draw an array of `dtype` (bf16 through ml_dtypes) from a distribution."""
+def _call_distribution(
+    fn: Callable[..., Any],
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    sizes: Mapping[str, Any],
+    inputs: Mapping[str, np.ndarray],
+) -> Any:
+    """A distribution callable gets what it names among `rng`, `shape`, `sizes` (a dict), `inputs`
+    (the arrays drawn before it, in args order), a size or an earlier input by its own name. One
+    whose parameters name none of those (`lambda g, s: ...`) is called as `fn(rng, shape)`."""
+    available: dict[str, Any] = {
+        **{k: host_view(v) for k, v in inputs.items()},
+        **sizes,
+        "rng": rng,
+        "shape": shape,
+        "sizes": dict(sizes),
+        "inputs": {k: host_view(v) for k, v in inputs.items()},
+    }
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn(rng, shape)
+    named = [
+        n
+        for n, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+    ]
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) or any(n in available for n in named):
+        return call_with_names(fn, available)  # a name it lacks is a clear SpecError there
+    return fn(rng, shape)
+
+
+def sample(
+    dist: Distribution,
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    dtype: str,
+    sizes: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Draw an array of `dtype` (bf16 through ml_dtypes) from a distribution. A callable may name
+    the case's `sizes` and the `inputs` drawn so far (see `_call_distribution`)."""
     dt = DTYPES[dtype]
     if callable(dist):
-        values = np.asarray(dist(rng, shape))
+        values = np.asarray(_call_distribution(dist, rng, shape, sizes or {}, inputs or {}))
         if values.shape != shape:
             raise SpecError(f"distribution callable returned shape {values.shape}, expected {shape}")
         return values.astype(dt)
@@ -104,7 +145,7 @@ def make_inputs(spec: Spec, sizes: Mapping[str, Any], seed: int, run: int = 0) -
         dists = distributions(arg)
         dist = dists[run % len(dists)]
         rng = np.random.default_rng([seed, run, i])
-        arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype)
+        arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype, sizes, arrays)
     return arrays
 
 
@@ -121,6 +162,9 @@ def run_reference(
             available[name] = spec.scalar_value(name, sizes).item()
         elif arg.is_input:
             available[name] = host_view(inputs[name]).copy()
+    for alias, target in spec.aliases().items():
+        if target in available:
+            available.setdefault(alias, available[target])
     result = call_with_names(spec.reference, available)
     outputs = spec.outputs()
     if not isinstance(result, Mapping):

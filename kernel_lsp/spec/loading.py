@@ -14,7 +14,7 @@ from ..model import Diagnostic, Severity
 from .dtypes import DTYPES
 from .expressions import SpecError, eval_shape
 from .inputs import check_distribution, distributions
-from .model import In, InOut, Out, Scalar, Scratch, Spec, case_label
+from .model import Alias, In, InOut, Out, Scalar, Scratch, Spec, case_label
 
 SPEC_SOURCE = "kernel-lsp spec"
 
@@ -155,14 +155,34 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
                 Severity.WARNING,
             )
         )
+    problem = _sizes_problem(spec)
+    if problem:
+        out.append(_diag(p, spec.line, problem, "spec-sizes"))
+        return out
     all_sizes = spec.verification_sizes() + spec.timing_cases()
     for name, arg in spec.args.items():
-        if not isinstance(arg, (In, Out, InOut, Scratch, Scalar)):
+        if not isinstance(arg, (In, Out, InOut, Scratch, Scalar, Alias)):
             out.append(
-                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch or Scalar", "spec-args")
+                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch, Scalar or Alias", "spec-args")
             )
             continue
         line = arg.line or spec.line
+        if isinstance(arg, Alias):
+            target = spec.args.get(arg.target)
+            if target is None or isinstance(target, (Scalar, Alias)) or arg.target == name:
+                what = "is not in args" if target is None else f"is {type(target).__name__}, not a buffer"
+                if arg.target == name:
+                    what = "is itself"
+                out.append(
+                    _diag(
+                        p,
+                        line,
+                        f"`{name}` = Alias({arg.target!r}): `{arg.target}` {what}; an alias names a buffer "
+                        "(In, Out, InOut or Scratch) declared in args",
+                        "spec-args",
+                    )
+                )
+            continue
         if arg.dtype not in DTYPES:
             out.append(
                 _diag(
@@ -188,3 +208,33 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
                 if problem:
                     out.append(_diag(p, line, f"`{name}`: {problem}", "spec-dist"))
     return out
+
+
+def _sizes_problem(spec: Spec) -> str | None:
+    """What is wrong with `derived_sizes` and `sizes_valid`, evaluated on every case; None if fine."""
+    derived = spec.derived_sizes or {}
+    if not isinstance(derived, dict):
+        return 'derived_sizes must be a dict of size name -> expression, e.g. {"nnz": "rows * 16"}'
+    given = [n for n in derived if n in spec.size_names]
+    if given:
+        return f"{', '.join(given)}: derived (derived_sizes) and also given in sizes; give it in one place"
+    if spec.sizes_valid is not None and not callable(spec.sizes_valid):
+        return "sizes_valid must be a function of sizes by name, e.g. lambda rows, nnz: nnz >= rows"
+    for sizes in [*spec.sizes, *(spec.timing_sizes or [])]:
+        try:
+            full = spec.complete(sizes)
+        except SpecError as e:
+            return f"derived_sizes: {e} (case {case_label(sizes)})"
+        try:
+            ok = spec.valid(full)
+        except Exception as e:  # the user's function
+            return f"sizes_valid raised {type(e).__name__}: {e} (case {case_label(full)})"
+        if not ok:
+            return f"case {case_label(full)} of sizes fails sizes_valid"
+    try:
+        spec.edge_cases()
+    except SpecError as e:
+        return f"derived_sizes: {e} (edge sizes)"
+    except Exception as e:
+        return f"sizes_valid raised {type(e).__name__}: {e} (edge sizes)"
+    return None
