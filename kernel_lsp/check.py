@@ -133,7 +133,9 @@ def check_source(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
-        check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
+        check.diagnostics += spec_findings(
+            path, source, settings.defines, spec_text, check.results, dry_run=may_run_specs(settings)
+        )
     elif includers and check.errors:
         check = in_includer_context(check, source, includers[0], settings, base_dir)
     return check
@@ -237,15 +239,29 @@ def _base_name(kernel: str) -> str:
     return kernel.split("<", 1)[0].split("(", 1)[0].rsplit("::", 1)[-1].strip()
 
 
+def may_run_specs(settings: Settings) -> bool:
+    """Whether a check may run the spec's code beyond loading it (the CPU dry run). The one gate
+    for it: issue 19's trust setting takes its place here."""
+    return True
+
+
 def spec_findings(
-    path: str, source: str, defines: tuple[str, ...] = (), spec_text: str | None = None
+    path: str,
+    source: str,
+    defines: tuple[str, ...] = (),
+    spec_text: str | None = None,
+    artifacts: list[CompileResult] | tuple[CompileResult, ...] = (),
+    dry_run: bool = False,
 ) -> list[Diagnostic]:
-    """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
-    kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
-    user's spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one."""
-    from .source import find_kernels, parse_directives
+    """What is wrong with the kernel file's spec sidecar (it raises, it disagrees with the
+    kernels' signatures, launch lines or compiled instances, or, with `dry_run`, its inputs and
+    reference fail on the CPU), at its line in the spec; no GPU needed. Loading runs the user's
+    spec, so the server calls this in a compile worker, never on its event loop.
+    `spec_text`: the spec's unsaved editor text, when there is one; `artifacts`: the file's
+    compiles, whose kernels say which template instances exist."""
+    from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
+    from .spec.dry_run import dry_run as run_dry
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
@@ -255,9 +271,30 @@ def spec_findings(
     if loaded.ok:
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
+        compiled = next((r for r in artifacts if r.ok and r.kernels), None)
         for spec in loaded.specs:
             found += check_spec(spec, kernels, directives, constants)
+            if compiled is not None:
+                found += _instance_findings(
+                    spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
+                )
+            if dry_run:
+                found += run_dry(spec)
     return found
+
+
+def _instance_findings(spec, names: list[str], compiled: CompileResult) -> list[Diagnostic]:
+    """The spec's kernels that the file defines but its compile lacks (a template instance the
+    file does not instantiate, one named other than the compiler names it), as the GPU check
+    would say, at the Spec( line."""
+    from .evaluation.specs import kernel_symbols
+    from .spec import SPEC_SOURCE
+
+    _, problems = kernel_symbols(compiled, names)
+    return [
+        Diagnostic(spec.path, max(1, spec.line), 1, Severity.ERROR, m, code="spec-kernel", source=SPEC_SOURCE)
+        for m in problems
+    ]
 
 
 def check_bytes(

@@ -172,11 +172,11 @@ def spec_skeleton(
     lines += [f"    sizes=[{_size_cases(sizes, most_dims)}],", "    args={"]
     for p in signature.params:
         dtype = c_type_dtype(p.type) or "float32"
-        notes = [] if c_type_dtype(p.type) else [f"TODO: element type of `{p.type}`"]
+        notes = [] if c_type_dtype(p.type) else [f"TODO(kernel-lsp): element type of `{p.type}`"]
         if p.is_pointer:
             inferred = shapes[p.name]
             if inferred is None and len(sizes) > 1:
-                notes.append("TODO: shape (not read from the kernel's indexing)")
+                notes.append("TODO(kernel-lsp): shape (not read from the kernel's indexing)")
             dims = inferred or (sizes[0],)
             shape = dims[0] if len(dims) == 1 else "(" + ", ".join(dims) + ")"
             kind = "In" if p.is_const else "Out"
@@ -185,7 +185,7 @@ def spec_skeleton(
         elif p.name in sizes:
             lines.append(f'        "{p.name}": Scalar("{dtype}"),')
         else:
-            lines.append(f'        "{p.name}": Scalar("{dtype}", 1),  # TODO: a value or size expression')
+            lines.append(f'        "{p.name}": Scalar("{dtype}", 1),  # TODO(kernel-lsp): a value or size expression')
     lines += [
         "    },",
         "    reference=reference,",

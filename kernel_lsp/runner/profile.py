@@ -262,9 +262,10 @@ def main(argv: list[str]) -> int:
     """Launch the job's pipeline once on its timing inputs (ncu reads the counters)."""
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
-    from kernel_lsp.runner.verify import TIMING_SEED, Buffers, launcher
+    from kernel_lsp.runner.verify import Buffers, launcher
     from kernel_lsp.runner.worker import build_steps, load_spec
     from kernel_lsp.spec import make_inputs
+    from kernel_lsp.spec.inputs import TIMING_SEED
 
     job_dir = argv[0]
     with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:

@@ -14,6 +14,9 @@ from .dtypes import DTYPES, FLOAT_DTYPES
 from .expressions import SpecError, call_with_names, eval_expr, eval_shape
 from .model import Distribution, In, InOut, Scalar, Spec
 
+# The seeds of verification's inputs (the GPU worker's and the CPU dry run's) and of timing's.
+VERIFY_SEED = 0x5EED
+TIMING_SEED = 0x7135
 DEFAULT_FLOAT_DISTS: tuple[str, ...] = ("normal", "uniform(-1, 1)")
 DEFAULT_SIGNED_DISTS: tuple[str, ...] = ("randint(-100, 100)", "randint(-3, 3)")
 DEFAULT_UNSIGNED_DISTS: tuple[str, ...] = ("randint(0, 100)", "randint(0, 3)")
@@ -145,7 +148,10 @@ def make_inputs(spec: Spec, sizes: Mapping[str, Any], seed: int, run: int = 0) -
         dists = distributions(arg)
         dist = dists[run % len(dists)]
         rng = np.random.default_rng([seed, run, i])
-        arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype, sizes, arrays)
+        try:
+            arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype, sizes, arrays)
+        except SpecError as e:  # which argument, at its line
+            raise SpecError(f"`{name}`: {e}", e.line or arg.line) from None
     return arrays
 
 
@@ -181,11 +187,29 @@ def run_reference(
             raise SpecError(f"reference returned no `{name}` (it returned {', '.join(result)})")
         shape = eval_shape(arg.shape, sizes)
         value = np.asarray(result[name])
+        if value.dtype.kind not in "biuf":  # complex, object (a None inside), strings
+            raise SpecError(
+                f"reference output `{name}` is an array of {value.dtype} ({_first_of(value)}); "
+                f"the buffer holds {arg.dtype}"
+            )
         if value.size != math.prod(shape):
             raise SpecError(
                 f"reference output `{name}` has {value.size} elements, the buffer "
                 f"{math.prod(shape)} (shape {shape})"
             )
+        if _dims(value.shape) != _dims(shape) and len(_dims(value.shape)) > 1 and len(_dims(shape)) > 1:
+            # Same count, other dimensions: a transposed or mis-ordered result. A flat result is
+            # fine (it is reshaped to the buffer's shape).
+            raise SpecError(f"reference output `{name}` has shape {value.shape}, the buffer {shape}")
         target = np.float32 if arg.dtype in ("float16", "bfloat16") else DTYPES[arg.dtype]
         got[name] = value.reshape(shape).astype(target)
     return got
+
+
+def _dims(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _first_of(value: np.ndarray) -> str:
+    flat = value.reshape(-1)
+    return f"first element {flat[0]}" if flat.size else "empty"

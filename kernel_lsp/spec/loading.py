@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,11 +11,13 @@ import numpy as np
 
 from ..model import Diagnostic, Severity
 from .dtypes import DTYPES
-from .expressions import SpecError, eval_shape
+from .expressions import SpecError, eval_shape, user_line
 from .inputs import check_distribution, distributions
 from .model import Alias, In, InOut, Out, Scalar, Scratch, Spec, case_label
 
 SPEC_SOURCE = "kernel-lsp spec"
+# What `kernel-lsp spec` writes beside a guess it could not confirm; each is a warning until deleted.
+SKELETON_TODO = "TODO(kernel-lsp)"
 
 
 def spec_path_for(cu_path: str) -> str:
@@ -65,7 +66,7 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
         result.diagnostics.append(_diag(path, e.lineno or 1, f"syntax error in spec: {e.msg}", "spec-syntax"))
         return result
     except BaseException as e:  # SystemExit in a spec must not stop the server
-        line = _traceback_line(e, path)
+        line = user_line(e, path)
         if isinstance(e, SpecError) and e.line:
             line = e.line
         result.diagnostics.append(_diag(path, line, f"spec raised {type(e).__name__}: {e}", "spec-exception"))
@@ -85,6 +86,7 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
             )
         )
         return result
+    result.diagnostics += _skeleton_todos(path, source)
     items = found if isinstance(found, (list, tuple)) else [found]
     for item in items:
         if not isinstance(item, Spec):
@@ -103,13 +105,17 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
     return result
 
 
-def _traceback_line(exc: BaseException, path: str) -> int:
-    line = 0
-    target = os.path.abspath(path)
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(frame.filename) == target:
-            line = frame.lineno or line  # the deepest frame in the spec file
-    return line or 1
+def _skeleton_todos(path: str, source: str) -> list[Diagnostic]:
+    """A warning at each guess of the skeleton that is still marked: the spec may be wrong there."""
+    out = []
+    for number, text in enumerate(source.splitlines(), 1):
+        if SKELETON_TODO in text:
+            what = text.split(SKELETON_TODO, 1)[1].lstrip(": ").strip() or "a guess"
+            message = (
+                f"still as the skeleton guessed it ({what}): check it, then delete the {SKELETON_TODO} note"
+            )
+            out.append(_diag(path, number, message, "spec-todo", Severity.WARNING))
+    return out
 
 
 def _check_spec_alone(spec: Spec) -> list[Diagnostic]:

@@ -65,7 +65,7 @@ def test_matmul_skeleton_reads_2d_shapes_and_stays_small(tmp_path):
 
 def test_shapes_it_cannot_read_are_marked_and_small(tmp_path):
     text, spec, _ = skeleton_for(OPAQUE, tmp_path)
-    assert text.count("TODO: shape") == 3  # x, idx and y
+    assert text.count("TODO(kernel-lsp): shape") == 3  # x, idx and y
     assert most_elements(spec) <= 256 * 256
 
 
