@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted LLM server and the fake 
 
 from kernel_lsp.config import Settings  # noqa: E402
 from kernel_lsp.evaluation.pool import visible_gpu_count  # noqa: E402
+from kernel_lsp.workspace import Workspace  # noqa: E402
 
 TUNED = "samples/vector_add/vector_add_fp32.cu", "vector_add", "BLOCK", (256, 128, 512, 1024)
 
@@ -162,15 +163,21 @@ def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] =
     else:
         from kernel_lsp.check import collect_files
 
-        files, _ = collect_files([str(REPO / "samples")], settings.exclude)
+        files = collect_files([str(REPO / "samples")], settings.exclude).files
     key = (tuple(files), settings.archs()[0])
     if key not in compiled:  # compile once: only the GPU part is compared
-        compiled[key] = run_checks(files, settings, os.cpu_count() or 1)
+        compiled[key] = run_checks(files, Workspace.fixed(settings), os.cpu_count() or 1)
     from copy import deepcopy
 
     checks = deepcopy(compiled[key])
     start = time.perf_counter()
-    verify_checks(checks, settings, log=lambda _: None, gpus=settings.gpu_devices, progress=lambda _: None)
+    verify_checks(
+        checks,
+        Workspace.fixed(settings),
+        log=lambda _: None,
+        gpus=settings.gpu_devices,
+        progress=lambda _: None,
+    )
     check.last_eval_s = time.perf_counter() - start
     return tuple((Path(c.path).name, k.kernel, k.status) for c in checks for k in c.gpu_checks)
 
@@ -178,9 +185,7 @@ def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] =
 def startup(settings: Settings, work: Path, fake: bool) -> int:
     """Opening the GPUs alone (worker processes, Ray actors, device descriptions): the part of
     the other rows' wall time that more GPUs cannot shorten."""
-    from kernel_lsp.gpu_check import open_sessions
-
-    sessions, _ = open_sessions(settings, settings.gpu_devices, log=lambda _: None)
+    sessions, _ = Workspace.fixed(settings).open_gpus(settings.gpu_devices, log=lambda _: None)
     for s in sessions:
         s.close()
     return len(sessions)

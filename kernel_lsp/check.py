@@ -141,11 +141,27 @@ def check_source(
     return check
 
 
-def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
-    """The file compiled for every arch with its project's flags (compile_commands.json) and the
-    settings; a database that cannot be used is one warning at the top of the file."""
+@dataclass(frozen=True)
+class FileFlags:
+    """A file's project flags: compile_commands.json's entry, plus PyTorch's folders for an
+    extension. `problems`: warnings for the top of the file (a database that cannot be used);
+    `blocking`: a finding that stops the compile (torch's headers not found)."""
+
+    flags: CommandFlags | None
+    problems: tuple[Diagnostic, ...] = ()
+    blocking: Diagnostic | None = None
+
+
+def file_flags(path: str, source: str, settings: Settings, base_dir: str | None = None) -> FileFlags:
+    """The project flags `path` compiles with (every front end gets its flags here)."""
     project = settings.project_flags(path, base_dir)
     flags = project.flags
+    problems: tuple[Diagnostic, ...] = ()
+    if project.problem:
+        message = f"{project.problem}; checking with the settings' flags only"
+        problems = (
+            Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp"),
+        )
     if (include := torch_include(source)) is not None:
         # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
         torch = torch_flags()
@@ -153,13 +169,23 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
             found = Diagnostic(
                 path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
             )
-            return FileCheck(path, [found], checked=False)
+            return FileFlags(flags, problems, found)
         base = flags or CommandFlags()
         flags = replace(
             base,
             system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
             defines=extension_defines(path) + base.defines,
         )
+    return FileFlags(flags, problems)
+
+
+def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+    """The file compiled for every arch with its project's flags (compile_commands.json) and the
+    settings; a database that cannot be used is one warning at the top of the file."""
+    project = file_flags(path, source, settings, base_dir)
+    if project.blocking is not None:
+        return FileCheck(path, [project.blocking], checked=False)
+    flags = project.flags
     results = [
         compile_source(source, path, settings.compile_options(a, base_dir, flags))
         for a in settings.archs(flags)
@@ -167,12 +193,7 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
-    if project.problem:
-        message = f"{project.problem}; checking with the settings' flags only"
-        diagnostics.insert(
-            0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
-        )
-    return FileCheck(path, diagnostics, results)
+    return FileCheck(path, [*project.problems, *diagnostics], results)
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -339,7 +360,7 @@ def database_entries(path: str, settings: Settings, base_dir: str | None = None)
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
-        db_path = find_database(path, base_dir)
+        db_path = find_database(path)
     return list(load_database(db_path).entries.values()) if db_path else []
 
 

@@ -244,6 +244,15 @@ def find_pyproject(start: str) -> str | None:
         d = parent
 
 
+# Settings a repository's own pyproject.toml may not set: where the API key is sent and which
+# cluster receives the code. They come from the user (editor settings, flags, environment) only.
+USER_ONLY = {
+    "llm_base_url": "llm.baseUrl",
+    "llm_api_key": "llm.apiKey",
+    "cluster_address": "cluster.address",
+}
+
+
 def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     try:
         with open(path, "rb") as f:
@@ -252,6 +261,13 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)
+    refused = [key for name, key in USER_ONLY.items() if getattr(settings, name) is not None]
+    if refused:
+        settings = replace(settings, **dict.fromkeys(USER_ONLY, None))
+        problems += [
+            f"`{key}` is not read from pyproject.toml: set it in the editor or on the command line"
+            for key in refused
+        ]
     base = os.path.dirname(path)
     # Include folders in pyproject.toml are relative to it.
     dirs = tuple(

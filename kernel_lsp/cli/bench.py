@@ -64,12 +64,13 @@ def bench_main(
         argv = list(argv_or_path)
     args = _parser().parse_args(argv)
 
-    from kernel_lsp.compile import CompileOptions, read_source
+    from kernel_lsp.compile import read_source
     from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
     from kernel_lsp.gpu import GpuSession, no_gpu_message
     from kernel_lsp.profile_text import profile_lines
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
+    from kernel_lsp.workspace import Workspace
 
     from .formats import gpu_json
 
@@ -97,7 +98,9 @@ def bench_main(
         return tool_failed(f"no spec for kernel {args.kernel}")
 
     timing = TimingSettings(cold_l2=not args.warm_l2, budget_s=args.budget)
-    options_ = CompileOptions(include_dirs=tuple(args.include), defines=tuple(args.define))
+    # The file's pyproject.toml and compile_commands.json, as --check and the editor see them.
+    overrides = {"includeDirs": [os.path.abspath(d) for d in args.include], "defines": list(args.define)}
+    workspace = Workspace({k: v for k, v in overrides.items() if v})
     try:
         # One GPU: this machine's (--device), or one Ray actor's (--backend ray).
         backend = open_backends(
@@ -120,6 +123,7 @@ def bench_main(
         occupancy: list[str] = []
         # One compile for the device's exact arch (NVRTC or nvcc: compile_source picks), shared by
         # every spec'd kernel of the file.
+        options_ = workspace.device_options(path, dev, source)
         artifact = gpu.compile(source, path, options_)
         defines = options_.defines
         checks = []

@@ -8,37 +8,35 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
 
-from ..check import FileCheck, check_path, collect_files, drop_repeated, includers_for
+from ..check import FileCheck, collect_files, drop_repeated, includers_for
 from ..compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
-from ..config import Settings
 from ..evaluation.pool import gpus_arg
 from ..model import Diagnostic, Severity
 from ..spec import spec_path_for
+from ..workspace import Workspace
 from .flags import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
     EXIT_TOOL_FAILED,
     add_backend_flags,
     add_compile_flags,
-    resolve_settings,
-    with_backend_flags,
+    workspace_from_args,
     write_stdout,
 )
 
 
-def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileCheck]:
+def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
     # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
     # sidecar runs the user's code, which only a worker process can be stopped in.
     has_spec = any(os.path.exists(spec_path_for(f)) for f in files if f.endswith(".cu"))
     # A header that does not compile alone is checked as the file that includes it sees it.
-    context = includers_for(files, settings)
+    context = includers_for(files, workspace.settings)
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [check_path(f, settings, includers=context.get(f, ())) for f in files]
-    jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
-    results = run_jobs(check_path, jobs_args, jobs, JOB_TIMEOUT_S)
+        return [workspace.analyze(f, includers=context.get(f, ())) for f in files]
+    jobs_args = [(f, None, None, context.get(f, ())) for f in files]
+    results = run_jobs(workspace.analyze, jobs_args, jobs, JOB_TIMEOUT_S)
     return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
 
 
@@ -103,12 +101,11 @@ def check_main(argv: list[str]) -> int:
     )
     add_compile_flags(p)
     args = p.parse_args(argv)
-    settings, problems = resolve_settings(args, args.paths[0])
-    if args.no_gpu:
-        settings = replace(settings, gpu_enabled=False)
+    more: dict = {"gpu.enabled": False} if args.no_gpu else {}
     if args.max_file_bytes is not None:
-        settings = replace(settings, max_file_bytes=max(0, args.max_file_bytes))
-    settings = with_backend_flags(settings, args)
+        more["maxFileBytes"] = max(0, args.max_file_bytes)
+    workspace, problems = workspace_from_args(args, args.paths[0], **more)
+    settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
     from ..compile import check_arch, local_gpu_arch
@@ -128,7 +125,7 @@ def check_main(argv: list[str]) -> int:
     if args.watch:
         from .watch import watch_check_main
 
-        return watch_check_main(args.paths, settings, args.format)
+        return watch_check_main(args.paths, workspace, args.format)
     files = selection.files
     if not files:
         if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
@@ -140,7 +137,7 @@ def check_main(argv: list[str]) -> int:
             return EXIT_CLEAN
         print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    checks = run_checks(files, settings, args.jobs)
+    checks = run_checks(files, workspace, args.jobs)
     drop_repeated(checks)
     if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
         print(
@@ -158,7 +155,7 @@ def check_main(argv: list[str]) -> int:
         mark_unverified(checks, "no GPU found")
     else:
         try:
-            verify_checks(checks, settings, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+            verify_checks(checks, workspace, log=_stderr, profile=args.occupancy, gpus=args.gpus)
         except RayUnavailable as e:
             print(f"kernel-lsp: {e}", file=sys.stderr)
             return EXIT_TOOL_FAILED

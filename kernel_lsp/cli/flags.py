@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
+from typing import Any
 
-from ..config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from ..config import Settings
+from ..workspace import Workspace
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
 
@@ -65,18 +66,19 @@ def add_backend_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def with_backend_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+def backend_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """--backend and --ray-address as settings."""
+    out: dict[str, Any] = {}
     if getattr(args, "backend", None):
-        settings = replace(settings, evaluation_backend=args.backend)
+        out["evaluation.backend"] = args.backend
     if getattr(args, "ray_address", None):
-        settings = replace(settings, cluster_address=args.ray_address)
-    return settings
+        out["cluster.address"] = args.ray_address
+    return out
 
 
-def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
-    config = args.config or find_pyproject(anchor)
-    settings, problems = settings_from_pyproject(config) if config else (Settings(), [])
-    flags = {}
+def compile_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The compile flags as settings (the same keys as `[tool.kernel-lsp]`), over pyproject's."""
+    flags: dict[str, Any] = {}
     if args.arch:
         flags["arch"] = [a for v in args.arch for a in v.replace(",", " ").split()]
     if args.include:
@@ -91,8 +93,21 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
         flags["hostCheck"] = True
     if getattr(args, "compile_commands", None):
         flags["compileCommands"] = os.path.abspath(args.compile_commands)
-    settings, more = settings_from_dict(flags, settings)
-    return settings, problems + more
+    return flags
+
+
+def workspace_from_args(args: argparse.Namespace, anchor: str, **more: Any) -> tuple[Workspace, list[str]]:
+    """The Workspace a command works in: each file's pyproject.toml (or `--config`'s), under the
+    command's flags; and what could not be read there (for stderr)."""
+    overrides = {**compile_overrides(args), **backend_overrides(args), **more}
+    workspace = Workspace(overrides, config=getattr(args, "config", None))
+    return workspace, workspace.problems(os.path.abspath(anchor))
+
+
+def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, list[str]]:
+    """The settings for `anchor` (its pyproject.toml under the flags)."""
+    workspace, problems = workspace_from_args(args, anchor)
+    return workspace.settings_for(os.path.abspath(anchor)), problems
 
 
 def write_stdout(text: str) -> None:

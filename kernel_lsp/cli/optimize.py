@@ -17,14 +17,14 @@ import shutil
 import sys
 import time
 
-from kernel_lsp.config import Settings, find_pyproject, settings_from_pyproject
 from kernel_lsp.source import find_kernels
+from kernel_lsp.workspace import Workspace
 
 from ..optimizer.observers import PrintObserver
 from ..optimizer.report import before_after_rows, unified_diff
 from ..optimizer.session import OptimizeError, RunRequest, run
 from ..optimizer.strategies import DEFAULT_STRATEGY, STRATEGIES
-from .flags import add_backend_flags, with_backend_flags
+from .flags import add_backend_flags, backend_overrides
 from .spec import pick_kernel
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_FAILED = 0, 1, 2
@@ -79,23 +79,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def _settings(path: str, args: argparse.Namespace) -> Settings:
-    found = find_pyproject(path)
-    settings = Settings()
-    if found:
-        settings, problems = settings_from_pyproject(found)
-        for problem in problems:
-            print(f"kernel-lsp: {problem}", file=sys.stderr)
-    from dataclasses import replace
-
-    settings = with_backend_flags(settings, args)
+def _engine(path: str, args: argparse.Namespace) -> Workspace:
+    """The file's pyproject.toml under the command's flags (as --check and the editor see it)."""
+    overrides = backend_overrides(args)
     if args.model:
-        settings = replace(settings, llm_model=args.model)
+        overrides["llm.model"] = args.model
     if args.base_url:
-        settings = replace(settings, llm_base_url=args.base_url)
+        overrides["llm.baseUrl"] = args.base_url
     if args.gpus:
-        settings = replace(settings, gpu_devices=args.gpus)
-    return settings
+        overrides["gpu.devices"] = args.gpus
+    engine = Workspace(overrides)
+    for problem in engine.problems(path):
+        print(f"kernel-lsp: {problem}", file=sys.stderr)
+    return engine
 
 
 def table(rows: list[tuple[str, str, str]]) -> str:
@@ -150,7 +146,8 @@ def optimize_main(argv: list[str]) -> int:
     req = RunRequest(
         path=path,
         kernel=kernel_name,
-        settings=_settings(path, args),
+        settings=(engine := _engine(path, args)).settings_for(path),
+        engine=engine,
         source=started_with,
         proposer=args.proposer,
         rounds=args.rounds,

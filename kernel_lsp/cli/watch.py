@@ -15,9 +15,9 @@ from typing import TextIO
 
 from ..check import FileCheck
 from ..compile import end_pool
-from ..config import Settings
 from ..include_graph import IncludeGraph, normalize
 from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
+from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -44,11 +44,12 @@ def _ignore_sigint() -> None:
 class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
-    def __init__(self, paths: list[str], settings: Settings, fmt: str, out: TextIO) -> None:
+    def __init__(self, paths: list[str], workspace: Workspace, fmt: str, out: TextIO) -> None:
         from ..check import collect_files
         from ..compile import compile_pool
 
-        self.settings = settings
+        self.workspace = workspace
+        self.settings = settings = workspace.settings_for(os.path.abspath(paths[0]))
         self.fmt = fmt
         self.out = out
         self.archs = settings.archs()
@@ -75,12 +76,10 @@ class _WatchSession:
         return path in self.graph  # a header one of the files includes
 
     def check(self, paths: Iterable[str]) -> list[FileCheck]:
-        from ..check import check_path
-
         paths = sorted(paths)
         n = len(paths)
         context = [self._includers(p) for p in paths]
-        checks = list(self.pool.map(check_path, paths, [self.settings] * n, [None] * n, [None] * n, context))
+        checks = list(self.pool.map(self.workspace.analyze, paths, [None] * n, [None] * n, context))
         for c in checks:
             self.state[c.path] = c
         return checks
@@ -169,14 +168,14 @@ class _WatchSession:
         end_pool(self.pool)
 
 
-def watch_check_main(paths: list[str], settings: Settings, fmt: str, out: TextIO | None = None) -> int:
+def watch_check_main(paths: list[str], workspace: Workspace, fmt: str, out: TextIO | None = None) -> int:
     """Check everything once, then re-check what changes and print only that, until Ctrl-C (or
     SIGTERM). Exit code: 1 when the files last checked have errors, else 0; 2 when a folder
     cannot be watched."""
     import signal
 
     out = out or sys.stdout
-    session = _WatchSession(paths, settings, fmt, out)
+    session = _WatchSession(paths, workspace, fmt, out)
     previous_term = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM ends the watch the way Ctrl-C does (process managers, test harnesses).

@@ -421,8 +421,10 @@ def _read_response_file(path: str) -> list[str]:
 
 
 def flags_for(path: str, root: str | None = None, named: str | None = None) -> Lookup:
-    """The database flags for `path` (the file's own entry, else a borrowed one). `root`: where
-    the upward search stops; `named`: the json (or its folder) a setting names. Never raises."""
+    """The database flags for `path` (the file's own entry, else a borrowed one). The database is
+    searched upward from the file, past the workspace `root` (an editor opened in `src/` must find
+    `../build/compile_commands.json` as the CLI does); `named`: the json (or its folder) a setting
+    names, relative to `root`. Never raises."""
     try:
         return _flags_for(path, root, named)
     except Exception as e:  # a database must never stop a check
@@ -435,7 +437,7 @@ def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
         if problem:
             return Lookup(problem=problem)
     else:
-        db_path = find_database(path, root)
+        db_path = find_database(path)
     if db_path is None:
         return Lookup()
     db = load_database(db_path)
@@ -476,7 +478,7 @@ def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
 def database_stamp(path: str, root: str | None = None, named: str | None = None) -> tuple | None:
     """(json, mtime, size) of the database that governs `path`, for cache keys."""
     try:
-        db = explicit_database(named, root)[0] if named else find_database(path, root)
+        db = explicit_database(named, root)[0] if named else find_database(path)
     except Exception:
         return None
     return (db, stamp(db)) if db else None

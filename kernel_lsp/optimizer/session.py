@@ -7,12 +7,13 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernel_lsp.compile import CompileOptions, compile_source, read_source
 from kernel_lsp.config import Settings
 from kernel_lsp.spec import Spec, SpecLoad, load_specs, spec_path_for
+from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
 from .evaluator import Evaluator, GpuEvaluator, evaluator_factory_from_env, kernels_launched
@@ -47,6 +48,8 @@ class RunRequest:
     use_cache: bool = True
     cache_dir: str | None = None
     workspace: str | None = None  # where .kernel-lsp/reports goes (default: the file's folder)
+    # The engine's front door (settings per file, compile options); default: `settings` as they are.
+    engine: Workspace | None = None
     llm_temperature: float = 0.7
     llm_timeout_s: float = 120.0
     llm_concurrency: int = 4
@@ -124,6 +127,8 @@ def run(
     """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
     `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
     GPUs to open."""
+    engine = req.engine or Workspace.fixed(req.settings, req.workspace)
+    req = replace(req, settings=engine.settings_for(req.path))
     source = req.source
     if source is None:
         source, problem = read_source(req.path)
@@ -132,8 +137,7 @@ def run(
     spec, loaded = find_spec(req.path, req.kernel, req.spec_source)
     target = Target(req.path, source, spec, kernels_launched(spec, source), req.spec_source)
     base_dir = os.path.dirname(os.path.abspath(req.path))
-    project = req.settings.project_flags(req.path, req.workspace).flags
-    options: CompileOptions = req.settings.compile_options(req.settings.archs(project)[0], base_dir, project)
+    options: CompileOptions = engine.compile_options(req.path, None, source)
     own = False
     from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
@@ -148,7 +152,7 @@ def run(
                 )
             more: list[Any] = list(more_sessions)
             if session is None:
-                session, more = open_sessions(req.settings)
+                session, more = _open_sessions(engine)
                 own = True
             evaluator = GpuEvaluator(
                 session, req.path, spec, options, req.spec_source, loaded, own_session=own, more_sessions=more
@@ -194,33 +198,23 @@ def run(
         evaluator.close()
 
 
-def open_sessions(settings: Settings) -> tuple[Any, list[Any]]:
+def _open_sessions(engine: Workspace) -> tuple[Any, list[Any]]:
     """The first GPU's session, and one more per further GPU that answers (a round's candidates
-    are then checked in parallel, one per GPU), on the backend the settings choose: this
-    machine's GPUs of `gpu.devices`, or Ray actors (`evaluation.backend`, `cluster.address`).
-    Ray asked for and unavailable: OptimizeError with its one message."""
-    from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
-    from kernel_lsp.gpu import GpuSession
+    are then checked in parallel, one per GPU), on the backend the settings choose. None answers:
+    OptimizeError with the reason; Ray asked for and unavailable: OptimizeError with its message."""
+    from kernel_lsp.evaluation.choose import RayUnavailable
+    from kernel_lsp.gpu import no_gpu_message
 
     try:
-        backends = open_backends(
-            settings.evaluation_backend,
-            settings.gpu_devices,
-            settings.gpu_device,
-            settings.cluster_address,
-            log=lambda line: print(line, file=sys.stderr),
-        )
+        sessions, reason = engine.open_gpus(log=lambda line: print(line, file=sys.stderr))
     except RayUnavailable as e:
         raise OptimizeError(str(e)) from None
-    first = GpuSession(backend=backends[0])
-    more = []
-    for b in backends[1:]:
-        s = GpuSession(backend=b)
-        if s.available:
-            more.append(s)
-        else:
-            s.close()
-    return first, more
+    if not sessions:
+        raise OptimizeError(
+            f"{no_gpu_message(reason)}. FSR verifies and times every candidate on a GPU, "
+            "so nothing can be offered here."
+        )
+    return sessions[0], sessions[1:]
 
 
 def _read(path: str) -> str:

@@ -24,12 +24,13 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, check_bytes, check_path, spec_owners
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, spec_owners
 from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
 from ..compile.compile_commands import database_stamp
 from ..config import Settings
 from ..model import Diagnostic, Severity
 from ..spec import spec_path_for
+from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,16 +41,11 @@ BURST_QUIET_S = 0.15
 def _check_job(
     text: str | None,
     path: str,
-    settings: Settings,
-    base_dir: str | None,
+    workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
-    if text is None:
-        return check_path(path, settings, base_dir, spec_text, includers)
-    # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
-    # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers)
+    return workspace.analyze(path, text, spec_text, includers)
 
 
 def _warm_up() -> None:
@@ -72,14 +68,14 @@ class Analysis:
         self,
         publish: Callable[[str, list[Diagnostic]], None],
         snapshot: Callable[[str], Snapshot],
-        settings: Callable[[], tuple[Settings, str | None]],
+        workspace: Callable[[], Workspace],
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
-        self._settings = settings
+        self._workspace = workspace
         self._on_busy = on_busy
         self._on_checked = on_checked
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
@@ -123,7 +119,7 @@ class Analysis:
 
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
-        idle_s = self._settings()[0].worker_idle_s
+        idle_s = self._workspace().settings.worker_idle_s
         if idle_s > 0 and self._pool is not None and not self._closed:
             self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
 
@@ -138,7 +134,7 @@ class Analysis:
             return
         log.info(
             "compile workers idle for %s s: ending them (they start again on the next check)",
-            self._settings()[0].worker_idle_s,
+            self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
         self._end_workers()
@@ -218,7 +214,8 @@ class Analysis:
 
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
-        settings, base_dir = self._settings()
+        workspace = self._workspace()
+        settings, base_dir = workspace.settings_for(path), workspace.root
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
@@ -237,8 +234,7 @@ class Analysis:
                         _check_job,
                         snap.text,
                         path,
-                        settings,
-                        base_dir,
+                        workspace,
                         spec_text,
                         includers,
                     ),

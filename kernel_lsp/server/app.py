@@ -9,8 +9,9 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..config import Settings, settings_from_dict
+from ..config import Settings
 from ..model import Diagnostic
+from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
 from .uris import path_to_uri, uri_to_path
@@ -23,7 +24,8 @@ STATUS_NOTIFICATION = "kernelLsp/status"
 class KernelLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernel-lsp", __version__)
-        self.settings = Settings()
+        # The engine's front door: the editor's settings over each file's pyproject.toml.
+        self.engine = Workspace()
         self.init_options: Any = None
         self.pull_diagnostics = False
         self.device_name: str | None = None
@@ -31,10 +33,13 @@ class KernelLanguageServer(LanguageServer):
         self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
+        # Features that start after `initialized` (async, no arguments) and stop on `shutdown`.
+        self.initialized_hooks: list = []
+        self.shutdown_hooks: list = []
         self.analysis = Analysis(
             publish=self._publish,
             snapshot=self.snapshot,
-            settings=lambda: (self.settings, self.root_path()),
+            workspace=lambda: self.engine,
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
         )
@@ -49,8 +54,16 @@ class KernelLanguageServer(LanguageServer):
 
     # --- documents ----------------------------------------------------------------------------
 
+    @property
+    def settings(self) -> Settings:
+        """The workspace's settings (per file: `self.engine.settings_for(path)`)."""
+        return self.engine.settings
+
     def root_path(self) -> str | None:
-        root = self.workspace.root_path if self.workspace else None
+        try:
+            root = self.workspace.root_path
+        except RuntimeError:  # before `initialize`
+            return None
         return root or None
 
     def open_document(self, path: str):
@@ -112,18 +125,23 @@ class KernelLanguageServer(LanguageServer):
 
     def apply_settings(self, raw: Any, origin: str) -> bool:
         """Apply a settings object; report problems to the user. True when something changed."""
-        settings, problems = settings_from_dict(raw, Settings())
-        for problem in problems:
+        if isinstance(raw, dict) and isinstance(raw.get("kernelLsp"), dict):
+            raw = raw["kernelLsp"]
+        if raw is not None and not isinstance(raw, dict):
+            self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
+            raw = {}
+        before = self.engine.settings
+        self.engine = Workspace(raw, self.root_path())
+        settings = self.engine.settings
+        for problem in self.engine.problems():
             self.show_warning(f"kernel-lsp: {origin}: {problem}")
         from ..compile import check_arch
 
         for arch in settings.archs():
             if message := check_arch(arch):
                 self.show_warning(f"kernel-lsp: {origin}: {message}")
-        changed = settings != self.settings
-        self.settings = settings
         log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
-        return changed
+        return settings != before
 
     def show_warning(self, message: str) -> None:
         log.warning(message)

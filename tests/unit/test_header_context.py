@@ -164,10 +164,11 @@ def test_watch_mode_checks_a_header_through_its_includer(tmp_path):
     import io
 
     from kernel_lsp.cli.watch import _WatchSession
+    from kernel_lsp.workspace import Workspace
 
     header, _ = project(tmp_path)
     out = io.StringIO()
-    session = _WatchSession([str(tmp_path)], SETTINGS, "text", out)
+    session = _WatchSession([str(tmp_path)], Workspace.fixed(SETTINGS), "text", out)
     try:
         session.first_run()
     finally:

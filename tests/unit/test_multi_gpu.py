@@ -23,6 +23,7 @@ from kernel_lsp.optimizer.model import Proposal, Status
 from kernel_lsp.optimizer.proposers.base import Proposer
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
+from kernel_lsp.workspace import Workspace
 
 SPEC = textwrap.dedent(
     """\
@@ -72,9 +73,9 @@ def test_check_on_two_gpus_equals_one_and_a_crash_costs_only_its_file(fake_gpus,
     serial = [FileCheck(p) for p in paths]
     parallel = [FileCheck(p) for p in paths]
     lines: list[str] = []
-    assert verify_checks(serial, Settings(), gpus="1", progress=lines.append) is not None
+    assert verify_checks(serial, Workspace.fixed(Settings()), gpus="1", progress=lines.append) is not None
     assert lines == []  # one GPU: the output is as before
-    device = verify_checks(parallel, Settings(), gpus="2", progress=lines.append)
+    device = verify_checks(parallel, Workspace.fixed(Settings()), gpus="2", progress=lines.append)
     assert device is not None and device.startswith("2 GPUs")
     assert (
         verdicts(parallel)

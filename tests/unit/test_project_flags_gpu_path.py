@@ -8,9 +8,11 @@ import contextlib
 
 from fixture_sources import flags_project
 
+import kernel_lsp.gpu as gpu
 import kernel_lsp.gpu_check as gpu_check
 from kernel_lsp.check import check_path
 from kernel_lsp.config import Settings
+from kernel_lsp.workspace import Workspace
 
 
 class Stop(Exception):
@@ -51,10 +53,10 @@ def test_verification_compiles_with_the_projects_flags(tmp_path, monkeypatch):
         raise Stop("check_file")
 
     monkeypatch.setattr(Settings, "compile_options", spy)
-    monkeypatch.setattr(gpu_check, "GpuSession", StandInSession)
-    monkeypatch.setattr(gpu_check, "check_file", stop, raising=False)
+    monkeypatch.setattr(gpu, "GpuSession", StandInSession)
+    monkeypatch.setattr(gpu, "check_file", stop)
     with contextlib.suppress(Stop):
-        gpu_check.verify_checks([check], settings, log=lambda *a: None)
+        gpu_check.verify_checks([check], Workspace.fixed(settings), log=lambda *a: None)
     assert built, "the verification built no compile options"
     for options in built:
         assert options.include_dirs == (str(tmp_path / "include"),) and options.defines == ("ONE=1.0f",)

@@ -27,6 +27,7 @@ from kernel_lsp.gpu_check import verify_checks
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
+from kernel_lsp.workspace import Workspace
 
 HOST = socket.gethostname()
 
@@ -53,9 +54,13 @@ def test_check_on_ray_equals_local_and_says_where(fake_gpus, tmp_path):
     local = [FileCheck(p) for p in spec_d_files(tmp_path / "local")]
     on_ray = [FileCheck(p) for p in spec_d_files(tmp_path / "ray")]
     lines: list[str] = []
-    assert verify_checks(local, Settings(evaluation_backend="local"), gpus="2", progress=lines.append)
+    assert verify_checks(
+        local, Workspace.fixed(Settings(evaluation_backend="local")), gpus="2", progress=lines.append
+    )
     lines.clear()
-    device = verify_checks(on_ray, Settings(evaluation_backend="ray"), gpus="2", progress=lines.append)
+    device = verify_checks(
+        on_ray, Workspace.fixed(Settings(evaluation_backend="ray")), gpus="2", progress=lines.append
+    )
     assert device is not None and device.startswith("2 GPUs")
     assert verdicts(on_ray) == verdicts(local)
     assert [s for _, s, _ in verdicts(on_ray)] == ["ok", "failed", "failed", "ok", "ok"]
@@ -138,10 +143,10 @@ def test_ray_backend_setting_and_flags():
     settings, problems = settings_from_dict({"kernelLsp.evaluation.backend": "slurm"})
     assert settings.evaluation_backend == "auto" and "evaluation.backend" in problems[0]
     # optimize's flags override the settings, as --check's and bench's do (same helper).
-    from kernel_lsp.cli.optimize import _settings, parser
+    from kernel_lsp.cli.optimize import _engine, parser
 
     args = parser().parse_args(["k.cu", "-k", "k", "--backend", "ray", "--ray-address", "head:6379"])
-    settings = _settings("/nonexistent/k.cu", args)
+    settings = _engine("/nonexistent/k.cu", args).settings_for("/nonexistent/k.cu")
     assert (settings.evaluation_backend, settings.cluster_address) == ("ray", "head:6379")
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from lsprotocol import types
@@ -28,12 +29,23 @@ def register(server) -> None:
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
-        await ls.gpu_feature.start()
+        # The GPU probe can take seconds: the other features (the watcher) start beside it.
+        results = await asyncio.gather(
+            ls.gpu_feature.start(), *(hook() for hook in ls.initialized_hooks), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("start-up step failed", exc_info=result)
 
     @server.feature(types.SHUTDOWN)
     def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
+        for hook in ls.shutdown_hooks:
+            try:
+                hook()
+            except Exception:
+                log.exception("shutdown step failed")
 
 
 async def refresh_configuration(ls) -> bool:

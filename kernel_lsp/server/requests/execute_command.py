@@ -180,6 +180,7 @@ def register(server) -> None:
             path=path,
             kernel=kernel,
             settings=ls.settings,
+            engine=ls.engine,
             source=source,
             spec_source=spec_doc.source if spec_doc is not None else None,
             workspace=ls.root_path() or os.path.dirname(path),
