@@ -17,210 +17,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .index_expr import ATOM, Poly, add, const, divide, mul, parse_index, poly_text, symbol
 from .source import KernelSignature, blank_comments
 
-Monomial = tuple[str, ...]  # sorted symbols, repeated for powers; () is the constant term
-Poly = dict[Monomial, int]
-
-ATOM = "@"  # prefix of a symbol that stands for a sub-expression that is not a sum of products
 _BUILTINS = re.compile(r"^(threadIdx|blockIdx|blockDim|gridDim)\.[xyz]$")
-_TOKEN = re.compile(
-    r"0[xX][0-9a-fA-F]+[uUlL]*|\d+\.\d*(?:[eE][-+]?\d+)?[fF]?|\d+[eE][-+]?\d+[fF]?|\d+[uUlL]*"
-    r"|[A-Za-z_]\w*(?:\s*(?:\.|::|->)\s*[A-Za-z_]\w*)*|<<=|>>=|<<|>>|<=|>=|==|!=|&&|\|\||\+\+|--"
-    r"|[-+*/%()\[\],?:<>&!~^|=]"
-)
-_TYPE_WORDS = frozenset(
-    [
-        "const",
-        "volatile",
-        "unsigned",
-        "signed",
-        "int",
-        "long",
-        "short",
-        "char",
-        "float",
-        "double",
-        "bool",
-        "size_t",
-        "int64_t",
-        "int32_t",
-        "uint64_t",
-        "uint32_t",
-        "int8_t",
-        "uint8_t",
-        "int16_t",
-        "uint16_t",
-        "half",
-        "__half",
-        "__nv_bfloat16",
-        "auto",
-    ]
-)
-
-
-# --- sums of products ----------------------------------------------------------------------------
-
-
-def _add(a: Poly, b: Poly, sign: int = 1) -> Poly:
-    out = dict(a)
-    for m, c in b.items():
-        out[m] = out.get(m, 0) + sign * c
-        if out[m] == 0:
-            del out[m]
-    return out
-
-
-def _mul(a: Poly, b: Poly) -> Poly:
-    out: Poly = {}
-    for ma, ca in a.items():
-        for mb, cb in b.items():
-            m = tuple(sorted(ma + mb))
-            out[m] = out.get(m, 0) + ca * cb
-            if out[m] == 0:
-                del out[m]
-    return out
-
-
-def _const(value: int) -> Poly:
-    return {(): value} if value else {}
-
-
-def _symbol(name: str) -> Poly:
-    return {(name,): 1}
-
-
-def poly_text(p: Poly, order: Mapping[str, int] | None = None) -> str:
-    """A Python expression for a sum of products of sizes: `2 * d`, `rows + 1`, `B * T` (the
-    factors in `order`, the kernel's parameter order, where given)."""
-    if not p:
-        return "0"
-    rank = order or {}
-    terms = []
-    for m, c in sorted(p.items(), key=lambda mc: (-len(mc[0]), mc[0])):
-        ordered = sorted(m, key=lambda s: (rank.get(s, len(rank)), s))
-        factors = [s[len(ATOM) :] if s.startswith(ATOM) else s for s in ordered]
-        if c != 1 or not factors:
-            factors = [str(abs(c)) if c != -1 or not factors else "", *factors]
-            factors = [f for f in factors if f]
-        text = " * ".join(factors) if factors else str(abs(c))
-        terms.append(("- " if c < 0 else "+ ") + text)
-    out = " ".join(terms)
-    return out[2:] if out.startswith("+ ") else "-" + out[2:]
-
-
-class _Parser:
-    """A C expression as a sum of products; what is not one (a call, a load, a non-exact division)
-    becomes an atom symbol holding its text."""
-
-    def __init__(self, text: str, constants: Mapping[str, int]):
-        text = re.sub(r"\bstatic_cast\s*<[^<>]*>\s*\(", "(", text)
-        text = re.sub(r"(\w)\s*<[\w\s:,*]*>\s*\(", r"\1(", text)  # f<float>(x) -> f(x)
-        self.tokens = [" ".join(t.split()).replace(" ", "") for t in _TOKEN.findall(text)]
-        self.i = 0
-        self.constants = constants
-
-    def parse(self) -> Poly | None:
-        try:
-            p = self.expr()
-        except (IndexError, ValueError):
-            return None
-        return p if self.i == len(self.tokens) else None
-
-    def peek(self) -> str:
-        return self.tokens[self.i] if self.i < len(self.tokens) else ""
-
-    def take(self) -> str:
-        t = self.tokens[self.i]
-        self.i += 1
-        return t
-
-    def expr(self) -> Poly:
-        p = self.term()
-        while self.peek() in ("+", "-"):
-            sign = 1 if self.take() == "+" else -1
-            p = _add(p, self.term(), sign)
-        return p
-
-    def term(self) -> Poly:
-        start = self.i
-        p = self.unary()
-        while self.peek() in ("*", "/", "%"):
-            op = self.take()
-            q = self.unary()
-            if op == "*":
-                p = _mul(p, q)
-                continue
-            divisor = q.get(()) if set(q) == {()} else None
-            if op == "/" and divisor and all(c % divisor == 0 for c in p.values()):
-                p = {m: c // divisor for m, c in p.items()}
-            else:
-                p = _symbol(ATOM + "".join(self.tokens[start : self.i]))
-        return p
-
-    def unary(self) -> Poly:
-        t = self.peek()
-        if t == "-":
-            self.take()
-            return _add({}, self.unary(), -1)
-        if t == "+":
-            self.take()
-            return self.unary()
-        if t in ("*", "&", "!", "~"):
-            start = self.i
-            self.take()
-            self.unary()
-            return _symbol(ATOM + "".join(self.tokens[start : self.i]))
-        if t == "(" and self._cast_ahead():
-            while self.take() != ")":
-                pass
-            return self.unary()
-        return self.postfix()
-
-    def _cast_ahead(self) -> bool:
-        j = self.i + 1
-        words = []
-        while j < len(self.tokens) and self.tokens[j] != ")":
-            words.append(self.tokens[j])
-            j += 1
-        return bool(words) and all(w in _TYPE_WORDS or w == "*" for w in words)
-
-    def postfix(self) -> Poly:
-        start = self.i
-        p = self.primary()
-        while self.peek() in ("[", "("):
-            self.take()
-            depth = 1
-            while depth:
-                t = self.take()
-                depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(t, 0) if t in "[]()" else 0
-            p = _symbol(ATOM + "".join(self.tokens[start : self.i]))
-        if self.peek() in ("++", "--"):
-            self.take()
-        return p
-
-    def primary(self) -> Poly:
-        t = self.take()
-        if t == "(":
-            p = self.expr()
-            if self.take() != ")":
-                raise ValueError("unbalanced")
-            return p
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+[uUlL]*", t):
-            return _const(int(re.sub(r"[uUlL]+$", "", t), 16))
-        if re.fullmatch(r"\d+[uUlL]*", t):
-            return _const(int(re.sub(r"[uUlL]+$", "", t)))
-        if re.fullmatch(r"[\d.]+.*", t):
-            return _symbol(ATOM + t)  # a floating literal: not an index
-        if re.fullmatch(r"[A-Za-z_][\w.:>-]*", t):
-            if t in self.constants:
-                return _const(self.constants[t])
-            return _symbol(t)
-        raise ValueError(f"unexpected {t}")
-
-
-def parse_index(text: str, constants: Mapping[str, int] | None = None) -> Poly | None:
-    return _Parser(text, constants or {}).parse()
 
 
 # --- what a body says ---------------------------------------------------------------------------
@@ -444,15 +244,15 @@ class _Reader:
             return p
         out: Poly = {}
         for m, c in p.items():
-            term: Poly = _const(c)
+            term: Poly = const(c)
             for s in m:
                 if not s.startswith(ATOM) and self.substitutable(s):
                     d = self.defs[s][0]
                     sub = self.resolve(parse_index(d.rhs, self.constants), d.pos, depth + 1)
-                    term = _mul(term, sub if sub is not None else _symbol(s))
+                    term = mul(term, sub if sub is not None else symbol(s))
                 else:
-                    term = _mul(term, _symbol(s))
-            out = _add(out, term)
+                    term = mul(term, symbol(s))
+            out = add(out, term)
         return out
 
     # sizes and bounds
@@ -511,10 +311,10 @@ class _Reader:
                 self._record(index, pos, Extent(offsets_of=offsets))
             return
         if op == "<=":
-            limit = _add(limit, _const(1))
+            limit = add(limit, const(1))
         constant = index.get((), 0)
         varying = {m: c for m, c in index.items() if m}
-        self._record(varying, pos, Extent(text=self.text(_add(limit, _const(constant), -1))))
+        self._record(varying, pos, Extent(text=self.text(add(limit, const(constant), -1))))
 
     def _offsets_bound(self, index: Poly, limit: Poly) -> str:
         """`j < row_ptr[row + 1]`: j runs over the values of row_ptr (an offsets array)."""
@@ -559,7 +359,7 @@ class _Reader:
         """`b = bt / T` under `bt < B * T` runs to B; `t = bt % T` to T."""
         for _ in range(3):
             for name, defs in self.defs.items():
-                if len(defs) != 1 or name in self.mutable or self.bound(_symbol(name), defs[0].pos):
+                if len(defs) != 1 or name in self.mutable or self.bound(symbol(name), defs[0].pos):
                     continue
                 m = re.fullmatch(r"\(?\s*([A-Za-z_]\w*)\s*\)?\s*([/%])\s*(.+)", defs[0].rhs, re.S)
                 if not m:
@@ -568,15 +368,15 @@ class _Reader:
                 if divisor is None or len(divisor) != 1 or not self.is_size_poly(divisor):
                     continue
                 if m.group(2) == "%":
-                    self._record(_symbol(name), defs[0].pos, Extent(text=self.text(divisor)))
+                    self._record(symbol(name), defs[0].pos, Extent(text=self.text(divisor)))
                     continue
-                numerator = self.bound(_symbol(m.group(1)), defs[0].pos)
+                numerator = self.bound(symbol(m.group(1)), defs[0].pos)
                 if numerator is None or not numerator.known:
                     continue
                 total = parse_index(numerator.text, {})
-                quotient = _divide(total, divisor) if total else None
+                quotient = divide(total, divisor) if total else None
                 if quotient is not None:
-                    self._record(_symbol(name), defs[0].pos, Extent(text=self.text(quotient)))
+                    self._record(symbol(name), defs[0].pos, Extent(text=self.text(quotient)))
 
     # accesses
     def base_at(self, name: str, pos: int, depth: int = 0) -> tuple[str, Poly | None] | None:
@@ -592,7 +392,7 @@ class _Reader:
             return None
         param, outer = found
         inner = self.resolve(parse_index(offset, self.constants), entries[-1][0])
-        return param, (_add(outer, inner) if outer is not None and inner is not None else None)
+        return param, (add(outer, inner) if outer is not None and inner is not None else None)
 
     def accesses(self, callee_modes) -> list[Access]:
         out: list[Access] = []
@@ -607,7 +407,7 @@ class _Reader:
                 continue
             param, offset = found
             index = self.resolve(parse_index(self.body[m.end() : close], self.constants), m.start())
-            total = _add(offset, index) if offset is not None and index is not None else None
+            total = add(offset, index) if offset is not None and index is not None else None
             out.append(Access(param, total, *self._mode_at(m.start(), close + 1)))
         for m in re.finditer(rf"(?<![\w.)\]])\*\s*({alternation})\b(?!\s*[\[(])", self.body):
             before = self.body[: m.start()].rstrip()
@@ -628,7 +428,7 @@ class _Reader:
                 parse_index(rest[1:], self.constants) if rest.startswith("+") else ({} if not rest else None)
             )
             index = self.resolve(extra, m.start())
-            total = _add(found[1], index) if found[1] is not None and index is not None else None
+            total = add(found[1], index) if found[1] is not None and index is not None else None
             mode = "atomic" if m.group(1).startswith("atomic") else "read"
             out.append(Access(found[0], total, mode, m.start()))
         out += callee_modes(self)
@@ -656,21 +456,6 @@ class _Reader:
         return "read"
 
 
-def _divide(total: Poly, divisor: Poly) -> Poly | None:
-    ((dm, dc),) = divisor.items()
-    out: Poly = {}
-    for m, c in total.items():
-        rest = list(m)
-        for s in dm:
-            if s not in rest:
-                return None
-            rest.remove(s)
-        if c % dc:
-            return None
-        out[tuple(rest)] = c // dc
-    return out
-
-
 # --- shapes from index expressions ----------------------------------------------------------------
 
 
@@ -686,7 +471,7 @@ def _dims(reader: _Reader, access: Access) -> list[Extent] | None:
         value = constant.get((), 0)
         if set(constant) <= {()}:
             return [Extent(text=str(value + 1))] if value >= 0 else None
-        return [Extent(text=reader.text(_add(constant, _const(1))))]
+        return [Extent(text=reader.text(add(constant, const(1))))]
     groups: dict[tuple, Poly] = {}  # stride -> the index sum at that stride
     for m, c in varying.items():
         idx = [s for s in m if not reader.is_size_symbol(s)]
@@ -702,7 +487,7 @@ def _dims(reader: _Reader, access: Access) -> list[Extent] | None:
         return None
     dims: list[Extent] = []
     for inner, outer in itertools.pairwise(order):
-        quotient = _divide({outer[0]: outer[1]}, {inner[0]: inner[1]})
+        quotient = divide({outer[0]: outer[1]}, {inner[0]: inner[1]})
         if quotient is None:
             return None
         dims.append(Extent(text=reader.text(quotient)))
@@ -711,13 +496,13 @@ def _dims(reader: _Reader, access: Access) -> list[Extent] | None:
     if extent is None:
         extent = _open_extent(reader, top)
     elif extent.known and len(order) == 1 and constant.get((), 0) > 0 and set(constant) == {()}:
-        extent = Extent(text=reader.text(_add(parse_index(extent.text) or {}, _const(constant[()]))))
+        extent = Extent(text=reader.text(add(parse_index(extent.text) or {}, const(constant[()]))))
     elif extent.known and len(order) == 1:
         # `idx < N * C` with `row = idx / C`, `col = idx % C`: rows of C, not one long run.
         (var,) = next(iter(top))
         total = parse_index(extent.text) or {}
         inner = reader.split_of(var)
-        outer = _divide(total, _symbol(inner)) if inner and len(total) == 1 else None
+        outer = divide(total, symbol(inner)) if inner and len(total) == 1 else None
         if outer:
             return [Extent(text=reader.text(outer)), Extent(text=inner)]
     dims.append(extent)
