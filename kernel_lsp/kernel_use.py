@@ -527,7 +527,10 @@ def _open_extent(reader: _Reader, top: Poly) -> Extent:
     load = re.match(rf"{re.escape(ATOM)}([A-Za-z_]\w*)\[", sym)
     if load and load.group(1) in reader.pointers:
         return Extent(gathered_from=load.group(1))
-    return Extent(open_var=sym)
+    modulo = re.fullmatch(rf"{re.escape(ATOM)}.+%(\w+)", sym)
+    if modulo and (modulo.group(1).isdigit() or reader.is_size_symbol(modulo.group(1))):
+        return Extent(text=modulo.group(1))  # `hist[i % 4]`
+    return Extent(open_var=sym if re.fullmatch(r"[A-Za-z_][\w.]*", sym) else "")
 
 
 def _best(options: list[list[Extent]]) -> list[Extent] | None:

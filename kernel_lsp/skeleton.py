@@ -157,6 +157,7 @@ def _open_names(uses: dict[str, BufferUse], sizes: list[str], offsets: bool) -> 
     for var in opens:
         if var not in names:
             base = re.sub(r"(_?idx|_?id|_?index)$", "", var.split(".")[0]) or "item"
+            base = re.sub(r"\W", "_", base)
             base = {"blockIdx": "block", "threadIdx": "thread", "row": "row", "b": "batch"}.get(base, base)
             names[var] = base if base == "batch" else f"num_{base}s"
     for u in uses.values():
