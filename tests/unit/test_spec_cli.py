@@ -127,3 +127,16 @@ def test_optimize_takes_the_only_kernel_without_kernel_flag(capsys, tmp_path):
     two.write_text(MATMUL + VADD)
     assert main(["optimize", str(two)]) == 2
     assert "name one with --kernel" in capsys.readouterr().err
+
+
+def test_spec_command_writes_a_pipeline(capsys, tmp_path):
+    cu = tmp_path / "two.cu"
+    cu.write_text(MATMUL + VADD)
+    assert main(["spec", str(cu)]) == 2
+    assert "with --pipeline a,b" in capsys.readouterr().err
+    assert main(["spec", str(cu), "--pipeline", "matmul,nope"]) == 2
+    assert "no kernel nope (found: matmul, vadd)" in capsys.readouterr().err
+    assert main(["spec", str(cu), "--pipeline", "matmul,vadd"]) == 0
+    assert "pipeline matmul -> vadd" in capsys.readouterr().out
+    spec = load_specs(str(tmp_path / "two.spec.py")).specs[0]
+    assert spec.pipeline == ["matmul", "vadd"] and {"A", "B", "C", "a", "b", "c"} <= set(spec.args)
