@@ -197,6 +197,14 @@ def run_reference(
                 f"reference output `{name}` has {value.size} elements, the buffer "
                 f"{math.prod(shape)} (shape {shape})"
             )
+        if arg.dtype not in FLOAT_DTYPES and value.dtype.kind == "f":
+            bad = ~np.isfinite(value) | (value != np.round(value))
+            if np.any(bad):
+                i = int(np.flatnonzero(bad.reshape(-1))[0])
+                raise SpecError(
+                    f"reference output `{name}` is {arg.dtype}, but the reference gives "
+                    f"{value.reshape(-1)[i]} at index {i}: round it (np.rint) or give the buffer a float dtype"
+                )
         if _dims(value.shape) != _dims(shape) and len(_dims(value.shape)) > 1 and len(_dims(shape)) > 1:
             # Same count, other dimensions: a transposed or mis-ordered result. A flat result is
             # fine (it is reshaped to the buffer's shape).

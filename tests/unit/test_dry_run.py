@@ -100,6 +100,16 @@ def test_a_transposed_or_mistyped_output_is_found(tmp_path):
     assert "reference output `c` is an array of complex" in d.message
 
 
+def test_an_integer_output_with_fractions_is_found(tmp_path):
+    ints = SPEC.replace('"c": Out("float32")', '"c": Out("int32")').replace("a + b}", "np.rint(a + b)}")
+    path = tmp_path / "ints.spec.py"
+    path.write_text(ints)
+    assert dry_run(load_specs(str(path)).specs[0]) == []
+    path.write_text(ints.replace("np.rint(a + b)", "a + b"))
+    (d,) = dry_run(load_specs(str(path)).specs[0])
+    assert "reference output `c` is int32, but the reference gives" in d.message and "np.rint" in d.message
+
+
 def test_a_distribution_that_fails_is_found_at_its_line(tmp_path):
     text = SPEC.replace(
         '"a": In("float32")',
