@@ -11,6 +11,7 @@ from .compile import compile_source, decode_source, read_source
 from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
+from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
 from .model import CompileResult, Diagnostic, KernelResources, Severity
 from .source import find_kernels
@@ -186,10 +187,11 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
     if project.blocking is not None:
         return FileCheck(path, [project.blocking], checked=False)
     flags = project.flags
-    results = [
-        compile_source(source, path, settings.compile_options(a, base_dir, flags))
-        for a in settings.archs(flags)
-    ]
+    results = []
+    for arch in settings.archs(flags):
+        options = settings.compile_options(arch, base_dir, flags)
+        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        results.append(with_launch_occupancy(compile_source(source, path, options), source, options.defines))
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
@@ -275,11 +277,12 @@ def spec_findings(
     dry_run: bool = False,
 ) -> list[Diagnostic]:
     """What is wrong with the kernel file's spec sidecar (it raises, it disagrees with the
-    kernels' signatures, launch lines or compiled instances, or, with `dry_run`, its inputs and
-    reference fail on the CPU), at its line in the spec; no GPU needed. Loading runs the user's
-    spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one; `artifacts`: the file's
-    compiles, whose kernels say which template instances exist."""
+    kernels' signatures, launches (launch lines, else the host code's) or compiled instances, or,
+    with `dry_run`, its inputs and reference fail on the CPU), at its line in the spec; no GPU
+    needed. Loading runs the user's spec, so the server calls this in a compile worker, never on
+    its event loop. `spec_text`: the spec's unsaved editor text, when there is one; `artifacts`:
+    the file's compiles, whose kernels say which template instances exist."""
+    from .host_launch.spec_launch import with_host_launches
     from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
     from .spec.dry_run import dry_run as run_dry
@@ -294,7 +297,8 @@ def spec_findings(
         constants = source_constants(source, defines)
         compiled = next((r for r in artifacts if r.ok and r.kernels), None)
         for spec in loaded.specs:
-            found += check_spec(spec, kernels, directives, constants)
+            launches = with_host_launches(directives, source, spec.kernels, defines, path)
+            found += check_spec(spec, kernels, launches, constants)
             if compiled is not None:
                 found += _instance_findings(
                     spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled

@@ -17,8 +17,18 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
+from .host_launch.occupancy import host_code
+from .host_launch.spec_launch import spec_launch
 from .kernel_use import BufferUse, Extent, KernelUse, kernel_body, read_kernel
-from .source import Directives, KernelSignature, blank_comments, find_kernel, find_kernels, parse_directives
+from .source import (
+    Directives,
+    KernelSignature,
+    LaunchDirective,
+    blank_comments,
+    find_kernel,
+    find_kernels,
+    parse_directives,
+)
 from .spec import C_TYPES, c_type_dtype, source_constants
 from .spec.loading import SKELETON_TODO
 
@@ -182,7 +192,9 @@ def _extent_text(d: Extent, buffer: str, names: dict[str, str]) -> tuple[str, bo
     return names.get(d.open_var, ""), True
 
 
-def _plan(source: str, sigs: list[KernelSignature], names_in_order: list[str]) -> _Plan:
+def _plan(
+    source: str, sigs: list[KernelSignature], names_in_order: list[str], directives: Directives | None
+) -> _Plan:
     constants = source_constants(source)
     args: dict[str, _Arg] = {}
     sizes: list[str] = []
@@ -194,6 +206,10 @@ def _plan(source: str, sigs: list[KernelSignature], names_in_order: list[str]) -
         first_kernel = first_kernel or name
         use = read_kernel(kernel_body(source, sig), sig, {**constants, **values}, source)
         size_params = _size_params(sig, use, types)
+        host = host_launch_of(sig, directives, source)
+        # Names the launch reads are sizes too: the kernel's integer parameters it uses, and
+        # launcher parameters it reads that the kernel does not get (the spec must give those).
+        size_params += [n for n in (host.symbols if host else ()) if n not in size_params]
         sizes += [s for s in size_params if s not in sizes]
         offsets = any(u.offsets for u in use.buffers.values())
         names = _open_names(use.buffers, size_params, offsets)
@@ -331,11 +347,7 @@ def _text(plan: _Plan, launch_hints: list[str]) -> str:
     title = " -> ".join(plan.pipeline) if len(plan.pipeline) > 1 else plan.kernel
     lines = [f'"""Spec for `{title}`: what it must compute (see docs/specs.md)."""', ""]
     if launch_hints:
-        lines.append(
-            f"# The .cu needs {'a launch line' if len(launch_hints) == 1 else 'launch lines'}, e.g.:"
-        )
-        lines += [f"#   {hint}" for hint in launch_hints]
-        lines.append("")
+        lines += [*launch_hints, ""]
     lines += [
         "import numpy as np",
         "",
@@ -367,16 +379,36 @@ def _text(plan: _Plan, launch_hints: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _launch_notes(
+    sigs: list[KernelSignature], directives: Directives | None, source: str, sizes: list[str]
+) -> list[str]:
+    """Comment lines for the top of the skeleton: each kernel's launch as the host code launches
+    it, or the launch line the .cu needs (and why the host code's cannot be used)."""
+    lines = []
+    for sig in sigs:
+        host = host_launch_of(sig, directives, source)
+        if host is not None and host.directive is not None:
+            d = host.directive
+            smem = f" smem={d.smem}" if d.smem != "0" else ""
+            others = f" (the first of {host.count} launches)" if host.count > 1 else ""
+            lines += [
+                f"# Launched as the .cu launches it: {d.origin}{others}: grid={d.grid} block={d.block}{smem}.",
+                f"# A `// kernel-lsp: launch {sig.name} grid=... block=...` line in the .cu overrides it.",
+            ]
+        elif directives is not None and not directives.launches_of(sig.name):
+            hint = _launch_hint(sig, kernel_body(source, sig) if source else "", sizes)
+            why = f"# Its launch in host code cannot be used ({host.reason}), so the" if host else "# The"
+            lines += [f"{why} .cu needs a launch line, e.g.:", f"#   {hint}"]
+    return lines
+
+
 def spec_skeleton(
     signature: KernelSignature, directives: Directives | None = None, source: str | None = None
 ) -> str:
     """The text of a spec file for the kernel `signature` of `source`."""
     source = source or ""
-    plan = _plan(source, [signature], [signature.name])
-    hints = []
-    if directives is not None and not directives.launches_of(signature.name):
-        hints.append(_launch_hint(signature, kernel_body(source, signature) if source else "", plan.sizes))
-    return _text(plan, hints)
+    plan = _plan(source, [signature], [signature.name], directives)
+    return _text(plan, _launch_notes([signature], directives, source, plan.sizes))
 
 
 def skeleton_for(source: str, kernels: list[str], path: str = "") -> str:
@@ -385,13 +417,44 @@ def skeleton_for(source: str, kernels: list[str], path: str = "") -> str:
     sigs = [s for s in (find_kernel(find_kernels(source), k) for k in dict.fromkeys(kernels)) if s]
     if not sigs:
         raise ValueError(f"no kernel {', '.join(kernels)} in {path or 'the source'}")
-    if len(sigs) == 1:
-        return spec_skeleton(sigs[0], parse_directives(source), source)
     directives = parse_directives(source)
-    plan = _plan(source, sigs, list(kernels))
-    hints = [
-        _launch_hint(s, kernel_body(source, s), plan.sizes)
-        for s in sigs
-        if not directives.launches_of(s.name)
-    ]
-    return _text(plan, hints)
+    if len(sigs) == 1:
+        return spec_skeleton(sigs[0], directives, source)
+    plan = _plan(source, sigs, list(kernels), directives)
+    return _text(plan, _launch_notes(sigs, directives, source, plan.sizes))
+
+
+@dataclass(frozen=True)
+class HostLaunchHint:
+    """The launch a skeleton takes from the file's host code, or why it cannot."""
+
+    directive: LaunchDirective | None
+    symbols: tuple[str, ...] = ()
+    count: int = 0
+    reason: str = ""
+
+
+def host_launch_of(
+    signature: KernelSignature, directives: Directives | None, source: str | None
+) -> HostLaunchHint | None:
+    """The first launch of the kernel in the file's host code that reads over the kernel's
+    parameters (None without a launch in host code, or with a launch comment)."""
+    if not source or (directives is not None and directives.launches_of(signature.name)):
+        return None
+    launches = host_code(source).launches_of(signature.name)
+    distinct = {
+        (x.in_kernel_terms.grid.python(), x.in_kernel_terms.block.python())
+        for x in launches
+        if x.in_kernel_terms
+    }
+    for launch in launches:
+        d = spec_launch(launch, signature.name)
+        if d is not None and launch.in_kernel_terms is not None:
+            t = launch.in_kernel_terms
+            symbols = tuple(dict.fromkeys(t.grid.symbols + t.block.symbols + t.smem.symbols))
+            return HostLaunchHint(d, symbols, len(distinct))
+    if launches:
+        first = launches[0]
+        reasons = first.in_kernel_terms.reasons if first.in_kernel_terms else first.reasons
+        return HostLaunchHint(None, reason=f"{first.where()}: {reasons[0] if reasons else 'unreadable'}")
+    return None

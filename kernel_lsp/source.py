@@ -8,17 +8,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-
-
-def blank_comments(source: str) -> str:
-    """The source with comments and string literals replaced by spaces, newlines kept, so offsets
-    and line numbers still match."""
-
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return _COMMENT_OR_STRING.sub(blank, source)
+from .constants.text import blank_comments, blank_comments_keep_strings
 
 
 @dataclass(frozen=True)
@@ -223,6 +213,13 @@ class LaunchDirective:
     block: str
     smem: str = "0"
     line: int = 0
+    # "" for a launch comment; for a launch read from host code (kernel_lsp.host_launch.spec_launch),
+    # where it is: "the launch at saxpy.cu:88 in `launch_saxpy`".
+    origin: str = ""
+
+    @property
+    def described(self) -> str:
+        return self.origin or f"launch line {self.line} of the .cu"
 
 
 @dataclass(frozen=True)
@@ -245,6 +242,8 @@ class Directives:
     launches: list[LaunchDirective] = field(default_factory=list)
     tunables: list[TuneDirective] = field(default_factory=list)
     problems: list[DirectiveProblem] = field(default_factory=list)
+    # Kernel -> why its launches in host code give a spec no launch (when none does).
+    host_notes: dict[str, str] = field(default_factory=dict)
 
     def launches_of(self, kernel: str) -> list[LaunchDirective]:
         """The launch lines of `kernel`; a template instance (`scale<float>`) without lines of its
@@ -364,14 +363,6 @@ def _find_includes(source: str) -> list[IncludeLine]:
         IncludeLine(m.group(2).strip(), code.count("\n", 0, m.start()) + 1, m.group(1) == '"')
         for m in _INCLUDE.finditer(code)
     ]
-
-
-def blank_comments_keep_strings(source: str) -> str:
-    def blank(m: re.Match[str]) -> str:
-        s = m.group(0)
-        return re.sub(r"[^\n]", " ", s) if s.startswith("/") else s
-
-    return _COMMENT_OR_STRING.sub(blank, source)
 
 
 # --- parsed once ----------------------------------------------------------------------------------

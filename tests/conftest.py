@@ -42,6 +42,15 @@ def pytest_collection_modifyitems(config, items):
             )
 
 
+def pytest_runtest_logreport(report):
+    """With KERNEL_LSP_TEST_TIMES=FILE, each test's time is appended as it ends (setup + call +
+    teardown), so a run stopped at a time limit still says where its time went."""
+    out = os.environ.get("KERNEL_LSP_TEST_TIMES")
+    if out:
+        with open(out, "a") as f:
+            f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -69,7 +69,8 @@ def bench_main(
     from kernel_lsp.gpu import GpuSession, no_gpu_message
     from kernel_lsp.profile_text import profile_lines
     from kernel_lsp.runner.timing import TimingSettings
-    from kernel_lsp.spec import load_specs, spec_path_for
+    from kernel_lsp.spec import spec_path_for
+    from kernel_lsp.spec.isolated import load_specs_isolated
     from kernel_lsp.workspace import Workspace
 
     from .formats import gpu_json
@@ -88,7 +89,7 @@ def bench_main(
     spec_path = args.spec or spec_path_for(path)
     if not os.path.exists(spec_path):
         return tool_failed(f"no spec {spec_path} (see docs/specs.md)")
-    loaded = load_specs(spec_path)
+    loaded = load_specs_isolated(spec_path)
     for d in loaded.diagnostics:
         print(f"{d.path}:{d.line}:{d.col}: {d.severity.label}: {d.message}", file=sys.stderr)
     specs = [s for s in loaded.specs if args.kernel in (None, s.kernel, s.name)]

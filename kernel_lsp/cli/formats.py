@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..check import FileCheck
+from ..host_launch.occupancy import occupancy_summary
 from ..model import Diagnostic, KernelResources, Severity, format_bytes
 
 
@@ -33,12 +34,7 @@ def format_resources(k: KernelResources) -> str:
         f"{format_bytes(k.stack_bytes)} stack",
         f"spills {k.spill_store_bytes} B stored / {k.spill_load_bytes} B loaded",
     ]
-    if k.occupancy:
-        parts.append(f"occupancy {k.occupancy.describe()}")
-    elif k.block_size is None:
-        parts.append("occupancy: no literal block size in a launch comment")
-    else:
-        parts.append(f"occupancy: n/a, a block of {k.block_size} threads cannot launch on {k.arch}")
+    parts.append(occupancy_summary(k))
     return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
 
 
@@ -140,6 +136,16 @@ def _kernel_json(k: KernelResources) -> dict:
             "activeBlocksPerSM": o.active_blocks_per_sm,
             "limiter": o.limiter,
         },
+        "launches": [
+            {
+                "origin": c.origin,
+                "where": c.where,
+                "blockSize": c.block_size,
+                "occupancy": round(c.occupancy.fraction, 4) if c.occupancy else None,
+                "note": c.note or None,
+            }
+            for c in k.launches
+        ],
     }
 
 

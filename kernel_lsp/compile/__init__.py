@@ -9,6 +9,7 @@ by every backend.
 from __future__ import annotations
 
 import functools
+import os
 
 from ..model import CompileResult
 from .files import MAX_FILE_BYTES, decode_source, read_source
@@ -17,7 +18,7 @@ from .includes import header_stamps, include_closure, resolve_include
 from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
-from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+from .pool import JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "check_arch",
     "choose_backend",
     "compile_file",
+    "compile_isolated",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
@@ -71,6 +73,20 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
     if choose_backend(source, options) == "nvcc":
         return compile_nvcc(source, path, options, use_cache)
     return compile_nvrtc(source, path, options, use_cache)
+
+
+def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
+    """compile_source in a shared worker process (the GPU and optimizer paths: the server's own
+    process never runs a compiler, and an LLM's candidate that crashes NVRTC costs a worker)."""
+    try:
+        return run_isolated(compile_source, source, path, options)
+    except WorkerFailed as e:
+        from ..model import Diagnostic, Severity
+
+        message = f"compiling {os.path.basename(path)} for {options.arch}: {e}"
+        return CompileResult(
+            path, options.arch, False, [Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)]
+        )
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:

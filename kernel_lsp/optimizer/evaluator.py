@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernel_lsp import archs
-from kernel_lsp.compile import CompileOptions, compile_source
+from kernel_lsp.compile import CompileOptions, compile_isolated
 from kernel_lsp.evaluation.pool import BackendPool
 from kernel_lsp.model import CompileResult, Severity
 from kernel_lsp.runner.profile import ProfileReport
@@ -83,7 +83,7 @@ class Evaluator(ABC):
     def compile(self, source: str) -> CompileResult:
         """compile_source picks the backend: NVRTC for device code, nvcc when the candidate keeps
         the file's host code; the same gate for the original and every candidate."""
-        return compile_source(launch_ready(source, self.options.defines), self.path, self.compile_options())
+        return compile_isolated(launch_ready(source, self.options.defines), self.path, self.compile_options())
 
     # --- gates 2 and 3, and the A/B --------------------------------------------------------------
 

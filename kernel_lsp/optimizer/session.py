@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernel_lsp.compile import CompileOptions, compile_source, read_source
+from kernel_lsp.compile import CompileOptions, compile_isolated, read_source
 from kernel_lsp.config import Settings
-from kernel_lsp.spec import Spec, SpecLoad, load_specs, spec_path_for
+from kernel_lsp.spec import Spec, SpecLoad, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
 from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
@@ -66,7 +67,7 @@ def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[S
             f"kernel must compute; `kernel-lsp spec {os.path.basename(path)} --kernel {kernel}` (or the "
             "editor's code action 'Write a spec skeleton') starts one."
         )
-    loaded = load_specs(spec_path, spec_source)
+    loaded = load_specs_isolated(spec_path, spec_source)
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity.label == "error")
         raise OptimizeError(f"{os.path.basename(spec_path)}:{first.line}: {first.message}")
@@ -110,8 +111,9 @@ def choose_proposer(req: RunRequest, target: Target, arch: str) -> Proposer:
     if not tuner.searchable:
         raise OptimizeError(
             f"nothing to tune in {os.path.basename(target.path)}: mark compile-time parameters with "
-            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or write the launch line "
-            "with a literal block size, or configure an LLM"
+            "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or launch the kernel with "
+            "a block size from a constant (`#define BLOCK 256`, `constexpr int threads = 256;`, a "
+            "literal in the launch line), or configure an LLM"
         )
     return tuner
 
@@ -166,7 +168,7 @@ def run(
         hw = evaluator.hardware()
         arch = hw.arch if hw else options.arch
         # The original must compile before anything else is tried.
-        first = compile_source(source, req.path, evaluator.compile_options())
+        first = compile_isolated(source, req.path, evaluator.compile_options())
         if not first.ok:
             raise OptimizeError(f"{os.path.basename(req.path)} does not compile; fix its errors first")
         proposer = choose_proposer(req, target, arch)

@@ -11,34 +11,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kernel_lsp.constants import macro_values
+from kernel_lsp.host_launch.spec_launch import with_host_launches
+from kernel_lsp.host_launch.tunables import current_value, is_constant_key, set_constant, site_of
 from kernel_lsp.source import LaunchDirective, parse_directives
 from kernel_lsp.spec import SpecError, launch_dims
-
-_DEFINE = re.compile(
-    r"^(?P<head>[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*))(?P<gap>[ \t]+)(?P<value>[^\n]*?)(?P<tail>[ \t]*(//[^\n]*)?)$",
-    re.M,
-)
-_INT = re.compile(r"^\(?\s*(-?\d+)\s*[uUlL]*\s*\)?$")
 
 # The pseudo-parameter the tuner uses for a literal launch block size (`block=256`).
 LAUNCH_BLOCK = "launch.block"
 
 
 def define_values(source: str, defines: tuple[str, ...] = ()) -> dict[str, int]:
-    """Integer macros of the file (`#define BLOCK 256`), overridden by -D values, for evaluating
-    launch expressions such as `cdiv(n, BLOCK*ITEMS)`. The first definition of a name wins, as
-    with the usual `#ifndef NAME / #define NAME default` guard."""
-    values: dict[str, int] = {}
-    for m in _DEFINE.finditer(source):
-        iv = _INT.match(m.group("value").strip())
-        if iv and m.group("name") not in values:
-            values[m.group("name")] = int(iv.group(1))
-    for d in defines:
-        name, _, value = d.partition("=")
-        iv = _INT.match(value.strip() or "1")
-        if iv:
-            values[name.strip()] = int(iv.group(1))
-    return values
+    """Integer constants of the file (`#define BLOCK 256`, `constexpr int kTile = 32;`), overridden
+    by -D values, for evaluating launch expressions such as `cdiv(n, BLOCK*ITEMS)`: the one reader
+    in kernel_lsp.constants (the first `#define` of a name wins, as with an `#ifndef` guard)."""
+    return macro_values(source, defines)
 
 
 def current_config(
@@ -51,6 +38,9 @@ def current_config(
         if name == LAUNCH_BLOCK:
             launch = _first_literal_launch(source)
             config[name] = launch.block.strip() if launch else options[0]
+        elif is_constant_key(name):
+            current = current_value(source, name)
+            config[name] = current if current in options else options[0]
         elif name in values and str(values[name]) in options:
             config[name] = str(values[name])
         else:
@@ -64,6 +54,10 @@ def apply_config(source: str, config: Mapping[str, str]) -> str:
     for name, value in config.items():
         if name == LAUNCH_BLOCK:
             out = _set_launch_block(out, value)
+            continue
+        site = site_of(name, source)
+        if site is not None:  # `threads@12`: a constant of the code, rewritten in place
+            out = set_constant(out, site, value)
             continue
         pattern = re.compile(
             rf"^(?P<head>[ \t]*#[ \t]*define[ \t]+{re.escape(name)})(?P<gap>[ \t]+)(?P<value>[^\n/]*?)(?P<tail>[ \t]*(//[^\n]*)?)$",
@@ -120,8 +114,9 @@ def _set_launch_block(source: str, value: str) -> str:
     return "".join(lines)
 
 
-def launches_for(source: str, kernels: list[str]) -> list[LaunchDirective]:
-    directives = parse_directives(source)
+def launches_for(source: str, kernels: list[str], defines: tuple[str, ...] = ()) -> list[LaunchDirective]:
+    """The launch lines of `kernels`: their launch comments, else their launches in host code."""
+    directives = with_host_launches(parse_directives(source), source, kernels, defines)
     return [d for k in kernels for d in directives.launches_of(k)]
 
 
@@ -132,11 +127,11 @@ def launch_shapes(
     the file's integer macros. Raises SpecError when an expression cannot be evaluated."""
     scope = {**define_values(source, defines), **dict(sizes)}
     out = {}
-    for d in launches_for(source, kernels):
+    for d in launches_for(source, kernels, defines):
         try:
             out[d.kernel] = launch_dims(d.grid, d.block, d.smem, scope)
         except SpecError:
             raise
         except Exception as e:  # NameError and friends from a user's expression
-            raise SpecError(f"launch line {d.line}: {type(e).__name__}: {e}") from None
+            raise SpecError(f"{d.described}: {type(e).__name__}: {e}") from None
     return out

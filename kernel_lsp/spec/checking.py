@@ -128,12 +128,14 @@ def check_spec(
         i = counts.get(kname, 0)
         counts[kname] = i + 1
         if i >= len(launches):
+            host = directives.host_notes.get(kname)
             out.append(
                 _diag(
                     p,
                     spec.line,
                     f"no `// kernel-lsp: launch {kname} grid=... block=...` line for `{kname}` "
-                    f"in the .cu (needed {i + 1}, found {len(launches)})",
+                    f"in the .cu (needed {i + 1}, found {len(launches)})"
+                    + (f", and its launch in host code cannot be used: {host}" if host else ""),
                     "spec-launch",
                 )
             )
@@ -147,7 +149,7 @@ def check_spec(
                     _diag(
                         p,
                         spec.line,
-                        f"launch line {d.line} of the .cu: {e} (case {case_label(sizes)})",
+                        f"{d.described}: {e} (case {case_label(sizes)})",
                         "spec-launch",
                     )
                 )

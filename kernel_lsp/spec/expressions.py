@@ -6,12 +6,13 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from ..constants import macro_values
 
 
 def cdiv(a: int, b: int) -> int:
@@ -104,31 +105,10 @@ def call_with_names(fn: Callable[..., Any], available: Mapping[str, Any]) -> Any
     return fn(**{n: available[n] for n in params if n in available})
 
 
-_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)[ \t]+([^\n]*?)\s*(?://.*)?$", re.M)
-
-
 def source_constants(source: str, defines: Sequence[str] = ()) -> dict[str, int]:
-    """Integer macros a launch line may use (`block=BLOCK`): `-D` defines first (they win over
-    an `#ifndef` default), then object-like `#define NAME <int expression>` lines of the source."""
-    raw: dict[str, str] = {}
-    for d in defines:
-        name, _, value = d.partition("=")
-        raw.setdefault(name.strip(), value.strip() or "1")
-    for m in _DEFINE.finditer(source):
-        raw.setdefault(m.group(1), m.group(2))
-    values: dict[str, int] = {}
-    for _ in range(4):  # macros defined in terms of others: a few passes settle them
-        for name, expr in raw.items():
-            if name in values:
-                continue
-            text = re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr).replace("/", "//").replace("////", "//")
-            try:
-                v = eval_expr(text, values)
-            except SpecError:
-                continue
-            if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-                values[name] = int(v)
-    return values
+    """Integer constants a launch line may use (`block=BLOCK`): `-D` defines first (they win over
+    an `#ifndef` default), then the source's `#define`s and file-scope constants (kernel_lsp.constants)."""
+    return macro_values(source, defines)
 
 
 def launch_dims(

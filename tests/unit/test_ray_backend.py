@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-import ray
 from fixture_sources import VADD
 from test_multi_gpu import SPEC, scripted_round, spec_d_files, verdicts, with_behaviour
 
@@ -28,6 +27,9 @@ from kernel_lsp.optimizer.model import Status
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 from kernel_lsp.workspace import Workspace
+
+# CI installs Ray (the test extra); a GPU machine may not have it: skip, never stop collection.
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kernel-lsp[ray]')")
 
 HOST = socket.gethostname()
 

@@ -240,3 +240,24 @@ def test_a_distribution_naming_an_unknown_size_says_what_is_there():
     )
     with pytest.raises(SpecError, match="takes m, which is neither"):
         make_inputs(spec, {"n": 5}, seed=0)
+
+
+def test_the_isolated_summary_keeps_the_cases_sizes_valid_chose(tmp_path):
+    from kernel_lsp.spec.isolated import load_specs_isolated
+
+    text = """\
+from kernel_lsp.spec import Alias, In, Spec
+SPEC = Spec(
+    kernel="k",
+    sizes=[{"rows": 100, "cols": 7}],
+    sizes_valid=lambda rows, cols: cols % 7 == 0,
+    derived_sizes={"n": "rows * cols"},
+    args={"v": In("float32", shape="n"), "w": Alias("v")},
+)
+"""
+    path = tmp_path / "k.spec.py"
+    path.write_text(text)
+    (spec,) = load_specs_isolated(str(path)).specs
+    # The function stayed in the worker; the edge cases it rejected (cols 1 and 97) stay out.
+    assert spec.sizes_valid is None and spec.aliases() == {"w": "v"}
+    assert spec.verification_sizes() == [{"rows": 100, "cols": 7, "n": 700}]

@@ -1,7 +1,9 @@
 """The offline tuner: no LLM, the default when none is configured.
 
 It searches the compile-time parameters the user marked (`// kernel-lsp: tune BLOCK=64,128 VEC=1,2`)
-and, for a kernel without tunables whose launch line has a literal block size, the block size.
+and, for a kernel without tunables, the block size: the launch line's literal, or the constants
+its launches take their block from (a macro, a `constexpr`, `int threads = 256;` or `dim3
+block(256)` in the launcher; see kernel_lsp/host_launch/tunables.py).
 Each configuration becomes a `.cu` text with the chosen `#define` defaults (see tunables.py), so
 the loop's three gates and the final diff treat it like any other candidate.
 
@@ -14,6 +16,7 @@ compile (evaluator.launch_problem), before any GPU time is spent.
 from __future__ import annotations
 
 from kernel_lsp import archs
+from kernel_lsp.host_launch.tunables import block_constants
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec
 
@@ -23,17 +26,24 @@ from ..tunables import LAUNCH_BLOCK, apply_config, current_config, launch_block_
 from .base import Proposer, RoundContext
 
 
-def tune_space(source: str, kernels: list[str]) -> dict[str, tuple[str, ...]]:
+def tune_space(source: str, kernels: list[str], defines: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """The tune comment's parameters; else the launch comment's literal block size; else the
+    constants the kernels' launches take their block size from (`#define BLOCK_SIZE 256`,
+    `constexpr int threadsPerBlock = 256;`, `dim3 block(256)` in the launcher)."""
     space = dict(parse_directives(source).tune_space)
     if not space:
         blocks = launch_block_space(source, kernels)
         if blocks:
             space[LAUNCH_BLOCK] = blocks
+        else:
+            for c in block_constants(source, kernels, defines):
+                space[c.key] = tuple(str(v) for v in c.choices)
     return space
 
 
 def config_label(config: Config) -> str:
-    return " ".join(f"{k.replace(LAUNCH_BLOCK, 'block')}={v}" for k, v in config.items())
+    """`block=256`, `BLOCK_SIZE=128`, `threads=512` (a constant's line left out)."""
+    return " ".join(f"{k.replace(LAUNCH_BLOCK, 'block').split('@')[0]}={v}" for k, v in config.items())
 
 
 class TunerProposer(Proposer):
@@ -57,7 +67,7 @@ class TunerProposer(Proposer):
         self.arch = arch
         self.defines = defines
         self.strategy_name = strategy
-        self.params = tune_space(original, kernels)
+        self.params = tune_space(original, kernels, defines)
         self.space = SearchSpace(self.params, self._launchable)
         self.start = current_config(original, self.params, defines) if self.params else None
         self.strategy: Strategy | None = (

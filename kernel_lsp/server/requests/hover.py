@@ -7,6 +7,7 @@ import re
 
 from lsprotocol import types
 
+from ...host_launch.occupancy import NO_BLOCK, describe_launches
 from ...model import KernelResources, format_bytes
 from ...source import find_kernels
 from ..uris import uri_to_path
@@ -28,11 +29,11 @@ def resources_markdown(name: str, kernels: list[KernelResources], compiler: str 
         ("|---" if several else "") + "|---|---|---|---|---|---|",
     ]
     for k in kernels:
-        occ = "n/a (no literal block size in the launch comment)"
+        occ = "n/a (see the launches below)" if k.launches else f"n/a ({NO_BLOCK})"
         if k.occupancy:
             occ = k.occupancy.describe()
         elif k.block_size:
-            occ = f"n/a: a block of {k.block_size} threads cannot launch on {k.arch} (see the launch comment)"
+            occ = f"n/a: a block of {k.block_size} threads cannot launch on {k.arch}"
         rows.append(
             (f"| `{k.name}` " if several else "")
             + f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
@@ -42,7 +43,27 @@ def resources_markdown(name: str, kernels: list[KernelResources], compiler: str 
     return (
         f"**`{title}`** — compiled with {'nvcc' if compiler == 'nvcc' else 'NVRTC'} (theoretical occupancy from the arch's limits)\n\n"
         + "\n".join(rows)
+        + launches_markdown(kernels, several)
     )
+
+
+def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
+    """Where each block size came from (a launch in host code, __launch_bounds__, the launch
+    comment) and why a launch gives none, for the first arch's figures."""
+    firsts: dict[str, KernelResources] = {}
+    for k in kernels:
+        firsts.setdefault(k.name, k)
+    lines = []
+    for k in firsts.values():
+        label = f"`{k.name}`: " if several else ""
+        for entry, text in zip(k.launches, describe_launches(k.launches, k.arch), strict=True):
+            if entry.occupancy is not None and entry.occupancy == k.occupancy:
+                text = entry.source + (f" ({entry.note})" if entry.note else "")  # the table's figure
+            lines.append(f"- {label}{text}")
+    if not lines:
+        return ""
+    arch = next(iter(firsts.values())).arch
+    return f"\n\n**Launches** (occupancy on {arch}):\n" + "\n".join(lines)
 
 
 def register(server) -> None:
