@@ -303,9 +303,47 @@ def spec_findings(
                 found += _instance_findings(
                     spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
                 )
+            found += _one_buffer_findings(spec, kernels, source, defines)
             if dry_run:
                 found += run_dry(spec)
     return found
+
+
+def _one_buffer_findings(spec, kernels, source: str, defines: tuple[str, ...]) -> list[Diagnostic]:
+    """Two arguments that the file's launcher passes one buffer as (`rms` to one kernel, `d_rms`
+    to the next) but the spec declares as two buffers: the second kernel would read a buffer of
+    its own, and every element would come out wrong on the GPU. At the second one's line."""
+    from .host_launch.launcher import launcher_for, one_buffer_names
+    from .host_launch.occupancy import host_code
+    from .source import find_kernel
+    from .spec import SPEC_SOURCE, Alias, Scalar
+
+    fn = launcher_for(host_code(source, tuple(defines)), spec.kernels)
+    if fn is None:
+        return []
+    sigs = [s for s in (find_kernel(kernels, k) for k in spec.kernels) if s is not None]
+    pointers = {p.name for sig in sigs for p in sig.params if p.is_pointer}
+    out = []
+    for name, first in one_buffer_names(fn, spec.kernels, pointers).items():
+        arg, other = spec.args.get(name), spec.args.get(first)
+        if (
+            arg is None
+            or other is None
+            or isinstance(arg, (Alias, Scalar))
+            or isinstance(other, (Alias, Scalar))
+        ):
+            continue
+        message = (
+            f"`{name}` and `{first}` are one buffer: `{fn.name}` passes the same variable as both; "
+            f'declare "{name}": Alias("{first}")'
+        )
+        line = getattr(arg, "line", 0) or spec.line
+        out.append(
+            Diagnostic(
+                spec.path, max(1, line), 1, Severity.ERROR, message, code="spec-args", source=SPEC_SOURCE
+            )
+        )
+    return out
 
 
 def _instance_findings(spec, names: list[str], compiled: CompileResult) -> list[Diagnostic]:

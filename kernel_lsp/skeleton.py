@@ -17,8 +17,20 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
+from .constants.cexpr import Num
+from .host_launch.launcher import (
+    Temporary,
+    launcher_for,
+    launches_of,
+    library_launcher,
+    one_buffer_names,
+    pipelines,
+    temporaries,
+)
+from .host_launch.model import HostFunction, HostLaunch, LaunchArgument
 from .host_launch.occupancy import host_code
 from .host_launch.spec_launch import spec_launch
+from .index_expr import parse_index, poly_text
 from .kernel_use import BufferUse, Extent, KernelUse, kernel_body, read_kernel
 from .source import (
     Directives,
@@ -29,7 +41,7 @@ from .source import (
     find_kernels,
     parse_directives,
 )
-from .spec import C_TYPES, c_type_dtype, source_constants
+from .spec import C_TYPES, DTYPES, c_type_dtype, source_constants
 from .spec.loading import SKELETON_TODO
 
 _SIZE_LIKE = re.compile(
@@ -48,18 +60,21 @@ _EPSILON = re.compile(r"eps|epsilon", re.I)
 
 @dataclass
 class _Arg:
-    kind: str  # In, Out, InOut, Scratch, Scalar
+    kind: str  # In, Out, InOut, Scratch, Scalar, Alias
     dtype: str
     shape: str = ""
     dist: str = ""
-    value: str = ""  # a Scalar's value ("" for a size)
+    value: str = ""  # a Scalar's value ("" for a size), the buffer an Alias names
     notes: list[str] = field(default_factory=list)
+    zero: bool = False  # a Scratch the launcher zeroes
 
     def text(self, name: str) -> str:
         if self.kind == "Scalar":
             body = f'Scalar("{self.dtype}"' + (f", {self.value}" if self.value else "") + ")"
+        elif self.kind == "Alias":
+            body = f"Alias({_quote(self.value)})"
         else:
-            extra = f", dist={self.dist}" if self.dist else ""
+            extra = (f", dist={self.dist}" if self.dist else "") + (", zero=True" if self.zero else "")
             body = f'{self.kind}("{self.dtype}", shape="{self.shape}"{extra})'
         note = f"  # {SKELETON_TODO}: {'; '.join(self.notes)}" if self.notes else ""
         return f"        {_quote(name)}: {body},{note}"
@@ -201,11 +216,13 @@ def _plan(
     invented: list[str] = []
     most_dims = 1
     first_kernel = ""
+    launcher = _Launcher.of(source, names_in_order, sigs)
     for sig in sigs:
         name, types, values = kernel_name(source, sig)
         first_kernel = first_kernel or name
         use = read_kernel(kernel_body(source, sig), sig, {**constants, **values}, source)
-        size_params = _size_params(sig, use, types)
+        passed = launcher.arguments(sig.name)
+        size_params = [n for n in _size_params(sig, use, types) if not launcher.fixed_value(passed.get(n))]
         host = host_launch_of(sig, directives, source)
         # Names the launch reads are sizes too: the kernel's integer parameters it uses, and
         # launcher parameters it reads that the kernel does not get (the spec must give those).
@@ -214,18 +231,35 @@ def _plan(
         offsets = any(u.offsets for u in use.buffers.values())
         names = _open_names(use.buffers, size_params, offsets)
         for p in sig.params:
-            if p.name in args:
-                continue
             dtype = _dtype(p.type, types)
             notes = [] if dtype else [f"element type of `{p.type}`"]
             dtype = dtype or "float32"
+            if p.name in args:
+                if (
+                    p.is_pointer
+                    and args[p.name].kind == "In"
+                    and _kind(p.is_const, use.buffers[p.name]) != "In"
+                ):
+                    args[p.name].kind = "InOut"  # read by an earlier step, written by this one
+                continue
             if not p.is_pointer:
-                args[p.name] = _scalar(p.name, dtype, p.name in size_params, notes)
+                args[p.name] = _scalar(p.name, dtype, p.name in size_params, notes, passed.get(p.name))
+                continue
+            if p.name in launcher.aliases:
+                args[p.name] = _Arg("Alias", dtype, value=launcher.aliases[p.name])
                 continue
             u = use.buffers[p.name]
             arg = _Arg(_kind(p.is_const, u), dtype, notes=notes)
             if u.atomic and arg.kind == "InOut":
                 arg.dist = '"zeros"'
+            scratch = launcher.scratch(passed.get(p.name))
+            if scratch is not None:
+                arg.kind, arg.dist, arg.zero = "Scratch", "", scratch.zeroed
+                allocated = launcher.elements(scratch, dtype)
+                if allocated:
+                    arg.shape = allocated
+                    args[p.name] = arg
+                    continue
             shape, guessed = _shape(p.name, u, names, sizes)
             for s in re.findall(r"[A-Za-z_]\w*", shape):
                 if s not in sizes and s not in invented:
@@ -252,13 +286,79 @@ def _kind(const: bool, use: BufferUse) -> str:
     return "Out" if use.writes else "In"
 
 
-def _scalar(name: str, dtype: str, is_size: bool, notes: list[str]) -> _Arg:
+def _scalar(name: str, dtype: str, is_size: bool, notes: list[str], passed: LaunchArgument | None) -> _Arg:
+    """A size, or a value: the literal the launcher passes, else one to test with."""
+    literal = _literal(passed)
     if dtype.startswith(("int", "uint")):
         if is_size:
             return _Arg("Scalar", dtype, notes=notes)
+        if isinstance(literal, int):
+            return _Arg("Scalar", dtype, value=str(literal), notes=notes)
         return _Arg("Scalar", dtype, value="1", notes=[*notes, "a value or size expression"])
+    if literal is not None:
+        return _Arg("Scalar", dtype, value=repr(float(literal)), notes=notes)
     value = "1e-5" if _EPSILON.search(name) else "1.5"
     return _Arg("Scalar", dtype, value=value, notes=notes)
+
+
+def _literal(passed: LaunchArgument | None) -> int | float | None:
+    """The number a launch passes for a parameter (`2.0f`, `NUM_BLOCKS` = 128), when it is one."""
+    dims = passed.value.dims if passed is not None and passed.value is not None else None
+    if dims and len(dims) == 1 and isinstance(dims[0], Num) and not isinstance(dims[0].value, bool):
+        return dims[0].value
+    return None
+
+
+@dataclass
+class _Launcher:
+    """What the host function that launches the kernels passes them, when the file has one."""
+
+    fn: HostFunction | None = None
+    launches: dict[str, HostLaunch] = field(default_factory=dict)  # kernel -> its first launch
+    aliases: dict[str, str] = field(default_factory=dict)  # parameter -> the one it shares a buffer with
+    temps: dict[str, Temporary] = field(default_factory=dict)
+    sizes: dict[str, str] = field(default_factory=dict)  # launcher parameter -> kernel parameter
+
+    @classmethod
+    def of(cls, source: str, kernels: list[str], sigs: list[KernelSignature]) -> _Launcher:
+        fn = launcher_for(host_code(source), kernels) if source else None
+        if fn is None:
+            return cls()
+        launches: dict[str, HostLaunch] = {}
+        for launch in launches_of(fn, kernels):
+            launches.setdefault(launch.kernel, launch)
+        pointers = {p.name for sig in sigs for p in sig.params if p.is_pointer}
+        sizes = {a.source: a.param for x in launches.values() for a in x.arguments if a.launcher_param}
+        return cls(fn, launches, one_buffer_names(fn, kernels, pointers), temporaries(fn), sizes)
+
+    def arguments(self, kernel: str) -> dict[str, LaunchArgument]:
+        launch = self.launches.get(kernel)
+        return {a.param: a for a in launch.arguments if a.param} if launch else {}
+
+    def fixed_value(self, passed: LaunchArgument | None) -> bool:
+        """A library launcher (not `main`) passing a constant: a value, not a size."""
+        return (
+            self.fn is not None
+            and library_launcher(self.fn)
+            and passed is not None
+            and not passed.launcher_param
+            and isinstance(_literal(passed), int)
+        )
+
+    def scratch(self, passed: LaunchArgument | None) -> Temporary | None:
+        return self.temps.get(passed.source) if passed is not None and passed.source else None
+
+    def elements(self, temp: Temporary, dtype: str) -> str:
+        """The temporary's element count from its allocation (`NUM_BLOCKS * sizeof(float)` -> 128,
+        `n * sizeof(float)` -> n), or "" when it cannot be read."""
+        if temp.allocation is None or temp.allocation.bytes is None:
+            return ""
+        text = temp.allocation.bytes.python(self.sizes)
+        total = parse_index(text.replace("//", "/")) if text else None
+        itemsize = DTYPES[dtype].itemsize
+        if total is None or any(c % itemsize for c in total.values()):
+            return ""
+        return poly_text({m: c // itemsize for m, c in total.items()})
 
 
 def _shape(buffer: str, use: BufferUse, names: dict[str, str], sizes: list[str]) -> tuple[str, bool]:
@@ -458,3 +558,9 @@ def host_launch_of(
         reasons = first.in_kernel_terms.reasons if first.in_kernel_terms else first.reasons
         return HostLaunchHint(None, reason=f"{first.where()}: {reasons[0] if reasons else 'unreadable'}")
     return None
+
+
+def launcher_pipelines(source: str) -> list[tuple[str, list[str]]]:
+    """(launcher, the kernels it launches in order, each once) for every host function of the
+    file that launches more than one kernel: the pipelines a spec may describe whole."""
+    return [(fn.name, list(dict.fromkeys(fn.kernels))) for fn in pipelines(host_code(source))]

@@ -1,5 +1,7 @@
-"""`kernel-lsp spec FILE [--kernel K] [--force]`: write a spec skeleton beside a .cu file, the
-command-line twin of the editor's code action. Never overwrites a spec without --force.
+"""`kernel-lsp spec FILE [--kernel K | --pipeline K1,K2] [--force]`: write a spec skeleton beside a
+.cu file, the command-line twin of the editor's code action. A file whose kernels one host
+function launches in order gets one spec for that pipeline. Never overwrites a spec without
+--force.
 
 Exit codes: 0 written, 2 nothing written (no such file, no or ambiguous kernel, spec exists)."""
 
@@ -10,7 +12,7 @@ import os
 import sys
 
 from ..compile import read_source
-from ..skeleton import skeleton_for, spec_skeleton
+from ..skeleton import launcher_pipelines, skeleton_for, spec_skeleton
 from ..source import KernelSignature, find_kernel, find_kernels, parse_directives
 from ..spec import spec_path_for
 
@@ -34,10 +36,30 @@ def pick_kernel(kernels: list[KernelSignature], wanted: str | None) -> tuple[Ker
     )
 
 
+def _the_files_pipeline(source: str) -> list[str]:
+    """The kernels of the file's one launcher that launches every kernel of the file, in its
+    order (a file whose kernels are one pipeline); [] otherwise."""
+    names = {k.name for k in find_kernels(source) if k.definition}
+    found = [kernels for _, kernels in launcher_pipelines(source) if set(kernels) >= names]
+    return found[0] if len(found) == 1 and len(names) > 1 else []
+
+
+def _pipeline_hint(source: str) -> str:
+    hints = [
+        f"`{fn}` launches {' -> '.join(ks)}: --pipeline {','.join(ks)}"
+        for fn, ks in launcher_pipelines(source)
+    ]
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
 def spec_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="kernel-lsp spec", description=__doc__.splitlines()[0])
     p.add_argument("file", help="the .cu file")
-    p.add_argument("--kernel", "-k", help="the kernel (default: the file's only kernel)")
+    p.add_argument(
+        "--kernel",
+        "-k",
+        help="the kernel (default: the file's only kernel, or the pipeline its launcher runs)",
+    )
     p.add_argument(
         "--pipeline",
         metavar="K1,K2",
@@ -54,8 +76,11 @@ def spec_main(argv: list[str]) -> int:
             f"kernel-lsp spec: {args.file}: {problem.message if problem else 'cannot read'}", file=sys.stderr
         )
         return EXIT_NOT_WRITTEN
-    if args.pipeline:
-        names = [n.strip() for n in args.pipeline.split(",") if n.strip()]
+    pipeline = [n.strip() for n in (args.pipeline or "").split(",") if n.strip()]
+    if not pipeline and args.kernel is None:
+        pipeline = _the_files_pipeline(source)
+    if pipeline:
+        names = pipeline
         kernels = find_kernels(source)
         missing = [n for n in names if find_kernel(kernels, n) is None]
         if missing or not names:
@@ -69,7 +94,7 @@ def spec_main(argv: list[str]) -> int:
     else:
         kernel, why = pick_kernel(find_kernels(source), args.kernel)
         if kernel is None:
-            print(f"kernel-lsp spec: {args.file}: {why}", file=sys.stderr)
+            print(f"kernel-lsp spec: {args.file}: {why}{_pipeline_hint(source)}", file=sys.stderr)
             return EXIT_NOT_WRITTEN
         text, label = spec_skeleton(kernel, parse_directives(source), source), f"kernel {kernel.name}"
     target = spec_path_for(args.file)

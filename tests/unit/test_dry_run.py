@@ -251,3 +251,22 @@ def test_every_sample_spec_passes_its_dry_run(spec_file):
     assert loaded.ok, loaded.diagnostics
     for spec in loaded.specs:
         assert dry_run(spec) == [], spec_file
+
+
+def test_two_buffers_where_the_launcher_passes_one_is_an_error(tmp_path):
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "spec_corpus" / "llmc"
+    source = (
+        (corpus / "rmsnorm.cu")
+        .read_text()
+        .replace('#include "common.h"', "#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))")
+    )
+    truth = (corpus / "rmsnorm.spec.py").read_text()
+    (tmp_path / "rmsnorm.cu").write_text(source)
+    (tmp_path / "rmsnorm.spec.py").write_text(truth)
+    assert spec_findings(str(tmp_path / "rmsnorm.cu"), source, dry_run=True) == []
+    wrong = truth.replace('"d_rms": Alias("rms")', '"d_rms": In("float32", shape="N")')
+    (tmp_path / "rmsnorm.spec.py").write_text(wrong)
+    (d,) = spec_findings(str(tmp_path / "rmsnorm.cu"), source, dry_run=True)
+    assert d.line == line_of(wrong, '"d_rms":') and d.severity is Severity.ERROR
+    assert "`d_rms` and `rms` are one buffer: `rmsnorm_forward` passes the same variable as both" in d.message
+    assert 'declare "d_rms": Alias("rms")' in d.message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from pathlib import Path
 
 from kernel_lsp.cli import main
 from kernel_lsp.skeleton import spec_skeleton
@@ -140,3 +141,27 @@ def test_spec_command_writes_a_pipeline(capsys, tmp_path):
     assert "pipeline matmul -> vadd" in capsys.readouterr().out
     spec = load_specs(str(tmp_path / "two.spec.py")).specs[0]
     assert spec.pipeline == ["matmul", "vadd"] and {"A", "B", "C", "a", "b", "c"} <= set(spec.args)
+
+
+def test_a_file_whose_launcher_runs_its_kernels_gets_the_pipeline(capsys, tmp_path):
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "spec_corpus" / "llmc"
+    cu = tmp_path / "rmsnorm.cu"
+    cu.write_text(
+        (corpus / "rmsnorm.cu")
+        .read_text()
+        .replace('#include "common.h"', "#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))")
+    )
+    assert main(["spec", str(cu)]) == 0  # no --kernel: the launcher's two kernels, in order
+    assert "pipeline rms_kernel -> rmsnorm_apply_kernel" in capsys.readouterr().out
+    spec = load_specs(str(tmp_path / "rmsnorm.spec.py")).specs[0]
+    assert spec.pipeline == ["rms_kernel", "rmsnorm_apply_kernel"] and spec.aliases() == {"d_rms": "rms"}
+    # Two launchers of different kernels: which one is the user's to say, and the hint says how.
+    other = tmp_path / "two.cu"
+    other.write_text(
+        cu.read_text() + "\n__global__ void extra(float* y, int n) { y[0] = n; }\n"
+        "void run_extra(float* y, int n) { extra<<<1, 1>>>(y, n); rms_kernel<<<1, 1>>>(y, y, n, n); }\n"
+    )
+    assert main(["spec", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "`rmsnorm_forward` launches rms_kernel -> rmsnorm_apply_kernel" in err
+    assert "--pipeline rms_kernel,rmsnorm_apply_kernel" in err
