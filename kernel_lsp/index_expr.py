@@ -63,7 +63,7 @@ def poly_text(p: Poly, order: Mapping[str, int] | None = None) -> str:
     terms = []
     for m, c in sorted(p.items(), key=lambda mc: (-len(mc[0]), mc[0])):
         ordered = sorted(m, key=lambda s: (rank.get(s, len(rank)), s))
-        factors = [s[len(ATOM) :] if s.startswith(ATOM) else s for s in ordered]
+        factors = [s[len(ATOM) :].replace(",", ", ") if s.startswith(ATOM) else s for s in ordered]
         if c != 1 or not factors:
             factors = [str(abs(c)) if c != -1 or not factors else "", *factors]
             factors = [f for f in factors if f]

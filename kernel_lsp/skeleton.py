@@ -113,8 +113,12 @@ def instance_args(source: str, signature: KernelSignature) -> list[str] | None:
     if not params:
         return None
     code = blank_comments(source)
+    # `typedef float floatX;` and `using floatX = float;` name the types instances are written in.
+    aliases = dict(re.findall(r"\btypedef\s+([\w ]+?)\s+(\w+)\s*;", code))
+    aliases = {new: old for old, new in aliases.items()}
+    aliases.update(re.findall(r"\busing\s+(\w+)\s*=\s*([\w ]+?)\s*;", code))
     for m in re.finditer(rf"\b{re.escape(signature.name)}\s*<([^<>;{{}}()]*)>\s*(?:<<<|\()", code):
-        args = [a.strip() for a in m.group(1).split(",")]
+        args = [aliases.get(a.strip(), a.strip()) for a in m.group(1).split(",")]
         if len(args) == len(params) and all(re.fullmatch(r"-?\d+[uUlL]*", a) or a in C_TYPES for a in args):
             return args
     if all(kind in ("typename", "class") for kind, _ in params):
@@ -257,13 +261,13 @@ def _plan(
                 arg.kind, arg.dist, arg.zero = "Scratch", "", scratch.zeroed
                 allocated = launcher.elements(scratch, dtype)
                 if allocated:
+                    # A launcher parameter the allocation reads is a size too (the spec gives it).
+                    invented += [s for s in _names(allocated) if s not in sizes and s not in invented]
                     arg.shape = allocated
                     args[p.name] = arg
                     continue
             shape, guessed = _shape(p.name, u, names, sizes)
-            for s in re.findall(r"[A-Za-z_]\w*", shape):
-                if s not in sizes and s not in invented:
-                    invented.append(s)
+            invented += [s for s in _names(shape) if s not in sizes and s not in invented]
             arg.shape = shape or (sizes[0] if sizes else "n")
             if not shape:
                 arg.notes.append("shape (not read from the kernel's indexing)")
@@ -276,6 +280,11 @@ def _plan(
     if not all_sizes:
         all_sizes = ["n"]
     return _Plan(first_kernel, names_in_order, args, all_sizes, most_dims, invented)
+
+
+def _names(expression: str) -> list[str]:
+    """The sizes a shape expression names (not the helpers it calls: `cdiv(n, 256)` is `n`)."""
+    return [m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", expression)]
 
 
 def _kind(const: bool, use: BufferUse) -> str:

@@ -3,8 +3,6 @@ could otherwise only fail on a GPU, each at its line in the spec file."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -225,24 +223,6 @@ def test_csr_with_sizes_passes_where_the_shape_only_form_fails_at_the_edges(tmp_
     path.write_text(fixed)
     (d,) = dry_run(load_specs(str(path)).specs[0])
     assert "an edge size" in d.message and "IndexError" in d.message
-
-
-def test_check_no_gpu_fails_on_the_skeleton(tmp_path):
-    source = VADD
-    (tmp_path / "vadd.cu").write_text(source)
-    (tmp_path / "vadd.spec.py").write_text(
-        spec_skeleton(find_kernels(source)[0], parse_directives(source), source)
-    )
-    out = subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "--check", "--no-gpu", "--arch", "sm_90", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
-    assert out.returncode == 1, out.stdout + out.stderr
-    assert "dry run on the CPU: the reference is not written yet" in out.stdout
 
 
 @pytest.mark.parametrize("spec_file", sorted(str(p) for p in Path("samples").rglob("*.spec.py")))
