@@ -135,7 +135,7 @@ def check_source(
         )
     if path.endswith(".cu"):
         check.diagnostics += spec_findings(
-            path, source, settings.defines, spec_text, check.results, dry_run=may_run_specs(settings)
+            path, source, settings.defines, spec_text, settings.runs_specs, check.results
         )
     elif includers and check.errors:
         check = in_includer_context(check, source, includers[0], settings, base_dir)
@@ -262,26 +262,22 @@ def _base_name(kernel: str) -> str:
     return kernel.split("<", 1)[0].split("(", 1)[0].rsplit("::", 1)[-1].strip()
 
 
-def may_run_specs(settings: Settings) -> bool:
-    """Whether a check may run the spec's code beyond loading it (the CPU dry run). The one gate
-    for it: issue 19's trust setting takes its place here."""
-    return True
-
-
 def spec_findings(
     path: str,
     source: str,
     defines: tuple[str, ...] = (),
     spec_text: str | None = None,
+    run: bool = True,
     artifacts: list[CompileResult] | tuple[CompileResult, ...] = (),
-    dry_run: bool = False,
 ) -> list[Diagnostic]:
     """What is wrong with the kernel file's spec sidecar (it raises, it disagrees with the
-    kernels' signatures, launches (launch lines, else the host code's) or compiled instances, or,
-    with `dry_run`, its inputs and reference fail on the CPU), at its line in the spec; no GPU
-    needed. Loading runs the user's spec, so the server calls this in a compile worker, never on
-    its event loop. `spec_text`: the spec's unsaved editor text, when there is one; `artifacts`:
-    the file's compiles, whose kernels say which template instances exist."""
+    kernels' signatures, launches (launch lines, else the host code's), compiled instances or the
+    launcher's buffers, or its inputs and reference fail their dry run on the CPU), at its line in
+    the spec; no GPU needed. Loading runs the user's spec, so the server calls this in a compile
+    worker, never on its event loop. `spec_text`: the spec's unsaved editor text, when there is
+    one. `run` False: the spec is the workspace's code and nobody asked for it to run here: it is
+    only read (spec/static.py), and not dry-run. `artifacts`: the file's compiles, whose kernels
+    say which template instances exist."""
     from .host_launch.spec_launch import with_host_launches
     from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
@@ -290,6 +286,14 @@ def spec_findings(
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
         return []
+    if not run:
+        from .spec.static import read_spec_statically
+
+        if spec_text is None:
+            spec_text, problem = read_source(spec_path)
+            if spec_text is None:
+                return [problem] if problem else []
+        return read_spec_statically(spec_path, spec_text, find_kernels(source))
     loaded = load_specs(spec_path, spec_text)
     found = list(loaded.diagnostics)
     if loaded.ok:
@@ -304,8 +308,7 @@ def spec_findings(
                     spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
                 )
             found += _one_buffer_findings(spec, kernels, source, defines)
-            if dry_run:
-                found += run_dry(spec)
+            found += run_dry(spec)  # `run` is the gate: the dry run is running the spec
     return found
 
 

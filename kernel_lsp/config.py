@@ -13,11 +13,15 @@ from typing import Any
 
 from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
 from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+SPECS_RUN = ("onAction", "never")
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,14 @@ class Settings:
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
+    # When a spec (the workspace's Python) may run: "onAction" (when the user opens or saves its
+    # kernel file, or runs a GPU check, bench or optimize) or "never" (read, never run). The
+    # front ends turn it to "never" for a file the user has not acted on (see SECURITY.md).
+    specs_run: str = "onAction"
+
+    @property
+    def runs_specs(self) -> bool:
+        return self.specs_run != "never"
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -137,6 +149,7 @@ _KEYS: dict[str, str] = {
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
     "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
+    "specs.run": "specs_run",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -144,6 +157,7 @@ _CHOICES = {
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
+    "specs_run": SPECS_RUN,
 }
 
 
@@ -196,6 +210,11 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             changes[name] = _coerce(name, value)
         except (TypeError, ValueError) as e:
             problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
+            continue
+        if name == "defines":  # one define that cannot be passed leaves the others in
+            refused = [p for d in changes[name] if (p := define_problem(d))]
+            problems += [f"setting `{key}`: {p}; left out" for p in refused]
+            changes[name] = tuple(d for d in changes[name] if define_problem(d) is None)
     return replace(settings, **changes), problems
 
 

@@ -4,9 +4,10 @@ outputs are matched against `args` by name, shape and dtype. What would otherwis
 find (a reference that still raises NotImplementedError, an IndexError at "every size 1", an output
 under another name) becomes a diagnostic at its line in the spec file.
 
-It runs the user's code, so callers gate it (`check.may_run_specs`) and call it in a worker process
-under a deadline (`check.spec_findings`). It stays small: a case whose buffers exceed
-`DRY_RUN_MAX_BYTES` is skipped, and no case starts after `DRY_RUN_BUDGET_S`."""
+It runs the user's code, so it goes through the same gate as loading a spec (`check.spec_findings`
+runs it only where the spec may run: `specs.run`, `--specs`, CI), in a worker process under a
+deadline. It stays small: a case whose buffers exceed `DRY_RUN_MAX_BYTES` is skipped, and no case
+starts after `DRY_RUN_BUDGET_S`."""
 
 from __future__ import annotations
 
