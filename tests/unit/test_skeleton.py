@@ -288,3 +288,20 @@ def test_a_mains_constants_stay_sizes_and_its_literals_are_values(tmp_path):
     _, spec = skeleton(tmp_path, source, "saxpy")
     assert spec.args["n"] == Scalar("int32") and spec.args["a"] == Scalar("float32", 2.0)
     assert isinstance(spec.args["y"], InOut)
+
+
+def test_the_corpus_specs_verified_on_a_gpu_pass_on_the_cpu():
+    """tests/gpu/test_spec_corpus_gpu.py verifies these; on the CPU their specs fit the kernels, the
+    launches come from host code and the dry run passes."""
+    from kernel_lsp.check import spec_findings
+
+    for name in (
+        "bench/sum_two_pass.cu",
+        "bench/dot_bf16.cu",
+        "bench/spmv_csr.cu",
+        "bench/stencil3d.cu",
+        "cuda_samples/histogram.cu",
+        "cuda_samples/transpose.cu",
+    ):
+        cu = REPO / "tests/fixtures/spec_corpus" / name
+        assert spec_findings(str(cu), cu.read_text()) == [], name
