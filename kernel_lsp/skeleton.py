@@ -573,3 +573,11 @@ def launcher_pipelines(source: str) -> list[tuple[str, list[str]]]:
     """(launcher, the kernels it launches in order, each once) for every host function of the
     file that launches more than one kernel: the pipelines a spec may describe whole."""
     return [(fn.name, list(dict.fromkeys(fn.kernels))) for fn in pipelines(host_code(source))]
+
+
+def files_pipeline(source: str) -> list[str]:
+    """The kernels of the file's one launcher that launches every kernel the file defines, in its
+    order: a file whose kernels are one pipeline gets one spec for it; [] otherwise."""
+    names = {k.name for k in find_kernels(source) if k.definition}
+    found = [kernels for _, kernels in launcher_pipelines(source) if set(kernels) >= names]
+    return found[0] if len(found) == 1 and len(names) > 1 else []

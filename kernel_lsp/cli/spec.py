@@ -13,7 +13,7 @@ import sys
 
 from ..compile import read_source
 from ..safe_write import replace_file
-from ..skeleton import launcher_pipelines, skeleton_for, spec_skeleton
+from ..skeleton import files_pipeline, launcher_pipelines, skeleton_for, spec_skeleton
 from ..source import KernelSignature, find_kernel, find_kernels, parse_directives
 from ..spec import spec_path_for
 
@@ -35,14 +35,6 @@ def pick_kernel(kernels: list[KernelSignature], wanted: str | None) -> tuple[Ker
         f"the file has {len(names)} kernels ({', '.join(names)}); name one with --kernel, or several "
         "that run in order on shared buffers with --pipeline a,b"
     )
-
-
-def _the_files_pipeline(source: str) -> list[str]:
-    """The kernels of the file's one launcher that launches every kernel of the file, in its
-    order (a file whose kernels are one pipeline); [] otherwise."""
-    names = {k.name for k in find_kernels(source) if k.definition}
-    found = [kernels for _, kernels in launcher_pipelines(source) if set(kernels) >= names]
-    return found[0] if len(found) == 1 and len(names) > 1 else []
 
 
 def _pipeline_hint(source: str) -> str:
@@ -79,7 +71,7 @@ def spec_main(argv: list[str]) -> int:
         return EXIT_NOT_WRITTEN
     pipeline = [n.strip() for n in (args.pipeline or "").split(",") if n.strip()]
     if not pipeline and args.kernel is None:
-        pipeline = _the_files_pipeline(source)
+        pipeline = files_pipeline(source)
     if pipeline:
         names = pipeline
         kernels = find_kernels(source)
