@@ -11,7 +11,7 @@ from ..source import Directives, KernelSignature, Param, find_kernel
 from .dtypes import DTYPES, c_type_dtype
 from .expressions import SpecError, launch_dims
 from .loading import _diag
-from .model import Arg, InOut, Out, Scalar, Spec, case_label
+from .model import Alias, Arg, InOut, Out, Scalar, Spec, case_label
 
 if TYPE_CHECKING:  # the host-code reader imports this package: types only
     from ..host_entry import EntryAbi, HostFunction
@@ -50,7 +50,15 @@ def check_spec(
                     )
                 )
                 continue
-            out += _param_findings(spec, kname, param, arg)
+            aliased = isinstance(arg, Alias)
+            if aliased:
+                # The alias is checked as the buffer it names (its dtype, const-ness).
+                target = spec.args.get(arg.target)
+                if target is None or isinstance(target, (Scalar, Alias)):
+                    continue  # load_specs reported it
+                used.add(arg.target)
+                arg = target
+            out += _param_findings(spec, kname, param, arg, aliased)
     for name, arg in spec.args.items():
         if name not in used and sigs and all(find_kernel(sigs, k) for k in spec.kernels):
             out.append(
@@ -98,7 +106,9 @@ def check_spec(
     return out
 
 
-def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diagnostic]:
+def _param_findings(
+    spec: Spec, kname: str, param: Param, arg: Arg, aliased: bool = False
+) -> list[Diagnostic]:
     """Where one argument does not fit its parameter: pointer vs scalar, dtype vs C type, const."""
     p = spec.path
     out: list[Diagnostic] = []
@@ -148,7 +158,8 @@ def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diag
                 "spec-dtype",
             )
         )
-    if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)):
+    # A const alias of an output is a later step reading what an earlier one wrote.
+    if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)) and not aliased:
         out.append(
             _diag(
                 p,
