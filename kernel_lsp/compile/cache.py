@@ -41,7 +41,8 @@ class CompileCache:
     def put(self, key: str, result: CompileResult) -> None:
         """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
         crash): that says nothing about the text, and the next check must try again."""
-        if any(d.code in FAULT_CODES for d in result.diagnostics) or _OUT_OF_MEMORY in result.log:
+        compiled = getattr(result, "result", result)  # a shared-library build holds its compile
+        if any(d.code in FAULT_CODES for d in compiled.diagnostics) or _OUT_OF_MEMORY in compiled.log:
             return
         with self._lock:
             self._items[key] = result

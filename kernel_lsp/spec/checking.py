@@ -50,6 +50,7 @@ def check_spec(
                     )
                 )
                 continue
+            line = getattr(arg, "line", 0) or spec.line  # an alias's findings at the alias
             aliased = isinstance(arg, Alias)
             if aliased:
                 # The alias is checked as the buffer it names (its dtype, const-ness).
@@ -58,7 +59,7 @@ def check_spec(
                     continue  # load_specs reported it
                 used.add(arg.target)
                 arg = target
-            out += _param_findings(spec, kname, param, arg, aliased)
+            out += _param_findings(spec, kname, param, arg, line, aliased)
     for name, arg in spec.args.items():
         if name not in used and sigs and all(find_kernel(sigs, k) for k in spec.kernels):
             out.append(
@@ -107,12 +108,12 @@ def check_spec(
 
 
 def _param_findings(
-    spec: Spec, kname: str, param: Param, arg: Arg, aliased: bool = False
+    spec: Spec, kname: str, param: Param, arg: Arg, line: int, aliased: bool = False
 ) -> list[Diagnostic]:
-    """Where one argument does not fit its parameter: pointer vs scalar, dtype vs C type, const."""
+    """Where one argument does not fit its parameter (at `line`): pointer vs scalar, dtype vs C
+    type, const. `aliased`: `arg` is the buffer an Alias names."""
     p = spec.path
     out: list[Diagnostic] = []
-    line = getattr(arg, "line", 0) or spec.line
     if param.is_pointer and isinstance(arg, Scalar):
         out.append(
             _diag(
@@ -197,7 +198,7 @@ def check_entry_spec(spec: Spec, function: HostFunction | None, abi: EntryAbi | 
                 )
             )
             continue
-        out += _param_findings(spec, name, param, arg)
+        out += _param_findings(spec, name, param, arg, getattr(arg, "line", 0) or spec.line)
     names = {param.name for param in function.params}
     for arg_name, arg in spec.args.items():
         line = getattr(arg, "line", 0) or spec.line
