@@ -129,13 +129,19 @@ def entry_launch_shapes(
 _ENTRY_NAME = re.compile(r"""\bentry\s*=\s*["']([A-Za-z_]\w*)["']""")
 
 
+def named_entries(spec_text: str, source: str) -> list[str]:
+    """The entries a spec names (read as text, not run) that `source` defines."""
+    names = dict.fromkeys(_ENTRY_NAME.findall(spec_text))
+    return [n for n in names if (fn := find_host_function(source, n)) is not None and fn.definition]
+
+
 def entries_at(source: str, spec_text: str, line: int) -> list[str]:
     """The entries a spec names (read as text: a spec is the user's code, and a code action does
     not run it) that the 1-based `line` of `source` belongs to: inside the entry's own function,
     or inside a kernel it launches."""
     from .file_items import top_items
 
-    names = list(dict.fromkeys(_ENTRY_NAME.findall(spec_text)))
+    names = named_entries(spec_text, source)
     if not names:
         return []
     items = top_items(source)
@@ -148,8 +154,7 @@ def entries_at(source: str, spec_text: str, line: int) -> list[str]:
     out = []
     for name in names:
         fn = find_host_function(source, name)
-        if fn is None or not fn.definition:
-            continue
+        assert fn is not None
         holds_entry = source.count("\n", 0, here.start) + 1 <= fn.line <= source.count("\n", 0, here.end)
         if (here.kind in ("host", "block") and holds_entry) or (
             here.kind == "kernel" and here.name in entry_kernels(source, name)

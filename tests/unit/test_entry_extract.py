@@ -222,4 +222,17 @@ def test_check_reads_an_entry_spec_against_its_host_function(tmp_path):
     assert sorted(d.message for d in found) == [
         "`out` is not a parameter of vector_add_bf16",
         "`vector_add_bf16` parameter `__nv_bfloat16* c` has no entry in args",
+        "dry run on the CPU: case n=1: reference returned no `out` (it returned c)",
     ]
+
+
+def test_optimize_without_kernel_takes_the_entry_the_spec_names(tmp_path):
+    from kernel_lsp.cli.optimize import _only_entry
+
+    for name in ("layernorm_fp32.cu", "layernorm_fp32.spec.py"):
+        (tmp_path / name).write_text((ENTRIES / name).read_text())
+    source = (tmp_path / "layernorm_fp32.cu").read_text()
+    assert _only_entry(str(tmp_path / "layernorm_fp32.cu"), source) == "layernorm_fp32"
+    (tmp_path / "layernorm_fp32.spec.py").write_text('SPEC = Spec(kernel="normalize_kernel")\n')
+    assert _only_entry(str(tmp_path / "layernorm_fp32.cu"), source) is None
+    assert _only_entry(str(tmp_path / "other.cu"), source) is None
