@@ -110,6 +110,12 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
     return workspace.settings_for(os.path.abspath(anchor)), problems
 
 
+def doc_description(doc: str | None) -> str:
+    """A command module's first docstring paragraph, for its --help: the whole paragraph (its
+    first line alone stopped mid-sentence), as one line that argparse wraps."""
+    return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+
+
 def write_stdout(text: str) -> None:
     """Write and flush now, so that a reader that went away (`| head -1`) is noticed here."""
     sys.stdout.write(text)

@@ -13,6 +13,7 @@ from ..compile import read_source
 from ..skeleton import spec_skeleton
 from ..source import KernelSignature, find_kernels, parse_directives
 from ..spec import spec_path_for
+from .flags import doc_description
 
 EXIT_WRITTEN, EXIT_NOT_WRITTEN = 0, 2
 
@@ -32,7 +33,7 @@ def pick_kernel(kernels: list[KernelSignature], wanted: str | None) -> tuple[Ker
 
 
 def spec_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="kernel-lsp spec", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="kernel-lsp spec", description=doc_description(__doc__))
     p.add_argument("file", help="the .cu file")
     p.add_argument("--kernel", "-k", help="the kernel (default: the file's only kernel)")
     p.add_argument("--force", action="store_true", help="overwrite an existing spec")

@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "procs": 0,
     "constants": 0,
     "advice": 0,
+    "codes": 0,
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
