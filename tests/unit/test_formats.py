@@ -6,7 +6,15 @@ import json
 import os
 
 from kernel_lsp.check import FileCheck
-from kernel_lsp.cli.formats import FORMATTERS, as_github, as_json, as_sarif, as_text, format_diagnostic
+from kernel_lsp.cli.formats import (
+    FORMATTERS,
+    View,
+    as_github,
+    as_json,
+    as_sarif,
+    as_text,
+    format_diagnostic,
+)
 from kernel_lsp.model import Diagnostic, KernelResources, Occupancy, Severity
 
 CWD = os.getcwd()
@@ -92,7 +100,13 @@ def test_json_kernels_carry_resources_and_occupancy(tmp_path):
         "activeBlocksPerSM": 8,
         "limiter": "warps",
     }
-    assert "kernel vadd [sm_90]: 12 registers, 2.0 KiB static smem" in as_text([check], ["sm_90"])
+    # Resources in the text format with --show-resources; by default the summary only.
+    assert "kernel vadd [sm_90]: 12 registers, 2.0 KiB static smem" in as_text(
+        [check], ["sm_90"], View(resources=True)
+    )
+    assert as_text([check], ["sm_90"]).splitlines() == [
+        "checked 1 file(s) for sm_90: 0 error(s), 0 warning(s), 1 kernel(s)"
+    ]
 
 
 def test_sarif_is_structurally_valid():
@@ -118,7 +132,7 @@ def test_sarif_is_structurally_valid():
             assert region["endColumn"] > region["startColumn"]
     levels = [r["level"] for r in run["results"]]
     assert levels == ["error", "warning", "note"]
-    assert run["results"][0]["ruleId"] == "nvrtc" and run["results"][1]["ruleId"] == "177-D"
+    assert run["results"][0]["ruleId"] == "nvrtc-error" and run["results"][1]["ruleId"] == "177-D"
 
 
 def test_github_annotations_escape_their_fields():
