@@ -152,7 +152,7 @@ def check_source(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
-        check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
+        check.diagnostics += spec_findings(path, source, settings.defines, spec_text, settings.runs_specs)
     elif includers and check.errors:
         check = in_includer_context(check, source, includers[0], settings, base_dir)
     return check
@@ -279,12 +279,17 @@ def _base_name(kernel: str) -> str:
 
 
 def spec_findings(
-    path: str, source: str, defines: tuple[str, ...] = (), spec_text: str | None = None
+    path: str,
+    source: str,
+    defines: tuple[str, ...] = (),
+    spec_text: str | None = None,
+    run: bool = True,
 ) -> list[Diagnostic]:
     """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
     kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
     user's spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one."""
+    `spec_text`: the spec's unsaved editor text, when there is one. `run` False: the spec is the
+    workspace's code and nobody asked for it to run here: it is only read (spec/static.py)."""
     from .host_launch.spec_launch import with_host_launches
     from .source import find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
@@ -292,6 +297,14 @@ def spec_findings(
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
         return []
+    if not run:
+        from .spec.static import read_spec_statically
+
+        if spec_text is None:
+            spec_text, problem = read_source(spec_path)
+            if spec_text is None:
+                return [problem] if problem else []
+        return read_spec_statically(spec_path, spec_text, find_kernels(source))
     loaded = load_specs(spec_path, spec_text)
     found = list(loaded.diagnostics)
     if loaded.ok:

@@ -14,11 +14,15 @@ from typing import Any
 from .codes import unknown_selectors
 from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
 from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+SPECS_RUN = ("onAction", "never")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,15 @@ class Settings:
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
+    # When a spec (the workspace's Python) may run: "onAction" (when the user opens or saves its
+    # kernel file, or runs a GPU check, bench or optimize) or "never" (read, never run). The
+    # front ends turn it to "never" for a file the user has not acted on (see SECURITY.md).
+    specs_run: str = "onAction"
+
+    @property
+    def runs_specs(self) -> bool:
+        return self.specs_run != "never"
+
     # Which findings are reported, by code (kernel_lsp/codes.py; ruff's select/ignore): empty
     # `select` is every code; `extend_ignore` adds to `ignore` (what the CLI's --ignore sets).
     select: tuple[str, ...] = ()
@@ -151,6 +164,7 @@ _KEYS: dict[str, str] = {
     "ignore": "ignore",
     "extendIgnore": "extend_ignore",
     "extend-ignore": "extend_ignore",
+    "specs.run": "specs_run",
 }
 _CODE_LISTS = ("select", "ignore", "extend_ignore")
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
@@ -159,6 +173,7 @@ _CHOICES = {
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
+    "specs_run": SPECS_RUN,
 }
 
 
@@ -216,6 +231,10 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             unknown = unknown_selectors(changes[name])
             problems += [f"setting `{key}`: no diagnostic code starts with `{u}`; left out" for u in unknown]
             changes[name] = tuple(c for c in changes[name] if c not in unknown)
+        if name == "defines":  # one define that cannot be passed leaves the others in
+            refused = [p for d in changes[name] if (p := define_problem(d))]
+            problems += [f"setting `{key}`: {p}; left out" for p in refused]
+            changes[name] = tuple(d for d in changes[name] if define_problem(d) is None)
     return replace(settings, **changes), problems
 
 

@@ -128,6 +128,8 @@ class Workspace:
         else:
             base, problems = self.base or Settings(), []
         settings, more = settings_from_dict(self.overrides, base)
+        if not base.runs_specs:  # a repository may keep its specs from running, never the reverse
+            settings = replace(settings, specs_run="never")
         with self._lock:
             self._settings[pyproject] = (stamp, settings, problems + more)
         return settings, problems + more

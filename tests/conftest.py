@@ -51,6 +51,13 @@ def pytest_runtest_logreport(report):
             f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
 
 
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """Tests run kernel-lsp as a developer does: `CI` (set by CI services) makes `--check` read
+    specs without running them; the tests of that behaviour set it themselves."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

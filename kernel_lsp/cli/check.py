@@ -22,6 +22,9 @@ from .flags import (
     EXIT_TOOL_FAILED,
     add_backend_flags,
     add_compile_flags,
+    add_specs_flag,
+    specs_not_run_reason,
+    specs_overrides,
     workspace_from_args,
     write_stdout,
 )
@@ -161,6 +164,7 @@ def parser(prog: str = "kernel-lsp check") -> argparse.ArgumentParser:
         metavar="N",
         help=f"larger files are not checked and fail the check (default {MAX_FILE_BYTES}, 2 MiB)",
     )
+    add_specs_flag(p)
     add_compile_flags(p)
     return p
 
@@ -178,7 +182,8 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         args.paths = [args.stdin_filename or "stdin.cu"]
     elif not args.paths:
         p.error("name the files or folders to check (or - with --stdin-filename PATH for stdin)")
-    more: dict = {"gpu.enabled": False} if args.no_gpu else {}
+    specs, specs_asked = specs_overrides(args.specs)
+    more: dict = {"gpu.enabled": False, **specs} if args.no_gpu else dict(specs)
     if args.max_file_bytes is not None:
         more["maxFileBytes"] = max(0, args.max_file_bytes)
     if (select := _codes(args.select)) is not None:
@@ -234,19 +239,21 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     from ..evaluation.choose import RayUnavailable, wants_ray
     from ..gpu_check import mark_unverified, verify_checks
 
+    # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
+    rest = _specs_read_only(checks, workspace, specs_asked)
     # With Ray the GPUs are the cluster's: this machine may have none.
     if not settings.gpu_enabled:
-        mark_unverified(checks, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
+        mark_unverified(rest, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
         from ..gpu import no_gpu_message
 
-        mark_unverified(checks, no_gpu_message(""))
+        mark_unverified(rest, no_gpu_message(""))
     elif stdin_text is not None:
-        mark_unverified(checks, "read from stdin")
+        mark_unverified(rest, "read from stdin")
     else:
         try:
             log = _quiet if args.quiet else _stderr
-            verify_checks(checks, workspace, log=log, profile=args.occupancy, gpus=args.gpus)
+            verify_checks(rest, workspace, log=log, profile=args.occupancy, gpus=args.gpus)
         except RayUnavailable as e:
             print(f"kernel-lsp: {e}", file=sys.stderr)
             return EXIT_TOOL_FAILED
@@ -298,6 +305,24 @@ def write_report(report: str, output_file: str | None) -> bool:
 
 def _quiet(_line: str) -> None:
     pass
+
+
+def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) -> list[FileCheck]:
+    """Mark the files whose specs were read and not run as unverified, saying why (once on
+    stderr too); return the others, which a GPU may verify."""
+    from ..gpu_check import mark_unverified
+
+    rest, reasons = [], set()
+    for c in checks:
+        why = specs_not_run_reason(workspace.settings_for(c.path), asked)
+        if why and os.path.exists(spec_path_for(c.path)):
+            reasons.add(why)
+            mark_unverified([c], f"specs not run: {why}")
+        else:
+            rest.append(c)
+    for why in sorted(reasons):
+        print(f"kernel-lsp: specs were read, not run ({why})", file=sys.stderr)
+    return rest
 
 
 def _stderr(line: str) -> None:

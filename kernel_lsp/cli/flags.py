@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from ..config import Settings
@@ -108,6 +109,42 @@ def resolve_settings(args: argparse.Namespace, anchor: str) -> tuple[Settings, l
     """The settings for `anchor` (its pyproject.toml under the flags)."""
     workspace, problems = workspace_from_args(args, anchor)
     return workspace.settings_for(os.path.abspath(anchor)), problems
+
+
+def add_specs_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--specs",
+        choices=("run", "static"),
+        help="run each file's spec (the repository's Python: verification, GPU checks) or only read "
+        "it (syntax, kernel names); default: run, except when CI is set. A pyproject.toml's "
+        'specs.run = "never" holds for its files in any case. Use static for code you do not trust '
+        "(pull requests from forks)",
+    )
+
+
+def ci_environment(env: Mapping[str, str]) -> bool:
+    """Whether a CI service runs us (GitHub Actions, GitLab, Buildkite... set CI=true)."""
+    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def specs_overrides(flag: str | None, env: Mapping[str, str] = os.environ) -> tuple[dict[str, str], str]:
+    """The `specs.run` override this run asks for, and why specs do not run ("" when they may).
+    Running the command is the user's action: specs run, unless `--specs static`, or a CI service
+    with no `--specs` given (the code may be a stranger's). A pyproject.toml's `specs.run =
+    "never"` holds for its files in any case (a repository may make this stricter, never looser)."""
+    if flag == "static":
+        return {"specs.run": "never"}, "--specs static"
+    if flag is None and ci_environment(env):
+        return {"specs.run": "never"}, "CI is set; pass --specs run where the code is trusted"
+    return {}, ""
+
+
+def specs_not_run_reason(settings: Settings, asked: str) -> str:
+    """Why a file's specs were read and not run ("" when they ran): the run's reason, else its
+    pyproject.toml's."""
+    if settings.runs_specs:
+        return ""
+    return asked or 'specs.run = "never" in pyproject.toml'
 
 
 def doc_description(doc: str | None) -> str:

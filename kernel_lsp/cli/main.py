@@ -11,10 +11,12 @@ import os
 import select
 import sys
 
+from ..child_python import protect_children
 from .flags import EXIT_TOOL_FAILED
 
 
 def main(argv: list[str] | None = None) -> int:
+    protect_children()  # before any worker starts: a repository's modules must not shadow ours
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "check":
         from .check import check_main

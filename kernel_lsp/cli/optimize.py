@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -24,6 +23,7 @@ from ..optimizer.observers import PrintObserver
 from ..optimizer.report import before_after_rows, unified_diff
 from ..optimizer.session import OptimizeError, RunRequest, run
 from ..optimizer.strategies import DEFAULT_STRATEGY, STRATEGIES
+from ..safe_write import create_in_workspace, replace_file
 from .flags import add_backend_flags, backend_overrides
 from .spec import pick_kernel
 
@@ -103,6 +103,9 @@ def table(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(lines)
 
 
+BACKUP_DIR = (".kernel-lsp", "backups")
+
+
 def apply_result(path: str, started_with: str, new_source: str, workspace: str) -> str:
     """Write `new_source` to `path` if it still holds `started_with`; back it up first. Returns a
     message; raises OptimizeError when the file changed meanwhile."""
@@ -115,15 +118,17 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
         raise OptimizeError(
             f"{path} changed while the run was going on; not written. The diff above and the report hold the result."
         )
-    backups = os.path.join(workspace, ".kernel-lsp", "backups")
-    os.makedirs(backups, exist_ok=True)
-    backup = os.path.join(backups, f"{os.path.basename(path)}.{time.strftime('%Y%m%d-%H%M%S')}")
-    shutil.copy2(path, backup)
-    tmp = path + ".kernel-lsp.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(new_source)
-    shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    stem = f"{os.path.basename(path)}.{time.strftime('%Y%m%d-%H%M%S')}"
+    try:  # never through a `.kernel-lsp` link the repository ships (safe_write.py)
+        with open(path, "rb") as original:
+            data = original.read()
+        names = [stem] + [f"{stem}-{n}" for n in range(2, 100)]
+        backup, f = create_in_workspace(workspace, BACKUP_DIR, names, binary=True)
+        with f:
+            f.write(data)
+        replace_file(path, new_source)
+    except OSError as e:
+        raise OptimizeError(str(e)) from None
     return f"applied to {path} (backup: {backup})"
 
 
@@ -176,6 +181,8 @@ def optimize_main(argv: list[str]) -> int:
             applied = apply_result(path, started_with, new, workspace)
         except OptimizeError as e:
             applied = f"not applied: {e}"
+    if result.report_problem:
+        print(f"kernel-lsp optimize: {result.report_problem}", file=sys.stderr)
     if args.json:
         print(
             json.dumps(

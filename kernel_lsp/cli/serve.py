@@ -50,7 +50,18 @@ def serve_main(argv: list[str]) -> int:
         epilog=COMMANDS_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP instead of stdio")
+    p.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="serve over TCP instead of stdio, on a loopback address only; the editor must send the "
+        "token as initializationOptions.token",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="with --tcp: the token, in a file only you can read (made, mode 0600, when missing); "
+        "default: a new token, printed on stderr",
+    )
     p.add_argument("--log-file", help="write the server log here")
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
@@ -69,11 +80,40 @@ def serve_main(argv: list[str]) -> int:
     from ..server import serve
 
     if args.tcp:
-        host, _, port = args.tcp.rpartition(":")
-        if not port.isdigit():
-            print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
-            return EXIT_TOOL_FAILED
-        serve(tcp=(host or "127.0.0.1", int(port)))
-    else:
-        serve()
+        return _serve_tcp(args.tcp, args.token_file, serve)
+    if args.token_file:
+        print("kernel-lsp: --token-file goes with --tcp", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    serve()
+    return EXIT_CLEAN
+
+
+def _serve_tcp(address: str, token_file: str | None, serve) -> int:
+    from ..server import TcpSetupError, check_loopback, load_token
+
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit():
+        print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    try:
+        check_loopback(host)
+        token, made = load_token(token_file)
+    except TcpSetupError as e:
+        print(f"kernel-lsp: {e}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+
+    def listening(addresses) -> None:
+        where = ", ".join(f"{a[0]}:{a[1]}" for a in addresses)
+        if token_file:
+            told = f"the token is in {token_file}" + (" (new)" if made else "")
+        else:
+            told = f"token: {token}"
+        print(
+            f"kernel-lsp: listening on {where}; {told}; editors send it as initializationOptions.token",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    serve(tcp=(host, int(port)), token=token, on_listening=listening)
     return EXIT_CLEAN

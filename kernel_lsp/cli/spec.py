@@ -10,6 +10,7 @@ import os
 import sys
 
 from ..compile import read_source
+from ..safe_write import replace_file
 from ..skeleton import spec_skeleton
 from ..source import KernelSignature, find_kernels, parse_directives
 from ..spec import spec_path_for
@@ -54,14 +55,14 @@ def spec_main(argv: list[str]) -> int:
     target = spec_path_for(args.file)
     text = spec_skeleton(kernel, parse_directives(source), source)
     try:
-        # "x" mode: the check for an existing spec and the write are one step.
-        with open(target, "w" if args.force else "x", encoding="utf-8") as f:
-            f.write(text)
+        # Never through a link at the spec's name (safe_write.py); without --force, the check for
+        # an existing spec and the write are one step.
+        replace_file(target, text, overwrite=args.force)
     except FileExistsError:
         print(f"kernel-lsp spec: {target} exists; not overwritten (use --force)", file=sys.stderr)
         return EXIT_NOT_WRITTEN
     except OSError as e:
-        print(f"kernel-lsp spec: cannot write {target}: {e.strerror}", file=sys.stderr)
+        print(f"kernel-lsp spec: cannot write {target}: {e.strerror or e}", file=sys.stderr)
         return EXIT_NOT_WRITTEN
     print(
         f"wrote {os.path.relpath(target)} for kernel {kernel.name}: fill in the reference and check the shapes"

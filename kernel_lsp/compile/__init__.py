@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import replace
 
-from ..model import CompileResult
+from ..model import CompileResult, Diagnostic, Severity
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import header_stamps, include_closure, resolve_include
 from .nvcc import compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
-from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
+from .options import (
+    FALLBACK_ARCH,
+    CompileOptions,
+    cuda_include_dirs,
+    local_gpu_arch,
+    resolve_arch,
+    usable_macros,
+)
 from .pool import JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
@@ -69,10 +77,20 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 
 
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for."""
+    """Compile one file for one arch with the backend its options and text call for. A define
+    that cannot be passed as written is left out, with an error at the top of the file."""
+    options, refused = usable_macros(options)
     if choose_backend(source, options) == "nvcc":
-        return compile_nvcc(source, path, options, use_cache)
-    return compile_nvrtc(source, path, options, use_cache)
+        result = compile_nvcc(source, path, options, use_cache)
+    else:
+        result = compile_nvrtc(source, path, options, use_cache)
+    if refused:  # a copy: the backends' caches hold `result`
+        found = [
+            Diagnostic(path, 1, 1, Severity.ERROR, f"{p}; left out", code="define", source="kernel-lsp")
+            for p in refused
+        ]
+        result = replace(result, diagnostics=found + result.diagnostics)
+    return result
 
 
 def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
@@ -81,8 +99,6 @@ def compile_isolated(source: str, path: str, options: CompileOptions) -> Compile
     try:
         return run_isolated(compile_source, source, path, options)
     except WorkerFailed as e:
-        from ..model import Diagnostic, Severity
-
         message = f"compiling {os.path.basename(path)} for {options.arch}: {e}"
         return CompileResult(
             path, options.arch, False, [Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)]

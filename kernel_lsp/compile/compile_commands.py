@@ -263,6 +263,9 @@ _SHARED_CODEGEN = {
 # Draft names of the standards, as NVRTC and nvcc spell them.
 _STD_ALIASES = {"c++0x": "c++11", "c++1y": "c++14", "c++1z": "c++17", "c++2a": "c++20"}
 _ARCH_RE = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
+# The values of -std and the shared code-generation flags: words and numbers (`c++17`, `64`,
+# `true`); anything else is dropped, so that no database text reaches nvcc's shell as a value.
+_PLAIN_VALUE = re.compile(r"[\w.+-]+")
 
 
 def parse_arguments(args: list[str], directory: str, file: str = "", db_path: str = "") -> CommandFlags:
@@ -329,7 +332,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
                 undefines.append(v)
         elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
             v = value(("--std", "-std"))
-            if v:
+            if v and _PLAIN_VALUE.fullmatch(v):  # a name nvcc takes, never shell text
                 v = v.replace("gnu++", "c++")
                 std = _STD_ALIASES.get(v, v)
         elif a in ("--expt-relaxed-constexpr", "-expt-relaxed-constexpr"):
@@ -359,7 +362,8 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         elif (flag := _shared_codegen(a, queue, i)) is not None:
             text, used = flag
             i += used
-            extra.append(text)
+            if text:
+                extra.append(text)
         # anything else (-c, -O3, -g, -MD, -fPIC, -Wall, -forward-unknown-to-host-compiler...) is
         # dropped: it changes neither what is an error nor what ptxas reports.
     return CommandFlags(
@@ -403,9 +407,9 @@ def _shared_codegen(a: str, queue: list[str], i: int) -> tuple[str, int] | None:
     if name in ("use_fast_math", "extra-device-vectorization"):
         return canonical, 0
     if eq:
-        return f"{canonical}={v}", 0
+        return (f"{canonical}={v}", 0) if _PLAIN_VALUE.fullmatch(v) else None
     if i < len(queue):
-        return f"{canonical}={queue[i]}", 1
+        return (f"{canonical}={queue[i]}", 1) if _PLAIN_VALUE.fullmatch(queue[i]) else ("", 1)
     return None
 
 

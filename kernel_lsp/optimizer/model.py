@@ -161,6 +161,7 @@ class RunResult:
     settings: dict[str, Any] = field(default_factory=dict)  # never holds an API key
     features: str = ""  # the features text given to the proposer in round 1
     report_paths: list[str] = field(default_factory=list)
+    report_problem: str = ""  # why no report was written (a `.kernel-lsp` link, a full disk)
 
     def failures(self) -> dict[str, int]:
         """How many candidates stopped at each failing gate: {"compile error": 2, ...}."""

@@ -15,11 +15,12 @@ from dataclasses import asdict
 from typing import Any
 
 from kernel_lsp.profile_text import profile_lines
+from kernel_lsp.safe_write import create_in_workspace
 from kernel_lsp.stats import format_seconds
 
 from .model import Figures, Outcome, RunResult, Status
 
-REPORT_DIR = os.path.join(".kernel-lsp", "reports")
+REPORT_DIR = (".kernel-lsp", "reports")
 
 
 def unified_diff(original: str, new: str, path: str) -> str:
@@ -214,24 +215,21 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def write_report(result: RunResult, workspace: str, secrets: Iterable[str | None] = ()) -> list[str]:
-    """Write `<stamp>-<file>-<kernel>.json` and `.md`; returns their paths (and records them)."""
-    folder = os.path.join(workspace, REPORT_DIR)
-    os.makedirs(folder, exist_ok=True)
+    """Write `<stamp>-<file>-<kernel>.json` and `.md` under `<workspace>/.kernel-lsp/reports/`;
+    returns their paths (and records them). Never through a link (safe_write.py): UnsafeWrite."""
     stem = re.sub(
         r"[^A-Za-z0-9_.-]+",
         "_",
         f"{time.strftime('%Y%m%d-%H%M%S')}-{os.path.basename(result.path)}-{result.kernel}",
     )
-    base = os.path.join(folder, stem)
-    n = 1
-    while os.path.exists(base + ".json"):
-        n += 1
-        base = os.path.join(folder, f"{stem}-{n}")
+    names = [f"{stem}.json"] + [f"{stem}-{n}.json" for n in range(2, 1000)]
+    json_path, json_file = create_in_workspace(workspace, REPORT_DIR, names)
     secrets = list(secrets)
-    paths = [base + ".json", base + ".md"]
-    result.report_paths = paths
-    with open(paths[0], "w", encoding="utf-8") as f:
-        f.write(redact(json.dumps(to_json(result), indent=1, default=str), secrets))
-    with open(paths[1], "w", encoding="utf-8") as f:
-        f.write(redact(markdown(result), secrets))
-    return paths
+    with json_file:
+        md_name = os.path.basename(json_path).removesuffix(".json") + ".md"
+        md_path, md_file = create_in_workspace(workspace, REPORT_DIR, [md_name])
+        with md_file:
+            result.report_paths = [json_path, md_path]
+            json_file.write(redact(json.dumps(to_json(result), indent=1, default=str), secrets))
+            md_file.write(redact(markdown(result), secrets))
+    return result.report_paths

@@ -194,7 +194,10 @@ def run(
             result.settings["cache_hits"] = cache.hits
         if req.write_report:
             secrets = [req.settings.llm_api_key, os.environ.get("OPENAI_API_KEY")]
-            write_report(result, req.workspace or base_dir, secrets)
+            try:
+                write_report(result, req.workspace or base_dir, secrets)
+            except OSError as e:  # the run's result stands; only its report is missing
+                result.report_problem = f"no report written: {e}"
         return result
     finally:
         evaluator.close()

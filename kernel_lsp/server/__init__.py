@@ -4,6 +4,10 @@ off the event loop, `convert.py` turns engine data into lsprotocol types."""
 
 from __future__ import annotations
 
+from .tcp import TcpSetupError, check_loopback, load_token
+
+__all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "serve"]
+
 
 def build_server():
     from .app import KernelLanguageServer
@@ -16,9 +20,13 @@ def build_server():
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None) -> None:
+def serve(tcp: tuple[str, int] | None = None, token: str | None = None, on_listening=None) -> None:
+    """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py)."""
     server = build_server()
     if tcp:
-        server.start_tcp(*tcp)
+        from .tcp import serve_tcp
+
+        assert token, "--tcp needs a token"
+        serve_tcp(server, *tcp, token=token, on_listening=on_listening)
     else:
         server.start_io()

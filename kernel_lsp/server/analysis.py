@@ -72,12 +72,14 @@ class Analysis:
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
+        may_run_spec: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
         self._workspace = workspace
         self._on_busy = on_busy
         self._on_checked = on_checked
+        self._may_run_spec = may_run_spec
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
         self.results: dict[str, FileCheck] = {}
@@ -215,6 +217,9 @@ class Analysis:
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
         workspace = self._workspace()
+        if workspace.settings_for(path).runs_specs and not self._may_run_spec(path):
+            # Nobody opened or saved this file: its spec is read, not run (SECURITY.md).
+            workspace = workspace.with_overrides(**{"specs.run": "never"})
         settings, base_dir = workspace.settings_for(path), workspace.root
         if snap.text is None and not os.path.exists(path):
             self.forget(path)

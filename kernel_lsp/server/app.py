@@ -11,6 +11,7 @@ from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..config import Settings
 from ..model import Diagnostic
+from ..spec import spec_path_for
 from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
@@ -42,7 +43,10 @@ class KernelLanguageServer(LanguageServer):
             workspace=lambda: self.engine,
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
+            may_run_spec=self.may_run_spec,
         )
+        # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
+        self.acted_on: set[str] = set()
         self.gpu = None  # the GPU feature, once a GPU answered
         # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
         # everywhere; the driver's raw text only in the log).
@@ -76,6 +80,20 @@ class KernelLanguageServer(LanguageServer):
         if doc is not None:
             return Snapshot(doc.source, doc.version)
         return Snapshot(None, None)
+
+    def user_acted(self, uri: str) -> None:
+        """The user opened or saved this file: its spec (or the spec's kernel file's) may run."""
+        path = uri_to_path(uri)
+        if path:
+            self.acted_on.add(path)
+
+    def may_run_spec(self, path: str) -> bool:
+        """Whether the spec of kernel file `path` may run: the setting allows it and the user
+        opened or saved the kernel file or its spec; never for the start-up walk or the watcher
+        alone (a cloned repository would run its code on open)."""
+        if not self.engine.settings_for(path).runs_specs:
+            return False
+        return path in self.acted_on or spec_path_for(path) in self.acted_on
 
     def request_check(self, uri: str) -> None:
         path = uri_to_path(uri)

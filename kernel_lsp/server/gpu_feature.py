@@ -86,6 +86,8 @@ class GpuFeature:
     def after_check(self, path: str, check, snap) -> None:
         if self.session is None or not path.endswith(".cu") or check.errors or not check.checked:
             return
+        if not self.server.may_run_spec(path):  # verification runs the spec: only on the user's action
+            return
         if not os.path.exists(spec_path_for(path)) and self.server.snapshot(spec_path_for(path)).text is None:
             return
         if path in self._running:

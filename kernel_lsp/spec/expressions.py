@@ -1,33 +1,19 @@
 """Expressions over a spec's sizes: shapes, scalar values, launch dimensions. They come from the
-user's spec file (trusted as the user's code) and from launch comments in the `.cu`."""
+user's spec file and from launch comments and `#define` lines in the `.cu`, which a workspace
+ships: they are evaluated by `kernel_lsp.safe_expr` (arithmetic, sizes, macros and the helpers
+cdiv, min, max, round_up, ...), never by Python's `eval`."""
 
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..constants import macro_values
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-int(a) // int(b))
-
-
-_EXPR_GLOBALS: dict[str, Any] = {
-    "__builtins__": {},
-    "cdiv": cdiv,
-    "min": min,
-    "max": max,
-    "abs": abs,
-    "int": int,
-    "round_up": lambda a, b: cdiv(a, b) * int(b),
-    "log2": lambda x: int(math.log2(x)),
-    "next_pow2": lambda x: 1 << max(0, int(x) - 1).bit_length(),
-}
+from ..safe_expr import ExprError, UnknownName, safe_eval
+from ..safe_expr import cdiv as cdiv  # the spec API's helper
 
 
 class SpecError(ValueError):
@@ -43,12 +29,12 @@ def eval_expr(expr: str | int | float, sizes: Mapping[str, Any]) -> Any:
     if isinstance(expr, (int, float, np.integer, np.floating)):
         return expr
     try:
-        return eval(str(expr), dict(_EXPR_GLOBALS), dict(sizes))  # the user's own spec
-    except NameError as e:
+        return safe_eval(str(expr), sizes)
+    except UnknownName as e:
         known = ", ".join(sorted(sizes)) or "none"
         raise SpecError(f"`{expr}`: {e} (sizes known here: {known})") from None
-    except Exception as e:
-        raise SpecError(f"`{expr}` cannot be evaluated: {type(e).__name__}: {e}") from None
+    except ExprError as e:
+        raise SpecError(f"`{expr}` cannot be evaluated: {e}") from None
 
 
 def eval_shape(shape: str | int | Sequence[str | int], sizes: Mapping[str, Any]) -> tuple[int, ...]:

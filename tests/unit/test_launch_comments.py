@@ -36,7 +36,7 @@ def comment_findings(comment: str, settings: Settings = SM90):
         (
             "// kernel-lsp: launch matmul grid=(cdiv(n, 16), cdiv(m, 16)) block=(16,\n",
             Severity.WARNING,
-            ["cannot read block=`(16,`", "expected a Python expression"],
+            ["cannot read block=`(16,`", "expected an expression"],
         ),
         (
             "// kernel-lsp: launch matmul grid=(cdiv(n, 16), cdiv(m, 16)) block=(16,16,8)\n",

@@ -7,6 +7,14 @@ export type Proposer = 'auto' | 'llm' | 'tune';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
 export type EvaluationBackend = 'auto' | 'local' | 'ray';
+/**
+ * When the server may run a kernel's spec (`X.spec.py`, Python code from the workspace): `onAction`,
+ * when the user acts on that file (opens or saves it in the editor, runs Optimize); `never`, read
+ * only. The server never runs one at start-up or for files the user has not opened. The same two
+ * values as the server's `specs.run` (kernel_lsp/config.py).
+ */
+export const SPECS_RUN_VALUES = ['onAction', 'never'] as const;
+export type SpecsRun = (typeof SPECS_RUN_VALUES)[number];
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -41,6 +49,7 @@ export interface KernelLspSettings {
     cluster: { address: string | null };
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
+    specs: { run: SpecsRun };
     trace: { server: TraceLevel };
 }
 
@@ -63,6 +72,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     cluster: { address: null },
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
+    specs: { run: 'onAction' },
     trace: { server: 'off' },
 };
 
@@ -143,6 +153,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const llm = asObject(section.llm);
     const optimizer = asObject(section.optimizer);
     const trace = asObject(section.trace);
+    const specs = asObject(section.specs);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
@@ -181,6 +192,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             proposer: asChoice(optimizer.proposer, ['auto', 'llm', 'tune'], DEFAULT_SETTINGS.optimizer.proposer),
             allowNewGlobals: optimizer.allowNewGlobals === true,
         },
+        specs: { run: asChoice(specs.run, SPECS_RUN_VALUES, DEFAULT_SETTINGS.specs.run) },
         trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
     };
 }

@@ -17,6 +17,7 @@ def register(server) -> None:
         caps = params.capabilities.text_document
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
+        ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
         ls.apply_settings(params.initialization_options, "initializationOptions")
         log.info(
             "client %s; %s diagnostics",

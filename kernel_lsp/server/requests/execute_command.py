@@ -131,6 +131,10 @@ def register(server) -> None:
             return _reply(
                 False, state.last_report, "an FSR run is already going on; wait for it or cancel it"
             )
+        if not ls.engine.settings_for(path).runs_specs:
+            message = 'specs.run is "never": FSR runs the kernel\'s spec (its reference), so nothing was run'
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+            return _reply(False, None, message)
         reason = gpu_absent_reason(ls)
         if reason:
             message = f"{reason}. FSR needs a GPU to verify and time candidates; nothing was run."
@@ -207,6 +211,8 @@ def register(server) -> None:
             if progress:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
+        if result.report_problem:
+            ls.show_warning(f"kernel-lsp: FSR: {result.report_problem}")
         md = next((p for p in result.report_paths if p.endswith(".md")), None)
         report_uri = path_to_uri(md) if md else None
         state.last_report = report_uri

@@ -37,6 +37,7 @@ describe('normalizeSettings', () => {
             cluster: { address: 'ray://head:10001' },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
             optimizer: { rounds: 5, candidates: 8, proposer: 'tune', allowNewGlobals: true },
+            specs: { run: 'never' },
             trace: { server: 'verbose' },
         };
         assert.deepEqual(normalizeSettings(raw, context), {
@@ -63,6 +64,7 @@ describe('normalizeSettings', () => {
                 cluster: { address: '  ' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic', allowNewGlobals: 'yes' },
+                specs: { run: 'always' },
                 trace: { server: 'loud' },
             },
             context,
@@ -82,6 +84,7 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.cluster, { address: null });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
+        assert.deepEqual(settings.specs, { run: 'onAction' });
         assert.equal(settings.trace.server, 'off');
     });
 
