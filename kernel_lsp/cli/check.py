@@ -289,14 +289,15 @@ def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] 
 def write_report(report: str, output_file: str | None) -> bool:
     """The report on stdout, or in `output_file` (its folder made when missing). False, with a
     message, when it cannot be written."""
+    text = report + "\n" if report else ""  # --quiet on a clean run: nothing at all
     if output_file is None:
-        write_stdout(report + "\n")
+        write_stdout(text)
         return True
     try:
         folder = os.path.dirname(os.path.abspath(output_file))
         os.makedirs(folder, exist_ok=True)
         with open(output_file, "w", encoding="utf-8") as f:
-            f.write(report + "\n")
+            f.write(text)
     except OSError as e:
         print(f"kernel-lsp: cannot write {output_file}: {e.strerror or e}", file=sys.stderr)
         return False
