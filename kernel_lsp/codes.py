@@ -46,6 +46,7 @@ DESCRIPTIONS: dict[str, str] = {
     # the check itself
     "timeout": "The check was stopped at its deadline (a spec that never returns?)",
     "crash": "The process checking the file crashed",
+    "crashed": "The process checking the file ended before it answered (NVRTC or the file's spec crashed it)",
     "internal": "kernel-lsp failed while checking the file (a bug: please report it)",
     "disk-full": "The temporary folder is full: the file was not checked",
     "not-checked-in-time": "The compile did not finish within its time limit: nothing is known about "
@@ -98,6 +99,7 @@ CHECK_FAILURES = frozenset(
         "not-checked",
         "timeout",
         "crash",
+        "crashed",
         "internal",
         "disk-full",
         "not-checked-in-time",

@@ -170,13 +170,13 @@ def test_pyproject_select_and_ignore_hold_per_file(capsys, tmp_path):
     code, out, _ = run(capsys, str(loud))
     assert "[177-D]" not in out and "[spill]" in out
     code, out, _ = run(capsys, "--select", "177", str(loud))
-    assert "[177-D]" in out and "[spill]" not in out
+    assert code == 0 and "[177-D]" in out and "[spill]" not in out
 
 
 def test_an_unknown_code_is_a_config_problem_not_a_silent_no_op(capsys, tmp_path):
     (tmp_path / "w.cu").write_text(WARNS)
     code, out, err = run(capsys, "--ignore", "splil", str(tmp_path))
-    assert "no diagnostic code starts with `splil`" in err and "[177-D]" in out
+    assert code == 0 and "no diagnostic code starts with `splil`" in err and "[177-D]" in out
 
 
 def test_the_compilers_pragma_suppresses_a_warning_with_both_compilers(capsys, tmp_path):
@@ -186,6 +186,7 @@ def test_the_compilers_pragma_suppresses_a_warning_with_both_compilers(capsys, t
     (tmp_path / "host.cu").write_text(pragma + host)  # nvcc
     (tmp_path / "host_loud.cu").write_text(host)
     code, out, _ = run(capsys, str(tmp_path))
+    assert code == 0
     assert [ln.split(":")[0] for ln in lines(out)[:-1]] == [str(tmp_path / "host_loud.cu")], out
 
 

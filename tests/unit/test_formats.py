@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from kernel_lsp.check import FileCheck
 from kernel_lsp.cli.formats import (
     FORMATTERS,
@@ -109,30 +111,114 @@ def test_json_kernels_carry_resources_and_occupancy(tmp_path):
     ]
 
 
+def sarif_problems(log: dict) -> list[str]:
+    """What SARIF 2.1.0 requires of the parts kernel-lsp writes (the OASIS schema's license does
+    not let us ship it; with KERNEL_LSP_SARIF_SCHEMA naming a copy, the test below also validates
+    against it): required properties, types, enums, rule references, location shapes."""
+    problems: list[str] = []
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            problems.append(what)
+
+    def location(loc: dict, where: str) -> None:
+        phys = loc.get("physicalLocation", {})
+        uri = phys.get("artifactLocation", {}).get("uri", "")
+        need(isinstance(uri, str) and uri != "", f"{where}: artifactLocation.uri")
+        need(" " not in uri and "\\" not in uri, f"{where}: uri {uri!r} is not a uri-reference")
+        need(not os.path.isabs(uri), f"{where}: uri {uri!r} is a file path, not relative")
+        region = phys.get("region", {})
+        need(isinstance(region.get("startLine"), int) and region["startLine"] >= 1, f"{where}: startLine")
+        need(
+            isinstance(region.get("startColumn"), int) and region["startColumn"] >= 1, f"{where}: startColumn"
+        )
+        if "endColumn" in region:
+            need(region["endColumn"] > region["startColumn"], f"{where}: endColumn")
+
+    need(log.get("version") == "2.1.0", "version")
+    need(str(log.get("$schema", "")).endswith("sarif-2.1.0.json"), "$schema")
+    for run in log.get("runs", []):
+        driver = run["tool"]["driver"]
+        need(isinstance(driver.get("name"), str) and driver["name"] != "", "driver.name")
+        ids = [r.get("id") for r in driver.get("rules", [])]
+        need(len(ids) == len(set(ids)), "rule ids are unique")
+        for rule in driver.get("rules", []):
+            need(isinstance(rule.get("id"), str), "rule.id")
+            text = rule.get("shortDescription", {}).get("text")
+            need(
+                isinstance(text, str) and text != "" and text != rule.get("id"),
+                f"rule {rule.get('id')}: text",
+            )
+        need(isinstance(run.get("properties", {}), dict), "run.properties")
+        for i, result in enumerate(run.get("results", [])):
+            where = f"results[{i}]"
+            need(result.get("ruleId") in ids, f"{where}: ruleId {result.get('ruleId')!r} has no rule")
+            if "ruleIndex" in result:
+                need(ids[result["ruleIndex"]] == result.get("ruleId"), f"{where}: ruleIndex")
+            need(result.get("level") in {"none", "note", "warning", "error"}, f"{where}: level")
+            need(isinstance(result.get("message", {}).get("text"), str), f"{where}: message.text")
+            for loc in result.get("locations", []):
+                location(loc, where)
+            related_ids = [r.get("id") for r in result.get("relatedLocations", [])]
+            need(len(related_ids) == len(set(related_ids)), f"{where}: relatedLocations ids unique")
+            for r in result.get("relatedLocations", []):
+                need(isinstance(r.get("id"), int) and r["id"] >= 0, f"{where}: relatedLocations id")
+                need(bool(r.get("message", {}).get("text")), f"{where}: relatedLocations message")
+                location(r, f"{where} related")
+    return problems
+
+
+HEADER_FINDING = Diagnostic(
+    os.path.join(CWD, "common.cuh"),
+    3,
+    5,
+    Severity.ERROR,
+    'identifier "oops" is undefined',
+    related=((os.path.join(CWD, "a.cu"), 1, 1, "includes common.cuh here"),),
+)
+OTHER_ERROR = Diagnostic(os.path.join(CWD, "k.cu"), 12, 3, Severity.ERROR, 'expected a ";"')
+
+
 def test_sarif_is_structurally_valid():
-    sarif = json.loads(as_sarif(checks(), ["sm_90"]))
-    assert sarif["version"] == "2.1.0"
-    assert sarif["$schema"].endswith("sarif-2.1.0.json")
+    all_checks = [*checks(), FileCheck(os.path.join(CWD, "a.cu"), [HEADER_FINDING, OTHER_ERROR])]
+    sarif = json.loads(as_sarif(all_checks, ["sm_90"]))
+    assert sarif_problems(sarif) == []
     (run,) = sarif["runs"]
     driver = run["tool"]["driver"]
     assert driver["name"] == "kernel-lsp" and driver["version"]
-    rule_ids = {r["id"] for r in driver["rules"]}
-    assert len(run["results"]) == 3
-    for result in run["results"]:
-        assert result["ruleId"] in rule_ids
-        assert result["level"] in {"none", "note", "warning", "error"}
-        assert result["message"]["text"]
-        (loc,) = result["locations"]
-        phys = loc["physicalLocation"]
-        assert not os.path.isabs(phys["artifactLocation"]["uri"])
-        assert "\\" not in phys["artifactLocation"]["uri"]
-        region = phys["region"]
-        assert region["startLine"] >= 1 and region["startColumn"] >= 1
-        if "endColumn" in region:
-            assert region["endColumn"] > region["startColumn"]
     levels = [r["level"] for r in run["results"]]
-    assert levels == ["error", "warning", "note"]
+    assert levels == ["error", "warning", "note", "error", "error"]
     assert run["results"][0]["ruleId"] == "nvrtc-error" and run["results"][1]["ruleId"] == "177-D"
+    # A header's includer is a related location of its one result.
+    (related,) = run["results"][3]["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"] == "a.cu"
+    assert related["message"]["text"] == "includes common.cuh here"
+
+
+def test_sarif_rules_describe_the_rule_never_one_results_message():
+    all_checks = [FileCheck(os.path.join(CWD, "k.cu"), [ERR, WARN, OTHER_ERROR, HEADER_FINDING])]
+    run = json.loads(as_sarif(all_checks, ["sm_90"]))["runs"][0]
+    rules = {r["id"]: r["shortDescription"]["text"] for r in run["tool"]["driver"]["rules"]}
+    # Three different compile errors, one rule: its description names none of them.
+    assert [r["ruleId"] for r in run["results"]] == ["nvrtc-error", "177-D", "nvrtc-error", "nvrtc-error"]
+    for message in (ERR.message, OTHER_ERROR.message, HEADER_FINDING.message):
+        assert message not in rules["nvrtc-error"]
+    assert rules["177-D"] == 'Compiler diagnostic #177: variable "…" was declared, never used'
+    assert len(set(rules.values())) == len(rules)
+
+
+def test_sarif_validates_against_the_schema_when_one_is_given():
+    schema_path = os.environ.get("KERNEL_LSP_SARIF_SCHEMA")
+    if not schema_path:
+        pytest.skip(
+            "set KERNEL_LSP_SARIF_SCHEMA to a copy of sarif-schema-2.1.0.json (not shipped: OASIS terms)"
+        )
+    import jsonschema
+
+    with open(schema_path, encoding="utf-8") as f:
+        schema = json.load(f)
+    all_checks = [*checks(), FileCheck(os.path.join(CWD, "a.cu"), [HEADER_FINDING, OTHER_ERROR])]
+    jsonschema.validate(json.loads(as_sarif(all_checks, ["sm_90"])), schema)
 
 
 def test_github_annotations_escape_their_fields():
