@@ -26,7 +26,13 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
-from kernel_lsp.evaluation.local import GPU_OFF_IN_EDITOR, LocalBackend, fake_from_env, no_gpu_message
+from kernel_lsp.evaluation.local import (
+    GPU_OFF_IN_EDITOR,
+    LocalBackend,
+    fake_from_env,
+    local_gpu_absence,
+    no_gpu_message,
+)
 from kernel_lsp.evaluation.results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
@@ -59,6 +65,7 @@ __all__ = [
     "WorkerProcess",
     "check_file",
     "entry_symbols",
+    "local_gpu_absence",
     "no_gpu_message",
 ]
 

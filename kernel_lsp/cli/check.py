@@ -245,9 +245,9 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     if not settings.gpu_enabled:
         mark_unverified(rest, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
     elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
-        from ..gpu import no_gpu_message
+        from ..gpu import local_gpu_absence, no_gpu_message
 
-        mark_unverified(rest, no_gpu_message(""))
+        mark_unverified(rest, no_gpu_message(local_gpu_absence()))  # hover's and the editor's words
     elif stdin_text is not None:
         mark_unverified(rest, "read from stdin")
     else:
