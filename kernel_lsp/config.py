@@ -62,6 +62,13 @@ class Settings:
     # front ends turn it to "never" for a file the user has not acted on (see SECURITY.md).
     specs_run: str = "onAction"
 
+    # clangd as a child process for navigation and completion (server/clangd/).
+    clangd_enabled: bool = True
+    clangd_diagnostics: str = "off"  # "off" | "agreeing": clangd's only on lines nvcc also flags
+    clangd_background_index: bool = False  # clangd's --background-index (memory, CPU at start)
+    # The clangd to run: user-level only (never from pyproject.toml, which a workspace holds).
+    clangd_path: str | None = None
+
     @property
     def runs_specs(self) -> bool:
         return self.specs_run != "never"
@@ -165,6 +172,11 @@ _KEYS: dict[str, str] = {
     "extendIgnore": "extend_ignore",
     "extend-ignore": "extend_ignore",
     "specs.run": "specs_run",
+    "clangd.enabled": "clangd_enabled",
+    "clangd.diagnostics": "clangd_diagnostics",
+    "clangd.backgroundIndex": "clangd_background_index",
+    "clangd.background-index": "clangd_background_index",
+    "clangd.path": "clangd_path",
 }
 _CODE_LISTS = ("select", "ignore", "extend_ignore")
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
@@ -174,6 +186,7 @@ _CHOICES = {
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
     "specs_run": SPECS_RUN,
+    "clangd_diagnostics": ("off", "agreeing"),
 }
 
 
@@ -219,6 +232,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 "llm_model",
                 "llm_api_key",
                 "compile_commands",
+                "clangd_path",
             ):
                 changes[name] = None
             continue
@@ -252,6 +266,8 @@ def _coerce(name: str, value: Any) -> Any:
         "achieved_occupancy",
         "host_check",
         "optimizer_allow_new_globals",
+        "clangd_enabled",
+        "clangd_background_index",
     ):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
@@ -284,12 +300,15 @@ def find_pyproject(start: str) -> str | None:
         d = parent
 
 
-# Settings a repository's own pyproject.toml may not set: where the API key is sent and which
-# cluster receives the code. They come from the user (editor settings, flags, environment) only.
+# Settings a repository's own pyproject.toml may not set: where the API key is sent, which
+# cluster receives the code, which clangd runs. They come from the user (editor settings, flags,
+# environment) only.
 USER_ONLY = {
     "llm_base_url": "llm.baseUrl",
     "llm_api_key": "llm.apiKey",
     "cluster_address": "cluster.address",
+    # the program the server starts next to itself
+    "clangd_path": "clangd.path",
 }
 
 

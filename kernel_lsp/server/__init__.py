@@ -11,12 +11,14 @@ __all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "ser
 
 def build_server():
     from .app import KernelLanguageServer
+    from .clangd.features import register as register_clangd
     from .notifications import register_all as register_notifications
     from .requests import register_all as register_requests
 
     server = KernelLanguageServer()
     register_notifications(server)
     register_requests(server)
+    register_clangd(server)
     return server
 
 

@@ -55,6 +55,9 @@ class KernelLanguageServer(LanguageServer):
 
         self.gpu_feature = GpuFeature(self)
         self.after_check_hooks.append(self.gpu_feature.after_check)
+        from .clangd.proxy import ClangdProxy
+
+        self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -135,9 +138,23 @@ class KernelLanguageServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=path_to_uri(path),
                 version=doc.version if doc is not None else None,
-                diagnostics=[to_lsp(d, lines) for d in diagnostics],
+                diagnostics=self.lsp_diagnostics(path, diagnostics, lines),
             )
         )
+
+    def lsp_diagnostics(
+        self, path: str, diagnostics: list[Diagnostic], lines: list[str] | None
+    ) -> list[types.Diagnostic]:
+        """kernel-lsp's findings, and with `clangd.diagnostics: agreeing` clangd's on their lines."""
+        out = [to_lsp(d, lines) for d in diagnostics]
+        if self.settings.clangd_diagnostics == "agreeing" and out:
+            out += self.clangd.agreeing(path_to_uri(path), {d.range.start.line for d in out})
+        return out
+
+    def republish(self, path: str) -> None:
+        """Publish `path`'s findings again (clangd's changed, in `agreeing` mode)."""
+        if path in self.analysis.results:
+            self._publish(path, self.analysis.findings_for(path))
 
     # --- settings -----------------------------------------------------------------------------
 

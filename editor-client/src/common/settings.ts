@@ -15,6 +15,7 @@ export type EvaluationBackend = 'auto' | 'local' | 'ray';
  */
 export const SPECS_RUN_VALUES = ['onAction', 'never'] as const;
 export type SpecsRun = (typeof SPECS_RUN_VALUES)[number];
+export type ClangdDiagnostics = 'off' | 'agreeing';
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -50,6 +51,8 @@ export interface KernelLspSettings {
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
     specs: { run: SpecsRun };
+    /** clangd behind the server; `path` is honoured from user settings only (scope "machine"). */
+    clangd: { enabled: boolean; diagnostics: ClangdDiagnostics; backgroundIndex: boolean; path: string | null };
     trace: { server: TraceLevel };
 }
 
@@ -73,6 +76,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
     specs: { run: 'onAction' },
+    clangd: { enabled: true, diagnostics: 'off', backgroundIndex: false, path: null },
     trace: { server: 'off' },
 };
 
@@ -156,6 +160,8 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const specs = asObject(section.specs);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
+    const clangd = asObject(section.clangd);
+    const clangdPath = asNullableString(clangd.path);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
     const compileCommands = asNullableString(section.compileCommands);
@@ -193,6 +199,12 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             allowNewGlobals: optimizer.allowNewGlobals === true,
         },
         specs: { run: asChoice(specs.run, SPECS_RUN_VALUES, DEFAULT_SETTINGS.specs.run) },
+        clangd: {
+            enabled: clangd.enabled !== false,
+            diagnostics: asChoice(clangd.diagnostics, ['off', 'agreeing'], DEFAULT_SETTINGS.clangd.diagnostics),
+            backgroundIndex: clangd.backgroundIndex === true,
+            path: clangdPath === null ? null : expandPath(clangdPath, context),
+        },
         trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
     };
 }

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 
 from lsprotocol import types
@@ -19,6 +20,12 @@ def register(server) -> None:
         ls.init_options = params.initialization_options
         ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
         ls.apply_settings(params.initialization_options, "initializationOptions")
+        # The capabilities are computed when this handler returns: clangd's features are in them
+        # only when clangd is enabled and its binary is there (found by looking, not running).
+        from ..clangd.features import withdraw
+
+        if not ls.clangd.decide():
+            withdraw(ls)
         log.info(
             "client %s; %s diagnostics",
             params.client_info.name if params.client_info else "?",
@@ -39,12 +46,14 @@ def register(server) -> None:
                 log.error("start-up step failed", exc_info=result)
 
     @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls, params=None) -> None:
+    async def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
         for hook in ls.shutdown_hooks:
             try:
-                hook()
+                result = hook()
+                if inspect.isawaitable(result):  # clangd is asked to shut down and waited for
+                    await result
             except Exception:
                 log.exception("shutdown step failed")
 

@@ -1,8 +1,11 @@
-"""textDocument/hover on a kernel's name: its resources per arch, occupancy, and the GPU figures
-when the kernel has a spec and a GPU checked it."""
+"""textDocument/hover: clangd's hover (what the symbol is: signature, documentation), and on a
+kernel's name its resources per arch, occupancy, and the GPU figures when the kernel has a spec
+and a GPU checked it."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 
 from lsprotocol import types
@@ -11,6 +14,8 @@ from ...host_launch.occupancy import NO_BLOCK, describe_launches
 from ...model import KernelResources, format_bytes
 from ...source import find_kernels
 from ..uris import uri_to_path
+
+log = logging.getLogger(__name__)
 
 
 def word_at(line: str, character: int) -> str | None:
@@ -66,34 +71,72 @@ def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
     return f"\n\n**Launches** (occupancy on {arch}):\n" + "\n".join(lines)
 
 
+def clangd_markdown(answer) -> str | None:
+    """clangd's hover (signature, documentation) as Markdown."""
+    contents = answer.get("contents") if isinstance(answer, dict) else None
+    if isinstance(contents, dict) and contents.get("value"):
+        if contents.get("kind") == "markdown":
+            return contents["value"]
+        return f"```text\n{contents['value']}\n```"
+    return None
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls, params: types.HoverParams) -> types.Hover | None:
-        path = uri_to_path(params.text_document.uri)
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        line = doc.lines[params.position.line] if params.position.line < len(doc.lines) else ""
-        name = word_at(line, params.position.character)
-        if not name or not path:
+        # clangd's part (what the symbol is) is asked at once and awaited last: both run together.
+        from ..clangd.features import ask
+
+        asked = asyncio.ensure_future(ask(ls, types.TEXT_DOCUMENT_HOVER, params))
+        try:
+            parts = await kernel_parts(ls, params)
+        except BaseException:
+            asked.cancel()
+            raise
+        try:
+            answer = await asked
+        except Exception as e:  # clangd's error must not cost kernel-lsp's part
+            log.info("clangd's hover failed: %s", e)
+            answer = None
+        signature = clangd_markdown(answer)
+        # clangd's part first (what the symbol is), a rule, then kernel-lsp's as it always read.
+        text = "\n\n---\n\n".join(p for p in (signature, "\n\n".join(parts)) if p)
+        if not text:
             return None
-        if name not in {k.name for k in find_kernels(doc.source)}:
-            return None
-        check = await ls.analysis.latest(path)
-        kernels = [k for k in check.kernels if k.source_function == name] if check else []
-        parts = []
-        if kernels:
-            compiler = check.results[0].compiler if check.results else "nvrtc"
-            parts.append(resources_markdown(name, kernels, compiler))
-        elif check and not check.checked:
-            # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
-            # promise something; say why instead.
-            why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
-            parts.append(f"**`{name}`** — no resources: {why}")
-        elif check and check.errors:
-            parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
-        else:
-            parts.append(f"**`{name}`** — not compiled yet.")
-        for section in ls.hover_sections(path, name):
-            parts.append(section)
+        r = answer.get("range") if signature and isinstance(answer, dict) else None
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n".join(parts))
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=types.Range(start=types.Position(**r["start"]), end=types.Position(**r["end"]))
+            if r
+            else None,
         )
+
+
+async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
+    """kernel-lsp's part: a kernel's resources and GPU figures; nothing for other words."""
+    path = uri_to_path(params.text_document.uri)
+    doc = ls.workspace.get_text_document(params.text_document.uri)
+    line = doc.lines[params.position.line] if params.position.line < len(doc.lines) else ""
+    name = word_at(line, params.position.character)
+    if not name or not path:
+        return []
+    if name not in {k.name for k in find_kernels(doc.source)}:
+        return []
+    check = await ls.analysis.latest(path)
+    kernels = [k for k in check.kernels if k.source_function == name] if check else []
+    parts = []
+    if kernels:
+        compiler = check.results[0].compiler if check.results else "nvrtc"
+        parts.append(resources_markdown(name, kernels, compiler))
+    elif check and not check.checked:
+        # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
+        # promise something; say why instead.
+        why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
+        parts.append(f"**`{name}`** — no resources: {why}")
+    elif check and check.errors:
+        parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
+    else:
+        parts.append(f"**`{name}`** — not compiled yet.")
+    for section in ls.hover_sections(path, name):
+        parts.append(section)
+    return parts

@@ -19,4 +19,5 @@ def register(server) -> None:
             "pid": os.getpid(),
             "workersRunning": a.workers_running,
             "idleStops": a.idle_stops,
+            "clangd": ls.clangd.stats(),
         }
