@@ -237,6 +237,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         )
         return EXIT_TOOL_FAILED
     from ..evaluation.choose import RayUnavailable, wants_ray
+    from ..evaluation.local import fake_from_env
     from ..gpu_check import mark_unverified, verify_checks
 
     # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
@@ -244,7 +245,11 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     # With Ray the GPUs are the cluster's: this machine may have none.
     if not settings.gpu_enabled:
         mark_unverified(rest, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
-    elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
+    elif not (
+        wants_ray(settings.evaluation_backend, settings.cluster_address)
+        or local_gpu_arch()
+        or fake_from_env()
+    ):
         from ..gpu import local_gpu_absence, no_gpu_message
 
         mark_unverified(rest, no_gpu_message(local_gpu_absence()))  # hover's and the editor's words

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..model import CompileResult, Diagnostic, Severity
@@ -131,8 +132,14 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
 
 
 def _compile_in_temp_dir(
-    source: str, path: str, options: CompileOptions, toolchain: Toolchain
+    source: str,
+    path: str,
+    options: CompileOptions,
+    toolchain: Toolchain,
+    with_object: Callable[[str], None] | None = None,
 ) -> CompileResult:
+    """`with_object`: called with the host object's path (`host_check` compiles), inside the
+    temporary folder, after a clean compile (the shared-library build links it there)."""
     assert toolchain.nvcc is not None
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
         # nvcc runs its steps through a shell: a quote or space in the name would break them.
@@ -175,6 +182,8 @@ def _compile_in_temp_dir(
         if ok and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:
                 cubin = f.read()
+        if ok and with_object is not None and options.host_check:
+            with_object(os.path.join(tmp, stem + ".o"))
     # nvcc names the temporary copy in a few lines of its own ("... in the compilation of").
     log = safe.restore(log.replace(src, os.path.abspath(path)))
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...host_entry import find_host_function
 from ..profile_view import hot_line_lenses
 from ..uris import uri_to_path
 
@@ -48,4 +49,26 @@ def register(server) -> None:
                     range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
                 )
             )
+        lenses += _entry_lenses(ls, path, params.text_document.uri)
         return lenses + hot_line_lenses(ls.hot_lines(path), path)
+
+
+def _entry_lenses(ls, path: str, uri: str) -> list[types.CodeLens]:
+    """The headline of each checked host entry, above its function."""
+    entries = ls.gpu_entries(path)
+    if not entries:
+        return []
+    source = ls.workspace.get_text_document(uri).source
+    lenses = []
+    for name in entries:
+        function = find_host_function(source, name)
+        title = ls.gpu_headline(path, name)
+        if function is None or not title:
+            continue
+        pos = types.Position(line=function.line - 1, character=0)
+        lenses.append(
+            types.CodeLens(
+                range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
+            )
+        )
+    return lenses

@@ -121,6 +121,11 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
     if not name or not path:
         return []
     if name not in {k.name for k in find_kernels(doc.source)}:
+        if name in ls.gpu_entries(path):  # a host entry: the figures are the whole call's
+            return [
+                f"**`{name}`** — host entry, called with the spec's buffers",
+                *ls.hover_sections(path, name),
+            ]
         return []
     check = await ls.analysis.latest(path)
     kernels = [k for k in check.kernels if k.source_function == name] if check else []
