@@ -33,6 +33,8 @@ DESCRIPTIONS: dict[str, str] = {
     "nvrtc": "NVRTC could not run (its wheels are missing or broken): the file was not checked",
     "nvcc": "nvcc could not run or failed without a message: the file was not checked",
     "nvcc-path": "The nvcc or host compiler a setting names cannot be used",
+    "nvcc-link": "The host-entry spec's shared library did not link (nvcc -shared): it cannot be "
+    "verified or timed",
     "define": "A define that cannot be passed to the compiler",
     "compile-commands": "compile_commands.json cannot be used for this file: it was checked with "
     "the settings' flags only",
@@ -68,6 +70,9 @@ DESCRIPTIONS: dict[str, str] = {
     "spec-shape": "An argument's shape cannot be computed from the sizes",
     "spec-dist": "An input distribution that cannot be drawn",
     "spec-kernel": "The spec names a kernel the file does not define",
+    "spec-entry": "The spec's host entry (entry=) is missing from the file, or the GPU worker cannot "
+    "call it through the C ABI",
+    "spec-baseline": "The spec's baseline= is missing its entry=, or names a file that does not exist",
     "spec-launch": "The spec's launch (grid, block, shared memory) does not fit the kernel",
     "spec-dry-run": "The spec's reference failed a dry run on the CPU",
     "spec-todo": "The spec still has a TODO the skeleton left",
@@ -92,6 +97,7 @@ CHECK_FAILURES = frozenset(
     {
         "nvrtc",
         "nvcc",
+        "nvcc-link",
         "arch",
         "option",
         "host-code",
@@ -108,7 +114,7 @@ CHECK_FAILURES = frozenset(
     }
 )
 # Sources whose findings are kernel-lsp's own (the others are a compiler's).
-OWN_SOURCES = frozenset({"kernel-lsp", "kernel-lsp spec", "kernel-lsp gpu"})
+OWN_SOURCES = frozenset({"kernel-lsp", "kernel-lsp spec", "kernel-lsp gpu", "kernel-lsp link"})
 
 _NUMBER = re.compile(r"#?(\d+)(?:-D)?", re.IGNORECASE)
 _QUOTED = re.compile(r'"[^"]*"')
