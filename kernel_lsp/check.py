@@ -8,12 +8,29 @@ import os
 from dataclasses import dataclass, field, replace
 
 from .compile import compile_source, decode_source, read_source
-from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.compile_commands import (
+    CommandFlags,
+    Database,
+    Lookup,
+    explicit_database,
+    find_database,
+    load_database,
+)
+from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
-from .model import CompileResult, Diagnostic, KernelResources, Severity
+from .model import (
+    NOT_CHECKED_IN_TIME,
+    OUT_OF_MEMORY,
+    CompileResult,
+    Diagnostic,
+    KernelResources,
+    Severity,
+    not_checked_in_time,
+    ran_out_of_memory,
+)
 from .source import find_kernels
 
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -42,6 +59,12 @@ class FileCheck:
     @property
     def warnings(self) -> int:
         return sum(1 for d in self.diagnostics if d.severity == Severity.WARNING)
+
+    @property
+    def incomplete(self) -> bool:
+        """The check was cut short (a deadline, the memory limit): no verdict on the code; it
+        fails `--check --strict` as a warning does."""
+        return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
 
     def result_for(self, arch: str) -> CompileResult | None:
         return next((r for r in self.results if r.arch == arch), None)
@@ -141,10 +164,11 @@ def check_source(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     """`includers`: files that include this one (a header), best first; a header that fails on
     its own is checked in the first one's context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir)
+    check = compile_all_archs(source, path, settings, base_dir, project)
     if "kernel-lsp:" in source:
         from .launch_check import launch_findings
 
@@ -152,7 +176,10 @@ def check_source(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
-        check.diagnostics += spec_findings(path, source, settings.defines, spec_text, settings.runs_specs)
+        report_phase(SPEC_PHASE)  # a deadline reached from here on is the spec's
+        check.diagnostics += spec_findings(
+            path, source, settings.defines, spec_text, settings.runs_specs, check.results
+        )
     elif includers and check.errors:
         check = in_includer_context(check, source, includers[0], settings, base_dir)
     return check
@@ -169,9 +196,13 @@ class FileFlags:
     blocking: Diagnostic | None = None
 
 
-def file_flags(path: str, source: str, settings: Settings, base_dir: str | None = None) -> FileFlags:
-    """The project flags `path` compiles with (every front end gets its flags here)."""
-    project = settings.project_flags(path, base_dir)
+def file_flags(
+    path: str, source: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+) -> FileFlags:
+    """The project flags `path` compiles with (every front end gets its flags here). `project`:
+    its database lookup, when the caller has it (a worker that read a 300,000-entry database
+    itself took seconds and 400 MB)."""
+    project = project if project is not None else settings.project_flags(path, base_dir)
     flags = project.flags
     problems: tuple[Diagnostic, ...] = ()
     if project.problem:
@@ -196,13 +227,15 @@ def file_flags(path: str, source: str, settings: Settings, base_dir: str | None 
     return FileFlags(flags, problems)
 
 
-def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str | None = None) -> FileCheck:
+def compile_all_archs(
+    source: str, path: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+) -> FileCheck:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file."""
-    project = file_flags(path, source, settings, base_dir)
-    if project.blocking is not None:
-        return FileCheck(path, [project.blocking], checked=False)
-    flags = project.flags
+    found = file_flags(path, source, settings, base_dir, project)
+    if found.blocking is not None:
+        return FileCheck(path, [found.blocking], checked=False)
+    flags = found.flags
     results = []
     for arch in settings.archs(flags):
         options = settings.compile_options(arch, base_dir, flags)
@@ -211,7 +244,7 @@ def compile_all_archs(source: str, path: str, settings: Settings, base_dir: str 
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
-    return FileCheck(path, [*project.problems, *diagnostics], results)
+    return FileCheck(path, [*found.problems, *diagnostics], results)
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -284,15 +317,20 @@ def spec_findings(
     defines: tuple[str, ...] = (),
     spec_text: str | None = None,
     run: bool = True,
+    artifacts: list[CompileResult] | tuple[CompileResult, ...] = (),
 ) -> list[Diagnostic]:
-    """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
-    kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
-    user's spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one. `run` False: the spec is the
-    workspace's code and nobody asked for it to run here: it is only read (spec/static.py)."""
+    """What is wrong with the kernel file's spec sidecar (it raises, it disagrees with the
+    kernels' signatures, launches (launch lines, else the host code's), compiled instances or the
+    launcher's buffers, or its inputs and reference fail their dry run on the CPU), at its line in
+    the spec; no GPU needed. Loading runs the user's spec, so the server calls this in a compile
+    worker, never on its event loop. `spec_text`: the spec's unsaved editor text, when there is
+    one. `run` False: the spec is the workspace's code and nobody asked for it to run here: it is
+    only read (spec/static.py), and not dry-run. `artifacts`: the file's compiles, whose kernels
+    say which template instances exist."""
     from .host_launch.spec_launch import with_host_launches
-    from .source import find_kernels, parse_directives
+    from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
+    from .spec.dry_run import dry_run as run_dry
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
@@ -310,10 +348,68 @@ def spec_findings(
     if loaded.ok:
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
+        compiled = next((r for r in artifacts if r.ok and r.kernels), None)
         for spec in loaded.specs:
             launches = with_host_launches(directives, source, spec.kernels, defines, path)
             found += check_spec(spec, kernels, launches, constants)
+            if compiled is not None:
+                found += _instance_findings(
+                    spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
+                )
+            found += _one_buffer_findings(spec, kernels, source, defines)
+            found += run_dry(spec)  # `run` is the gate: the dry run is running the spec
     return found
+
+
+def _one_buffer_findings(spec, kernels, source: str, defines: tuple[str, ...]) -> list[Diagnostic]:
+    """Two arguments that the file's launcher passes one buffer as (`rms` to one kernel, `d_rms`
+    to the next) but the spec declares as two buffers: the second kernel would read a buffer of
+    its own, and every element would come out wrong on the GPU. At the second one's line."""
+    from .host_launch.launcher import launcher_for, one_buffer_names
+    from .host_launch.occupancy import host_code
+    from .source import find_kernel
+    from .spec import SPEC_SOURCE, Alias, Scalar
+
+    fn = launcher_for(host_code(source, tuple(defines)), spec.kernels)
+    if fn is None:
+        return []
+    sigs = [s for s in (find_kernel(kernels, k) for k in spec.kernels) if s is not None]
+    pointers = {p.name for sig in sigs for p in sig.params if p.is_pointer}
+    out = []
+    for name, first in one_buffer_names(fn, spec.kernels, pointers).items():
+        arg, other = spec.args.get(name), spec.args.get(first)
+        if (
+            arg is None
+            or other is None
+            or isinstance(arg, (Alias, Scalar))
+            or isinstance(other, (Alias, Scalar))
+        ):
+            continue
+        message = (
+            f"`{name}` and `{first}` are one buffer: `{fn.name}` passes the same variable as both; "
+            f'declare "{name}": Alias("{first}")'
+        )
+        line = getattr(arg, "line", 0) or spec.line
+        out.append(
+            Diagnostic(
+                spec.path, max(1, line), 1, Severity.ERROR, message, code="spec-args", source=SPEC_SOURCE
+            )
+        )
+    return out
+
+
+def _instance_findings(spec, names: list[str], compiled: CompileResult) -> list[Diagnostic]:
+    """The spec's kernels that the file defines but its compile lacks (a template instance the
+    file does not instantiate, one named other than the compiler names it), as the GPU check
+    would say, at the Spec( line."""
+    from .evaluation.specs import kernel_symbols
+    from .spec import SPEC_SOURCE
+
+    _, problems = kernel_symbols(compiled, names)
+    return [
+        Diagnostic(spec.path, max(1, spec.line), 1, Severity.ERROR, m, code="spec-kernel", source=SPEC_SOURCE)
+        for m in problems
+    ]
 
 
 def check_bytes(
@@ -323,11 +419,12 @@ def check_bytes(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
 
 
 def check_path(
@@ -336,11 +433,59 @@ def check_path(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
+
+
+CHECK_TIMEOUT_SETTING = "checkTimeoutSeconds"
+MEMORY_SETTING = "compileMemoryMB"
+
+
+def failed_check(path: str, failure: JobFailed, settings: Settings) -> FileCheck:
+    """What a file's check that did not finish in its worker says, the same in the server and
+    the CLI: never a verdict on the code (a deadline or the memory limit is "not checked",
+    information), except where the file's spec was running (its loop is the user's to fix).
+    `checked` is False, so that it is never cached."""
+    from .spec import spec_path_for
+
+    spec = spec_path_for(path)
+    has_spec = path.endswith(".cu") and os.path.exists(spec)
+    name = os.path.basename(path)
+    if failure.reason == "timeout" and failure.phase == SPEC_PHASE and has_spec:
+        message = (
+            f"{os.path.basename(spec)} did not return within {failure.seconds:g} s while {name} was checked, "
+            f"and was stopped: does it (or something it imports) loop or wait forever? ({CHECK_TIMEOUT_SETTING})"
+        )
+        found = Diagnostic(spec, 1, 1, Severity.ERROR, message, code="timeout", source="kernel-lsp")
+    elif failure.reason == "timeout":
+        found = not_checked_in_time(path, failure.seconds, CHECK_TIMEOUT_SETTING, "the compile")
+    elif failure.out_of_memory and failure.phase != SPEC_PHASE:
+        found = ran_out_of_memory(path, settings.compile_memory_bytes, MEMORY_SETTING, failure.detail)
+    elif failure.reason == "crashed":
+        where = spec if failure.phase == SPEC_PHASE and has_spec else path
+        culprit = "its spec" if where == spec else "the compiler"
+        message = f"the process checking {name} ended ({failure.detail}): {culprit} crashed it"
+        if where == path and _maybe_memory(failure, settings):
+            message += f"; it ran under a memory limit of {settings.compile_memory_mb} MiB ({MEMORY_SETTING}), which may be why"
+        found = Diagnostic(where, 1, 1, Severity.ERROR, message, code="crash", source="kernel-lsp")
+    elif failure.reason == "closed":
+        return FileCheck(path, [], checked=False)
+    else:
+        message = f"kernel-lsp failed while checking {name}: {failure.detail}"
+        found = Diagnostic(path, 1, 1, Severity.ERROR, message, code="internal", source="kernel-lsp")
+    return FileCheck(path, [found], checked=False)
+
+
+def _maybe_memory(failure: JobFailed, settings: Settings) -> bool:
+    """An abort while compiling under a memory limit: an allocation the limit refused ends some
+    compilers that way without a word."""
+    return settings.compile_memory_mb > 0 and failure.detail.startswith(
+        ("killed by SIGABRT", "killed by SIGSEGV")
+    )
 
 
 def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, ...]:
@@ -348,18 +493,25 @@ def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, .
     (for the include graph, which resolves `#include`s without a file's own flags)."""
     out: dict[str, None] = {}
     for folder in folders:
-        for flags in database_entries(os.path.join(folder, "_"), settings, folder):
+        db = governing_database(os.path.join(folder, "_"), settings, folder)
+        for flags in db.distinct_flags() if db else ():
             out.update(dict.fromkeys(flags.include_dirs))
     return tuple(out)
 
 
-def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
-    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+def governing_database(path: str, settings: Settings, base_dir: str | None = None) -> Database | None:
+    """The database that governs `path` (None when there is none)."""
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
         db_path = find_database(path)
-    return list(load_database(db_path).entries.values()) if db_path else []
+    return load_database(db_path, settings.compile_commands_max_bytes) if db_path else None
+
+
+def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
+    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+    db = governing_database(path, settings, base_dir)
+    return db.all_flags() if db else []
 
 
 def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Includer, ...]]:
@@ -455,7 +607,7 @@ def collect_files(
                     for n in sorted(names)
                     if n.endswith(CUDA_SUFFIXES) and not _excluded(os.path.join(root, n), exclude)
                 ]
-        elif os.path.isfile(p):
+        elif os.path.exists(p):  # a file (a FIFO or a device too: its check says what it is)
             if not p.endswith(CUDA_SUFFIXES):
                 selection.not_cuda.append(p)
             elif force_exclude and _excluded_here_or_above(p, exclude):

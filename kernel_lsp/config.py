@@ -12,8 +12,16 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from .codes import unknown_selectors
-from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
-from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile import (
+    COMPILE_MEMORY_MB,
+    JOB_TIMEOUT_S,
+    MAX_FILE_BYTES,
+    CompileOptions,
+    check_arch,
+    resolve_arch,
+)
+from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, flags_for
+from .compile.files import read_regular
 from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
@@ -22,6 +30,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+MAX_PYPROJECT_BYTES = 16 * 2**20
 SPECS_RUN = ("onAction", "never")
 
 
@@ -37,6 +46,12 @@ class Settings:
     # The server's compile workers (about 130 MB each) end after this long without a check and
     # start again on the next one; 0 keeps them.
     worker_idle_s: int = 300
+    # One file's check (every arch and its spec) past this is stopped: "not checked in time".
+    check_timeout_s: int = int(JOB_TIMEOUT_S)
+    # The address-space limit of each compile worker and the compilers it runs (MiB; 0: none).
+    compile_memory_mb: int = COMPILE_MEMORY_MB
+    # A compile_commands.json over this is not read (one warning says so).
+    compile_commands_max_bytes: int = MAX_DATABASE_BYTES
     gpu_enabled: bool = True
     gpu_device: int | None = None
     # "all" or a number of GPUs from gpu_device on: spec'd files are verified in parallel.
@@ -102,7 +117,11 @@ class Settings:
     def project_flags(self, path: str, base_dir: str | None = None) -> Lookup:
         """The compile_commands.json flags for `path` (searched up to `base_dir`, the workspace
         root), or the database this setting names. Never raises; `problem` is for the user."""
-        return flags_for(path, base_dir, self.compile_commands)
+        return flags_for(path, base_dir, self.compile_commands, self.compile_commands_max_bytes)
+
+    @property
+    def compile_memory_bytes(self) -> int:
+        return self.compile_memory_mb * 2**20
 
     def compile_options(
         self, arch: str, base_dir: str | None = None, project: CommandFlags | None = None
@@ -149,6 +168,12 @@ _KEYS: dict[str, str] = {
     "maxFileBytes": "max_file_bytes",
     "workerIdleSeconds": "worker_idle_s",
     "worker-idle-seconds": "worker_idle_s",
+    "checkTimeoutSeconds": "check_timeout_s",
+    "check-timeout-seconds": "check_timeout_s",
+    "compileMemoryMB": "compile_memory_mb",
+    "compile-memory-mb": "compile_memory_mb",
+    "compileCommandsMaxBytes": "compile_commands_max_bytes",
+    "compile-commands-max-bytes": "compile_commands_max_bytes",
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
     "gpu.devices": "gpu_devices",
@@ -272,12 +297,24 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value
+    if name == "check_timeout_s":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("expected a positive number of seconds")
+        return value
     if name == "gpu_devices":
         text = str(value).strip().lower()
         if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
             raise ValueError('expected "all" or a positive number of GPUs')
         return text
-    if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device", "worker_idle_s"):
+    if name in (
+        "max_file_bytes",
+        "optimizer_rounds",
+        "optimizer_candidates",
+        "gpu_device",
+        "worker_idle_s",
+        "compile_memory_mb",
+        "compile_commands_max_bytes",
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError("expected a non-negative integer")
         return value
@@ -314,9 +351,8 @@ USER_ONLY = {
 
 def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        data = tomllib.loads(read_regular(path, MAX_PYPROJECT_BYTES).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)

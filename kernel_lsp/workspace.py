@@ -28,6 +28,7 @@ from typing import Any
 from .check import FileCheck, Includer, check_bytes, check_path, file_flags
 from .codes import apply_selection
 from .compile import CompileOptions, read_source
+from .compile.compile_commands import Lookup
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 from .model import CompileResult
 
@@ -168,16 +169,19 @@ class Workspace:
         text: str | None = None,
         spec_text: str | None = None,
         includers: tuple[Includer, ...] = (),
+        project: Lookup | None = None,
     ) -> FileCheck:
         """Compile `path` (the editor's `text`, else the file on disk) for every arch: findings,
-        resources, the spec's static findings. Never raises on user input."""
+        resources, the spec's static findings. Never raises on user input. `project`: the file's
+        compile_commands.json lookup when the caller has it (a worker then need not read the
+        database itself)."""
         settings = self.settings_for(path)
         if text is None:
-            return self.reported(check_path(path, settings, self.root, spec_text, includers))
+            return self.reported(check_path(path, settings, self.root, spec_text, includers, project))
         # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
-        return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers))
+        return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
 
     def reported(self, check: FileCheck) -> FileCheck:
         """`check` with only the findings its file's `select`/`ignore` keep (kernel_lsp/codes.py),

@@ -9,11 +9,10 @@ import argparse
 import os
 import sys
 
-from ..check import CUDA_SUFFIXES, FileCheck, collect_files, includers_for, report_once
-from ..compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
+from ..check import CUDA_SUFFIXES, FileCheck, collect_files, failed_check, includers_for, report_once
+from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
-from ..model import Diagnostic, Severity
 from ..spec import spec_path_for
 from ..workspace import Workspace
 from .flags import (
@@ -31,38 +30,38 @@ from .flags import (
 
 
 def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
-    # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
-    # sidecar runs the user's code, which only a worker process can be stopped in.
-    has_spec = any(os.path.exists(spec_path_for(f)) for f in files if f.endswith(".cu"))
+    """Each file in a worker process under its deadline and memory limit (NVRTC serialises
+    compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
+    settings = workspace.settings
     # A header that does not compile alone is checked as the file that includes it sees it.
-    context = includers_for(files, workspace.settings)
-    if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [workspace.analyze(f, includers=context.get(f, ())) for f in files]
-    jobs_args = [(f, None, None, context.get(f, ())) for f in files]
-    results = run_jobs(workspace.analyze, jobs_args, jobs, JOB_TIMEOUT_S)
-    return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
+    context = includers_for(files, settings)
+    # The database flags here, before the workers fork: they inherit the database read once.
+    jobs_args = [
+        (f, None, None, context.get(f, ()), workspace.settings_for(f).project_flags(f, workspace.root))
+        for f in files
+    ]
+    _load_the_rest()
+    results = run_jobs(
+        workspace.analyze, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes
+    )
+    return [_job_check(f, r, workspace) for f, r in zip(files, results, strict=True)]
 
 
-def _job_check(path: str, result: FileCheck | JobFailed) -> FileCheck:
+def _load_the_rest() -> None:
+    """What the checks and check_main need (numpy for specs and GPU verification: ~0.2 s), loaded
+    before the workers fork: they inherit it, where they and this process each imported it
+    before, and a one-file check costs what it did in process."""
+    from .. import gpu_check  # noqa: F401
+    from ..evaluation import choose  # noqa: F401
+    from . import formats  # noqa: F401
+
+
+def _job_check(path: str, result: FileCheck | JobFailed, workspace: Workspace) -> FileCheck:
     if isinstance(result, FileCheck):
         return result
     if result.reason == "error":  # the engine raised: the tool failed, not the user's code
         raise RuntimeError(f"checking {path}: {result.detail}")
-    spec = spec_path_for(path)
-    where = spec if os.path.exists(spec) else path
-    if result.reason == "timeout":
-        message = (
-            f"checking {os.path.basename(path)} took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
-            "does its spec never return?"
-        )
-    else:
-        message = (
-            f"the process checking {os.path.basename(path)} ended ({result.detail}): NVRTC or the "
-            "file's spec crashed it"
-        )
-    return FileCheck(
-        path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code=result.reason, source="kernel-lsp")]
-    )
+    return failed_check(path, result, workspace.settings_for(path))
 
 
 DESCRIPTION = """\
@@ -236,6 +235,9 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
             file=sys.stderr,
         )
         return EXIT_TOOL_FAILED
+    if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
+        print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
     from ..evaluation.choose import RayUnavailable, wants_ray
     from ..evaluation.local import fake_from_env
     from ..gpu_check import mark_unverified, verify_checks
@@ -278,7 +280,8 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         return EXIT_TOOL_FAILED
     if args.exit_zero:
         return EXIT_CLEAN
-    return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN
+    incomplete = any(c.incomplete for c in checks)  # not checked in time, out of memory
+    return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
 
 
 def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] | None:
@@ -287,8 +290,13 @@ def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] 
     if not path.endswith(CUDA_SUFFIXES):
         print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {path}", file=sys.stderr)
         return None
-    context = includers_for([path], workspace.settings_for(os.path.abspath(path)))
-    return [workspace.analyze(path, text, includers=context.get(path, ()))]
+    settings = workspace.settings_for(os.path.abspath(path))
+    context = includers_for([path], settings)
+    # In a worker under the file's deadline and memory limit, as every file of a run.
+    job = (path, text, None, context.get(path, ()), settings.project_flags(path, workspace.root))
+    _load_the_rest()
+    (result,) = run_jobs(workspace.analyze, [job], 1, settings.check_timeout_s, settings.compile_memory_bytes)
+    return [_job_check(path, result, workspace)]
 
 
 def write_report(report: str, output_file: str | None) -> bool:

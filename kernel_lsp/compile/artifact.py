@@ -14,7 +14,7 @@ from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle
-from .files import MAX_FILE_BYTES
+from .files import MAX_FILE_BYTES, read_text_prefix
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
 from .logparse import parse_log, source_name
@@ -52,11 +52,7 @@ def _line_reader(source: str, path: str):
     def line_text(p: str, line: int) -> str | None:
         key = os.path.abspath(p)
         if key not in files:
-            try:
-                with open(key, encoding="utf-8", errors="replace") as f:
-                    files[key] = f.read(MAX_FILE_BYTES).splitlines()
-            except OSError:
-                files[key] = []
+            files[key] = (read_text_prefix(key, MAX_FILE_BYTES) or "").splitlines()
         lines = files[key]
         return lines[line - 1] if 0 < line <= len(lines) else None
 

@@ -7,9 +7,11 @@ import os
 import threading
 from collections import OrderedDict
 
-from ..model import CompileResult
+from ..model import FAULT_CODES, CompileResult
 from .includes import header_stamps, include_closure
 from .options import CompileOptions
+
+_OUT_OF_MEMORY = "out of memory"
 
 
 class CompileCache:
@@ -37,6 +39,11 @@ class CompileCache:
             return r
 
     def put(self, key: str, result: CompileResult) -> None:
+        """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
+        crash): that says nothing about the text, and the next check must try again."""
+        compiled = getattr(result, "result", result)  # a shared-library build holds its compile
+        if any(d.code in FAULT_CODES for d in compiled.diagnostics) or _OUT_OF_MEMORY in compiled.log:
+            return
         with self._lock:
             self._items[key] = result
             self._items.move_to_end(key)

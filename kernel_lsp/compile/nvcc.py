@@ -9,8 +9,10 @@ a missing tool, a flag nvcc rejects, a crash or a hang is a Diagnostic.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -18,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from .. import procs
 from ..model import CompileResult, Diagnostic, Severity
 from .artifact import build_result
 from .cache import CompileCache
@@ -39,6 +42,40 @@ def _tool_diagnostic(path: str, options: CompileOptions, message: str, log: str 
         options.arch,
         False,
         [Diagnostic(path, 1, 1, Severity.ERROR, message, code="nvcc", source="kernel-lsp")],
+        log=log,
+    )
+
+
+# nvcc's words when its temporary files cannot be written; with a full temporary folder it says
+# "Failed to preprocess host compiler properties", which names no folder and no disk.
+_NO_ROOM = re.compile(
+    r"No space left on device|Failed to preprocess host compiler properties|when writing output to|"
+    r"could not write|cannot write"
+)
+# Below this, a failure to write is the full disk (nvcc's intermediate files of a large file
+# take tens of MB).
+LOW_DISK_BYTES = 64 * 2**20
+
+
+def _free_bytes(folder: str) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 0
+
+
+def _disk_full(path: str, options: CompileOptions, folder: str, log: str = "") -> CompileResult:
+    """nvcc could not write in the temporary folder: say which folder and that it is full."""
+    free = _free_bytes(folder)
+    message = (
+        f"not checked: the temporary folder {folder} is full ({free >> 20} MiB free); nvcc writes its "
+        "intermediate files there: free some space, or point TMPDIR at a folder with room"
+    )
+    return CompileResult(
+        path,
+        options.arch,
+        False,
+        [Diagnostic(path, 1, 1, Severity.ERROR, message, code="disk-full", source="kernel-lsp")],
         log=log,
     )
 
@@ -88,6 +125,8 @@ def _line_directive(path: str) -> str:
 def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, str]:
     """(exit code, stdout+stderr); exit code None after a timeout. The whole process group is
     killed on a timeout: nvcc's children (cudafe++, cicc, ptxas, g++) would outlive it."""
+    # Its own session (killed as a group at the deadline); it dies with this process, and the
+    # group with this worker (procs). Its memory limit is the worker's (RLIMIT_AS is inherited).
     proc = subprocess.Popen(
         command,
         cwd=cwd,
@@ -95,9 +134,14 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=procs.tool_preexec(),
+        # nvcc's intermediate files (tmpxft_*) go into the folder removed after it, even when it
+        # is killed, and a full disk is the one this folder is on.
+        env={**os.environ, "TMPDIR": cwd},
     )
     try:
-        out, _ = proc.communicate(timeout=timeout_s)
+        with procs.tracked_group(proc.pid):
+            out, _ = proc.communicate(timeout=timeout_s)
         return proc.returncode, out.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         try:
@@ -123,10 +167,12 @@ def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: boo
     try:
         result = _compile_in_temp_dir(source, path, options, toolchain)
     except OSError as e:  # no room or no permission for the temporary folder
+        if e.errno == errno.ENOSPC:
+            return _disk_full(path, options, tempfile.gettempdir())
         return _tool_diagnostic(path, options, f"nvcc could not run: {e}")
     result.duration_s = time.perf_counter() - start
     # A crash or a hang says nothing about the text: try again next time.
-    if use_cache and not any(d.code == "nvcc" for d in result.diagnostics):
+    if use_cache and not any(d.code in ("nvcc", "disk-full") for d in result.diagnostics):
         _cache.put(key, result)
     return result
 
@@ -152,6 +198,8 @@ def _compile_in_temp_dir(
             with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(_line_directive(path) + source)
         except (OSError, UnicodeEncodeError) as e:
+            if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                return _disk_full(path, options, os.path.dirname(tmp))
             return _tool_diagnostic(path, options, f"cannot write the temporary copy for nvcc: {e}")
         if options.host_check:
             # -c also runs the host compiler; --keep leaves the device CUBIN next to the object.
@@ -178,6 +226,8 @@ def _compile_in_temp_dir(
                 log,
             )
         ok = code == 0
+        if not ok and _NO_ROOM.search(log) and _free_bytes(tmp) < LOW_DISK_BYTES:
+            return _disk_full(path, options, os.path.dirname(tmp), log)
         cubin = None
         if ok and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:

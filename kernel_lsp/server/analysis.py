@@ -1,11 +1,15 @@
 """Runs checks off the event loop and publishes their diagnostics.
 
 Invariants:
-- NVRTC runs in worker processes (it serialises compiles inside one process), never on the loop.
+- NVRTC runs in worker processes (it serialises compiles inside one process), never on the loop,
+  each check under its deadline and memory limit; a worker past its deadline is killed alone
+  (with what it started) and the file is "not checked in time". Nothing that reads files or
+  databases (the cache key: headers, compile_commands.json) runs on the loop either.
 - At most one check per document is in flight; requests that arrive meanwhile collapse into one
   re-check of the newest text, so 50 saves in a second cost two compiles, not fifty.
 - A result for an older document version than the editor's is dropped, never published.
-- Identical text, settings and header stamps are served from a cache without leaving the loop.
+- Identical text, settings and header stamps are served from a cache (the key is computed in a
+  thread); a check that did not finish (deadline, memory, crash) is never cached.
 - Findings a file's check makes on other files (errors inside a header) are published on those
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
@@ -20,15 +24,14 @@ import hashlib
 import logging
 import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, spec_owners
-from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
-from ..compile.compile_commands import database_stamp
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, spec_owners
+from ..compile import header_stamps, include_closure
+from ..compile.compile_commands import Lookup, database_stamp
+from ..compile.jobs import JobFailed, WorkerPool
 from ..config import Settings
-from ..model import Diagnostic, Severity
+from ..model import Diagnostic
 from ..spec import spec_path_for
 from ..workspace import Workspace
 
@@ -44,8 +47,9 @@ def _check_job(
     workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
-    return workspace.analyze(path, text, spec_text, includers)
+    return workspace.analyze(path, text, spec_text, includers, project)
 
 
 def _warm_up() -> None:
@@ -81,7 +85,7 @@ class Analysis:
         self._on_checked = on_checked
         self._may_run_spec = may_run_spec
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: WorkerPool | None = None
         self.results: dict[str, FileCheck] = {}
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
@@ -99,15 +103,16 @@ class Analysis:
 
     # --- pool ---------------------------------------------------------------------------------
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = compile_pool(self._workers)
+            self._pool = WorkerPool(self._workers, "spawn")  # the server has threads: no fork
         return self._pool
 
     def warm_up(self) -> None:
         pool = self._executor()
+        settings = self._workspace().settings
         for _ in range(self._workers):
-            pool.submit(_warm_up)
+            pool.submit(_warm_up, (), settings.check_timeout_s, settings.compile_memory_bytes)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
@@ -139,12 +144,14 @@ class Analysis:
             self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
-        self._end_workers()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            asyncio.get_running_loop().run_in_executor(None, pool.close)  # joins processes: off the loop
 
     def _end_workers(self) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            end_pool(pool)
+            pool.close()
 
     # --- scheduling ---------------------------------------------------------------------------
 
@@ -227,62 +234,28 @@ class Analysis:
         spec_path = spec_path_for(path)
         spec_text = self._snapshot(spec_path).text
         includers = self.includers(path) if not path.endswith(".cu") else ()
-        key = self._cache_key(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
+        loop = asyncio.get_running_loop()
+        # Reading headers and the project's database for the key: never on the loop (a large
+        # compile_commands.json takes seconds, a header can be on a slow disk).
+        key, project = await loop.run_in_executor(
+            None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+        )
         check = self._cache.get(key) if key else None
         if check is None:
-            loop = asyncio.get_running_loop()
             self.compiles += 1
-            try:
-                check = await asyncio.wait_for(
-                    loop.run_in_executor(
-                        self._executor(),
-                        _check_job,
-                        snap.text,
-                        path,
-                        workspace,
-                        spec_text,
-                        includers,
-                    ),
-                    JOB_TIMEOUT_S,
+            job = (snap.text, path, workspace, spec_text, includers, project)
+            result = await asyncio.wrap_future(
+                self._executor().submit(
+                    _check_job, job, settings.check_timeout_s, settings.compile_memory_bytes
                 )
-            except asyncio.TimeoutError:
-                # Only the user's spec can run this long (NVRTC has no loops of its own): the
-                # worker is stuck in it, so end the workers and say where to look.
-                log.error("checking %s took over %.0f s; restarting the compile workers", path, JOB_TIMEOUT_S)
-                self._end_workers()
-                check = FileCheck(
-                    path,
-                    [
-                        Diagnostic(
-                            spec_path if os.path.exists(spec_path) else path,
-                            1,
-                            1,
-                            Severity.ERROR,
-                            f"checking this file took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
-                            "does the spec (or something it imports) never return?",
-                            code="timeout",
-                            source="kernel-lsp",
-                        )
-                    ],
+            )
+            if isinstance(result, JobFailed):
+                log.error(
+                    "checking %s did not finish: %s %s (%s)", path, result.reason, result.phase, result.detail
                 )
-            except BrokenProcessPool:
-                # A crash inside NVRTC killed a worker: start a fresh pool and report it.
-                log.error("compile worker died while checking %s; restarting the pool", path)
-                self._pool = None
-                check = FileCheck(
-                    path,
-                    [
-                        Diagnostic(
-                            path,
-                            1,
-                            1,
-                            Severity.ERROR,
-                            "the compiler process crashed on this file; see the server log",
-                            code="crash",
-                            source="kernel-lsp",
-                        )
-                    ],
-                )
+                check = failed_check(path, result, settings)
+            else:
+                check = result
             if key and check.checked:
                 if len(self._cache) > 512:
                     self._cache.pop(next(iter(self._cache)))
@@ -300,6 +273,22 @@ class Analysis:
         self.results[path] = check
         self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)
+
+    @classmethod
+    def _prepare(
+        cls,
+        path: str,
+        text: str | None,
+        settings: Settings,
+        spec_path: str,
+        spec_text: str | None,
+        includers: tuple[Includer, ...],
+        base_dir: str | None,
+    ) -> tuple[str | None, Lookup]:
+        """In a thread: the cache key and the file's database flags (handed to the worker, which
+        then need not read the database itself)."""
+        project = settings.project_flags(path, base_dir)
+        return cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir), project
 
     @staticmethod
     def _cache_key(

@@ -41,6 +41,12 @@ export interface KernelLspSettings {
     maxFileBytes: number;
     /** Compile workers end after this long without a check; 0 keeps them. */
     workerIdleSeconds: number;
+    /** One file's check past this is stopped: "not checked in time". */
+    checkTimeoutSeconds: number;
+    /** Address-space limit (MiB) of each compile worker and its compilers; 0: none. */
+    compileMemoryMB: number;
+    /** A larger compile_commands.json is not read. */
+    compileCommandsMaxBytes: number;
     checkOn: CheckOn;
     /** devices: "all" or a count of GPUs from `device` on (spec'd files verified in parallel); null: one. */
     gpu: { enabled: boolean; device: number | null; devices: string | null; achievedOccupancy: boolean };
@@ -69,6 +75,9 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 300,
+    checkTimeoutSeconds: 120,
+    compileMemoryMB: 8192,
+    compileCommandsMaxBytes: 256 * 1024 * 1024,
     checkOn: 'save',
     gpu: { enabled: true, device: null, devices: null, achievedOccupancy: true },
     evaluation: { backend: 'auto' },
@@ -180,6 +189,12 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         workerIdleSeconds: asNonNegativeInteger(section.workerIdleSeconds, DEFAULT_SETTINGS.workerIdleSeconds),
+        checkTimeoutSeconds: asPositiveInteger(section.checkTimeoutSeconds, DEFAULT_SETTINGS.checkTimeoutSeconds),
+        compileMemoryMB: asNonNegativeInteger(section.compileMemoryMB, DEFAULT_SETTINGS.compileMemoryMB),
+        compileCommandsMaxBytes: asNonNegativeInteger(
+            section.compileCommandsMaxBytes,
+            DEFAULT_SETTINGS.compileCommandsMaxBytes,
+        ),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,
