@@ -55,6 +55,9 @@ def pytest_runtest_logreport(report):
     if out:
         with open(out, "a") as f:
             f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
+        if report.failed:  # the reason too: a run cut off at its limit prints no summary
+            with open(out + ".failures", "a") as f:
+                f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext[-6000:]}\n")
 
 
 @pytest.fixture(autouse=True)

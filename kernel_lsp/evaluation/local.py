@@ -133,8 +133,7 @@ class LocalBackend:
                 self._reason = hidden
                 return None
         try:
-            worker = WorkerProcess(self.device_index, self.fake, sandboxed=self.sandboxed)
-            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
+            worker, hello = self._start_worker()
         except Exception as e:
             self._reason = f"GPU worker did not start: {e}"
             self._retry_at = time.monotonic() + 60.0
@@ -149,6 +148,23 @@ class LocalBackend:
         self._worker, self._hello, self._reason = worker, hello, None
         self.sandbox = hello.get("sandbox")
         return worker
+
+    def _start_worker(self) -> tuple[WorkerProcess, dict]:
+        """A worker and its hello. A sandboxed one is started under the mechanism this machine
+        offers first; where the GPU cannot be opened inside it (an H100 host's driver failed
+        cuInit under Landlock) the other mechanism is tried before giving up (fail closed)."""
+        mechanisms = [""] + (["bwrap", "landlock"] if self.sandboxed else [])
+        tried: list[str] = []
+        for mechanism in mechanisms:
+            env = {**os.environ, "KERNEL_LSP_SANDBOX": mechanism} if mechanism else None
+            worker = WorkerProcess(self.device_index, self.fake, env=env, sandboxed=self.sandboxed)
+            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
+            if hello.get("available") or not self.sandboxed or self.fake:
+                return worker, hello
+            tried.append(f"{mechanism or 'default'}: {hello.get('sandbox_error') or hello.get('reason')}")
+            worker.close()
+        hello = {**hello, "reason": "; ".join(tried)}
+        return worker, hello
 
     @property
     def available(self) -> bool:
