@@ -44,9 +44,27 @@ def no_gpu_message(reason: str) -> str:
     if why.startswith(SANDBOX_REFUSED):
         return why  # a GPU may well be there: the fence refused to run without a sandbox
     if why.startswith("no CUDA driver"):
-        why = "no NVIDIA driver is installed (libcuda cannot be loaded)"
+        why = NO_DRIVER
     why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
     return f"no GPU: {why or 'none found'}"
+
+
+def local_gpu_absence() -> str:
+    """Why this machine shows no GPU, from a quick look that starts no worker (the CLI's check
+    and the editor's optimize action): the worker's probe says the same, so hover, the CLI and
+    the action agree. For `no_gpu_message`."""
+    import ctypes.util
+    import shutil
+
+    hidden = _hidden_by_env()
+    if hidden:
+        return hidden
+    if ctypes.util.find_library("cuda") is None and shutil.which("nvidia-smi") is None:
+        return NO_DRIVER
+    return "nvidia-smi lists none"
+
+
+NO_DRIVER = "no NVIDIA driver is installed (libcuda cannot be loaded)"
 
 
 def _hidden_by_env() -> str | None:
