@@ -76,7 +76,35 @@ def spec_owners(spec_path: str) -> list[str]:
     return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
 
 
-def drop_repeated(checks: list[FileCheck]) -> None:
+def report_once(checks: list[FileCheck]) -> None:
+    """Each finding once, for reports and their counts (the CLI's formats, --watch). A header's
+    finding is reported at the header, once, however many checked files include it (and whether
+    or not the header is checked itself); the `#include` lines that lead to it become its related
+    locations instead of findings of their own (the editor keeps those: it shows each file's)."""
+    includes: dict[tuple, list[tuple[str, int, int, str]]] = {}
+    for c in checks:
+        kept = []
+        for d in c.diagnostics:
+            if d.header_copy and d.related:
+                header, line, col, message = d.related[0]
+                where = (d.path, d.line, d.col, f"includes {os.path.basename(header)} here")
+                includes.setdefault((os.path.abspath(header), line, col), []).append((message, where))
+            else:
+                kept.append(d)
+        c.diagnostics = kept
+    _drop_header_repeats(checks)
+    attached: set[tuple] = set()
+    for c in checks:
+        for i, d in enumerate(c.diagnostics):
+            pos = (os.path.abspath(d.path), d.line, d.col)
+            lines = [w for m, w in includes.get(pos, ()) if d.message.startswith(m)]
+            if lines and pos not in attached:
+                attached.add(pos)
+                more = tuple(dict.fromkeys(w for w in lines if w not in d.related))
+                c.diagnostics[i] = replace(d, related=d.related + more)
+
+
+def _drop_header_repeats(checks: list[FileCheck]) -> None:
     """A header's own findings appear once even when it is checked alone and through each file
     that includes it."""
     seen: set[tuple] = set()
@@ -121,17 +149,7 @@ def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
     out = []
     for d, found_in in seen.values():
         if len(results) > 1 and len(found_in) < len(results) and d.code != "spill":
-            d = Diagnostic(
-                d.path,
-                d.line,
-                d.col,
-                d.severity,
-                f"{d.message} [{', '.join(found_in)}]",
-                d.code,
-                d.source,
-                d.end_col,
-                d.related,
-            )
+            d = replace(d, message=f"{d.message} [{', '.join(found_in)}]")
         out.append(d)
     return out
 

@@ -11,6 +11,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from .codes import unknown_selectors
 from .compile import (
     COMPILE_MEMORY_MB,
     JOB_TIMEOUT_S,
@@ -86,6 +87,16 @@ class Settings:
     @property
     def runs_specs(self) -> bool:
         return self.specs_run != "never"
+
+    # Which findings are reported, by code (kernel_lsp/codes.py; ruff's select/ignore): empty
+    # `select` is every code; `extend_ignore` adds to `ignore` (what the CLI's --ignore sets).
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
+
+    @property
+    def ignored(self) -> tuple[str, ...]:
+        return self.ignore + self.extend_ignore
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -181,6 +192,10 @@ _KEYS: dict[str, str] = {
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
     "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
+    "select": "select",
+    "ignore": "ignore",
+    "extendIgnore": "extend_ignore",
+    "extend-ignore": "extend_ignore",
     "specs.run": "specs_run",
     "clangd.enabled": "clangd_enabled",
     "clangd.diagnostics": "clangd_diagnostics",
@@ -188,6 +203,7 @@ _KEYS: dict[str, str] = {
     "clangd.background-index": "clangd_background_index",
     "clangd.path": "clangd_path",
 }
+_CODE_LISTS = ("select", "ignore", "extend_ignore")
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
     "check_on": ("save", "change"),
@@ -250,6 +266,10 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
         except (TypeError, ValueError) as e:
             problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
             continue
+        if name in _CODE_LISTS:  # a selector that matches no code is a typo: say so, leave it out
+            unknown = unknown_selectors(changes[name])
+            problems += [f"setting `{key}`: no diagnostic code starts with `{u}`; left out" for u in unknown]
+            changes[name] = tuple(c for c in changes[name] if c not in unknown)
         if name == "defines":  # one define that cannot be passed leaves the others in
             refused = [p for d in changes[name] if (p := define_problem(d))]
             problems += [f"setting `{key}`: {p}; left out" for p in refused]
@@ -258,9 +278,10 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
 
 
 def _coerce(name: str, value: Any) -> Any:
-    if name in ("arch", "include_dirs", "defines", "exclude"):
+    if name in ("arch", "include_dirs", "defines", "exclude", *_CODE_LISTS):
         if isinstance(value, str):
-            value = [value] if name != "arch" else [v for v in value.replace(",", " ").split() if v]
+            split = name == "arch" or name in _CODE_LISTS
+            value = [v for v in value.replace(",", " ").split() if v] if split else [value]
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise TypeError("expected a string or a list of strings")
         return tuple(value)

@@ -28,7 +28,13 @@ from typing import Any
 from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
-from kernel_lsp.evaluation.local import GPU_OFF_IN_EDITOR, LocalBackend, fake_from_env, no_gpu_message
+from kernel_lsp.evaluation.local import (
+    GPU_OFF_IN_EDITOR,
+    LocalBackend,
+    fake_from_env,
+    local_gpu_absence,
+    no_gpu_message,
+)
 from kernel_lsp.evaluation.results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
@@ -65,6 +71,7 @@ __all__ = [
     "WorkerProcess",
     "check_file",
     "entry_symbols",
+    "local_gpu_absence",
     "no_gpu_message",
 ]
 

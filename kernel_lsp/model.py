@@ -34,6 +34,9 @@ class Diagnostic:
     # Where the finding came from, when it is shown somewhere else (an error inside a header,
     # repeated at the #include line): (path, line, col).
     related: tuple[tuple[str, int, int, str], ...] = ()
+    # A header's finding repeated at the `#include` line that leads to it (`related` holds the
+    # header's own): the editor shows it there; reports show the header's once (check.report_once).
+    header_copy: bool = False
 
 
 @dataclass(frozen=True)

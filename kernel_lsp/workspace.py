@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_flags
+from .codes import apply_selection
 from .compile import CompileOptions, read_source
 from .compile.compile_commands import Lookup
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
@@ -176,11 +177,18 @@ class Workspace:
         database itself)."""
         settings = self.settings_for(path)
         if text is None:
-            return check_path(path, settings, self.root, spec_text, includers, project)
+            return self.reported(check_path(path, settings, self.root, spec_text, includers, project))
         # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
-        return check_bytes(data, path, settings, self.root, spec_text, includers, project)
+        return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
+
+    def reported(self, check: FileCheck) -> FileCheck:
+        """`check` with only the findings its file's `select`/`ignore` keep (kernel_lsp/codes.py),
+        in place; every front end reports what this leaves."""
+        settings = self.settings_for(check.path)
+        check.diagnostics = apply_selection(check.diagnostics, settings.select, settings.ignored)
+        return check
 
     # --- GPUs -------------------------------------------------------------------------------------
 

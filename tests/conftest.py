@@ -36,10 +36,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if gpu_reason and "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=f"gpu test skipped: {gpu_reason}"))
-        if "editor" in item.keywords and not shutil.which("nvim"):
-            item.add_marker(
-                pytest.mark.skip(reason="editor test skipped: `nvim` not on PATH (apt-get install -y neovim)")
-            )
+        editor = item.get_closest_marker("editor")
+        if editor is not None:  # @pytest.mark.editor("emacs", "emacs-nox elpa-eglot"); default nvim
+            program = editor.args[0] if editor.args else "nvim"
+            package = editor.args[1] if len(editor.args) > 1 else "neovim"
+            if not shutil.which(program):
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"editor test skipped: `{program}` not on PATH (apt-get install -y {package})"
+                    )
+                )
 
 
 def pytest_runtest_logreport(report):
@@ -49,6 +55,9 @@ def pytest_runtest_logreport(report):
     if out:
         with open(out, "a") as f:
             f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
+        if report.failed:  # the reason too: a run cut off at its limit prints no summary
+            with open(out + ".failures", "a") as f:
+                f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext[-6000:]}\n")
 
 
 @pytest.fixture(autouse=True)

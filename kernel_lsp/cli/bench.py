@@ -24,9 +24,9 @@ EXIT_OK, EXIT_FAILED, EXIT_TOOL = 0, 1, 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    from .flags import add_backend_flags
+    from .flags import add_backend_flags, doc_description
 
-    p = argparse.ArgumentParser(prog="kernel-lsp bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="kernel-lsp bench", description=doc_description(__doc__))
     p.add_argument("file", help="a .cu file with a <stem>.spec.py beside it")
     p.add_argument("--kernel", help="only this kernel (default: every kernel the spec describes)")
     p.add_argument("--spec", help="the spec file (default: <stem>.spec.py)")
@@ -88,7 +88,7 @@ def bench_main(
         return tool_failed(f"{path}: {problem.message if problem else 'cannot read'}")
     spec_path = args.spec or spec_path_for(path)
     if not os.path.exists(spec_path):
-        return tool_failed(f"no spec {spec_path} (see docs/specs.md)")
+        return tool_failed(no_spec_message(args.file, spec_path, source, args.kernel))
     loaded = load_specs_isolated(spec_path)
     for d in loaded.diagnostics:
         print(f"{d.path}:{d.line}:{d.col}: {d.severity.label}: {d.message}", file=sys.stderr)
@@ -196,3 +196,18 @@ def print_table(head: list[str], rows: list[list[str]], out: TextIO) -> None:
 
 if __name__ == "__main__":
     sys.exit(bench_main(sys.argv[1:]))
+
+
+def no_spec_message(file: str, spec_path: str, source: str, kernel: str | None) -> str:
+    """No spec beside the file: what `kernel-lsp spec` command writes one."""
+    from kernel_lsp.source import find_kernels
+
+    names = sorted({k.name for k in find_kernels(source) if k.definition})
+    if kernel is None and len(names) == 1:
+        kernel = names[0]
+    which = f"--kernel {kernel}" if kernel else "--kernel K"
+    found = f" (kernels: {', '.join(names)})" if not kernel and names else ""
+    return (
+        f"no spec {os.path.relpath(spec_path)}: bench verifies and times a kernel against its spec; "
+        f"`kernel-lsp spec {file} {which}` writes a skeleton to fill in{found} (see docs/specs.md)"
+    )

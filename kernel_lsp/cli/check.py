@@ -1,4 +1,4 @@
-"""`kernel-lsp --check PATH...`: check files for pre-commit and CI.
+"""`kernel-lsp check PATH...` (alias `kernel-lsp --check PATH...`): check files for pre-commit and CI.
 
 Exit codes (ruff's convention): 0 no errors, 1 errors (or warnings with --strict), 2 the tool itself
 failed (bad arguments, a path that does not exist or is not CUDA, no CUDA files found, NVRTC missing)."""
@@ -9,7 +9,7 @@ import argparse
 import os
 import sys
 
-from ..check import FileCheck, collect_files, drop_repeated, failed_check, includers_for
+from ..check import CUDA_SUFFIXES, FileCheck, collect_files, failed_check, includers_for, report_once
 from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
@@ -64,13 +64,75 @@ def _job_check(path: str, result: FileCheck | JobFailed, workspace: Workspace) -
     return failed_check(path, result, workspace.settings_for(path))
 
 
-def check_main(argv: list[str]) -> int:
+DESCRIPTION = """\
+Compile CUDA files (NVRTC for device code, nvcc for files with host code) and report findings; with
+a GPU, verify and time the kernels that have a spec. A clean run prints one summary line;
+--show-resources (or -v) adds each kernel's registers, shared memory, spills and occupancy.
+`kernel-lsp --check PATH...` is the same command (the older spelling, kept as an alias)."""
+
+EPILOG = """\
+codes (--select, --ignore, and select/ignore in [tool.kernel-lsp]): the compiler's numbers
+(177-D, 20011-D; 177 means 177-D) and kernel-lsp's own (spill, spec-args, gpu-mismatch,
+launch-comment, ...); a prefix selects every code it starts (spec- is every spec code). Compile
+errors and files that could not be checked are always reported. The compiler's own pragma works
+too: #pragma nv_diag_suppress 177.
+
+exit codes: 0 no errors (or --exit-zero), 1 errors (warnings too with --strict), 2 the tool failed."""
+
+
+def _codes(values: list[str] | None) -> list[str] | None:
+    """`--ignore spill,177 --ignore spec-` -> ["spill", "177", "spec-"]."""
+    if values is None:
+        return None
+    return [c for v in values for c in v.replace(",", " ").split()]
+
+
+def parser(prog: str = "kernel-lsp check") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="kernel-lsp --check", description="Compile CUDA files with NVRTC and report findings."
+        prog=prog,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="+", help=".cu/.cuh files or folders (searched recursively)")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help=".cu/.cuh files or folders (searched recursively); - reads one file from stdin",
+    )
     p.add_argument("--format", choices=["text", "json", "sarif", "github"], default="text")
+    p.add_argument("--output-file", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    p.add_argument("--quiet", "-q", action="store_true", help="print the findings only: no summary line")
+    p.add_argument(
+        "--show-resources",
+        "-v",
+        "--verbose",
+        dest="show_resources",
+        action="store_true",
+        help="also print each kernel's resources and occupancy, and its GPU figures",
+    )
     p.add_argument("--strict", action="store_true", help="warnings fail the check too")
+    p.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when there are findings (2 still means a failure)",
+    )
+    p.add_argument(
+        "--select",
+        action="append",
+        metavar="CODES",
+        help="report only these codes (comma-separated; prefixes allowed); replaces `select` of pyproject.toml",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        metavar="CODES",
+        help="do not report these codes (comma-separated; prefixes allowed); adds to `ignore` of pyproject.toml",
+    )
+    p.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="read the file's text from stdin and check it as if it were PATH (its project's flags, its spec)",
+    )
     p.add_argument(
         "--no-gpu",
         action="store_true",
@@ -103,11 +165,30 @@ def check_main(argv: list[str]) -> int:
     )
     add_specs_flag(p)
     add_compile_flags(p)
+    return p
+
+
+def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
+    p = parser(prog)
     args = p.parse_args(argv)
+    stdin_text = None
+    if args.stdin_filename is not None or args.paths == ["-"]:
+        if args.paths not in ([], ["-"]):
+            p.error("with --stdin-filename (or -), name no other paths: stdin holds the one file")
+        if args.watch:
+            p.error("--watch follows files on disk; it cannot read stdin")
+        stdin_text = sys.stdin.read()
+        args.paths = [args.stdin_filename or "stdin.cu"]
+    elif not args.paths:
+        p.error("name the files or folders to check (or - with --stdin-filename PATH for stdin)")
     specs, specs_asked = specs_overrides(args.specs)
     more: dict = {"gpu.enabled": False, **specs} if args.no_gpu else dict(specs)
     if args.max_file_bytes is not None:
         more["maxFileBytes"] = max(0, args.max_file_bytes)
+    if (select := _codes(args.select)) is not None:
+        more["select"] = select
+    if (ignore := _codes(args.ignore)) is not None:
+        more["extend-ignore"] = ignore
     workspace, problems = workspace_from_args(args, args.paths[0], **more)
     settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
@@ -119,30 +200,35 @@ def check_main(argv: list[str]) -> int:
     if bad_arch:
         print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    selection = collect_files(args.paths, settings.exclude, args.force_exclude)
-    for m in selection.missing:
-        print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
-    for m in selection.not_cuda:
-        print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {m}", file=sys.stderr)
-    if selection.missing or selection.not_cuda:
-        return EXIT_TOOL_FAILED
-    if args.watch:
-        from .watch import watch_check_main
+    if stdin_text is not None:
+        checks = _check_stdin(args.paths[0], stdin_text, workspace)
+        if checks is None:
+            return EXIT_TOOL_FAILED
+    else:
+        selection = collect_files(args.paths, settings.exclude, args.force_exclude)
+        for m in selection.missing:
+            print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
+        for m in selection.not_cuda:
+            print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {m}", file=sys.stderr)
+        if selection.missing or selection.not_cuda:
+            return EXIT_TOOL_FAILED
+        if args.watch:
+            from .watch import watch_check_main
 
-        return watch_check_main(args.paths, workspace, args.format)
-    files = selection.files
-    if not files:
-        if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
-            print(
-                f"kernel-lsp: nothing to check: {len(selection.excluded)} file(s) excluded by the "
-                "`exclude` setting",
-                file=sys.stderr,
-            )
-            return EXIT_CLEAN
-        print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
-        return EXIT_TOOL_FAILED
-    checks = run_checks(files, workspace, args.jobs)
-    drop_repeated(checks)
+            return watch_check_main(args.paths, workspace, args.format)
+        files = selection.files
+        if not files:
+            if selection.excluded:  # pre-commit named only excluded files: nothing to do is a pass
+                if not args.quiet:
+                    print(
+                        f"kernel-lsp: nothing to check: {len(selection.excluded)} file(s) excluded by the "
+                        "`exclude` setting",
+                        file=sys.stderr,
+                    )
+                return EXIT_CLEAN
+            print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
+            return EXIT_TOOL_FAILED
+        checks = run_checks(files, workspace, args.jobs)
     if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
         print(
             "kernel-lsp: NVRTC could not run; install `cuda-python[all]` and `cuda-toolkit[cudart,cccl]`",
@@ -166,22 +252,73 @@ def check_main(argv: list[str]) -> int:
         or local_gpu_arch()
         or fake_from_env()
     ):
-        mark_unverified(rest, "no GPU found")
+        from ..gpu import local_gpu_absence, no_gpu_message
+
+        mark_unverified(rest, no_gpu_message(local_gpu_absence()))  # hover's and the editor's words
+    elif stdin_text is not None:
+        mark_unverified(rest, "read from stdin")
     else:
         try:
-            verify_checks(rest, workspace, log=_stderr, profile=args.occupancy, gpus=args.gpus)
+            log = _quiet if args.quiet else _stderr
+            verify_checks(rest, workspace, log=log, profile=args.occupancy, gpus=args.gpus)
         except RayUnavailable as e:
             print(f"kernel-lsp: {e}", file=sys.stderr)
             return EXIT_TOOL_FAILED
-    from .formats import FORMATTERS
+    # GPU findings pass the same selection; then each finding once (a header's at the header).
+    for c in checks:
+        workspace.reported(c)
+    report_once(checks)
+    from .formats import FORMATTERS, View
 
     # Files with a compile_commands.json entry are checked for its archs: name what was used.
     used = sorted({r.arch for c in checks for r in c.results} - set(archs))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
-    write_stdout(FORMATTERS[args.format](checks, archs + used) + "\n")
+    view = View(resources=args.show_resources, summary=not args.quiet)
+    report = FORMATTERS[args.format](checks, archs + used, view)
+    if not write_report(report, args.output_file):
+        return EXIT_TOOL_FAILED
+    if args.exit_zero:
+        return EXIT_CLEAN
     incomplete = any(c.incomplete for c in checks)  # not checked in time, out of memory
     return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
+
+
+def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] | None:
+    """The text from stdin, checked as the file `path` (which need not exist): its folder's
+    pyproject.toml and compile_commands.json, its spec, a header's includers on disk."""
+    if not path.endswith(CUDA_SUFFIXES):
+        print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {path}", file=sys.stderr)
+        return None
+    settings = workspace.settings_for(os.path.abspath(path))
+    context = includers_for([path], settings)
+    # In a worker under the file's deadline and memory limit, as every file of a run.
+    job = (path, text, None, context.get(path, ()), settings.project_flags(path, workspace.root))
+    _load_the_rest()
+    (result,) = run_jobs(workspace.analyze, [job], 1, settings.check_timeout_s, settings.compile_memory_bytes)
+    return [_job_check(path, result, workspace)]
+
+
+def write_report(report: str, output_file: str | None) -> bool:
+    """The report on stdout, or in `output_file` (its folder made when missing). False, with a
+    message, when it cannot be written."""
+    text = report + "\n" if report else ""  # --quiet on a clean run: nothing at all
+    if output_file is None:
+        write_stdout(text)
+        return True
+    try:
+        folder = os.path.dirname(os.path.abspath(output_file))
+        os.makedirs(folder, exist_ok=True)
+        with open(output_file, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        print(f"kernel-lsp: cannot write {output_file}: {e.strerror or e}", file=sys.stderr)
+        return False
+    return True
+
+
+def _quiet(_line: str) -> None:
+    pass
 
 
 def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) -> list[FileCheck]:

@@ -147,6 +147,12 @@ def specs_not_run_reason(settings: Settings, asked: str) -> str:
     return asked or 'specs.run = "never" in pyproject.toml'
 
 
+def doc_description(doc: str | None) -> str:
+    """A command module's first docstring paragraph, for its --help: the whole paragraph (its
+    first line alone stopped mid-sentence), as one line that argparse wraps."""
+    return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+
+
 def write_stdout(text: str) -> None:
     """Write and flush now, so that a reader that went away (`| head -1`) is noticed here."""
     sys.stdout.write(text)

@@ -1,15 +1,21 @@
-"""Printing check results: text (path:line:col: severity: message [code]), json, sarif, github."""
+"""Printing check results: text (path:line:col: severity: message [code]), json, sarif, github.
+
+Each formatter takes the checks after `check.report_once` (a header's finding once, with the
+`#include` lines that lead to it as related locations) and a `View` (what the text formats show
+besides findings: resources, the summary line)."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
 from ..check import FileCheck
+from ..codes import describe, rule_id
 from ..host_launch.occupancy import occupancy_summary
 from ..model import Diagnostic, KernelResources, Severity, format_bytes
 
@@ -22,9 +28,33 @@ def _rel(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+@dataclass(frozen=True)
+class View:
+    """What a report shows besides the findings: each kernel's resources and GPU figures
+    (`--show-resources`, `-v`), and the summary line (off with `--quiet`). JSON and SARIF are
+    documents: they always hold everything."""
+
+    resources: bool = False
+    summary: bool = True
+
+
 def format_diagnostic(d: Diagnostic) -> str:
     tag = d.code or d.source
     return f"{_rel(d.path)}:{d.line}:{d.col}: {d.severity.label}: {d.message} [{tag}]"
+
+
+def includers(d: Diagnostic) -> list[tuple[str, int, int, str]]:
+    """The related locations in other files: the `#include` lines that lead to a header's finding."""
+    return [r for r in d.related if not _same_path(r[0], d.path)]
+
+
+def _same_path(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def format_finding(d: Diagnostic) -> list[str]:
+    """A finding's line, then one indented line per `#include` that leads to it (a header's)."""
+    return [format_diagnostic(d)] + [f"    {_rel(p)}:{ln}:{c}: {m}" for p, ln, c, m in includers(d)]
 
 
 def format_resources(k: KernelResources) -> str:
@@ -79,6 +109,9 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
         f"{errors} error(s), {warnings} warning(s), {kernels} kernel(s)"
     )
     text += f", {skipped} skipped" if skipped else ""
+    verified = sum(1 for c in checks for g in c.gpu_checks if g.ok)
+    if verified:
+        text += f"; {verified} kernel(s) verified on a GPU"
     unverified = [c.unverified for c in checks if c.unverified]
     if unverified:
         reasons = ", ".join(sorted(set(unverified)))
@@ -86,16 +119,16 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
     return text
 
 
-def as_text(checks: list[FileCheck], archs: list[str]) -> str:
+def as_text(checks: list[FileCheck], archs: list[str], view: View = View()) -> str:
     lines = []
     for c in checks:
-        lines += [
-            format_diagnostic(d)
-            for d in sorted(c.diagnostics, key=lambda d: (d.path != c.path, d.path, d.line, d.col))
-        ]
-        lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
-        lines += [f"{_rel(c.path)}: {format_gpu_check(g)}" for g in c.gpu_checks]
-    lines.append(summary_line(checks, archs))
+        for d in sorted(c.diagnostics, key=lambda d: (d.path != c.path, d.path, d.line, d.col)):
+            lines += format_finding(d)
+        if view.resources:
+            lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
+            lines += [f"{_rel(c.path)}: {format_gpu_check(g)}" for g in c.gpu_checks]
+    if view.summary:
+        lines.append(summary_line(checks, archs))
     return "\n".join(lines)
 
 
@@ -182,7 +215,7 @@ def gpu_json(g) -> dict:
     }
 
 
-def as_json(checks: list[FileCheck], archs: list[str]) -> str:
+def as_json(checks: list[FileCheck], archs: list[str], view: View = View()) -> str:
     return json.dumps(
         {
             "version": __version__,
@@ -218,31 +251,6 @@ _SARIF_LEVEL = {
 }
 
 
-# What each finding code means, for SARIF's rule descriptions (the id alone says little).
-RULE_DESCRIPTIONS = {
-    "nvrtc": "NVRTC compile error",
-    "host-code": "host code in a file NVRTC compiles as device code",
-    "spill": "registers spilled to local memory",
-    "not-checked": "file not checked (binary, too large, unreadable)",
-    "not-utf8": "file not UTF-8 (checked with the bytes replaced)",
-    "timeout": "check stopped at its deadline (a spec that never returns?)",
-    "crashed": "the worker checking the file crashed",
-    "no-spec": "kernel without a spec",
-    "arch": "unsupported target arch",
-    "option": "bad compiler option",
-}
-
-
-def rule_description(rule: str, first_message: str) -> str:
-    if rule in RULE_DESCRIPTIONS:
-        return RULE_DESCRIPTIONS[rule]
-    if rule.endswith("-D") and rule[:-2].isdigit():
-        return f"NVRTC diagnostic #{rule[:-2]}"
-    if rule.startswith("spec-"):
-        return f"spec problem ({rule.removeprefix('spec-')})"
-    return first_message.split("\n", 1)[0][:120] or rule
-
-
 def sarif_uri(path: str) -> str:
     """A percent-encoded uri-reference: relative to the run's folder, or a file: URI."""
     rel = _rel(path)
@@ -251,32 +259,52 @@ def sarif_uri(path: str) -> str:
     return quote(rel.replace(os.sep, "/"), safe="/")
 
 
-def as_sarif(checks: list[FileCheck], archs: list[str]) -> str:
-    results, rules = [], {}
-    for c in checks:
-        for d in c.diagnostics:
-            rule = d.code or d.source
-            rules.setdefault(
-                rule, {"id": rule, "shortDescription": {"text": rule_description(rule, d.message)}}
-            )
-            region = {"startLine": d.line, "startColumn": d.col}
-            if d.end_col:
-                region["endColumn"] = d.end_col
-            results.append(
-                {
-                    "ruleId": rule,
-                    "level": _SARIF_LEVEL[d.severity],
-                    "message": {"text": d.message},
-                    "locations": [
-                        {
-                            "physicalLocation": {
-                                "artifactLocation": {"uri": sarif_uri(d.path)},
-                                "region": region,
-                            }
-                        }
-                    ],
-                }
-            )
+def _sarif_location(path: str, line: int, col: int, end_col: int = 0) -> dict:
+    region = {"startLine": max(1, line), "startColumn": max(1, col)}
+    if end_col > col:
+        region["endColumn"] = end_col
+    return {"physicalLocation": {"artifactLocation": {"uri": sarif_uri(path)}, "region": region}}
+
+
+def sarif_rules(diagnostics: Iterable[Diagnostic]) -> dict[str, dict]:
+    """One rule per diagnostic code, described by what the code means (kernel_lsp/codes.py),
+    never by one result's message. Compile errors have no number: they share their compiler's
+    rule (`nvrtc-error`), whose description says so, and each result's message says which error
+    it is. A rule per message would make up ids that change with every identifier in a message,
+    and code scanning tracks alerts by rule id."""
+    rules: dict[str, dict] = {}
+    for d in diagnostics:
+        rule = rule_id(d)
+        if rule not in rules:
+            rules[rule] = {
+                "id": rule,
+                "name": rule,
+                "shortDescription": {"text": describe(rule, d.message)},
+                "properties": {"source": d.source},
+            }
+    return rules
+
+
+def as_sarif(checks: list[FileCheck], archs: list[str], view: View = View()) -> str:
+    found = [d for c in checks for d in c.diagnostics]
+    rules = sarif_rules(found)
+    index = {rule: i for i, rule in enumerate(rules)}
+    results = []
+    for d in found:
+        rule = rule_id(d)
+        result = {
+            "ruleId": rule,
+            "ruleIndex": index[rule],
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message},
+            "locations": [_sarif_location(d.path, d.line, d.col, d.end_col)],
+        }
+        if d.related:
+            result["relatedLocations"] = [
+                {"id": i, **_sarif_location(p, ln, c), "message": {"text": m or "related"}}
+                for i, (p, ln, c, m) in enumerate(d.related, start=1)
+            ]
+        results.append(result)
     return json.dumps(
         {
             "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
@@ -310,7 +338,14 @@ def _gh_escape(text: str, prop: bool = False) -> str:
     return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
-def as_github(checks: list[FileCheck], archs: list[str]) -> str:
+def _github_message(d: Diagnostic) -> str:
+    via = includers(d)
+    if not via:
+        return d.message
+    return f"{d.message} (included from {', '.join(f'{_rel(p)}:{ln}' for p, ln, _, _ in via)})"
+
+
+def as_github(checks: list[FileCheck], archs: list[str], view: View = View()) -> str:
     kind = {
         Severity.ERROR: "error",
         Severity.WARNING: "warning",
@@ -319,11 +354,12 @@ def as_github(checks: list[FileCheck], archs: list[str]) -> str:
     }
     lines = [
         f"::{kind[d.severity]} file={_gh_escape(_rel(d.path), True)},line={d.line},col={d.col},"
-        f"title={_gh_escape('kernel-lsp ' + (d.code or d.source), True)}::{_gh_escape(d.message)}"
+        f"title={_gh_escape('kernel-lsp ' + (d.code or d.source), True)}::{_gh_escape(_github_message(d))}"
         for c in checks
         for d in c.diagnostics
     ]
-    lines.append(summary_line(checks, archs))
+    if view.summary:
+        lines.append(summary_line(checks, archs))
     return "\n".join(lines)
 
 

@@ -1,5 +1,6 @@
-"""Command line: `kernel-lsp` serves LSP (stdio, or --tcp HOST:PORT); `kernel-lsp --check PATH...`
-checks files for pre-commit and CI; `bench`, `optimize` and `spec` are sub-commands. Each front end
+"""Command line: `kernel-lsp` serves LSP (stdio, or --tcp HOST:PORT); `kernel-lsp check PATH...`
+checks files for pre-commit and CI (`--check` is its older spelling); `bench`, `optimize` and
+`spec` are the other sub-commands. Each front end
 is a module of this package; this one only dispatches and turns failures into exit codes."""
 
 from __future__ import annotations
@@ -17,11 +18,15 @@ from .flags import EXIT_TOOL_FAILED
 def main(argv: list[str] | None = None) -> int:
     protect_children()  # before any worker starts: a repository's modules must not shadow ours
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--check" in argv:
+    if argv and argv[0] == "check":
+        from .check import check_main
+
+        return _guard(check_main, argv[1:])
+    if "--check" in argv:  # the older spelling of `check`, kept as an alias
         from .check import check_main
 
         argv.remove("--check")
-        return _guard(check_main, argv)
+        return _guard(check_main, argv, "kernel-lsp --check")
     if argv and argv[0] == "bench":
         from .bench import bench_main
 
@@ -41,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     return serve_main(argv)
 
 
-def _guard(fn, argv: list[str]) -> int:
+def _guard(fn, argv: list[str], *more) -> int:
     try:
-        return fn(argv)
+        return fn(argv, *more)
     except BrokenPipeError as e:
         if _stdout_reader_gone():
             return _reader_gone()

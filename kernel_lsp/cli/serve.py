@@ -14,13 +14,15 @@ from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
 
 COMMANDS_HELP = """\
 commands (each takes --help):
-  kernel-lsp --check PATH...         compile .cu/.cuh files (folders recursively) with NVRTC and
-                                     report findings and per-kernel resources; with a GPU, verify
-                                     and time kernels that have a spec. Exit 0 clean, 1 findings,
+  kernel-lsp check PATH...           compile .cu/.cuh files (folders recursively) and report
+                                     findings; with a GPU, verify and time kernels that have a
+                                     spec. One summary line when clean. Exit 0 clean, 1 findings,
                                      2 the tool failed. Main options:
-        --format text|json|sarif|github   --strict (warnings fail too)   --no-gpu
-        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch
-        --max-file-bytes N   --force-exclude (excludes hold for files named too)
+        --format text|json|sarif|github   -o/--output-file FILE   -q/--quiet   --exit-zero
+        --strict (warnings fail too)   --select/--ignore CODES   -v/--show-resources
+        --stdin-filename PATH (check stdin as PATH)   --no-gpu   --arch sm_90 (repeatable)
+        -I DIR   -D NAME=VALUE   -j N   --watch   --force-exclude   --max-file-bytes N
+                                     (`kernel-lsp --check PATH...` is the same command)
   kernel-lsp bench FILE [--kernel K] verify on the GPU, then a latency table per kernel and size
   kernel-lsp optimize FILE [--kernel K] [--proposer llm|tune] [--apply]
                                      FSR: propose, compile, verify, time; offer the fastest
@@ -29,6 +31,19 @@ commands (each takes --help):
                                      write a spec skeleton FILE's stem.spec.py beside it
 
 Settings come from [tool.kernel-lsp] in the nearest pyproject.toml; flags override them."""
+
+# clangd's behaviour: someone who typed `kernel-lsp` in a terminal learns what it is waiting for.
+TERMINAL_HINT = (
+    "kernel-lsp: LSP server on stdio; editors start it. "
+    "For the command line: kernel-lsp check PATH... (kernel-lsp --help)"
+)
+
+
+def _stdin_is_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stdin
+        return False
 
 
 def serve_main(argv: list[str]) -> int:
@@ -54,6 +69,8 @@ def serve_main(argv: list[str]) -> int:
     p.add_argument("--log-level", default="INFO")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
     args = p.parse_args(argv)
+    if not args.tcp and _stdin_is_terminal():
+        print(TERMINAL_HINT, file=sys.stderr, flush=True)  # and serve on: an editor may be behind it
     handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),

@@ -16,6 +16,7 @@ from ..safe_write import replace_file
 from ..skeleton import files_pipeline, launcher_pipelines, skeleton_for, spec_skeleton
 from ..source import KernelSignature, find_kernel, find_kernels, parse_directives
 from ..spec import spec_path_for
+from .flags import doc_description
 
 EXIT_WRITTEN, EXIT_NOT_WRITTEN = 0, 2
 
@@ -46,7 +47,7 @@ def _pipeline_hint(source: str) -> str:
 
 
 def spec_main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="kernel-lsp spec", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="kernel-lsp spec", description=doc_description(__doc__))
     p.add_argument("file", help="the .cu file")
     p.add_argument(
         "--kernel",

@@ -24,11 +24,12 @@ log = logging.getLogger(__name__)
 
 def _block(check: FileCheck) -> list[str]:
     """A file's findings and kernel resources as the text format prints them."""
-    from .formats import _rel, format_diagnostic, format_resources
+    from .formats import _rel, format_finding, format_resources
 
     lines = [
-        format_diagnostic(d)
+        line
         for d in sorted(check.diagnostics, key=lambda d: (d.path != check.path, d.path, d.line, d.col))
+        for line in format_finding(d)
     ]
     lines += [f"{_rel(check.path)}: {format_resources(k)}" for k in check.kernels]
     return lines
@@ -99,16 +100,16 @@ class _WatchSession:
 
     def shown_checks(self) -> list[FileCheck]:
         """The checks as --check prints them: a header's findings once, not once per includer."""
-        from ..check import drop_repeated
+        from ..check import report_once
 
         copies = [
             replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
         ]
-        drop_repeated(copies)
+        report_once(copies)
         return copies
 
     def first_run(self) -> None:
-        from .formats import FORMATTERS
+        from .formats import FORMATTERS, View
 
         # The graph first: a header that fails alone is checked through its includer.
         for f in sorted(self.files):
@@ -116,7 +117,8 @@ class _WatchSession:
         self.check(self.files)
         shown = self.shown_checks()
         self.last = {c.path: _block(c) for c in shown}
-        print(FORMATTERS[self.fmt](shown, self.archs), file=self.out, flush=True)
+        # --watch's later blocks show each file's resources: its first report does too.
+        print(FORMATTERS[self.fmt](shown, self.archs, View(resources=True)), file=self.out, flush=True)
 
     def start_watching(self) -> None:
         parents = {os.path.dirname(p) for p in self.explicit}

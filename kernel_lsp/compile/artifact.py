@@ -96,6 +96,7 @@ def build_result(
                     source=d.source,
                     end_col=0,
                     related=((d.path, d.line, d.col, d.message),),
+                    header_copy=True,
                 )
             )
     for message in parsed.option_errors:

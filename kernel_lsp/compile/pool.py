@@ -3,6 +3,7 @@ that never returns must be stoppable."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import multiprocessing
 import os
@@ -73,6 +74,14 @@ _shared_lock = threading.Lock()
 SHARED_WORKERS = 2
 
 
+def _close_shared() -> None:
+    global _shared
+    with _shared_lock:
+        pool, _shared = _shared, None
+    if pool is not None:
+        pool.close()
+
+
 def run_isolated(
     fn: Callable[..., Any],
     *args: Any,
@@ -89,6 +98,9 @@ def run_isolated(
     with _shared_lock:
         if _shared is None:
             _shared = WorkerPool(SHARED_WORKERS, "spawn")
+            # Ended before the interpreter's own exit, which joins every child process and
+            # waited forever on an idle worker (seen on an H100: `--check` done, never exited).
+            atexit.register(_close_shared)
         pool = _shared
     result = pool.submit(fn, args, timeout_s, memory_bytes).result()
     if not isinstance(result, JobFailed):

@@ -44,9 +44,27 @@ def no_gpu_message(reason: str) -> str:
     if why.startswith(SANDBOX_REFUSED):
         return why  # a GPU may well be there: the fence refused to run without a sandbox
     if why.startswith("no CUDA driver"):
-        why = "no NVIDIA driver is installed (libcuda cannot be loaded)"
+        why = NO_DRIVER
     why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
     return f"no GPU: {why or 'none found'}"
+
+
+def local_gpu_absence() -> str:
+    """Why this machine shows no GPU, from a quick look that starts no worker (the CLI's check
+    and the editor's optimize action): the worker's probe says the same, so hover, the CLI and
+    the action agree. For `no_gpu_message`."""
+    import ctypes.util
+    import shutil
+
+    hidden = _hidden_by_env()
+    if hidden:
+        return hidden
+    if ctypes.util.find_library("cuda") is None and shutil.which("nvidia-smi") is None:
+        return NO_DRIVER
+    return "nvidia-smi lists none"
+
+
+NO_DRIVER = "no NVIDIA driver is installed (libcuda cannot be loaded)"
 
 
 def _hidden_by_env() -> str | None:
@@ -115,8 +133,7 @@ class LocalBackend:
                 self._reason = hidden
                 return None
         try:
-            worker = WorkerProcess(self.device_index, self.fake, sandboxed=self.sandboxed)
-            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
+            worker, hello = self._start_worker()
         except Exception as e:
             self._reason = f"GPU worker did not start: {e}"
             self._retry_at = time.monotonic() + 60.0
@@ -131,6 +148,23 @@ class LocalBackend:
         self._worker, self._hello, self._reason = worker, hello, None
         self.sandbox = hello.get("sandbox")
         return worker
+
+    def _start_worker(self) -> tuple[WorkerProcess, dict]:
+        """A worker and its hello. A sandboxed one is started under the mechanism this machine
+        offers first; where the GPU cannot be opened inside it (an H100 host's driver failed
+        cuInit under Landlock) the other mechanism is tried before giving up (fail closed)."""
+        mechanisms = [""] + (["bwrap", "landlock"] if self.sandboxed else [])
+        tried: list[str] = []
+        for mechanism in mechanisms:
+            env = {**os.environ, "KERNEL_LSP_SANDBOX": mechanism} if mechanism else None
+            worker = WorkerProcess(self.device_index, self.fake, env=env, sandboxed=self.sandboxed)
+            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
+            if hello.get("available") or not self.sandboxed or self.fake:
+                return worker, hello
+            tried.append(f"{mechanism or 'default'}: {hello.get('sandbox_error') or hello.get('reason')}")
+            worker.close()
+        hello = {**hello, "reason": "; ".join(tried)}
+        return worker, hello
 
     @property
     def available(self) -> bool:

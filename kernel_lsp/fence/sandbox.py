@@ -170,11 +170,14 @@ def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
     Raises SandboxUnavailable when writes or network cannot be confined."""
     report = SandboxReport()
     if outer == "bwrap":
+        # bubblewrap holds the writes (a read-only root): Landlock on top is not needed, and on
+        # some hosts it keeps the CUDA driver from starting (cuInit: CUDA_ERROR_OPERATING_SYSTEM).
         report.files, report.network = "bwrap (read-only root)", "bwrap --unshare-net"
-    try:
-        report.files = " + ".join(filter(None, (report.files, restrict_writes(folder))))
-    except Exception as e:  # ImportError, OSError, the binding's own errors
-        report.tried["landlock"] = f"{type(e).__name__}: {e}"
+    else:
+        try:
+            report.files = restrict_writes(folder)
+        except Exception as e:  # ImportError, OSError, the binding's own errors
+            report.tried["landlock"] = f"{type(e).__name__}: {e}"
     try:
         report.network = " + ".join(filter(None, (report.network, restrict_syscalls())))
     except Exception as e:

@@ -161,6 +161,8 @@ def run(
     own = False
     from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
+    from .requirements import fsr_cannot_run
+
     if evaluator is None:
         factory = evaluator_factory_from_env()
         if factory is not None:
@@ -168,21 +170,18 @@ def run(
         else:
             if not req.settings.gpu_enabled:
                 raise OptimizeError(
-                    f"{no_gpu_message(GPU_OFF_IN_EDITOR)}. FSR needs a GPU to verify and time candidates."
+                    fsr_cannot_run(no_gpu_message(GPU_OFF_IN_EDITOR), req.settings, req.proposer)
                 )
             more: list[Any] = list(more_sessions)
             if session is None:
-                session, more = _open_sessions(engine)
+                session, more = _open_sessions(engine, req)
                 own = True
             evaluator = GpuEvaluator(
                 session, req.path, spec, options, req.spec_source, loaded, own_session=own, more_sessions=more
             )
     try:
         if not evaluator.available:
-            raise OptimizeError(
-                f"{no_gpu_message(evaluator.reason)}. FSR verifies and times every candidate on a GPU, "
-                "so nothing can be offered here."
-            )
+            raise OptimizeError(fsr_cannot_run(no_gpu_message(evaluator.reason), req.settings, req.proposer))
         hw = evaluator.hardware()
         arch = hw.arch if hw else options.arch
         # The original must compile before anything else is tried.
@@ -227,22 +226,21 @@ def run(
         evaluator.close()
 
 
-def _open_sessions(engine: Workspace) -> tuple[Any, list[Any]]:
+def _open_sessions(engine: Workspace, req: RunRequest) -> tuple[Any, list[Any]]:
     """The first GPU's session, and one more per further GPU that answers (a round's candidates
     are then checked in parallel, one per GPU), on the backend the settings choose. None answers:
     OptimizeError with the reason; Ray asked for and unavailable: OptimizeError with its message."""
     from kernel_lsp.evaluation.choose import RayUnavailable
     from kernel_lsp.gpu import no_gpu_message
 
+    from .requirements import fsr_cannot_run
+
     try:
         sessions, reason = engine.open_gpus(log=lambda line: print(line, file=sys.stderr))
     except RayUnavailable as e:
         raise OptimizeError(str(e)) from None
     if not sessions:
-        raise OptimizeError(
-            f"{no_gpu_message(reason)}. FSR verifies and times every candidate on a GPU, "
-            "so nothing can be offered here."
-        )
+        raise OptimizeError(fsr_cannot_run(no_gpu_message(reason), req.settings, req.proposer))
     return sessions[0], sessions[1:]
 
 

@@ -300,6 +300,10 @@ class Worker:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             tick()
+            if settings.cold_l2:
+                # The flush buffer (2x L2) is allocated at the first flush: before the count starts,
+                # or the launcher would be blamed for it (100 MiB on an H100).
+                self.device.flush_l2()
             before = memory_in_use(self.device)
             samples = measure(self.device, run, settings, tick, sets.prepare)
             if any(isinstance(s, EntryStep) for s in steps):

@@ -47,6 +47,7 @@ def kernel_position(path: Path, name: str) -> types.Position:
     raise AssertionError(f"{name} not found in {path}")
 
 
+@pytest.mark.xdist_group("ncu")
 async def test_gpu_figures_and_mismatch(client, workspace: Path):
     await start(client, workspace, options=GPU_OPTIONS)
     cu = workspace / "vector_add" / "vector_add_fp32.cu"
@@ -104,9 +105,10 @@ async def test_gpu_figures_and_mismatch(client, workspace: Path):
     assert hover is not None
 
 
+@pytest.mark.xdist_group("ncu")
 def test_check_cli_verifies_on_gpu(tmp_path: Path):
     out = subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "--check", str(REPO / "samples" / "vector_add")],
+        [sys.executable, "-m", "kernel_lsp", "check", "-v", str(REPO / "samples" / "vector_add")],
         capture_output=True,
         text=True,
         timeout=600,
@@ -116,4 +118,5 @@ def test_check_cli_verifies_on_gpu(tmp_path: Path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "on GPU: verified" in out.stdout, out.stdout
     assert "kernel vector_add [sm_" in out.stdout, out.stdout  # resources from ptxas, not only GPU figures
+    assert "kernel(s) verified on a GPU" in out.stdout.splitlines()[-1]  # the summary says so too
     assert uri(tmp_path)  # keep the fixture's import honest

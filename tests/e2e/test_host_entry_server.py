@@ -86,7 +86,7 @@ async def test_hover_and_lens_on_a_host_entry(fake_gpu: LanguageClient, project:
 def test_check_cli_verifies_a_host_entry(project: Path):
     env = {**os.environ, "KERNEL_LSP_FAKE_GPU": "1", "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "--check", "--arch", "sm_90", str(project / "saxpy.cu")],
+        [sys.executable, "-m", "kernel_lsp", "check", "-v", "--arch", "sm_90", str(project / "saxpy.cu")],
         capture_output=True,
         text=True,
         timeout=300,

@@ -21,6 +21,8 @@ from fixture_sources import VADD
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from kernel_lsp.optimizer.requirements import GET_A_GPU
+
 REPO = Path(__file__).resolve().parents[2]
 
 SPEC = """\
@@ -254,13 +256,14 @@ async def test_without_a_gpu_the_action_says_so_and_does_nothing(nogpu, ws):
     u = _open(nogpu, ws / "vadd.cu")
     (action,) = await _actions(nogpu, u, 3)
     assert action.title == "Optimize vadd (FSR)" and action.command is None
+    # The words of hover and the CLI: why there is no GPU, how to get one (and an LLM).
     assert action.disabled is not None and action.disabled.reason.startswith(
-        "no GPU: nvidia-smi lists none. FSR needs a GPU"
+        f"no GPU: CUDA_VISIBLE_DEVICES hides every GPU. {GET_A_GPU}"  # as the server's env says
     )
     reply = await nogpu.workspace_execute_command_async(
         types.ExecuteCommandParams(command="kernelLsp.optimize", arguments=[{"uri": u, "kernel": "vadd"}])
     )
-    assert reply["applied"] is False and reply["reportUri"] is None and "needs a GPU" in reply["message"]
+    assert reply["applied"] is False and reply["reportUri"] is None and GET_A_GPU in reply["message"]
 
 
 async def test_without_disabled_support_the_action_answers_why(nogpu, ws):
@@ -274,8 +277,8 @@ async def test_without_disabled_support_the_action_answers_why(nogpu, ws):
     reply = await nogpu.workspace_execute_command_async(
         types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
     )
-    assert reply["applied"] is False and "needs a GPU" in reply["message"]
-    assert any("needs a GPU" in m.message for m in nogpu.messages)
+    assert reply["applied"] is False and GET_A_GPU in reply["message"]
+    assert any(GET_A_GPU in m.message for m in nogpu.messages)
 
 
 async def test_an_entry_specs_launcher_and_its_kernels_offer_to_optimize_the_entry(client, ws):

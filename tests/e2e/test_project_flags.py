@@ -118,3 +118,27 @@ async def test_a_header_is_checked_in_the_context_of_its_includer(client: Langua
     [note] = [d for d in found if d.code == "context"]
     assert note.severity == types.DiagnosticSeverity.Information and "kernels.cu" in note.message
     assert uri(tmp_path / "kernels.cu")  # the includer itself keeps its own diagnostics
+
+
+# A 177-D warning and a `launch-comment` finding (the comment names no kernel of the file): two
+# codes, so the editor shows which one a project's selection hides.
+TWO_CODES = (
+    "// kernel-lsp: launch missing grid=1 block=32\n"
+    "__global__ void k(float* x) { int unused; x[threadIdx.x] = 1.0f; }\n"
+)
+
+
+async def test_the_editor_honours_each_files_pyproject_select_and_ignore(client: LanguageClient, tmp_path):
+    quiet, loud = tmp_path / "quiet", tmp_path / "loud"
+    for folder in (quiet, loud):
+        folder.mkdir()
+        (folder / "k.cu").write_text(TWO_CODES)
+    (quiet / "pyproject.toml").write_text('[tool.kernel-lsp]\nignore = ["177"]\n')
+    await start(client, tmp_path)
+    u_loud = open_file(client, loud / "k.cu")
+    found = await diagnostics(client, u_loud, until=lambda d: len(d) >= 2)
+    assert sorted(d.code for d in found) == ["177-D", "launch-comment"], found
+    u_quiet = open_file(client, quiet / "k.cu")
+    found = await diagnostics(client, u_quiet, until=lambda d: len(d) >= 1)
+    await asyncio.sleep(0.5)
+    assert [d.code for d in client.diagnostics[u_quiet]] == ["launch-comment"], client.diagnostics[u_quiet]

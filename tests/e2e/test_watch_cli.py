@@ -68,7 +68,7 @@ def test_check_watch_prints_only_what_changed(tmp_path):
     (tmp_path / "other.cu").write_text(OTHER)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     p = subprocess.Popen(
-        [sys.executable, "-m", "kernel_lsp", "--check", "--watch", "--no-gpu", "."],
+        [sys.executable, "-m", "kernel_lsp", "check", "--watch", "--no-gpu", "."],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -84,10 +84,13 @@ def test_check_watch_prints_only_what_changed(tmp_path):
 
         (tmp_path / "h.cuh").write_text(BAD_HEADER)
         change = out.until(lambda line: "file(s) changed" in line)
-        assert any(line.startswith("main.cu:1:1: error:") and "undefined_y" in line for line in change)
+        # The header's error once, at the header, with the #include that leads to it under it.
         assert any(line.startswith("h.cuh:1:") and "undefined_y" in line for line in change)
-        assert not any(line.startswith("other.cu") for line in change)  # unchanged: not printed
-        assert "now 2 error(s)" in change[-1]
+        assert "    main.cu:1:1: includes h.cuh here" in change
+        assert not any(line.startswith("other.cu") for line in change), change  # unchanged: not printed
+        # main.cu's kernel did not compile: its block changed, and holds no copy of the error.
+        assert not any(line.startswith("main.cu") and "error" in line for line in change), change
+        assert "now 1 error(s)" in change[-1]
 
         (tmp_path / "h.cuh").write_text(GOOD_HEADER)
         change = out.until(lambda line: "file(s) changed" in line)

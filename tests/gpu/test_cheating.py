@@ -98,6 +98,7 @@ def _median(result) -> float:
     return result.timings[-1].measurement.median_s
 
 
+@pytest.mark.xdist_group("ncu")
 @pytest.mark.parametrize("name", STATEFUL)
 def test_state_between_launches_buys_no_speed(gpu, name):
     honest = _median(check(gpu, "good"))
@@ -151,6 +152,7 @@ TUNED = [
 ]
 
 
+@pytest.mark.xdist_group("timing")
 @pytest.mark.parametrize("sample, defines", TUNED)
 def test_fastest_tuned_samples_stay_under_the_memory_bound(gpu, sample, defines):
     path = Path(__file__).parents[2] / "samples" / sample

@@ -18,17 +18,23 @@ from kernel_lsp.optimizer.model import Proposal, Status
 from kernel_lsp.optimizer.proposers.base import Proposer
 from kernel_lsp.optimizer.session import RunRequest, run
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("timing")]
 
 REPO = Path(__file__).resolve().parents[2]
-# Samples whose tunables start at the textbook default: the tuner should find better settings.
+# Samples whose tunables start at the textbook default, where earlier runs found the largest
+# gains (reduce_sum 4.3x, silu_and_mul 1.9x on an H200): the tuner must find them again.
 SAMPLES = [
-    ("spmv_csr/spmv_csr_fp32.cu", "spmv_csr"),
-    ("vector_add/vector_add_fp32.cu", "vector_add"),
     ("reduce_sum/reduce_sum_fp32.cu", "reduce_sum"),
     ("silu_and_mul/silu_and_mul_fp32.cu", "silu_and_mul"),
 ]
-BUDGET_S = 40.0  # per run: no new candidate is started after this
+BUDGET_S = 15.0  # per run: no new candidate is started after this
+
+
+@pytest.fixture(autouse=True)
+def no_profiles(monkeypatch):
+    """The rounds here are about the search and the gates; what ncu adds (seconds per profile) is
+    tested in test_profile_gpu.py."""
+    monkeypatch.setenv("KERNEL_LSP_NCU", "/nonexistent/ncu")
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +94,7 @@ def test_tuner_makes_samples_measurably_faster(gpu, tmp_path, xdg):
             assert result.accepted.status is Status.CORRECT
             faster.append(rel)
     print("\n" + "\n".join(lines))
-    assert len(faster) >= 3, f"only {faster} got measurably faster"
+    assert len(faster) == len(SAMPLES), f"only {faster} got measurably faster"
 
 
 def test_second_run_is_served_from_the_cache(gpu, tmp_path):
@@ -114,19 +120,19 @@ def test_second_run_is_served_from_the_cache(gpu, tmp_path):
 
 
 def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, monkeypatch, xdg):
-    path = _copy(tmp_path, "spmv_csr/spmv_csr_fp32.cu")
+    path = _copy(tmp_path, "reduce_sum/reduce_sum_fp32.cu")
     before = path.read_text()
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     code = optimize_main(
         [
             str(path),
             "--kernel",
-            "spmv_csr",
+            "reduce_sum",
             "--proposer",
             "tune",
             "--apply",
             "--budget-s",
-            "40",
+            "15",
             "--workspace",
             str(tmp_path),
         ]
@@ -135,7 +141,7 @@ def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, 
     print(out)
     assert code == 0, out
     assert path.read_text() != before
-    assert "--- a/spmv_csr_fp32.cu" in out and "A/B speedup" in out
+    assert "--- a/reduce_sum_fp32.cu" in out and "A/B speedup" in out
     backups = list((tmp_path / ".kernel-lsp" / "backups").iterdir())
     assert len(backups) == 1 and backups[0].read_text() == before
 

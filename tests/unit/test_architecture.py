@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "procs": 0,
     "constants": 0,
     "advice": 0,
+    "codes": 0,
     "safe_expr": 0,  # arithmetic of workspace text, never eval
     "safe_write": 0,  # kernel-lsp's own files, never through a link
     "child_python": 0,  # Python children that do not import from the current folder

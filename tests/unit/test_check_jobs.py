@@ -48,7 +48,7 @@ def test_hanging_specs_do_not_stall_the_other_files(tmp_path):
     (tmp_path / "zgood.cu").write_text(KERNEL.format(name="good"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "KERNEL_LSP_JOB_TIMEOUT_S": "5"}
     p = subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "--check", "--no-gpu", "--arch", "sm_90", "-j", "2", "."],
+        [sys.executable, "-m", "kernel_lsp", "check", "-v", "--no-gpu", "--arch", "sm_90", "-j", "2", "."],
         cwd=tmp_path,
         capture_output=True,
         text=True,

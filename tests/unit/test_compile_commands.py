@@ -278,7 +278,9 @@ def test_cli_flag_names_the_database(tmp_path, capsys):
     )
     assert main(["--check", "--no-gpu", "--arch", "sm_90", str(kernel)]) == 1
     capsys.readouterr()
-    assert main(["--check", "--no-gpu", "--arch", "sm_90", "--compile-commands", str(db), str(kernel)]) == 0
+    assert (
+        main(["check", "-v", "--no-gpu", "--arch", "sm_90", "--compile-commands", str(db), str(kernel)]) == 0
+    )
     out = capsys.readouterr().out
     assert "kernel k [sm_90]" in out and "0 error(s), 0 warning(s)" in out
 

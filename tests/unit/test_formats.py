@@ -5,8 +5,19 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+from sarif_shape import sarif_problems
+
 from kernel_lsp.check import FileCheck
-from kernel_lsp.cli.formats import FORMATTERS, as_github, as_json, as_sarif, as_text, format_diagnostic
+from kernel_lsp.cli.formats import (
+    FORMATTERS,
+    View,
+    as_github,
+    as_json,
+    as_sarif,
+    as_text,
+    format_diagnostic,
+)
 from kernel_lsp.model import Diagnostic, KernelResources, Occupancy, Severity
 
 CWD = os.getcwd()
@@ -92,33 +103,66 @@ def test_json_kernels_carry_resources_and_occupancy(tmp_path):
         "activeBlocksPerSM": 8,
         "limiter": "warps",
     }
-    assert "kernel vadd [sm_90]: 12 registers, 2.0 KiB static smem" in as_text([check], ["sm_90"])
+    # Resources in the text format with --show-resources; by default the summary only.
+    assert "kernel vadd [sm_90]: 12 registers, 2.0 KiB static smem" in as_text(
+        [check], ["sm_90"], View(resources=True)
+    )
+    assert as_text([check], ["sm_90"]).splitlines() == [
+        "checked 1 file(s) for sm_90: 0 error(s), 0 warning(s), 1 kernel(s)"
+    ]
+
+
+HEADER_FINDING = Diagnostic(
+    os.path.join(CWD, "common.cuh"),
+    3,
+    5,
+    Severity.ERROR,
+    'identifier "oops" is undefined',
+    related=((os.path.join(CWD, "a.cu"), 1, 1, "includes common.cuh here"),),
+)
+OTHER_ERROR = Diagnostic(os.path.join(CWD, "k.cu"), 12, 3, Severity.ERROR, 'expected a ";"')
 
 
 def test_sarif_is_structurally_valid():
-    sarif = json.loads(as_sarif(checks(), ["sm_90"]))
-    assert sarif["version"] == "2.1.0"
-    assert sarif["$schema"].endswith("sarif-2.1.0.json")
+    all_checks = [*checks(), FileCheck(os.path.join(CWD, "a.cu"), [HEADER_FINDING, OTHER_ERROR])]
+    sarif = json.loads(as_sarif(all_checks, ["sm_90"]))
+    assert sarif_problems(sarif) == []
     (run,) = sarif["runs"]
     driver = run["tool"]["driver"]
     assert driver["name"] == "kernel-lsp" and driver["version"]
-    rule_ids = {r["id"] for r in driver["rules"]}
-    assert len(run["results"]) == 3
-    for result in run["results"]:
-        assert result["ruleId"] in rule_ids
-        assert result["level"] in {"none", "note", "warning", "error"}
-        assert result["message"]["text"]
-        (loc,) = result["locations"]
-        phys = loc["physicalLocation"]
-        assert not os.path.isabs(phys["artifactLocation"]["uri"])
-        assert "\\" not in phys["artifactLocation"]["uri"]
-        region = phys["region"]
-        assert region["startLine"] >= 1 and region["startColumn"] >= 1
-        if "endColumn" in region:
-            assert region["endColumn"] > region["startColumn"]
     levels = [r["level"] for r in run["results"]]
-    assert levels == ["error", "warning", "note"]
-    assert run["results"][0]["ruleId"] == "nvrtc" and run["results"][1]["ruleId"] == "177-D"
+    assert levels == ["error", "warning", "note", "error", "error"]
+    assert run["results"][0]["ruleId"] == "nvrtc-error" and run["results"][1]["ruleId"] == "177-D"
+    # A header's includer is a related location of its one result.
+    (related,) = run["results"][3]["relatedLocations"]
+    assert related["physicalLocation"]["artifactLocation"]["uri"] == "a.cu"
+    assert related["message"]["text"] == "includes common.cuh here"
+
+
+def test_sarif_rules_describe_the_rule_never_one_results_message():
+    all_checks = [FileCheck(os.path.join(CWD, "k.cu"), [ERR, WARN, OTHER_ERROR, HEADER_FINDING])]
+    run = json.loads(as_sarif(all_checks, ["sm_90"]))["runs"][0]
+    rules = {r["id"]: r["shortDescription"]["text"] for r in run["tool"]["driver"]["rules"]}
+    # Three different compile errors, one rule: its description names none of them.
+    assert [r["ruleId"] for r in run["results"]] == ["nvrtc-error", "177-D", "nvrtc-error", "nvrtc-error"]
+    for message in (ERR.message, OTHER_ERROR.message, HEADER_FINDING.message):
+        assert message not in rules["nvrtc-error"]
+    assert rules["177-D"] == 'Compiler diagnostic #177: variable "…" was declared, never used'
+    assert len(set(rules.values())) == len(rules)
+
+
+def test_sarif_validates_against_the_schema_when_one_is_given():
+    schema_path = os.environ.get("KERNEL_LSP_SARIF_SCHEMA")
+    if not schema_path:
+        pytest.skip(
+            "set KERNEL_LSP_SARIF_SCHEMA to a copy of sarif-schema-2.1.0.json (not shipped: OASIS terms)"
+        )
+    import jsonschema
+
+    with open(schema_path, encoding="utf-8") as f:
+        schema = json.load(f)
+    all_checks = [*checks(), FileCheck(os.path.join(CWD, "a.cu"), [HEADER_FINDING, OTHER_ERROR])]
+    jsonschema.validate(json.loads(as_sarif(all_checks, ["sm_90"])), schema)
 
 
 def test_github_annotations_escape_their_fields():

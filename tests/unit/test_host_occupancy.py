@@ -24,7 +24,7 @@ OCC = r"occupancy \d+% at {} threads/block \(\d+/64 warps, limited by [^)]*\)"
 
 
 def check_text(path: Path, capsys, *extra: str) -> str:
-    code = main(["--check", str(path), "--arch", "sm_90", "--no-gpu", *extra])
+    code = main(["check", "-v", str(path), "--arch", "sm_90", "--no-gpu", *extra])
     out = capsys.readouterr().out
     assert code == 0, out
     return out

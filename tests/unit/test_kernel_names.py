@@ -43,7 +43,7 @@ def test_the_same_definition_in_if_else_branches_counts_once():
 
 
 def test_cli_text_and_json_tell_them_apart(capsys):
-    assert main(["--check", "--arch", "sm_90", str(FILE)]) == 0
+    assert main(["check", "-v", "--arch", "sm_90", str(FILE)]) == 0
     out = capsys.readouterr().out
     rel = os.path.relpath(FILE)
     for name in ("relu(float*, int)", "relu(double*, int)", "axpy<double, 128>", "axpy<float, 256>"):

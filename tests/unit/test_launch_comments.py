@@ -74,7 +74,7 @@ def test_a_macro_block_over_the_limit_is_caught_too():
 def test_check_prints_them_and_fails_on_the_block_limit(tmp_path, capsys):
     cu = tmp_path / "mm.cu"
     cu.write_text("// kernel-lsp: launch matmul grid=1 block=(16,16,8)\n" + KERNEL)
-    code = main(["--check", str(cu), "--arch", "sm_90", "--no-gpu"])
+    code = main(["check", "-v", str(cu), "--arch", "sm_90", "--no-gpu"])
     out = capsys.readouterr().out
     assert code == 1
     assert "mm.cu:1:1: error: block=`(16,16,8)` is 2048 threads" in out

@@ -83,3 +83,55 @@ def test_occupancy_reads_the_same_in_hover_and_cli(registers, block, words):
     assert words in text and f"at {block} threads/block" in text
     assert text in format_resources(k) and text in resources_markdown("k", [k])
     assert "warps; " not in resources_markdown("k", [k])
+
+
+def test_optimize_without_a_gpu_or_a_key_says_what_is_missing_and_how_to_get_each(monkeypatch):
+    from kernel_lsp.config import Settings
+    from kernel_lsp.optimizer.requirements import GET_A_GPU, fsr_cannot_run
+
+    for name in ("OPENAI_API_KEY", "OPENAI_MODEL", "KERNEL_LSP_LLM_MODEL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    no_gpu = no_gpu_message(DRIVER_LOADER_TEXT)
+    neither = fsr_cannot_run(no_gpu, Settings())
+    assert neither.startswith(f"{no_gpu}. {GET_A_GPU}.")
+    assert "--backend ray" in neither  # another way to a GPU
+    assert "No LLM is configured either" in neither and "OPENAI_API_KEY" in neither and "--model" in neither
+    assert "--proposer tune" in neither  # what runs without one
+    # A model without a key: the key is what is missing.
+    keyless = fsr_cannot_run(no_gpu, Settings(llm_model="some-model"))
+    assert "has no API key" in keyless and "No LLM is configured" not in keyless
+    # The tuner needs no LLM, and a configured LLM lacks nothing: the GPU alone.
+    assert fsr_cannot_run(no_gpu, Settings(), proposer="tune") == f"{no_gpu}. {GET_A_GPU}."
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert fsr_cannot_run(no_gpu, Settings(llm_model="m")) == f"{no_gpu}. {GET_A_GPU}."
+
+
+def test_the_cli_optimize_says_both(monkeypatch, capsys, samples_dir):
+    from kernel_lsp.cli import main
+
+    for name in ("OPENAI_API_KEY", "OPENAI_MODEL", "KERNEL_LSP_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU, on any machine
+    cu = samples_dir / "vector_add" / "vector_add_fp32.cu"
+    assert main(["optimize", str(cu)]) == 2
+    err = capsys.readouterr().err
+    assert "no GPU: CUDA_VISIBLE_DEVICES hides every GPU. FSR verifies and times every candidate" in err
+    assert "No LLM is configured either" in err
+
+
+def test_no_gpu_reads_the_same_in_the_cli_check_hover_and_the_action(capsys, samples_dir):
+    from kernel_lsp.cli import main
+    from kernel_lsp.compile import local_gpu_arch
+    from kernel_lsp.gpu import LocalBackend, local_gpu_absence
+
+    if local_gpu_arch() is not None:
+        pytest.skip("this machine has a GPU")
+    probe = LocalBackend(fake=False)  # what hover's GPU probe answers
+    try:
+        hover_words = no_gpu_message(probe.reason)
+    finally:
+        probe.close()
+    assert hover_words == no_gpu_message(local_gpu_absence())  # the CLI and the editor's action
+    assert main(["check", "--arch", "sm_90", str(samples_dir / "vector_add" / "vector_add_fp32.cu")]) == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.endswith(f"not verified on a GPU ({hover_words})"), summary

@@ -134,7 +134,7 @@ def test_clean_files_give_every_kernel_under_its_source_name(name):
 
 
 def test_check_exits_0_on_clean_host_device_files(capsys):
-    code = main(["--check", "--arch", "sm_90", *(str(REAL / n) for n in CLEAN)])
+    code = main(["check", "-v", "--arch", "sm_90", *(str(REAL / n) for n in CLEAN)])
     out = capsys.readouterr().out
     assert code == 0, out
     for name, kernels in EXPECTED_KERNELS.items():

@@ -69,7 +69,7 @@ def test_the_cmake_sample_needs_its_database(tmp_path):
 
 @needs_nvcc_backend
 def test_check_is_clean_on_the_program_and_the_cmake_project(capsys):
-    code = main(["--check", "--no-gpu", "-j", "2", str(HOST_PROGRAM), str(CMAKE)])
+    code = main(["check", "-v", "--no-gpu", "-j", "2", str(HOST_PROGRAM), str(CMAKE)])
     out, err = capsys.readouterr()
     assert code == 0, out + err
     assert re.search(r"saxpy_main\.cu: kernel saxpy \[sm_\d+\]: \d+ registers", out), out

@@ -21,7 +21,7 @@ from ...optimizer.entry import entries_at
 from ...source import find_kernels
 from ...spec import spec_path_for
 from ..uris import uri_to_path
-from .execute_command import OPTIMIZE_COMMAND, gpu_absent_reason
+from .execute_command import OPTIMIZE_COMMAND, fsr_unavailable_message, gpu_absent_reason
 from .spec_skeleton import WRITE_SPEC_COMMAND
 
 
@@ -82,9 +82,7 @@ def register(server) -> None:
                 return types.CodeAction(
                     title=title,
                     kind=types.CodeActionKind.RefactorRewrite,
-                    disabled=types.CodeActionDisabled(
-                        reason=f"{no_gpu}. FSR needs a GPU to verify and time candidates."
-                    ),
+                    disabled=types.CodeActionDisabled(reason=fsr_unavailable_message(ls, no_gpu)),
                 )
             return types.CodeAction(
                 title=title,

@@ -62,8 +62,17 @@ def gpu_absent_reason(ls) -> str | None:
     from ...compile import local_gpu_arch
 
     if local_gpu_arch() is None:
-        return no_gpu_message("nvidia-smi lists none")
+        from ...gpu import local_gpu_absence
+
+        return no_gpu_message(local_gpu_absence())
     return None
+
+
+def fsr_unavailable_message(ls, no_gpu: str) -> str:
+    """The optimize action's answer without a GPU: the CLI's words (kernel_lsp.optimizer.requirements)."""
+    from ...optimizer.requirements import fsr_cannot_run
+
+    return fsr_cannot_run(no_gpu, ls.settings)
 
 
 def _session(ls) -> Any:
@@ -138,7 +147,7 @@ def register(server) -> None:
             return _reply(False, None, message)
         reason = gpu_absent_reason(ls)
         if reason:
-            message = f"{reason}. FSR needs a GPU to verify and time candidates; nothing was run."
+            message = fsr_unavailable_message(ls, reason)
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
             return _reply(False, None, message)
         doc = ls.open_document(path)
