@@ -18,7 +18,8 @@ from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.runner.sanitizer import find_sanitizer
 from kernel_lsp.runner.timing import TimingSettings
 
-pytestmark = pytest.mark.gpu
+# A/B timings: one at a time with the other timing tests (.ci/gpu-run runs the rest side by side).
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("timing")]
 
 ENTRIES = Path(__file__).resolve().parents[2] / "samples" / "entries"
 FAST = TimingSettings(budget_s=0.2)
