@@ -231,6 +231,17 @@ def is_complete_file(block: str, entry: str) -> bool:
     return bool(launches) and bool(host_functions(block)) and 'extern "C"' in block
 
 
+def _without_harness(block: str, original: str) -> tuple[str, list[str]]:
+    """An entry's candidate without the `main` a model added to test it (the entry is what runs;
+    a `main` the original has stays)."""
+    if "main" in host_functions(original):
+        return block, []
+    mains = [it for it in top_items(block) if it.kind == "host" and it.name == "main"]
+    for it in reversed(mains):
+        block = block[: it.start] + block[it.end :]
+    return block, ["dropped the answer's `main` (a test harness: the entry is what runs)"] if mains else []
+
+
 def _whole_file(block: str) -> tuple[str, list[str]]:
     """An answer's file as it is, with the headers it uses and does not include added."""
     missing = needed_includes(block)
@@ -251,8 +262,9 @@ def _extract_for_entry(blocks: list[str], original: str, entry: str) -> Extracte
     complete = [b for b in blocks if is_complete_file(b, entry)]
     if complete:
         own = [b for b in complete if _defines_function(b, entry)]
-        source, notes = _whole_file((own or complete)[-1])  # the last: a final, corrected version
-        return _finish(source, notes)
+        chosen, dropped = _without_harness((own or complete)[-1], original)
+        source, notes = _whole_file(chosen)  # the last: a final, corrected version
+        return _finish(source, dropped + notes)
     original_kernels = [k.name for k in find_kernels(original)]
     with_kernels = [b for b in blocks if {k.name for k in find_kernels(b)} & set(original_kernels)]
     if not with_kernels:

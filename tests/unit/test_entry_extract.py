@@ -236,3 +236,18 @@ def test_optimize_without_kernel_takes_the_entry_the_spec_names(tmp_path):
     (tmp_path / "layernorm_fp32.spec.py").write_text('SPEC = Spec(kernel="normalize_kernel")\n')
     assert _only_entry(str(tmp_path / "layernorm_fp32.cu"), source) is None
     assert _only_entry(str(tmp_path / "other.cu"), source) is None
+
+
+def test_a_test_harness_the_model_added_is_dropped():
+    original = (ENTRIES / "vector_add_bf16.cu").read_text()
+    harness = (
+        "\n// Quick test.\nint main()\n{\n    __nv_bfloat16* a;\n    cudaMalloc(&a, 1024);\n"
+        '    vector_add_bf16(a, a, a, 512);\n    FILE* f = fopen("out.txt", "w");\n    return 0;\n}\n'
+    )
+    got = extract_candidate(fenced(WHOLE + harness), original, [], entry="vector_add_bf16")
+    assert got.source == WHOLE
+    assert got.message == "dropped the answer's `main` (a test harness: the entry is what runs)"
+    # A file that has its own `main` keeps the answer's.
+    with_main = original + "int main() { return 0; }\n"
+    kept = extract_candidate(fenced(WHOLE + harness), with_main, [], entry="vector_add_bf16")
+    assert "int main()" in kept.source and kept.message == ""
