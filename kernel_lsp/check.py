@@ -327,9 +327,10 @@ def spec_findings(
     one. `run` False: the spec is the workspace's code and nobody asked for it to run here: it is
     only read (spec/static.py), and not dry-run. `artifacts`: the file's compiles, whose kernels
     say which template instances exist."""
+    from .host_entry import entry_abi, find_host_function
     from .host_launch.spec_launch import with_host_launches
     from .source import find_kernel, find_kernels, parse_directives
-    from .spec import check_spec, load_specs, source_constants, spec_path_for
+    from .spec import check_entry_spec, check_spec, load_specs, source_constants, spec_path_for
     from .spec.dry_run import dry_run as run_dry
 
     spec_path = spec_path_for(path)
@@ -350,6 +351,11 @@ def spec_findings(
         constants = source_constants(source, defines)
         compiled = next((r for r in artifacts if r.ok and r.kernels), None)
         for spec in loaded.specs:
+            if spec.is_entry:  # a host function, not kernels: its C signature against args
+                function = find_host_function(source, spec.entry or spec.kernel)
+                found += check_entry_spec(spec, function, entry_abi(function) if function else None)
+                found += run_dry(spec)
+                continue
             launches = with_host_launches(directives, source, spec.kernels, defines, path)
             found += check_spec(spec, kernels, launches, constants)
             if compiled is not None:

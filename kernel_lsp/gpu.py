@@ -196,17 +196,28 @@ class GpuSession:
         `candidate_of`: the original's text when `source` is a candidate an LLM wrote: the fence
         checks it (LibraryBuild.fence) and it runs only in a sandboxed session."""
         from kernel_lsp.compile import CompileOptions
-        from kernel_lsp.compile.pool import WorkerFailed, run_isolated
 
-        options = self.compile_options_for_device(options or CompileOptions())
-        try:  # in the shared worker process, like every compile of the GPU and optimizer paths
-            return run_isolated(_build_library, source, path, options, candidate_of)
-        except WorkerFailed as e:
-            message = f"building {os.path.basename(path)} for {options.arch}: {e}"
-            diagnostic = Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)
-            return LibraryBuild(
-                CompileResult(path, options.arch, False, [diagnostic]), trusted=candidate_of is None
-            )
+        return build_library(
+            source, path, self.compile_options_for_device(options or CompileOptions()), candidate_of
+        )
+
+    def sandboxed_session(self) -> GpuSession | None:
+        """A session over the same GPU whose worker is sandboxed, for host code an LLM wrote
+        (this one where it already is); None where the backend cannot sandbox (Ray's actors)."""
+        backend = self.backend
+        if not isinstance(backend, LocalBackend):
+            return None
+        if backend.sandboxed:
+            return self
+        return GpuSession(
+            device=backend.device_index,
+            launch_timeout_s=backend.launch_timeout_s,
+            timing=backend.timing,
+            fake=backend.fake,
+            start_timeout_s=backend.start_timeout_s,
+            use_device_cache=backend.use_device_cache,
+            sandboxed=True,
+        )
 
     def _built_entry(
         self, source: str, path: str, spec: Spec, artifact: Artifact
@@ -539,6 +550,22 @@ class GpuSession:
         on_progress: ProgressFn | None = None,
     ) -> Comparison:
         return self.backend.compare(spec, spec_source, baseline, candidate, min_speedup, on_progress)
+
+
+def build_library(source: str, path: str, options: Any, candidate_of: str | None = None) -> LibraryBuild:
+    """`source` as a shared library with these exact options (their arch), built in the shared
+    compile worker like every compile of the GPU and optimizer paths; `candidate_of` as in
+    GpuSession.build_library. Never raises."""
+    from kernel_lsp.compile.pool import WorkerFailed, run_isolated
+
+    try:
+        return run_isolated(_build_library, source, path, options, candidate_of)
+    except WorkerFailed as e:
+        message = f"building {os.path.basename(path)} for {options.arch}: {e}"
+        diagnostic = Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)
+        return LibraryBuild(
+            CompileResult(path, options.arch, False, [diagnostic]), trusted=candidate_of is None
+        )
 
 
 def _build_library(source: str, path: str, options: Any, candidate_of: str | None) -> LibraryBuild:

@@ -60,6 +60,12 @@ class HostFunction:
     templated: bool = False
     definition: bool = True
 
+    @property
+    def signature(self) -> str:
+        """`extern "C" void f(const float* x, int n)`, as the optimizer's prompts and messages show it."""
+        params = ", ".join(f"{p.type} {p.name}".strip() for p in self.params)
+        return f"{'extern ' + chr(34) + 'C' + chr(34) + ' ' if self.extern_c else ''}{self.return_type} {self.name}({params})"
+
 
 @dataclass(frozen=True)
 class ArgKind:

@@ -37,7 +37,12 @@ def parser() -> argparse.ArgumentParser:
         "offer the fastest correct candidate if it is faster with confidence.",
     )
     p.add_argument("file", help="the .cu file")
-    p.add_argument("--kernel", "-k", help="kernel (or spec/pipeline) name (default: the file's only kernel)")
+    p.add_argument(
+        "--kernel",
+        "-k",
+        help="kernel, entry (a launcher an entry spec names) or pipeline name (default: the entry the "
+        "spec names, else the file's only kernel)",
+    )
     p.add_argument(
         "--rounds", "-d", type=int, help="rounds (default: settings; the tuner runs until its search ends)"
     )
@@ -132,6 +137,19 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
     return f"applied to {path} (backup: {backup})"
 
 
+def _only_entry(path: str, source: str) -> str | None:
+    """The entry a file's spec names, when it names exactly one (read as text)."""
+    from ..optimizer.entry import named_entries
+    from ..spec import spec_path_for
+
+    try:
+        with open(spec_path_for(path), encoding="utf-8") as f:
+            entries = named_entries(f.read(), source)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return entries[0] if len(entries) == 1 else None
+
+
 def optimize_main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     path = os.path.abspath(args.file)
@@ -142,6 +160,8 @@ def optimize_main(argv: list[str]) -> int:
     with open(path, encoding="utf-8", errors="replace") as f:
         started_with = f.read()
     kernel_name = args.kernel
+    if kernel_name is None:  # the one entry the spec names (the whole file), else the one kernel
+        kernel_name = _only_entry(path, started_with)
     if kernel_name is None:
         kernel, why = pick_kernel(find_kernels(started_with), None)
         if kernel is None:

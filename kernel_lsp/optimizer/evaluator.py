@@ -18,12 +18,15 @@ from typing import Any
 
 from kernel_lsp import archs
 from kernel_lsp.compile import CompileOptions, compile_isolated
+from kernel_lsp.compile.shared_lib import LibraryBuild
 from kernel_lsp.evaluation.pool import BackendPool
 from kernel_lsp.model import CompileResult, Severity
 from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.runner.sanitizer import SanitizerReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
 
+from .entry import entry_kernels, entry_launch_shapes
 from .features import Hardware
 from .model import Comparison, Figures, Resources
 from .tunables import define_values, launch_shapes
@@ -47,6 +50,8 @@ class Evaluator(ABC):
         self.spec = spec
         self.options = options
         self.spec_source = spec_source
+        # The file as the run started (the loop sets it): what candidates are fenced against.
+        self.original: str | None = None
 
     # --- availability and hardware --------------------------------------------------------------
 
@@ -85,15 +90,34 @@ class Evaluator(ABC):
         the file's host code; the same gate for the original and every candidate."""
         return compile_isolated(launch_ready(source, self.options.defines), self.path, self.compile_options())
 
+    def build(self, source: str, original: str, trusted: bool) -> LibraryBuild:
+        """Gate 1 of an entry spec: the file as a shared library. A candidate whose host code an
+        LLM wrote (`trusted` False) passes the fence first: its text before nvcc reads it, its
+        host object before it is linked (LibraryBuild.fence holds the findings)."""
+        from kernel_lsp.gpu import build_library
+
+        return build_library(source, self.path, self.compile_options(), None if trusted else original)
+
     # --- gates 2 and 3, and the A/B --------------------------------------------------------------
 
     @abstractmethod
-    def check(self, source: str, original: str) -> CheckResult:
-        """Verify `source` against the spec and against `original`'s outputs; time it."""
+    def check(self, source: str, original: str, trusted: bool = False) -> CheckResult:
+        """Verify `source` against the spec and against `original`'s outputs; time it. An entry
+        candidate that is not `trusted` runs in a sandboxed worker."""
 
     @abstractmethod
-    def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
+    def compare(self, original: str, candidate: str, min_speedup: float, trusted: bool = False) -> Comparison:
         """Interleaved A/B timing: speedup of `candidate` over `original` with its bound."""
+
+    def prove(self, source: str, original: str, trusted: bool = False) -> SanitizerReport | None:
+        """The proof gate before an offer: `source` run once under compute-sanitizer (None: this
+        evaluator runs no sanitizer; a report's `note` says why a run was skipped)."""
+        return None
+
+    @property
+    def sandbox(self) -> str:
+        """How host code an LLM wrote was confined, in words ("" where none ran)."""
+        return ""
 
     def profile(self, source: str) -> ProfileReport | None:
         """What limits a verified `source`, from ncu (None: this evaluator does not profile).
@@ -130,6 +154,16 @@ def launch_ready(source: str, defines: tuple[str, ...] = ()) -> str:
     return _LAUNCH_LINE.sub(substitute, source)
 
 
+def spec_launch_shapes(
+    source: str, spec: Spec, kernels: list[str], sizes: dict[str, int], defines: tuple[str, ...]
+) -> dict[str, tuple[tuple[int, int, int], tuple[int, int, int], int]]:
+    """The launches at `sizes`: an entry's own (those that evaluate), else the launch lines of
+    `kernels` (SpecError when one does not evaluate)."""
+    if spec.is_entry:
+        return entry_launch_shapes(source, spec, sizes, defines)
+    return launch_shapes(source, kernels, sizes, defines)
+
+
 def launch_problem(
     result: CompileResult, source: str, spec: Spec, kernels: list[str], defines: tuple[str, ...] = ()
 ) -> str | None:
@@ -141,7 +175,7 @@ def launch_problem(
     try:
         shapes = {}
         for sizes in spec.timing_cases() + spec.verification_sizes()[:1]:
-            shapes.update(launch_shapes(source, kernels, sizes, defines))
+            shapes.update(spec_launch_shapes(source, spec, kernels, sizes, defines))
     except SpecError as e:
         return f"launch line cannot be evaluated: {e}"
     by_name = {k.name: k for k in result.kernels}
@@ -170,16 +204,17 @@ def launch_problem(
 def resources_of(
     result: CompileResult, source: str, spec: Spec, kernels: list[str], defines: tuple[str, ...] = ()
 ) -> list[Resources]:
-    """Registers, shared memory, spills and occupancy at the timing size's launch."""
+    """Registers, shared memory, spills and occupancy at the timing size's launch (for an entry:
+    of each kernel it launches)."""
+    timing = spec.timing_cases()
     try:
-        shapes = (
-            launch_shapes(source, kernels, spec.timing_cases()[0], defines) if spec.timing_cases() else {}
-        )
+        shapes = spec_launch_shapes(source, spec, kernels, timing[0], defines) if timing else {}
     except SpecError:
         shapes = {}
+    names = entry_kernels(source, spec.entry or spec.kernel, defines) if spec.is_entry else kernels
     out = []
     for k in result.kernels:
-        if k.name not in kernels:
+        if k.name not in names:
             continue
         block = smem = None
         occ = None
@@ -216,7 +251,8 @@ def compile_log(result: CompileResult, limit: int = 12) -> str:
 class GpuEvaluator(Evaluator):
     """The gates on GPUs, through kernel_lsp.gpu.GpuSession (a worker process per GPU). With more
     than one session, candidates are checked in parallel, one per GPU; an A/B comparison always
-    runs both sides on one GPU."""
+    runs both sides on one GPU. For an entry spec, a candidate whose host code an LLM wrote runs
+    (check, A/B, proof) only in sandboxed sessions over the same GPUs, opened when first needed."""
 
     def __init__(
         self,
@@ -236,6 +272,9 @@ class GpuEvaluator(Evaluator):
         self._own = own_session
         self._hw: Hardware | None = None
         self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
+        self._trusted: dict[str, bool] = {}  # entry candidates checked: is their host code the user's?
+        self._boxed: BackendPool | None = None
+        self._no_sandbox = ""
 
     @property
     def available(self) -> bool:
@@ -255,15 +294,44 @@ class GpuEvaluator(Evaluator):
             self._hw = Hardware.from_device(dev) if dev is not None else None
         return self._hw
 
-    def _artifact(self, session: Any, source: str) -> tuple[str, CompileResult]:
-        """The launch-ready text and its artifact, compiled for `session`'s own device (the
-        compile cache makes the repeat of gate 1 free on a device like the first)."""
+    def _sessions(self, trusted: bool) -> BackendPool | None:
+        """Where a source runs: the caller's sessions, or for host code an LLM wrote the
+        sandboxed ones (None, with `_no_sandbox` saying why, where the backend has none)."""
+        if trusted or not self.spec.is_entry:
+            return self.pool
+        if self._boxed is None and not self._no_sandbox:
+            boxed = [m.sandboxed_session() for m in self.pool.members]
+            if any(b is None for b in boxed):
+                self._no_sandbox = (
+                    "host code an LLM wrote runs only in a sandboxed local GPU worker, "
+                    "and this evaluation backend (Ray) has none"
+                )
+                return None
+            self._boxed = BackendPool(boxed)
+        return self._boxed
+
+    def _artifact(
+        self, session: Any, source: str, original: str | None = None, trusted: bool = True
+    ) -> tuple[str, Any]:
+        """The text to run and its artifact for `session`'s own device: for a kernel spec the
+        launch-ready text and its compile (the compile cache makes the repeat of gate 1 free on
+        a device like the first); for an entry spec the text and its shared library (fenced
+        unless `trusted`)."""
+        if self.spec.is_entry:
+            # Fail closed: without the original, an untrusted text is fenced against nothing.
+            candidate_of = None if trusted or source == original else (original or "")
+            return source, session.build_library(source, self.path, self.options, candidate_of)
         text = launch_ready(source, self.options.defines)
         return text, session.compile(text, self.path, self.options)
 
-    def check(self, source: str, original: str) -> CheckResult:
+    def check(self, source: str, original: str, trusted: bool = False) -> CheckResult:
+        trusted = trusted or source == original
+        pool = self._sessions(trusted)
+        if pool is None:
+            return CheckResult(ok=False, problems=[f"sandbox: {self._no_sandbox}"])
+
         def on(session: Any) -> Any:
-            text, artifact = self._artifact(session, source)
+            text, artifact = self._artifact(session, source, original, trusted)
             reference = self._artifact(session, original) if original != source else None
             return session.check(
                 text,
@@ -277,7 +345,7 @@ class GpuEvaluator(Evaluator):
                 defines=self.options.defines,
             )
 
-        kc = self.pool.run(on)
+        kc = pool.run(on)
         problems = [f"{p.kind}" + (f" ({p.case})" if p.case else "") + f": {p.message}" for p in kc.problems]
         if not problems and not kc.ok:
             problems = [f"{kc.status}: {kc.message}"]
@@ -302,14 +370,40 @@ class GpuEvaluator(Evaluator):
         suspicious = any(p.kind == "suspicious" for p in kc.problems) or bool(over)
         problems += [p for p in over if p not in problems]
         if kc.ok and kc.timings:
-            self._verified[launch_ready(source, self.options.defines)] = kc
+            self._verified[self._key(source)] = kc
+            self._trusted[source] = trusted
         return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
 
+    @property
+    def sandbox(self) -> str:
+        if self._boxed is None:
+            return self._no_sandbox
+        how = getattr(self._boxed.members[0].backend, "sandbox", None) or {}
+        parts = [
+            f"writes: {how.get('files')}",
+            f"network: {how.get('network')}",
+            f"memory: {how.get('memory')}",
+        ]
+        return "a sandboxed GPU worker (" + ", ".join(p for p in parts if not p.endswith(": None")) + ")"
+
+    def _key(self, source: str) -> str:
+        return source if self.spec.is_entry else launch_ready(source, self.options.defines)
+
     def profile(self, source: str) -> ProfileReport | None:
-        ready, artifact = self._artifact(self.session, source)
-        kc = self._verified.get(ready)
+        # An entry candidate is profiled as it was checked: fenced and sandboxed unless trusted.
+        trusted = self._trusted.get(source, source == self.original or not self.spec.is_entry)
+        if not trusted and self.original is None:
+            return ProfileReport(
+                note="not profiled: the original is not known to fence the candidate against"
+            )
+        pool = self._sessions(trusted)
+        if pool is None:
+            return ProfileReport(note=f"not profiled: {self._no_sandbox}")
+        session = pool.members[0]
+        ready, artifact = self._artifact(session, source, self.original, trusted)
+        kc = self._verified.get(self._key(source))
         if kc is None:  # its check came from the result cache: verify and time it here once
-            kc = self.session.check(
+            kc = session.check(
                 ready,
                 self.path,
                 self.specs,
@@ -320,15 +414,19 @@ class GpuEvaluator(Evaluator):
             )
             if not (kc.ok and kc.timings):
                 return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
-        self.session.add_occupancy(
+        session.add_occupancy(
             kc, ready, self.path, self.specs, artifact, self.spec_source, defines=self.options.defines
         )
         return kc.profile
 
-    def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
+    def compare(self, original: str, candidate: str, min_speedup: float, trusted: bool = False) -> Comparison:
+        pool = self._sessions(trusted)
+        if pool is None:
+            return Comparison(speedup=1.0, ci_low=1.0, ci_high=1.0, samples=0, problems=[self._no_sandbox])
+
         def on(session: Any) -> Any:  # both sides on this one GPU, interleaved
             base_text, base = self._artifact(session, original)
-            cand_text, cand = self._artifact(session, candidate)
+            cand_text, cand = self._artifact(session, candidate, original, trusted)
             return session.compare(
                 base_text,
                 cand_text,
@@ -342,7 +440,7 @@ class GpuEvaluator(Evaluator):
                 defines=self.options.defines,
             )
 
-        c = self.pool.run(on)
+        c = pool.run(on)
         problems = [p.message for p in c.problems]
         if c.error:
             problems.insert(0, c.error)
@@ -352,7 +450,28 @@ class GpuEvaluator(Evaluator):
             speedup=c.speedup, ci_low=c.ci_low, ci_high=c.ci_high, samples=c.n, problems=problems
         )
 
+    def prove(self, source: str, original: str, trusted: bool = False) -> SanitizerReport | None:
+        pool = self._sessions(trusted)
+        if pool is None:
+            return SanitizerReport(note=f"the proof gate was skipped: {self._no_sandbox}")
+
+        def on(session: Any) -> SanitizerReport:
+            text, artifact = self._artifact(session, source, original, trusted)
+            return session.prove(
+                text,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                artifact,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+
+        return pool.run(on)
+
     def close(self) -> None:
+        if self._boxed is not None:
+            self._boxed.close()
         if self._own:
             self.pool.close()
 
@@ -368,7 +487,11 @@ def evaluator_factory_from_env() -> Any | None:
     return getattr(importlib.import_module(module), name)
 
 
-def kernels_launched(spec: Spec, source: str) -> list[str]:
+def kernels_launched(spec: Spec, source: str, defines: tuple[str, ...] = ()) -> list[str]:
+    """The kernels a run launches: the spec's (those with launch lines first), or for an entry
+    spec the kernels its host function launches."""
+    if spec.is_entry:
+        return entry_kernels(source, spec.entry or spec.kernel, defines)
     names = spec.kernels
     known = {d.kernel for d in parse_directives(source).launches}
     return [k for k in names if k in known] or names

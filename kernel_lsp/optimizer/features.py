@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import archs
+from kernel_lsp.host_entry import find_host_function
+from kernel_lsp.host_launch.occupancy import host_code
 from kernel_lsp.profile_text import kernel_line, memory_text, sol_text
 from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
@@ -164,6 +166,15 @@ class Features:
     @property
     def launch_lines(self) -> list[str]:
         lines = self.source.splitlines()
+        if self.spec.is_entry:  # the entry's own launches, as its host code writes them
+            fn = host_code(self.source).function(self.spec.entry or self.kernel)
+            if fn is None:
+                return []
+            return [
+                f"- line {x.line}: `{x.written}` {x.kind}, grid {x.grid.describe()}, block {x.block.describe()}"
+                + (f", {x.smem.describe()} B dynamic shared memory" if x.smem.text not in ("", "0") else "")
+                for x in fn.launches
+            ]
         d = parse_directives(self.source)
         return [lines[x.line - 1].strip() for x in d.launches if x.kernel in self.kernels]
 
@@ -187,6 +198,15 @@ class Features:
 
     def render(self) -> str:
         s = self.sections()
+        if self.spec.is_entry:
+            fn = find_host_function(self.source, self.spec.entry or self.kernel)
+            signature = f"`{fn.signature}`" if fn else "(not found)"
+            return (
+                f"## Entry `{s['kernel']}` (launches {s['kernels'] or 'no kernel it names'})\n\n"
+                f"### Signature (keep it exactly)\n{signature}\n\n"
+                f"### Launches in the entry\n{s['launch']}\n\n### Spec\n{s['spec']}\n\n"
+                f"### Hardware\n{s['hardware']}\n\n### Profile\n{s['profile']}\n"
+            )
         return (
             f"## Kernel `{s['kernel']}` ({s['kernels']})\n\n"
             f"### Launch\n{s['launch']}\n\n### Spec\n{s['spec']}\n\n"

@@ -24,9 +24,11 @@ from typing import Any
 
 from kernel_lsp.evaluation.specs import kernel_symbols
 from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.runner.sanitizer import SanitizerReport
 from kernel_lsp.spec import Spec
 
 from .cache import ResultCache
+from .entry import signature_problem
 from .evaluator import Evaluator, compile_log, launch_problem, resources_of
 from .features import Features, Profile
 from .model import (
@@ -79,6 +81,11 @@ class Target:
     def kernel(self) -> str:
         return self.spec.kernel
 
+    @property
+    def entry(self) -> str | None:
+        """The host function an entry spec names: candidates rewrite the whole file around it."""
+        return (self.spec.entry or self.spec.kernel) if self.spec.is_entry else None
+
 
 @dataclass
 class _State:
@@ -127,11 +134,13 @@ def evaluate(
         note=proposal.note,
         source=proposal.source,
         config=proposal.config,
+        trusted=proposal.trusted,
     )
     if proposal.source is None:
         out.status = proposal.failure or Status.NO_CODE
         out.message = proposal.detail
         return out
+    out.extraction = proposal.detail  # what extraction did to the answer (spliced, includes added)
     key = source_hash(proposal.source)
     if state is not None and key in state.seen:
         earlier = state.seen[key]
@@ -140,7 +149,7 @@ def evaluate(
         out.figures, out.resources, out.speedup = earlier.figures, earlier.resources, earlier.speedup
         return out
     if state is not None:
-        findings = inspect_candidate(proposal.source, target.source)
+        findings = inspect_candidate(proposal.source, target.source, host=target.entry is not None)
         out.findings = [str(f) for f in findings]
         new_globals = [f for f in findings if f.kind == NEW_GLOBAL]
         if new_globals and not state.allow_new_globals:
@@ -161,7 +170,7 @@ def evaluate(
         out.status, out.message, out.figures = done.status, done.message, done.figures
         out.resources, out.cost_s = done.resources, done.cost_s
     else:
-        _run_gates(out, proposal.source, target, evaluator)
+        _run_gates(out, proposal.source, target, evaluator, proposal.trusted)
         out.cost_s = time.perf_counter() - start
         if cache is not None:
             cache.put(
@@ -198,44 +207,52 @@ def _gates_in_parallel(
     per GPU), by source hash. Duplicates and cached ones are left to `evaluate`, in order, so a
     parallel round decides exactly what a serial one would. Once `stop()` (cancel, time budget),
     candidates not yet started are not."""
-    fresh: dict[str, str] = {}
+    fresh: dict[str, Proposal] = {}
     for p in proposals:
         if p.source is None:
             continue
         key = source_hash(p.source)
         if key in state.seen or key in fresh or (cache and cache.get("check", p.source) is not None):
             continue
-        fresh[key] = p.source
+        findings = inspect_candidate(p.source, target.source, host=target.entry is not None)
+        if any(f.kind == NEW_GLOBAL for f in findings) and not state.allow_new_globals:
+            continue  # `evaluate` rejects it before it runs
+        fresh[key] = p
 
-    def gates(source: str) -> Outcome | None:
-        if stop():
+    def gates(p: Proposal) -> Outcome | None:
+        if stop() or p.source is None:
             return None
         start = time.perf_counter()
-        out = Outcome(id="", round=0, origin="", status=Status.NO_CODE, source=source)
-        _run_gates(out, source, target, evaluator)
+        out = Outcome(id="", round=0, origin="", status=Status.NO_CODE, source=p.source)
+        _run_gates(out, p.source, target, evaluator, p.trusted)
         out.cost_s = time.perf_counter() - start
         return out
 
     if len(fresh) < 2:
         return {}
     with ThreadPoolExecutor(max_workers=evaluator.parallelism, thread_name_prefix="fsr-eval") as ex:
-        futures = {key: ex.submit(gates, source) for key, source in fresh.items()}
+        futures = {key: ex.submit(gates, p) for key, p in fresh.items()}
     return {key: out for key, f in futures.items() if (out := f.result()) is not None}
 
 
-def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) -> None:
+def _run_gates(
+    out: Outcome, source: str, target: Target, evaluator: Evaluator, trusted: bool = False
+) -> None:
+    if target.entry is not None:
+        _run_entry_gates(out, source, target, evaluator, trusted)
+        return
     # Gate 1: the compiler (NVRTC, or nvcc for a file with host code).
     compiled = evaluator.compile(source)
     if not compiled.ok:
         out.status = Status.COMPILE_ERROR
-        out.message = compile_log(compiled)
+        out.message = _with_extraction(out, compile_log(compiled))
         return
     # Each launched kernel must be in the module: by source name, template instance (mangled
     # entries from the resource report), or the CUBIN's own symbols.
     _, missing = kernel_symbols(compiled, target.kernels)
     if missing:
         out.status = Status.COMPILE_ERROR
-        out.message = "; ".join(missing) + " (renamed or templated?)"
+        out.message = _with_extraction(out, "; ".join(missing) + " (renamed or templated?)")
         return
     defines = evaluator.options.defines
     problem = launch_problem(compiled, source, target.spec, target.kernels, defines)
@@ -244,8 +261,48 @@ def _run_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator) 
         out.message = problem
         return
     out.resources = resources_of(compiled, source, target.spec, target.kernels, defines)
-    # Gates 2 and 3: the GPU verifier, then timing.
-    check = evaluator.check(source, target.source)
+    _verify_and_time(out, source, target, evaluator, trusted)
+
+
+def _run_entry_gates(out: Outcome, source: str, target: Target, evaluator: Evaluator, trusted: bool) -> None:
+    """The gates of an entry spec's candidate: its entry keeps the original's signature (the
+    user's program calls it), the fence passes its host code (an LLM's: before nvcc reads it, and
+    its host object before it is linked), the shared library builds, its launches fit the arch;
+    then the same verification and timing as kernels, in a sandboxed worker unless trusted."""
+    assert target.entry is not None
+    if source != target.source:
+        problem = signature_problem(source, target.source, target.entry)
+        if problem:
+            out.status = Status.CANNOT_LAUNCH
+            out.message = _with_extraction(out, problem)
+            return
+    build = evaluator.build(source, target.source, trusted)
+    if build.fence:
+        out.status = Status.UNSAFE
+        out.message = "host code not run (the fence): " + "; ".join(f.describe() for f in build.fence)
+        return
+    if not build.result.ok:
+        out.status = Status.COMPILE_ERROR
+        out.message = _with_extraction(out, compile_log(build.result))
+        return
+    defines = evaluator.options.defines
+    problem = launch_problem(build.result, source, target.spec, [], defines)
+    if problem:
+        out.status = Status.CANNOT_LAUNCH
+        out.message = problem
+        return
+    out.resources = resources_of(build.result, source, target.spec, [], defines)
+    _verify_and_time(out, source, target, evaluator, trusted)
+
+
+def _with_extraction(out: Outcome, message: str) -> str:
+    """A gate's message about code the user never wrote says where that code came from."""
+    return f"{message}\n(extraction: {out.extraction})" if out.extraction else message
+
+
+def _verify_and_time(out: Outcome, source: str, target: Target, evaluator: Evaluator, trusted: bool) -> None:
+    """Gates 2 and 3: the GPU verifier, then timing."""
+    check = evaluator.check(source, target.source, trusted=trusted)
     out.figures = check.figures
     if check.suspicious:
         out.status = Status.SUSPICIOUS
@@ -304,8 +361,11 @@ def optimize(
         )
 
     # The kernel as written: the baseline every candidate is measured against.
+    evaluator.original = target.source
     emit("baseline", 0, "measuring the kernel as written")
-    baseline = evaluate(Proposal("original", target.source), "baseline", 0, target, evaluator, cache, None)
+    baseline = evaluate(
+        Proposal("original", target.source, trusted=True), "baseline", 0, target, evaluator, cache, None
+    )
     baseline.origin = "original"
     result.baseline = baseline
     if baseline.status is not Status.CORRECT:
@@ -417,6 +477,7 @@ def optimize(
             break
 
     _decide(result, target, evaluator, settings, cache, cancel, emit)
+    result.sandbox = evaluator.sandbox
     if result.best is not None and not cancel.is_set():
         _profile(result.best, evaluator, cache)  # the report shows what limits the best point
     result.seconds = time.perf_counter() - started
@@ -503,17 +564,25 @@ def _decide(
             cand.message = "A/B: " + "; ".join(comp.problems)
             continue
         if comp.ci_low > settings.min_speedup:
+            blocked = _prove(cand, result, target, evaluator, emit)
+            if blocked:
+                continue
             result.comparison = comp
             result.accepted = cand
             result.best = cand
+            extraction = f" Extraction: {cand.extraction}." if cand.extraction else ""
             result.verdict = (
                 f"{cand.id} ({cand.note or cand.origin}) is {comp.speedup:.2f}x faster than the kernel as written "
                 f"(95% interval {comp.ci_low:.2f}-{comp.ci_high:.2f}, {comp.samples} interleaved samples), "
-                f"correct on every case." + tail
+                f"correct on every case. {result.proof_note}{extraction}" + tail
             )
             return
     comp = result.comparison
     best = faster[0]
+    if best.status is Status.SANITIZER:
+        why = f"compute-sanitizer found a bug in {best.id}, the fastest correct candidate: {best.message}"
+        result.verdict = f"nothing offered: {why}." + tail
+        return
     if comp and not comp.problems:
         why = (
             f"the fastest correct candidate ({best.id}) measured {comp.speedup:.2f}x in the interleaved A/B, "
@@ -522,3 +591,45 @@ def _decide(
     else:
         why = f"the A/B of {best.id} failed: {best.message}"
     result.verdict = f"nothing offered: {why}." + tail
+
+
+def _prove(
+    cand: Outcome, result: RunResult, target: Target, evaluator: Evaluator, emit: Callable[..., None]
+) -> bool:
+    """The proof gate before an offer: code an LLM wrote runs once under compute-sanitizer, and
+    a finding blocks the offer (the candidate's status says so, with the sanitizer's message at
+    the line). Returns whether it blocked. A gate that could not run says why in the report."""
+    if cand.trusted:
+        result.proof_note = (
+            "The proof gate (compute-sanitizer) was not run: the candidate is your own code with other "
+            "constants (the tuner's)."
+        )
+        return False
+    emit("prove", cand.round, f"proof gate: {cand.id} under compute-sanitizer")
+    try:
+        report = evaluator.prove(cand.source or "", target.source, cand.trusted)
+    except Exception as e:  # the sanitizer is outside our control; a gate that failed is said
+        log.warning("the proof gate failed for %s: %s", cand.id, e)
+        report = SanitizerReport(note=f"the proof gate failed: {type(e).__name__}: {e}")
+    if report is None:
+        result.proof_note = "The proof gate (compute-sanitizer) was not run: this evaluator has no sanitizer."
+        return False
+    cand.proof = report
+    if report.blocks_offer:
+        lines = (cand.source or "").splitlines()
+        cand.status = Status.SANITIZER
+        cand.message = "\n".join(
+            f.describe() + (f"  `{lines[f.line - 1].strip()}`" if 0 < f.line <= len(lines) else "")
+            for f in report.findings
+        )
+        if cand is result.best:
+            result.best = None
+        return True
+    if report.ran:
+        tools = ", ".join(report.tools)
+        result.proof_note = f"compute-sanitizer ({tools}, {report.case}) found nothing."
+        if report.note:
+            result.proof_note += f" Note: {report.note}."
+    else:
+        result.proof_note = f"Not proven: {report.note or 'the proof gate ran no tool'}."
+    return False

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.runner.sanitizer import SanitizerReport
 
 
 class Status(str, enum.Enum):
@@ -19,10 +20,12 @@ class Status(str, enum.Enum):
     DUPLICATE = "duplicate"  # same source as an earlier candidate: not run again
     COMPILE_ERROR = "compile_error"  # gate 1: NVRTC
     CANNOT_LAUNCH = "cannot_launch"  # block too large, registers or shared memory over the SM's
-    UNSAFE = "unsafe"  # static checks: new mutable global state (not allowed by the settings)
+    UNSAFE = "unsafe"  # static checks (new mutable global state), or the fence around LLM host code
     INCORRECT = "incorrect"  # gate 2: the GPU verifier (spec reference, original's outputs)
     SUSPICIOUS = "suspicious"  # faster than the speed of light: not trusted
     CORRECT = "correct"  # gate 3 timed it
+    # Correct and faster, but compute-sanitizer found a bug before it could be offered.
+    SANITIZER = "sanitizer_finding"
 
     @property
     def label(self) -> str:
@@ -40,6 +43,9 @@ class Proposal:
     detail: str = ""  # the failure's message
     config: dict[str, str] | None = None  # the tuner's configuration
     answer: str | None = None  # the LLM's raw answer (kept for the report)
+    # The user's own code (the original, a tuner's constants in it): its host code runs unfenced.
+    # An LLM's is not: the fence checks it, it runs sandboxed and is proven before an offer.
+    trusted: bool = False
 
 
 @dataclass
@@ -99,6 +105,9 @@ class Outcome:
     cost_s: float = 0.0  # what its gates cost when first evaluated (kept through the cache)
     cached: bool = False
     profile: ProfileReport | None = None  # ncu's view, for the baseline and each round's best
+    extraction: str = ""  # what extraction did to the answer (spliced, includes added), if anything
+    trusted: bool = False  # see Proposal.trusted
+    proof: SanitizerReport | None = None  # the proof gate's run, for a candidate about to be offered
 
     @property
     def latency_s(self) -> float | None:
@@ -112,6 +121,7 @@ class Outcome:
         d = asdict(self)
         d["status"] = self.status.value
         d["profile"] = self.profile.to_dict() if self.profile else None
+        d["proof"] = self.proof.to_dict() if self.proof else None
         if not with_source:
             d.pop("source", None)
         return d
@@ -162,6 +172,8 @@ class RunResult:
     features: str = ""  # the features text given to the proposer in round 1
     report_paths: list[str] = field(default_factory=list)
     report_problem: str = ""  # why no report was written (a `.kernel-lsp` link, a full disk)
+    proof_note: str = ""  # what the proof gate did for the offer (or why it did not run)
+    sandbox: str = ""  # where host code an LLM wrote ran (an entry spec's candidates)
 
     def failures(self) -> dict[str, int]:
         """How many candidates stopped at each failing gate: {"compile error": 2, ...}."""

@@ -116,6 +116,7 @@ def markdown(result: RunResult) -> str:
         f"- device: {result.device or 'unknown'}",
         f"- proposer: {result.proposer}; settings: `{json.dumps(result.settings, sort_keys=True)}`",
         f"- stopped: {result.stop_reason or '-'}; wall time {result.seconds:.1f} s",
+        *([f"- host code an LLM wrote ran in {result.sandbox}"] if result.sandbox else []),
         "",
         f"**Verdict:** {result.verdict}",
         "",
@@ -165,6 +166,23 @@ def markdown(result: RunResult) -> str:
         lines += ["", "## Why candidates failed", ""]
         for o in failed:
             lines += [f"### {o.id}: {o.status.label}", "", "```", o.message.strip(), "```", ""]
+    extracted = [o for o in result.outcomes if o.extraction and o.status is not Status.DUPLICATE]
+    if extracted:
+        lines += ["", "## What extraction changed in the answers", ""]
+        lines += [f"- {o.id} ({o.status.label}): {o.extraction}" for o in extracted]
+    lines += ["", "## Proof gate (compute-sanitizer)", ""]
+    proved = [o for o in result.outcomes if o.proof is not None]
+    for o in proved:
+        assert o.proof is not None
+        ran = ", ".join(f"{t} {sec:.1f} s" for t, sec in o.proof.tools.items()) or "no tool ran"
+        lines.append(f"- {o.id} ({o.status.label}; {o.proof.case or 'no case'}; {ran})")
+        lines += [f"  - {f.describe()}" for f in o.proof.findings]
+        if o.proof.note:
+            lines.append(f"  - note: {o.proof.note}")
+    if result.proof_note:
+        lines.append(f"- {result.proof_note}")
+    elif not proved:
+        lines.append("- not run: nothing was about to be offered")
     looked = [o for o in result.outcomes if o.findings and o.status is not Status.DUPLICATE]
     if looked:
         lines += ["", "## Static checks (new mutable globals, clock-steered control flow, asm)", ""]
@@ -203,6 +221,8 @@ def to_json(result: RunResult) -> dict[str, Any]:
         "before_after": [list(r) for r in before_after_rows(result)],
         "diff": unified_diff(result.original, final_source(result) or result.original, result.path),
         "features": result.features,
+        "proof_note": result.proof_note,
+        "sandbox": result.sandbox,
     }
     return d
 

@@ -18,7 +18,8 @@ from kernel_lsp.spec.isolated import load_specs_isolated
 from kernel_lsp.workspace import Workspace
 
 from .cache import ResultCache, default_dir
-from .evaluator import Evaluator, GpuEvaluator, evaluator_factory_from_env, kernels_launched
+from .entry import entry_kernels
+from .evaluator import Evaluator, GpuEvaluator, compile_log, evaluator_factory_from_env, kernels_launched
 from .loop import LoopSettings, Target, optimize
 from .model import RunResult
 from .observers import ProgressEvent
@@ -59,8 +60,11 @@ class RunRequest:
     write_report: bool = True
 
 
-def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[Spec, SpecLoad]:
-    """The spec that describes `kernel` (its own, or a pipeline that launches it)."""
+def find_spec(
+    path: str, kernel: str, spec_source: str | None = None, source: str | None = None
+) -> tuple[Spec, SpecLoad]:
+    """The spec that describes `kernel` (its own, a pipeline that launches it, or an entry spec
+    whose host function launches it). `source`: the `.cu` text (default: read from disk)."""
     spec_path = spec_path_for(path)
     if spec_source is None and not os.path.exists(spec_path):
         raise OptimizeError(
@@ -74,6 +78,16 @@ def find_spec(path: str, kernel: str, spec_source: str | None = None) -> tuple[S
         raise OptimizeError(f"{os.path.basename(spec_path)}:{first.line}: {first.message}")
     for spec in loaded.specs:
         if kernel in (spec.kernel, spec.name) or kernel in spec.kernels:
+            return spec, loaded
+    # A kernel an entry spec's launcher launches: the entry is what is optimized.
+    if source is None:
+        source, _ = read_source(path)
+    for spec in loaded.specs:
+        if (
+            spec.is_entry
+            and source is not None
+            and kernel in entry_kernels(source, spec.entry or spec.kernel)
+        ):
             return spec, loaded
     names = ", ".join(s.kernel for s in loaded.specs) or "none"
     raise OptimizeError(f"{os.path.basename(spec_path)} has no spec for `{kernel}` (it has: {names})")
@@ -126,10 +140,11 @@ def run(
     cancel: threading.Event | None = None,
     evaluator: Evaluator | None = None,
     more_sessions: Sequence[Any] = (),
+    proposer: Proposer | None = None,
 ) -> RunResult:
     """Run one optimization. Raises OptimizeError when it cannot start. `session` (and
     `more_sessions`, one per further GPU) are the caller's; without one, gpu.devices says which
-    GPUs to open."""
+    GPUs to open. `proposer`: the caller's own, instead of the one `req` names."""
     engine = req.engine or Workspace.fixed(req.settings, req.workspace)
     req = replace(req, settings=engine.settings_for(req.path))
     source = req.source
@@ -137,8 +152,10 @@ def run(
         source, problem = read_source(req.path)
         if source is None:
             raise OptimizeError(problem.message if problem else f"cannot read {req.path}")
-    spec, loaded = find_spec(req.path, req.kernel, req.spec_source)
-    target = Target(req.path, source, spec, kernels_launched(spec, source), req.spec_source)
+    spec, loaded = find_spec(req.path, req.kernel, req.spec_source, source)
+    target = Target(
+        req.path, source, spec, kernels_launched(spec, source, req.settings.defines), req.spec_source
+    )
     base_dir = os.path.dirname(os.path.abspath(req.path))
     options: CompileOptions = engine.compile_options(req.path, None, source)
     own = False
@@ -168,10 +185,16 @@ def run(
         hw = evaluator.hardware()
         arch = hw.arch if hw else options.arch
         # The original must compile before anything else is tried.
-        first = compile_isolated(source, req.path, evaluator.compile_options())
+        # (An entry spec's file as the shared library it runs as.)
+        if spec.is_entry:
+            first = evaluator.build(source, source, True).result
+        else:
+            first = compile_isolated(source, req.path, evaluator.compile_options())
         if not first.ok:
-            raise OptimizeError(f"{os.path.basename(req.path)} does not compile; fix its errors first")
-        proposer = choose_proposer(req, target, arch)
+            raise OptimizeError(
+                f"{os.path.basename(req.path)} does not compile; fix its errors first ({compile_log(first, 1)})"
+            )
+        proposer = proposer or choose_proposer(req, target, arch)
         is_tuner = isinstance(proposer, TunerProposer)
         loop = LoopSettings(
             rounds=req.rounds

@@ -7,6 +7,8 @@
 - Timer reads (`clock()`, `clock64()`, `%globaltimer`, `%clock`) whose value reaches a
   condition: a kernel that behaves differently depending on the time. Listed in the report.
 - Inline `asm` blocks. Listed in the report.
+- For an entry spec (its launcher runs too): new mutable host state, file-scope variables and
+  `static` locals of the launcher, rejected like new `__device__` variables.
 
 Text only, never raises: comments and string literals are blanked first (line numbers kept).
 """
@@ -169,15 +171,59 @@ def asm_blocks(source: str) -> list[Finding]:
     return [Finding(ASM, _line_of(text, m.start()), "inline asm block") for m in _ASM.finditer(text)]
 
 
-def inspect_candidate(candidate: str, original: str) -> list[Finding]:
+_NOT_VARIABLES = re.compile(
+    r"^\s*(typedef|using|struct|class|union|enum|template|namespace|extern|static_assert|friend)\b"
+)
+_DEVICE_SPACES = re.compile(r"\b(__device__|__managed__|__constant__|__shared__)\b")
+_STATIC_LOCAL = re.compile(
+    r"\bstatic\s+(?!constexpr\b|inline\b|void\b|__)([\w:<>,\s*&]*?[\s*&])([A-Za-z_]\w*)\s*(?=[=;\[{(])"
+)
+
+
+def host_mutable_statics(source: str) -> dict[str, int]:
+    """{name: line} of host state that outlives a call of a launcher: file-scope variables that
+    are not `const` (and not device memory, see `mutable_globals`), and `static` locals of
+    functions. The worker resets them before every call; a candidate that adds one is rejected
+    like a new `__device__` variable."""
+    from .file_items import top_items
+
+    text = _blank(source)
+    found: dict[str, int] = {}
+    for item in top_items(source):
+        body = text[item.start : item.end]
+        if item.kind == "other" and item.name:
+            head = body.split("=", 1)[0]
+            if _NOT_VARIABLES.match(head) or _DEVICE_SPACES.search(head) or "(" in head:
+                continue
+            if _CONST.search(head.rsplit("*", 1)[-1]) or "#" in head.strip()[:1]:
+                continue
+            found.setdefault(item.name, _line_of(text, item.start + body.find(item.name)))
+        elif item.kind in ("host", "block", "device"):
+            for m in _STATIC_LOCAL.finditer(body):
+                # In the body (not a `static` function), and writable: `static const int k` is
+                # not, `static const float* p` is (the pointer changes).
+                if body.find("{") < m.start() and not _CONST.search(m.group(1).rsplit("*", 1)[-1]):
+                    found.setdefault(m.group(2), _line_of(text, item.start + m.start(2)))
+    return found
+
+
+def inspect_candidate(candidate: str, original: str, host: bool = False) -> list[Finding]:
     """What the report lists for a candidate: its new mutable globals, clock-steered control
-    flow and asm blocks (the last two only where the original had fewer)."""
+    flow and asm blocks (the last two only where the original had fewer). `host`: its host code
+    runs too (an entry spec's launcher): new mutable host statics count as new globals."""
     before = mutable_globals(original)
     findings = [
         Finding(NEW_GLOBAL, line, f"new mutable global `{name}` (state that outlives a launch)")
         for name, line in mutable_globals(candidate).items()
         if name not in before
     ]
+    if host:
+        had = host_mutable_statics(original)
+        findings += [
+            Finding(NEW_GLOBAL, line, f"new mutable host static `{name}` (state that outlives a call)")
+            for name, line in host_mutable_statics(candidate).items()
+            if name not in had
+        ]
     if len(timer_control(candidate)) > len(timer_control(original)):
         findings += timer_control(candidate)
     if len(asm_blocks(candidate)) > len(asm_blocks(original)):

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from kernel_lsp.runner.sanitizer import TOOLS, SanitizerFinding, SanitizerReport
+
 from .evaluator import CheckResult, Evaluator
 from .features import Hardware
 from .model import Comparison, Figures
@@ -27,15 +29,30 @@ class Rule:
 
 
 class ContentEvaluator(Evaluator):
+    """`proofs`: {marker: (tool, message)}: the proof gate's run finds that bug in a candidate
+    holding the marker (a text, lines included), at the marker's first line; without `proofs`
+    the evaluator runs no sanitizer."""
+
     def __init__(
-        self, path, spec, options, spec_source=None, rules=(), default_latency_s=100e-6, noise=0.004
+        self,
+        path,
+        spec,
+        options,
+        spec_source=None,
+        rules=(),
+        default_latency_s=100e-6,
+        noise=0.004,
+        proofs: dict[str, tuple[str, str]] | None = None,
     ):
         super().__init__(path, spec, options, spec_source)
         self.rules = list(rules)
         self.default_latency_s = default_latency_s
         self.noise = noise
+        self.proofs = proofs
         self.checks = 0
         self.compares = 0
+        self.trusted: dict[str, bool] = {}  # each source checked: was it run as the user's code?
+        self.proved: list[str] = []
 
     def hardware(self) -> Hardware | None:
         return Hardware(
@@ -55,8 +72,9 @@ class ContentEvaluator(Evaluator):
                 return r
         return Rule("", self.default_latency_s)
 
-    def check(self, source: str, original: str) -> CheckResult:
+    def check(self, source: str, original: str, trusted: bool = False) -> CheckResult:
         self.checks += 1
+        self.trusted[source] = trusted
         r = self._rule(source)
         if r.latency_s is None:
             return CheckResult(ok=False, problems=[r.mismatch or "mismatch: wrong result"])
@@ -65,7 +83,19 @@ class ContentEvaluator(Evaluator):
             ok=True, figures=Figures(t, t * 0.99, t * 1.02, 200, 0.5, "DRAM", 1e12, ["n=33554432"])
         )
 
-    def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
+    def prove(self, source: str, original: str, trusted: bool = False) -> SanitizerReport | None:
+        if self.proofs is None:
+            return None
+        self.proved.append(source)
+        report = SanitizerReport(tools=dict.fromkeys(TOOLS, 0.1), case="smallest case")
+        for marker, (tool, message) in self.proofs.items():
+            at = source.find(marker)
+            if at >= 0:  # at the marker's (first) line
+                line = source.count("\n", 0, at) + 1
+                report.findings.append(SanitizerFinding(tool, message, os.path.basename(self.path), line))
+        return report
+
+    def compare(self, original: str, candidate: str, min_speedup: float, trusted: bool = False) -> Comparison:
         self.compares += 1
         a, b = self._rule(original).latency_s or 1.0, self._rule(candidate).latency_s or 1.0
         s = a / b

@@ -42,7 +42,11 @@ extern "C" __global__ void scale(const float* x, float* y, float s, int n)
     if (i < n) y[i] = s * x[i];
 }
 """
-RULES = [["block=512", 60e-6, ""], ["block=1024", 70e-6, ""]]
+RULES = [
+    ["block=512", 60e-6, ""],
+    ["block=1024", 70e-6, ""],
+    ["threadsPerBlock = 512;", 60e-6, ""],  # the entry sample's launcher constant
+]
 
 
 def _env(tmp: str, with_evaluator: bool = True) -> dict[str, str]:
@@ -275,3 +279,38 @@ async def test_without_disabled_support_the_action_answers_why(nogpu, ws):
     )
     assert reply["applied"] is False and GET_A_GPU in reply["message"]
     assert any(GET_A_GPU in m.message for m in nogpu.messages)
+
+
+async def test_an_entry_specs_launcher_and_its_kernels_offer_to_optimize_the_entry(client, ws):
+    """samples/entries/vector_add_bf16.cu: the spec names the launcher; the action shows on the
+    launcher and on the kernel it launches, and the tuner's result (the launcher's block size)
+    comes back as an edit of the file."""
+    import shutil
+
+    for name in ("vector_add_bf16.cu", "vector_add_bf16.spec.py"):
+        shutil.copy(REPO / "samples" / "entries" / name, ws / name)
+    await _start(client, ws)
+    u = _open(client, ws / "vector_add_bf16.cu")
+    lines = (ws / "vector_add_bf16.cu").read_text().splitlines()
+    kernel_line = next(i for i, t in enumerate(lines) if "vector_add_bf16_kernel(" in t)
+    launcher_line = next(i for i, t in enumerate(lines) if "threadsPerBlock = 256" in t)
+    for line in (kernel_line + 2, launcher_line):
+        (action,) = await _actions(client, u, line)
+        assert action.title == "Optimize vector_add_bf16 (FSR)" and action.disabled is None
+        assert list(action.command.arguments) == [{"uri": u, "kernel": "vector_add_bf16"}]
+    assert await _actions(client, u, 0) == []  # the comment at the top belongs to neither
+
+    edits: list[types.ApplyWorkspaceEditParams] = []
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams):
+        edits.append(params)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    reply = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+    )
+    assert reply["applied"] is True, reply
+    (params,) = edits
+    (doc_edit,) = params.edit.document_changes
+    assert [e.new_text for e in doc_edit.edits] == ["    const int threadsPerBlock = 512;\n"]

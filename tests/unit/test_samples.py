@@ -37,8 +37,14 @@ from kernel_lsp.spec import (
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BROKEN = SAMPLES / "broken"
-# Host code, a CMake project, a PyTorch extension: tests/unit/test_real_samples.py checks them.
-REAL_WORLD = [SAMPLES / "host_program", SAMPLES / "cmake_project", SAMPLES / "torch_extension"]
+# Host code, a CMake project, a PyTorch extension: tests/unit/test_real_samples.py checks them;
+# launchers with entry specs: tests/unit/test_entry_samples.py.
+REAL_WORLD = [
+    SAMPLES / "host_program",
+    SAMPLES / "cmake_project",
+    SAMPLES / "torch_extension",
+    SAMPLES / "entries",
+]
 CLEAN = sorted(
     p
     for p in SAMPLES.rglob("*.cu")

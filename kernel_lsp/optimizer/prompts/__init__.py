@@ -23,8 +23,11 @@ def hints() -> list[str]:
     return [line.strip() for line in template("hints.md").splitlines() if line.strip()]
 
 
-def system_prompt() -> str:
-    return template("system.md").strip()
+def system_prompt(entry: bool = False) -> str:
+    """The rules: for a kernel spec, keep the kernels' names and parameters (the harness launches
+    them); for an entry spec, anything in the file may change but the entry's signature, and the
+    fence's rules in words."""
+    return template("system_entry.md" if entry else "system.md").strip()
 
 
 def _clip(text: str, limit: int = MAX_FEEDBACK_CHARS) -> str:
@@ -76,6 +79,11 @@ def round_prompt(
             count=count,
             round=round_no,
             hint=f"consider to {hint}." if hint else "",
+            task=(
+                f"Optimize the file below: its entry `{features.spec.entry}` and the kernels it launches."
+                if features.spec.is_entry
+                else "Optimize the kernel below."
+            ),
             features=features.render().rstrip(),
             best_label=label,
             best_source=(best.source or sections["source"]).rstrip(),

@@ -132,7 +132,11 @@ class LlmProposer(Proposer):
         import openai
 
         client = self._get_client()
-        messages = [{"role": "system", "content": system_prompt()}, {"role": "user", "content": prompt}]
+        entry = ctx.features.spec.entry if ctx.features.spec.is_entry else None
+        messages = [
+            {"role": "system", "content": system_prompt(entry=entry is not None)},
+            {"role": "user", "content": prompt},
+        ]
         attempt = 0
         while True:
             if ctx.cancel.is_set():
@@ -183,7 +187,7 @@ class LlmProposer(Proposer):
                     detail=f"HTTP {e.status_code}: {_safe_error(e)}",
                 )
         best_source = ctx.best.source or ctx.features.source
-        extracted = extract_candidate(answer, best_source, ctx.features.kernels)
+        extracted = extract_candidate(answer, best_source, ctx.features.kernels, entry=entry)
         if extracted.source is None:
             return Proposal(self.name, None, failure=Status.NO_CODE, detail=extracted.message, answer=answer)
         note = _summary(answer)

@@ -20,9 +20,10 @@ from kernel_lsp.host_launch.tunables import block_constants
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec
 
+from ..evaluator import spec_launch_shapes
 from ..model import Outcome, Proposal
 from ..strategies import DEFAULT_STRATEGY, Config, SearchSpace, Strategy, make_strategy
-from ..tunables import LAUNCH_BLOCK, apply_config, current_config, launch_block_space, launch_shapes
+from ..tunables import LAUNCH_BLOCK, apply_config, current_config, launch_block_space
 from .base import Proposer, RoundContext
 
 
@@ -82,7 +83,7 @@ class TunerProposer(Proposer):
         # Command-line -D values would override the file's defaults: drop the tuned names.
         defines = tuple(d for d in self.defines if d.partition("=")[0] not in config)
         for sizes in self.spec.timing_cases() + self.spec.verification_sizes():
-            shapes = launch_shapes(source, self.kernels, sizes, defines)
+            shapes = spec_launch_shapes(source, self.spec, self.kernels, sizes, defines)
             for _grid, block, smem in shapes.values():
                 if lim and (
                     block[0] * block[1] * block[2] > lim.max_threads_per_block
@@ -107,8 +108,11 @@ class TunerProposer(Proposer):
         if self.strategy is None:
             return []
         self._pending = self.strategy.ask(ctx.count)
+        # The user's own code with other constants: its host code is the user's (not fenced).
         return [
-            Proposal(self.name, apply_config(self.original, c), note=config_label(c), config=dict(c))
+            Proposal(
+                self.name, apply_config(self.original, c), note=config_label(c), config=dict(c), trusted=True
+            )
             for c in self._pending
         ]
 

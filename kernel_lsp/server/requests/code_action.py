@@ -1,5 +1,6 @@
 """textDocument/codeAction on a kernel:
-- "Optimize <kernel> (FSR)" when its spec exists: runs the `kernelLsp.optimize` command (see
+- "Optimize <kernel> (FSR)" when its spec exists, "Optimize <entry> (FSR)" in an entry spec's
+  launcher or a kernel it launches: runs the `kernelLsp.optimize` command (see
   execute_command.py). Without a GPU the action is shown disabled, with the reason, to clients
   that advertise `codeAction.disabledSupport`; other clients (Neovim 0.7) would offer it as if it
   worked, so they get the plain command, which answers with a message saying why nothing ran.
@@ -16,6 +17,7 @@ import re
 from lsprotocol import types
 
 from ...compile.files import read_text_file
+from ...optimizer.entry import entries_at
 from ...source import find_kernels
 from ...spec import spec_path_for
 from ..uris import uri_to_path
@@ -70,31 +72,36 @@ def register(server) -> None:
         spec_text = _spec_text(ls, spec_path)
         actions: list[types.CodeAction] = []
         no_gpu = None
+
+        def optimize_action(name: str) -> types.CodeAction:
+            nonlocal no_gpu
+            title = f"Optimize {name} (FSR)"
+            if no_gpu is None:
+                no_gpu = gpu_absent_reason(ls) or ""
+            if no_gpu and shows_disabled_actions(ls):
+                return types.CodeAction(
+                    title=title,
+                    kind=types.CodeActionKind.RefactorRewrite,
+                    disabled=types.CodeActionDisabled(reason=fsr_unavailable_message(ls, no_gpu)),
+                )
+            return types.CodeAction(
+                title=title,
+                kind=types.CodeActionKind.RefactorRewrite,
+                command=types.Command(
+                    title=title,
+                    command=OPTIMIZE_COMMAND,
+                    arguments=[{"uri": params.text_document.uri, "kernel": name}],
+                ),
+            )
+
+        # An entry spec's launcher, or a kernel it launches: the entry (the whole file) is optimized.
+        if spec_text is not None:
+            actions += [
+                optimize_action(name) for name in entries_at(source, spec_text, params.range.start.line + 1)
+            ]
         for k in _kernels_at(source, params.range.start.line):
             if spec_text is not None and spec_mentions(spec_text, k.name):
-                title = f"Optimize {k.name} (FSR)"
-                if no_gpu is None:
-                    no_gpu = gpu_absent_reason(ls) or ""
-                if no_gpu and shows_disabled_actions(ls):
-                    actions.append(
-                        types.CodeAction(
-                            title=title,
-                            kind=types.CodeActionKind.RefactorRewrite,
-                            disabled=types.CodeActionDisabled(reason=fsr_unavailable_message(ls, no_gpu)),
-                        )
-                    )
-                    continue
-                actions.append(
-                    types.CodeAction(
-                        title=title,
-                        kind=types.CodeActionKind.RefactorRewrite,
-                        command=types.Command(
-                            title=title,
-                            command=OPTIMIZE_COMMAND,
-                            arguments=[{"uri": params.text_document.uri, "kernel": k.name}],
-                        ),
-                    )
-                )
+                actions.append(optimize_action(k.name))
             elif spec_text is None and not os.path.exists(spec_path):
                 title = f"Write a spec skeleton for {k.name}"
                 actions.append(
