@@ -12,7 +12,7 @@ from .. import archs
 from ..advice import INCLUDE_DIRS
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
-from .demangle import Demangled, demangle
+from .demangle import Demangled, demangle, fallback_name
 from .files import MAX_FILE_BYTES
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
@@ -232,6 +232,7 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
     out = []
     for r in raw:
         parts = demangle(r.mangled)
+        # A symbol the demangler cannot read is `name<?>`: the raw symbol stays in `mangled`.
         function = parts.name if parts else source_name(r.mangled)
         sig = _definition_of(function, parts, signatures)
         launches = directives.launches_of(function)
@@ -240,7 +241,7 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
         occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
         out.append(
             KernelResources(
-                name=parts.instance if parts else function,
+                name=parts.instance if parts else fallback_name(r.mangled),
                 mangled=r.mangled,
                 arch=r.arch,
                 registers=r.registers,
@@ -263,7 +264,8 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
 
 def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:
     """Shared names get what tells them apart: the namespace (`a::k`, `b::k`), else the
-    parameters (overloads: `relu(float*, int)`), else the symbol itself."""
+    parameters (overloads: `relu(float*, int)`), else a number (`k<?> #2`); never the raw symbol,
+    which stays in `mangled`."""
 
     def qualified(k: KernelResources, parts: Demangled) -> str:
         return parts.qualified + k.name[len(parts.name) :]
@@ -288,7 +290,15 @@ def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:
                 for i, name in labels.items():
                     kernels[i] = replace(kernels[i], name=name)
     shared = Counter(k.name for k in kernels)
-    return [replace(k, name=f"{k.name} [{k.mangled}]") if shared[k.name] > 1 else k for k in kernels]
+    seen: Counter[str] = Counter()
+    out = []
+    for k in kernels:
+        if shared[k.name] > 1:
+            seen[k.name] += 1
+            if seen[k.name] > 1:
+                k = replace(k, name=f"{k.name} #{seen[k.name]}")
+        out.append(k)
+    return out
 
 
 _TYPE_WORDS = {"unsigned": "unsigned int", "signed": "int", "long int": "long", "short int": "short"}
