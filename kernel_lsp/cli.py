@@ -16,7 +16,7 @@ import sys
 from dataclasses import replace
 
 from . import __version__
-from .check import FileCheck, check_path, collect_files, drop_repeated, includers_for
+from .check import FileCheck, check_path, collect_files, drop_repeated, includers_for, job_deadline
 from .compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
 from .compile.jobs import JobFailed, run_jobs
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
@@ -118,7 +118,7 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
         return [check_path(f, settings, includers=context.get(f, ())) for f in files]
     jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
-    results = run_jobs(check_path, jobs_args, jobs, JOB_TIMEOUT_S)
+    results = run_jobs(check_path, jobs_args, jobs, job_deadline(settings))
     return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
 
 
@@ -249,7 +249,9 @@ def check_main(argv: list[str]) -> int:
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     write_stdout(FORMATTERS[args.format](checks, archs + used) + "\n")
-    return EXIT_FINDINGS if errors or (args.strict and warnings) else EXIT_CLEAN
+    # A file not checked in time is information, not a finding; --strict asks for every file.
+    timed_out = any(c.timed_out for c in checks)
+    return EXIT_FINDINGS if errors or (args.strict and (warnings or timed_out)) else EXIT_CLEAN
 
 
 def write_stdout(text: str) -> None:

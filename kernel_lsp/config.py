@@ -48,6 +48,9 @@ class Settings:
     optimizer_candidates: int = 4
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
     compiler: str = "auto"  # "auto" | "nvrtc" | "nvcc": auto = NVRTC unless the file has host code
+    # nvcc's time limit per compile, in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S, else 60). A file
+    # that runs out of time is "not checked in time", an information finding, never an error.
+    compile_timeout_s: float | None = None
     host_check: bool = False  # nvcc -c: the host compiler's own errors too
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
@@ -90,6 +93,7 @@ class Settings:
             default_device=self.default_device,
             compiler=self.compiler,
             host_check=self.host_check,
+            timeout_s=self.compile_timeout_s,
         )
         if project is None:
             return base
@@ -132,6 +136,8 @@ _KEYS: dict[str, str] = {
     "optimizer.candidates": "optimizer_candidates",
     "optimizer.proposer": "optimizer_proposer",
     "compiler": "compiler",
+    "compile.timeoutSeconds": "compile_timeout_s",
+    "compile.timeout-seconds": "compile_timeout_s",
     "hostCheck": "host_check",
     "host-check": "host_check",
     "compileCommands": "compile_commands",
@@ -189,6 +195,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 "llm_model",
                 "llm_api_key",
                 "compile_commands",
+                "compile_timeout_s",
             ):
                 changes[name] = None
             continue
@@ -221,6 +228,10 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
             raise ValueError('expected "all" or a positive number of GPUs')
         return text
+    if name == "compile_timeout_s":
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ValueError("expected a positive number of seconds")
+        return float(value)
     if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device", "worker_idle_s"):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError("expected a non-negative integer")

@@ -115,3 +115,8 @@ class CompileResult:
     duration_s: float = 0.0
     cached: bool = False
     compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"
+    # "full" (code generation: resources, ptxas findings) or "front-end" (nvcc's front end only:
+    # its findings in a fraction of the time, no resources).
+    stage: str = "full"
+    timed_out: bool = False  # stopped at the compile time limit: not checked, not an error
+    cancelled: bool = False  # stopped because a newer text replaced it: says nothing

@@ -9,12 +9,13 @@ by every backend.
 from __future__ import annotations
 
 import functools
+import os
 
 from ..model import CompileResult
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import header_stamps, include_closure, resolve_include
-from .nvcc import compile_nvcc
+from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
 from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
@@ -22,13 +23,17 @@ from .toolchain import find_toolchain
 
 __all__ = [
     "FALLBACK_ARCH",
+    "FRONT_END",
+    "FULL",
     "JOB_TIMEOUT_S",
     "MAX_FILE_BYTES",
+    "SKIPPED",
     "CompileOptions",
     "CompileResult",
     "check_arch",
     "choose_backend",
     "compile_file",
+    "compile_front_end",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
@@ -67,10 +72,43 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 
 
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for."""
+    """Compile one file for one arch with the backend its options and text call for. With
+    `compiler = auto`, device-only text that NVRTC fails on because a header it includes has host
+    code (a header of a host+device project) goes to nvcc, as the project builds it."""
     if choose_backend(source, options) == "nvcc":
         return compile_nvcc(source, path, options, use_cache)
-    return compile_nvrtc(source, path, options, use_cache)
+    result = compile_nvrtc(source, path, options, use_cache)
+    if (
+        not result.ok
+        and options.compiler == "auto"
+        and any(_has_host_code_on_disk(h) for h in result.includes)
+        and find_toolchain(options.extra).problem is None
+    ):
+        return compile_nvcc(source, path, options, use_cache)
+    return result
+
+
+def _has_host_code_on_disk(header: str) -> bool:
+    try:
+        st = os.stat(header)
+    except OSError:
+        return False
+    return _file_has_host_code(header, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_has_host_code(path: str, mtime_ns: int, size: int) -> bool:
+    """Memoised by the file's stamp: a header is read again only when it changes."""
+    source, _ = read_source(path)
+    return source is not None and bool(find_host_code(source))
+
+
+def compile_front_end(source: str, path: str, options: CompileOptions) -> CompileResult | None:
+    """A first look at a file nvcc compiles: its front end's findings, no resources (a full
+    result already cached comes back whole). None for a file NVRTC compiles (it is quick)."""
+    if choose_backend(source, options) != "nvcc":
+        return None
+    return compile_nvcc(source, path, options, stage=FRONT_END)
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:
