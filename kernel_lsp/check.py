@@ -305,7 +305,16 @@ def in_includer_context(
             path=alone.path,
             diagnostics=[d for d in r.diagnostics if _same(d.path, alone.path)],
             kernels=[
-                replace(k, line=lines[_base_name(k.name)]) for k in r.kernels if _base_name(k.name) in lines
+                replace(
+                    k,
+                    line=k.defined_at
+                    if k.defined_in and _same(k.defined_in, alone.path)
+                    else lines[_base_name(k.name)],
+                    defined_in="",
+                    defined_at=0,
+                )
+                for k in r.kernels
+                if _base_name(k.name) in lines
             ],
         )
         for r in context.results

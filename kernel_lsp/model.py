@@ -56,6 +56,11 @@ class KernelResources:
     block_size: int | None = None  # from the launch comment, when there is one
     occupancy: Occupancy | None = None
     function: str = ""  # the function's plain name in the source ("total"); "" means `name`
+    # A kernel defined in a header the checked file includes (a template instantiated here):
+    # the header's absolute path and the definition's line there. `line` is then a line of the
+    # checked file that leads to it: an explicit instantiation, else the #include.
+    defined_in: str = ""
+    defined_at: int = 0
 
     @property
     def source_function(self) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -163,7 +164,7 @@ def build_result(
                 )
             )
 
-    kernels = _kernel_resources(source, path, options, parsed.resources)
+    kernels = _kernel_resources(source, path, options, parsed.resources, headers)
     for k in kernels:
         if k.spills:
             diags.append(
@@ -226,7 +227,13 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
     )
 
 
-def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list) -> list[KernelResources]:
+def _kernel_resources(
+    source: str,
+    path: str,
+    options: CompileOptions,
+    raw: list,
+    headers: dict[str, tuple[int, str]] | None = None,
+) -> list[KernelResources]:
     signatures = find_kernels(source)
     directives = parse_directives(source)
     out = []
@@ -235,6 +242,14 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
         # A symbol the demangler cannot read is `name<?>`: the raw symbol stays in `mangled`.
         function = parts.name if parts else source_name(r.mangled)
         sig = _definition_of(function, parts, signatures)
+        line, defined_in, defined_at = (sig.line if sig else 0), "", 0
+        if sig is None or not sig.definition:
+            # A template the file only instantiates: its definition is in a header it includes.
+            found = _header_definition(function, parts, headers or {})
+            if found is not None:
+                defined_in, defined_at = found
+                if sig is None:  # no explicit instantiation here: the #include that leads to it
+                    line = (headers or {})[defined_in][0]
         launches = directives.launches_of(function)
         block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
         dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
@@ -251,15 +266,51 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 spill_load_bytes=r.spill_load_bytes,
                 barriers=r.barriers,
                 const_bytes=r.const_bytes,
-                line=sig.line if sig else 0,
+                line=line,
                 block_size=block,
                 occupancy=occ,
                 function=function,
+                defined_in=defined_in,
+                defined_at=defined_at,
             )
         )
     out = _distinct_names(out)
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
+
+
+def _header_definition(
+    function: str, parts: Demangled | None, headers: dict[str, tuple[int, str]]
+) -> tuple[str, int] | None:
+    """(header, line) of the definition of `function` among the user headers a file reads."""
+    candidates: list[tuple[KernelSignature, str]] = []
+    for header in headers:
+        candidates += [(s, header) for s in _header_kernels(header) if s.name == function and s.definition]
+    if not candidates:
+        return None
+    sig = _definition_of(function, parts, [s for s, _ in candidates])
+    if sig is None:
+        return None
+    header = next(h for s, h in candidates if s is sig)
+    return header, sig.line
+
+
+def _header_kernels(header: str) -> list[KernelSignature]:
+    try:
+        st = os.stat(header)
+    except OSError:
+        return []
+    return _kernels_of_file(header, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _kernels_of_file(path: str, mtime_ns: int, size: int) -> list[KernelSignature]:
+    """The kernels a header declares, read once per version of the file (many files include it)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return find_kernels(f.read(MAX_FILE_BYTES))
+    except OSError:
+        return []
 
 
 def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:

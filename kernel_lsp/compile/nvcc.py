@@ -256,10 +256,17 @@ def _compile_in_temp_dir(
                     )
                 )
             return result
-        if stage == FRONT_END and code != 0 and "invalid option" in log and "-lto" in log:
-            # A cicc without -lto: no quick first look; the full compile says everything.
-            return CompileResult(path, options.arch, False, compiler="nvcc", stage=SKIPPED)
         ok = code == 0
+        if stage == FRONT_END:
+            if code != 0 and "invalid option" in log and "-lto" in log:
+                # A cicc without -lto: no quick first look; the full compile says everything.
+                return CompileResult(path, options.arch, False, compiler="nvcc", stage=SKIPPED)
+            # After cicc, -ptx has ptxas read its output back as a check; the IR is no PTX, so
+            # ptxas always refuses it. Reaching ptxas means the front end passed.
+            ptxas = [line for line in log.splitlines() if line.startswith("ptxas")]
+            if ptxas:
+                ok = True
+                log = "\n".join(line for line in log.splitlines() if not line.startswith("ptxas")) + "\n"
         cubin = None
         if ok and stage == FULL and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:

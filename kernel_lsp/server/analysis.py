@@ -10,6 +10,11 @@ Invariants:
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
   NVRTC loaded) and start again with the next check.
+- A file nvcc compiles is checked in two phases that run side by side: nvcc's front end alone
+  (its findings in a fraction of the compile's time) is published as soon as it lands, then the
+  full compile (resources, ptxas findings) replaces it. `--check` uses the full result only.
+- A newer text cancels the compile in flight: its token file is created and the worker kills
+  nvcc's process group within a tenth of a second; the newest text is checked after the burst.
 """
 
 from __future__ import annotations
@@ -19,16 +24,29 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, check_bytes, check_path, spec_owners
-from ..compile import JOB_TIMEOUT_S, compile_pool, end_pool, header_stamps, include_closure
+from ..check import (
+    CUDA_SUFFIXES,
+    SPEC_SUFFIX,
+    FileCheck,
+    Includer,
+    check_bytes,
+    check_path,
+    front_end_check,
+    job_deadline,
+    spec_owners,
+)
+from ..compile import compile_pool, decode_source, end_pool, header_stamps, include_closure, read_source
+from ..compile.cancel import cancel, cancel_scope
 from ..compile.compile_commands import database_stamp
 from ..config import Settings
-from ..model import Diagnostic, Severity
+from ..model import Diagnostic, KernelResources, Severity
 from ..spec import spec_path_for
 
 log = logging.getLogger(__name__)
@@ -44,12 +62,35 @@ def _check_job(
     base_dir: str | None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    cancel_token: str | None = None,
 ) -> FileCheck:
-    if text is None:
-        return check_path(path, settings, base_dir, spec_text, includers)
-    # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
-    # binary content (NVRTC would stop at the first NUL and report a clean file).
-    return check_bytes(text.encode("utf-8", "surrogatepass"), path, settings, base_dir, spec_text, includers)
+    with cancel_scope(cancel_token):
+        if text is None:
+            return check_path(path, settings, base_dir, spec_text, includers)
+        # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
+        # binary content (NVRTC would stop at the first NUL and report a clean file).
+        data = text.encode("utf-8", "surrogatepass")
+        return check_bytes(data, path, settings, base_dir, spec_text, includers)
+
+
+def _front_end_job(
+    text: str | None,
+    path: str,
+    settings: Settings,
+    base_dir: str | None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
+    cancel_token: str | None = None,
+) -> FileCheck | None:
+    """The first phase of an nvcc file's check (None: nothing quicker than the full check)."""
+    with cancel_scope(cancel_token):
+        if text is None:
+            source, _ = read_source(path, settings.max_file_bytes)
+        else:
+            source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
+        if source is None:
+            return None
+        return front_end_check(source, path, settings, base_dir, spec_text, includers)
 
 
 def _warm_up() -> None:
@@ -76,12 +117,17 @@ class Analysis:
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
+        on_definitions: Callable[[set[str]], None] = lambda headers: None,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
         self._settings = settings
         self._on_busy = on_busy
         self._on_checked = on_checked
+        self._on_definitions = on_definitions
+        # header -> {checked file -> the kernels it compiled that the header defines}: template
+        # instances get their resources where the template is written.
+        self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
         self._workers = workers or max(1, min(4, os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
         self.results: dict[str, FileCheck] = {}
@@ -98,6 +144,14 @@ class Analysis:
         # The files a header is checked in the context of, best first (the watcher's include graph).
         self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
         self.idle_stops = 0  # how often idle workers were ended
+        self.first_looks = 0  # how many front-end results were published (tests, benchmarks)
+        self.cancels = 0  # how many compiles in flight a newer text cancelled
+        # A check in flight: what it saw and the token that cancels its compiles.
+        self._inflight: dict[str, tuple[Snapshot, str]] = {}
+        self._cancel_dir: str | None = None
+        self._token_serial = 0
+        # Files whose last check used NVRTC only: their first phase would say nothing new.
+        self._nvrtc_only: set[str] = set()
 
     # --- pool ---------------------------------------------------------------------------------
 
@@ -115,7 +169,12 @@ class Analysis:
     def shutdown(self) -> None:
         self._closed = True  # checks still in flight must not write to a closed client
         self._cancel_idle_stop()
+        for _, token in self._inflight.values():
+            cancel(token)
         self._end_workers()
+        if self._cancel_dir is not None:
+            shutil.rmtree(self._cancel_dir, ignore_errors=True)
+            self._cancel_dir = None
 
     @property
     def workers_running(self) -> bool:
@@ -164,14 +223,37 @@ class Analysis:
         self._last_request[path] = asyncio.get_running_loop().time()
         if path in self._running:
             self._again.add(path)
+            self._cancel_if_outdated(path)
             return
         self._running[path] = asyncio.ensure_future(self._run(path))
         if len(self._running) == 1:
             self._on_busy(True)
 
+    def _cancel_if_outdated(self, path: str) -> None:
+        """A newer text makes the compile in flight worthless: stop it (a file on disk may have
+        changed whenever it is asked for again)."""
+        inflight = self._inflight.get(path)
+        if inflight is None:
+            return
+        seen, token = inflight
+        now = self._snapshot(path)
+        if now.text is None or now != seen:
+            log.debug(
+                "cancelling the check of %s in flight (version %s, now %s)", path, seen.version, now.version
+            )
+            self.cancels += 1
+            cancel(token)
+
+    def _new_token(self) -> str:
+        if self._cancel_dir is None:
+            self._cancel_dir = tempfile.mkdtemp(prefix="kernel-lsp-cancel-")
+        self._token_serial += 1
+        return os.path.join(self._cancel_dir, str(self._token_serial))
+
     def forget(self, path: str) -> None:
         """The file is gone: clear its findings everywhere."""
         self.results.pop(path, None)
+        self._index_definitions(path, None)
         self._again.discard(path)
         self.set_findings(path, [])
         ev = self._done.get(path)
@@ -228,64 +310,30 @@ class Analysis:
         key = self._cache_key(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
         check = self._cache.get(key) if key else None
         if check is None:
-            loop = asyncio.get_running_loop()
             self.compiles += 1
+            token = self._new_token()
+            self._inflight[path] = (snap, token)
             try:
-                check = await asyncio.wait_for(
-                    loop.run_in_executor(
-                        self._executor(),
-                        _check_job,
-                        snap.text,
-                        path,
-                        settings,
-                        base_dir,
-                        spec_text,
-                        includers,
-                    ),
-                    JOB_TIMEOUT_S,
+                check = await self._compile(
+                    path, snap, settings, base_dir, spec_path, spec_text, includers, token
                 )
-            except asyncio.TimeoutError:
-                # Only the user's spec can run this long (NVRTC has no loops of its own): the
-                # worker is stuck in it, so end the workers and say where to look.
-                log.error("checking %s took over %.0f s; restarting the compile workers", path, JOB_TIMEOUT_S)
-                self._end_workers()
-                check = FileCheck(
-                    path,
-                    [
-                        Diagnostic(
-                            spec_path if os.path.exists(spec_path) else path,
-                            1,
-                            1,
-                            Severity.ERROR,
-                            f"checking this file took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
-                            "does the spec (or something it imports) never return?",
-                            code="timeout",
-                            source="kernel-lsp",
-                        )
-                    ],
-                )
-            except BrokenProcessPool:
-                # A crash inside NVRTC killed a worker: start a fresh pool and report it.
-                log.error("compile worker died while checking %s; restarting the pool", path)
-                self._pool = None
-                check = FileCheck(
-                    path,
-                    [
-                        Diagnostic(
-                            path,
-                            1,
-                            1,
-                            Severity.ERROR,
-                            "the compiler process crashed on this file; see the server log",
-                            code="crash",
-                            source="kernel-lsp",
-                        )
-                    ],
-                )
-            if key and check.checked:
+            finally:
+                # The token file (created only by a cancel) stays until shutdown: a first phase
+                # still running must see it.
+                self._inflight.pop(path, None)
+            if check is None:  # cancelled by a newer text: the loop checks that one
+                self._again.add(path)
+                return
+            said_nothing = check.timed_out or any(r.cancelled for r in check.results)
+            if key and check.checked and not said_nothing:
                 if len(self._cache) > 512:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = check
+            if check.results:
+                if all(r.compiler == "nvrtc" for r in check.results):
+                    self._nvrtc_only.add(path)
+                else:
+                    self._nvrtc_only.discard(path)
         current = self._snapshot(path)
         if current.version != snap.version or (snap.text is not None and current.text != snap.text):
             log.debug(
@@ -297,8 +345,96 @@ class Analysis:
             self.forget(path)
             return
         self.results[path] = check
+        self._index_definitions(path, check)
         self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)
+
+    async def _compile(
+        self,
+        path: str,
+        snap: Snapshot,
+        settings: Settings,
+        base_dir: str | None,
+        spec_path: str,
+        spec_text: str | None,
+        includers: tuple[Includer, ...],
+        token: str,
+    ) -> FileCheck | None:
+        """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
+        published as soon as it lands. None when a newer text cancelled it."""
+        loop = asyncio.get_running_loop()
+        args = (snap.text, path, settings, base_dir, spec_text, includers, token)
+        deadline = loop.time() + job_deadline(settings)
+        try:
+            # The first phase is queued first: with one free worker it still comes first.
+            first = None
+            if path not in self._nvrtc_only:
+                first = loop.run_in_executor(self._executor(), _front_end_job, *args)
+                first.add_done_callback(_retrieve)
+            full = loop.run_in_executor(self._executor(), _check_job, *args)
+            if first is not None:
+                await asyncio.wait(
+                    {first, full}, timeout=deadline - loop.time(), return_when="FIRST_COMPLETED"
+                )
+                if first.done() and not full.done() and first.exception() is None:
+                    self._publish_first_look(path, snap, first.result())
+            check = await asyncio.wait_for(full, max(0.0, deadline - loop.time()))
+            if first is not None and not first.done():
+                cancel(token)  # the full result is in: the first look would come too late
+        except asyncio.TimeoutError:
+            # Only the user's spec can run this long (nvcc has its own, shorter, limit): the
+            # worker is stuck in it, so end the workers and say where to look.
+            log.error(
+                "checking %s took over %.0f s; restarting the compile workers", path, job_deadline(settings)
+            )
+            self._end_workers()
+            return FileCheck(
+                path,
+                [
+                    Diagnostic(
+                        spec_path if os.path.exists(spec_path) else path,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        f"checking this file took over {job_deadline(settings):.0f} s and was stopped; "
+                        "does the spec (or something it imports) never return?",
+                        code="timeout",
+                        source="kernel-lsp",
+                    )
+                ],
+            )
+        except BrokenProcessPool:
+            # A crash inside NVRTC killed a worker: start a fresh pool and report it.
+            log.error("compile worker died while checking %s; restarting the pool", path)
+            self._pool = None
+            return FileCheck(
+                path,
+                [
+                    Diagnostic(
+                        path,
+                        1,
+                        1,
+                        Severity.ERROR,
+                        "the compiler process crashed on this file; see the server log",
+                        code="crash",
+                        source="kernel-lsp",
+                    )
+                ],
+            )
+        if any(r.cancelled for r in check.results):
+            return None
+        return check
+
+    def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck | None) -> None:
+        """The front end's findings, while the full compile goes on; only for the text the editor
+        still has."""
+        if preview is None or any(r.cancelled for r in preview.results):
+            return
+        current = self._snapshot(path)
+        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+            return
+        self.first_looks += 1
+        self.set_findings(path, preview.diagnostics)
 
     @staticmethod
     def _cache_key(
@@ -330,6 +466,26 @@ class Analysis:
         context = [(p, t if t is not None else header_stamps([p])) for p, t in includers]
         raw = repr((path, ident, settings, header_stamps(headers), spec, database, context))
         return hashlib.sha256(raw.encode()).hexdigest()
+
+    # --- where kernels are defined --------------------------------------------------------------
+
+    def _index_definitions(self, checked: str, check: FileCheck | None) -> None:
+        changed = {h for h, by_file in self._definitions.items() if by_file.pop(checked, None) is not None}
+        for k in check.kernels if check is not None else ():
+            if k.defined_in:
+                header = os.path.normpath(k.defined_in)
+                self._definitions.setdefault(header, {}).setdefault(checked, []).append(k)
+                changed.add(header)
+        for header in [h for h, by_file in self._definitions.items() if not by_file]:
+            del self._definitions[header]
+        if changed and not self._closed:
+            self._on_definitions(changed)
+
+    def instances_defined_in(self, path: str) -> list[tuple[str, KernelResources]]:
+        """(checked file, kernel) for each kernel other files compiled whose definition is in
+        `path` (a header's templates, instantiated by the files that include it)."""
+        by_file = self._definitions.get(os.path.normpath(os.path.abspath(path)), {})
+        return [(checked, k) for checked in sorted(by_file) for k in by_file[checked]]
 
     # --- publishing ---------------------------------------------------------------------------
 
@@ -365,3 +521,9 @@ class Analysis:
                     seen.add(key)
                     out.append(d)
         return out
+
+
+def _retrieve(future) -> None:
+    """A first phase that failed (the pool broke, it was cancelled) only loses its preview."""
+    if not future.cancelled():
+        future.exception()
