@@ -23,7 +23,12 @@ REAL = Path(__file__).parent / "fixtures" / "real_projects"
 TOOLCHAIN = find_toolchain()
 pytestmark = pytest.mark.skipif(TOOLCHAIN.problem is not None, reason=f"nvcc backend: {TOOLCHAIN.problem}")
 
-CLEAN = ["cuda_samples/vectorAdd.cu", "llmc/layernorm.cu", "vllm_csrc/activation_kernels.cu"]
+CLEAN = [
+    "cuda_samples/vectorAdd.cu",
+    "cuda_samples/profiledVectorAdd.cu",  # cuda_profiler_api.h: the nvidia-cuda-profiler-api wheel
+    "llmc/layernorm.cu",
+    "vllm_csrc/activation_kernels.cu",
+]
 BROKEN = [
     "broken/host_error.cu",
     "broken/missing_include.cu",
@@ -109,6 +114,7 @@ def test_missing_include_says_where_it_looked():
 
 EXPECTED_KERNELS = {
     "cuda_samples/vectorAdd.cu": {("vectorAdd", 6)},
+    "cuda_samples/profiledVectorAdd.cu": {("vectorAdd", 7)},
     "llmc/layernorm.cu": {
         ("layernorm_forward_kernel<float>", 10),
         ("layernorm_forward_kernel<double>", 10),
