@@ -57,13 +57,18 @@ class FileCheck:
 
 
 def job_deadline(settings: Settings) -> float:
-    """How long one file's check may run before its worker is ended: nvcc's time limit for each
-    arch, twice (a header is compiled again in its includer's context), and a margin; never less
-    than JOB_TIMEOUT_S (a spec that never returns)."""
+    """How long one file's check may run before its worker is ended (a spec that never returns):
+    JOB_TIMEOUT_S; where the user raised nvcc's time limit (`compile.timeoutSeconds`,
+    KERNEL_LSP_NVCC_TIMEOUT_S), long enough for that limit on each arch, twice (a header is
+    compiled again in its includer's context), and a margin."""
     from .compile import nvcc
 
-    per_compile = settings.compile_timeout_s or nvcc.NVCC_TIMEOUT_S
-    return max(JOB_TIMEOUT_S, per_compile * 2 * len(settings.archs()) + 30)
+    raised = settings.compile_timeout_s or (
+        nvcc.NVCC_TIMEOUT_S if "KERNEL_LSP_NVCC_TIMEOUT_S" in os.environ else None
+    )
+    if raised is None:
+        return JOB_TIMEOUT_S
+    return max(JOB_TIMEOUT_S, raised * 2 * len(settings.archs()) + 30)
 
 
 def spec_owners(spec_path: str) -> list[str]:

@@ -13,11 +13,15 @@ from .options import CompileOptions
 
 
 class CompileCache:
-    """LRU of results keyed by content, options and the stamps of the user headers read."""
+    """LRU of results keyed by content, options and the stamps of the user headers read; at most
+    `capacity` results and `max_bytes` of CUBINs and logs (a CUB-heavy file's CUBIN is MBs: 256
+    of them held a long-lived compile worker at hundreds of MB)."""
 
-    def __init__(self, capacity: int = 256) -> None:
+    def __init__(self, capacity: int = 256, max_bytes: int = 32 * 2**20) -> None:
         self._items: OrderedDict[str, CompileResult] = OrderedDict()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
 
     @staticmethod
@@ -37,11 +41,20 @@ class CompileCache:
             return r
 
     def put(self, key: str, result: CompileResult) -> None:
+        if _size(result) > self._max_bytes:
+            return
         with self._lock:
+            if (old := self._items.pop(key, None)) is not None:
+                self._bytes -= _size(old)
             self._items[key] = result
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            self._bytes += _size(result)
+            while len(self._items) > self._capacity or self._bytes > self._max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= _size(dropped)
+
+
+def _size(result: CompileResult) -> int:
+    return len(result.cubin or b"") + len(result.log)
 
 
 _cache = CompileCache()

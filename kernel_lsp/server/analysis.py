@@ -31,19 +31,10 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import (
-    CUDA_SUFFIXES,
-    SPEC_SUFFIX,
-    FileCheck,
-    Includer,
-    check_bytes,
-    check_path,
-    front_end_check,
-    job_deadline,
-    spec_owners,
-)
-from ..compile import compile_pool, decode_source, end_pool, header_stamps, include_closure, read_source
-from ..compile.cancel import cancel, cancel_scope
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, job_deadline, spec_owners
+from ..check_jobs import check_job, default_workers, front_end_job, warm_up
+from ..compile import compile_pool, end_pool, header_stamps, include_closure
+from ..compile.cancel import cancel
 from ..compile.compile_commands import database_stamp
 from ..config import Settings
 from ..model import Diagnostic, KernelResources, Severity
@@ -53,51 +44,6 @@ log = logging.getLogger(__name__)
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
-
-
-def _check_job(
-    text: str | None,
-    path: str,
-    settings: Settings,
-    base_dir: str | None,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    cancel_token: str | None = None,
-) -> FileCheck:
-    with cancel_scope(cancel_token):
-        if text is None:
-            return check_path(path, settings, base_dir, spec_text, includers)
-        # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
-        # binary content (NVRTC would stop at the first NUL and report a clean file).
-        data = text.encode("utf-8", "surrogatepass")
-        return check_bytes(data, path, settings, base_dir, spec_text, includers)
-
-
-def _front_end_job(
-    text: str | None,
-    path: str,
-    settings: Settings,
-    base_dir: str | None,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    cancel_token: str | None = None,
-) -> FileCheck | None:
-    """The first phase of an nvcc file's check (None: nothing quicker than the full check)."""
-    with cancel_scope(cancel_token):
-        if text is None:
-            source, _ = read_source(path, settings.max_file_bytes)
-        else:
-            source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
-        if source is None:
-            return None
-        return front_end_check(source, path, settings, base_dir, spec_text, includers)
-
-
-def _warm_up() -> None:
-    # Load NVRTC in the worker before the first real file arrives.
-    from ..compile import CompileOptions, compile_source
-
-    compile_source("", "warmup.cu", CompileOptions(), use_cache=False)
 
 
 @dataclass
@@ -128,7 +74,7 @@ class Analysis:
         # header -> {checked file -> the kernels it compiled that the header defines}: template
         # instances get their resources where the template is written.
         self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
-        self._workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self._workers = workers or default_workers()
         self._pool: ProcessPoolExecutor | None = None
         self.results: dict[str, FileCheck] = {}
         self._cache: dict[str, FileCheck] = {}
@@ -152,6 +98,7 @@ class Analysis:
         self._token_serial = 0
         # Files whose last check used NVRTC only: their first phase would say nothing new.
         self._nvrtc_only: set[str] = set()
+        self.nvrtc_used = False  # a check used NVRTC: workers started later load it at once
 
     # --- pool ---------------------------------------------------------------------------------
 
@@ -163,7 +110,7 @@ class Analysis:
     def warm_up(self) -> None:
         pool = self._executor()
         for _ in range(self._workers):
-            pool.submit(_warm_up)
+            pool.submit(warm_up, self.nvrtc_used)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
@@ -330,6 +277,7 @@ class Analysis:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = check
             if check.results:
+                self.nvrtc_used = self.nvrtc_used or any(r.compiler == "nvrtc" for r in check.results)
                 if all(r.compiler == "nvrtc" for r in check.results):
                     self._nvrtc_only.add(path)
                 else:
@@ -367,11 +315,12 @@ class Analysis:
         deadline = loop.time() + job_deadline(settings)
         try:
             # The first phase is queued first: with one free worker it still comes first.
+            # A first look only where someone looks: an open document, not a project-wide check.
             first = None
-            if path not in self._nvrtc_only:
-                first = loop.run_in_executor(self._executor(), _front_end_job, *args)
+            if snap.version is not None and path not in self._nvrtc_only:
+                first = loop.run_in_executor(self._executor(), front_end_job, *args)
                 first.add_done_callback(_retrieve)
-            full = loop.run_in_executor(self._executor(), _check_job, *args)
+            full = loop.run_in_executor(self._executor(), check_job, *args)
             if first is not None:
                 await asyncio.wait(
                     {first, full}, timeout=deadline - loop.time(), return_when="FIRST_COMPLETED"

@@ -32,6 +32,8 @@ export interface KernelLspSettings {
     maxFileBytes: number;
     /** Compile workers end after this long without a check; 0 keeps them. */
     workerIdleSeconds: number;
+    /** nvcc's time limit per compile in seconds; null: the server's default (60). */
+    compile: { timeoutSeconds: number | null };
     checkOn: CheckOn;
     /** devices: "all" or a count of GPUs from `device` on (spec'd files verified in parallel); null: one. */
     gpu: { enabled: boolean; device: number | null; devices: string | null; achievedOccupancy: boolean };
@@ -57,6 +59,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 300,
+    compile: { timeoutSeconds: null },
     checkOn: 'save',
     gpu: { enabled: true, device: null, devices: null, achievedOccupancy: true },
     evaluation: { backend: 'auto' },
@@ -96,6 +99,10 @@ function asPositiveInteger(value: unknown, fallback: number): number {
 
 function asNonNegativeInteger(value: unknown, fallback: number): number {
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : fallback;
+}
+
+function asPositiveNumberOrNull(value: unknown): number | null {
+    return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
 }
 
 function asChoice<T extends string>(value: unknown, choices: readonly T[], fallback: T): T {
@@ -145,6 +152,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const trace = asObject(section.trace);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
+    const compile = asObject(section.compile);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
     const compileCommands = asNullableString(section.compileCommands);
@@ -163,6 +171,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         workerIdleSeconds: asNonNegativeInteger(section.workerIdleSeconds, DEFAULT_SETTINGS.workerIdleSeconds),
+        compile: { timeoutSeconds: asPositiveNumberOrNull(compile.timeoutSeconds) },
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

@@ -31,6 +31,7 @@ describe('normalizeSettings', () => {
             exclude: ['third_party', 'legacy/**'],
             maxFileBytes: 1048576,
             workerIdleSeconds: 0,
+            compile: { timeoutSeconds: 180 },
             checkOn: 'change',
             gpu: { enabled: false, device: 1, devices: 'all', achievedOccupancy: false },
             evaluation: { backend: 'ray' },
@@ -58,6 +59,7 @@ describe('normalizeSettings', () => {
                 exclude: 'legacy',
                 maxFileBytes: -5,
                 workerIdleSeconds: 1.5,
+                compile: { timeoutSeconds: -1 },
                 gpu: { enabled: 'no', device: -1, devices: 0, achievedOccupancy: 'yes' },
                 evaluation: { backend: 'slurm' },
                 cluster: { address: '  ' },
@@ -77,6 +79,7 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
         assert.equal(settings.workerIdleSeconds, 300);
+        assert.deepEqual(settings.compile, { timeoutSeconds: null });
         assert.deepEqual(settings.gpu, { enabled: true, device: null, devices: null, achievedOccupancy: true });
         assert.deepEqual(settings.evaluation, { backend: 'auto' });
         assert.deepEqual(settings.cluster, { address: null });
