@@ -62,6 +62,18 @@ def front_end_job(
     return lean(check) if check is not None else None
 
 
+def lean_check_path(
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
+) -> FileCheck:
+    """`check_path` for `--check`'s workers: what it prints, not the CUBINs (GPU verification
+    compiles for the device's arch anyway)."""
+    return lean(check_path(path, settings, base_dir, spec_text, includers))
+
+
 def lean(check: FileCheck) -> FileCheck:
     """The check without the CUBINs and compiler logs: the server shows findings and resources,
     and compiles again for the GPU's own arch when it verifies. A CUB-heavy file's CUBIN is MBs,

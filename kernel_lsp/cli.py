@@ -16,7 +16,8 @@ import sys
 from dataclasses import replace
 
 from . import __version__
-from .check import FileCheck, check_path, collect_files, drop_repeated, includers_for, job_deadline
+from .check import FileCheck, collect_files, drop_repeated, includers_for, job_deadline
+from .check_jobs import lean_check_path
 from .compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
 from .compile.jobs import JobFailed, run_jobs
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
@@ -116,9 +117,9 @@ def run_checks(files: list[str], settings: Settings, jobs: int) -> list[FileChec
     # A header that does not compile alone is checked as the file that includes it sees it.
     context = includers_for(files, settings)
     if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [check_path(f, settings, includers=context.get(f, ())) for f in files]
+        return [lean_check_path(f, settings, includers=context.get(f, ())) for f in files]
     jobs_args = [(f, settings, None, None, context.get(f, ())) for f in files]
-    results = run_jobs(check_path, jobs_args, jobs, job_deadline(settings))
+    results = run_jobs(lean_check_path, jobs_args, jobs, job_deadline(settings))
     return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
 
 
