@@ -41,3 +41,17 @@ def test_an_instance_made_by_a_launch_points_at_its_include():
 def test_the_header_checked_alone_defines_no_instance():
     check = check_path(HEADER, SETTINGS)
     assert check.errors == 0 and check.kernels == []
+
+
+@pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc backend unavailable")
+def test_a_librarys_kernels_sit_on_the_include_that_brings_the_library_in(tmp_path):
+    path = tmp_path / "sums.cu"
+    path.write_text(
+        "#include <cstdio>\n#include <cub/cub.cuh>\n"
+        "size_t bytes(float* in, float* out, int n) {\n"
+        "  size_t b = 0; cub::DeviceReduce::Sum(nullptr, b, in, out, n); return b;\n}\n"
+    )
+    check = check_path(str(path), SETTINGS)
+    assert check.errors == 0
+    reduce_kernels = [k for k in check.kernels if k.function.startswith("DeviceReduce")]
+    assert reduce_kernels and all(k.line == 2 and not k.defined_in for k in reduce_kernels)

@@ -250,6 +250,9 @@ def _kernel_resources(
                 defined_in, defined_at = found
                 if sig is None:  # no explicit instantiation here: the #include that leads to it
                     line = (headers or {})[defined_in][0]
+            elif sig is None and parts is not None:
+                # A library's kernel (CUB, Thrust): on the #include that brings the library in.
+                line = _library_include_line(source, parts.qualified, headers or {})
         launches = directives.launches_of(function)
         block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
         dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
@@ -295,22 +298,44 @@ def _header_definition(
     return header, sig.line
 
 
+def _library_include_line(source: str, qualified: str, headers: dict[str, tuple[int, str]]) -> int:
+    """The line of the file's #include that reaches `<ns/...>` for the kernel's outermost
+    namespace `ns` (`cub::...` -> `<cub/...>`), directly or through a user header; 0 if none."""
+    namespace = qualified.split("::", 1)[0]
+    if "::" not in qualified or not namespace.isidentifier():
+        return 0
+    prefix = namespace + "/"
+    for inc in find_includes(source):
+        if not inc.quoted and inc.target.startswith(prefix):
+            return inc.line
+    for header, (line, _) in sorted(headers.items(), key=lambda item: item[1][0]):
+        if any(not i.quoted and i.target.startswith(prefix) for i in _scan_header(header)[1]):
+            return line
+    return 0
+
+
 def _header_kernels(header: str) -> list[KernelSignature]:
+    return _scan_header(header)[0]
+
+
+def _scan_header(header: str) -> tuple[list[KernelSignature], list]:
     try:
         st = os.stat(header)
     except OSError:
-        return []
-    return _kernels_of_file(header, st.st_mtime_ns, st.st_size)
+        return [], []
+    return _scan_file(header, st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=512)
-def _kernels_of_file(path: str, mtime_ns: int, size: int) -> list[KernelSignature]:
-    """The kernels a header declares, read once per version of the file (many files include it)."""
+def _scan_file(path: str, mtime_ns: int, size: int) -> tuple[list[KernelSignature], list]:
+    """The kernels a header declares and its #include lines, read once per version of the file
+    (many files include it)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return find_kernels(f.read(MAX_FILE_BYTES))
+            text = f.read(MAX_FILE_BYTES)
     except OSError:
-        return []
+        return [], []
+    return find_kernels(text), find_includes(text)
 
 
 def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:

@@ -38,9 +38,11 @@ def span(values: list, fmt=str) -> str:
 
 
 def instances_summary(kernels: list[KernelResources]) -> str:
-    """One line for many instances: `12 instances: 24–40 regs · 50%–75% occupancy · sm_90`."""
+    """One line for many instances: `12 instances: 24–40 regs · 50%–75% occupancy · sm_90`
+    (`kernels` where they are of several functions: a library's, brought in by one #include)."""
     names = {k.name for k in kernels}
-    parts = [f"{len(names)} instances: {span([k.registers for k in kernels])} regs"]
+    what = "instances" if len({k.source_function for k in kernels}) == 1 else "kernels"
+    parts = [f"{len(names)} {what}: {span([k.registers for k in kernels])} regs"]
     spilling = {k.name for k in kernels if k.spills}
     if spilling:
         parts.append(f"{len(spilling)} spill")
