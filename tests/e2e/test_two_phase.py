@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -40,6 +41,12 @@ if TOOLCHAIN.nvcc:
         f'"{TOOLCHAIN.nvcc}" "$@"\n'
     )
     nvcc.chmod(0o755)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_stand_in():
+    yield
+    shutil.rmtree(STAND_IN, ignore_errors=True)
 
 
 def _env() -> dict[str, str]:
