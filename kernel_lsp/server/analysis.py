@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
+# A first look runs beside the full compile while the front end took under this share of it.
+FIRST_LOOK_SHARE = 0.5
 
 
 @dataclass
@@ -98,6 +100,9 @@ class Analysis:
         self._token_serial = 0
         # Files whose last check used NVRTC only: their first phase would say nothing new.
         self._nvrtc_only: set[str] = set()
+        # path -> (front end s, full compile s) of its last clean check: where the front end is
+        # most of the compile (CUB's headers), a first look beside the full compile only slows it.
+        self._phase_times: dict[str, tuple[float, float]] = {}
         self.nvrtc_used = False  # a check used NVRTC: workers started later load it at once
 
     # --- pool ---------------------------------------------------------------------------------
@@ -317,19 +322,24 @@ class Analysis:
             # The first phase is queued first: with one free worker it still comes first.
             # A first look only where someone looks: an open document, not a project-wide check.
             first = None
-            if snap.version is not None and path not in self._nvrtc_only:
+            if snap.version is not None and self._first_look_pays(path):
                 first = loop.run_in_executor(self._executor(), front_end_job, *args)
                 first.add_done_callback(_retrieve)
             full = loop.run_in_executor(self._executor(), check_job, *args)
+            front_s = None
             if first is not None:
                 await asyncio.wait(
                     {first, full}, timeout=deadline - loop.time(), return_when="FIRST_COMPLETED"
                 )
                 if first.done() and not full.done() and first.exception() is None:
-                    self._publish_first_look(path, snap, first.result())
+                    preview = first.result()
+                    self._publish_first_look(path, snap, preview)
+                    if preview is not None and preview.front_end_only:
+                        front_s = sum(r.duration_s for r in preview.results)
             check = await asyncio.wait_for(full, max(0.0, deadline - loop.time()))
             if first is not None and not first.done():
                 cancel(token)  # the full result is in: the first look would come too late
+            self._time_phases(path, check, front_s)
         except asyncio.TimeoutError:
             # Only the user's spec can run this long (nvcc has its own, shorter, limit): the
             # worker is stuck in it, so end the workers and say where to look.
@@ -373,6 +383,23 @@ class Analysis:
         if any(r.cancelled for r in check.results):
             return None
         return check
+
+    def _first_look_pays(self, path: str) -> bool:
+        """A first look is worth a worker and a core when the front end is well under the full
+        compile (templates that are slow to generate code for), not when it is most of it (a
+        file that includes CUB and instantiates little). NVRTC files have none."""
+        if path in self._nvrtc_only:
+            return False
+        front_s, full_s = self._phase_times.get(path, (0.0, 0.0))
+        return not full_s or front_s < FIRST_LOOK_SHARE * full_s
+
+    def _time_phases(self, path: str, check: FileCheck, front_s: float | None) -> None:
+        """Learn from clean checks only: a file with an error stops both phases at its front end."""
+        if check.errors or check.timed_out or not check.results or any(r.cancelled for r in check.results):
+            return
+        full_s = sum(r.duration_s for r in check.results)
+        known_front_s = self._phase_times.get(path, (0.0, 0.0))[0]
+        self._phase_times[path] = (front_s if front_s is not None else known_front_s, full_s)
 
     def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck | None) -> None:
         """The front end's findings, while the full compile goes on; only for the text the editor
