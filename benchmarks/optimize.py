@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernel_lsp.config import Settings  # noqa: E402
-from optimizer.model import RunResult, Status  # noqa: E402
-from optimizer.session import RunRequest, run  # noqa: E402
+from kernel_lsp.optimizer.model import RunResult, Status  # noqa: E402
+from kernel_lsp.optimizer.session import RunRequest, run  # noqa: E402
 
 # (sample file, kernel), the most promising first: the deadline may cut the list short.
 SAMPLES = [

@@ -30,7 +30,7 @@ DEFAULT = [
 
 
 def table(head: list[str], rows: list[list[str]]) -> None:
-    from kernel_lsp.bench import print_table
+    from kernel_lsp.cli.bench import print_table
 
     print_table(head, rows, sys.stdout)
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the scripted LLM server and the fake 
 
 from kernel_lsp.config import Settings  # noqa: E402
 from kernel_lsp.evaluation.pool import visible_gpu_count  # noqa: E402
+from kernel_lsp.workspace import Workspace  # noqa: E402
 
 TUNED = "samples/vector_add/vector_add_fp32.cu", "vector_add", "BLOCK", (256, 128, 512, 1024)
 
@@ -96,7 +97,7 @@ def use_fake_gpus() -> None:
 
 
 def tuner(settings: Settings, work: Path, fake: bool) -> str:
-    from optimizer.session import RunRequest, run
+    from kernel_lsp.optimizer.session import RunRequest, run
 
     path, kernel, _, values = fake_target(work) if fake else tuned_target()
     result = run(
@@ -120,7 +121,7 @@ def llm(settings: Settings, work: Path, fake: bool) -> str:
 
     from test_optimizer_llm import ScriptedLLM, fenced
 
-    from optimizer.session import RunRequest, run
+    from kernel_lsp.optimizer.session import RunRequest, run
 
     path, kernel, _, values = fake_target(work) if fake else tuned_target()
     source = Path(path).read_text()
@@ -149,7 +150,7 @@ def llm(settings: Settings, work: Path, fake: bool) -> str:
 
 
 def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] = {}) -> tuple:  # noqa: B006
-    from kernel_lsp.cli import run_checks
+    from kernel_lsp.cli.check import run_checks
     from kernel_lsp.gpu_check import verify_checks
 
     if fake:
@@ -162,15 +163,21 @@ def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] =
     else:
         from kernel_lsp.check import collect_files
 
-        files, _ = collect_files([str(REPO / "samples")], settings.exclude)
+        files = collect_files([str(REPO / "samples")], settings.exclude).files
     key = (tuple(files), settings.archs()[0])
     if key not in compiled:  # compile once: only the GPU part is compared
-        compiled[key] = run_checks(files, settings, os.cpu_count() or 1)
+        compiled[key] = run_checks(files, Workspace.fixed(settings), os.cpu_count() or 1)
     from copy import deepcopy
 
     checks = deepcopy(compiled[key])
     start = time.perf_counter()
-    verify_checks(checks, settings, log=lambda _: None, gpus=settings.gpu_devices, progress=lambda _: None)
+    verify_checks(
+        checks,
+        Workspace.fixed(settings),
+        log=lambda _: None,
+        gpus=settings.gpu_devices,
+        progress=lambda _: None,
+    )
     check.last_eval_s = time.perf_counter() - start
     return tuple((Path(c.path).name, k.kernel, k.status) for c in checks for k in c.gpu_checks)
 
@@ -178,9 +185,7 @@ def check(settings: Settings, work: Path, fake: bool, compiled: dict[str, Any] =
 def startup(settings: Settings, work: Path, fake: bool) -> int:
     """Opening the GPUs alone (worker processes, Ray actors, device descriptions): the part of
     the other rows' wall time that more GPUs cannot shorten."""
-    from kernel_lsp.gpu_check import open_sessions
-
-    sessions, _ = open_sessions(settings, settings.gpu_devices, log=lambda _: None)
+    sessions, _ = Workspace.fixed(settings).open_gpus(settings.gpu_devices, log=lambda _: None)
     for s in sessions:
         s.close()
     return len(sessions)

@@ -11,6 +11,7 @@ from .compile import JOB_TIMEOUT_S, SKIPPED, compile_front_end, compile_source, 
 from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
+from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
 from .model import CompileResult, Diagnostic, KernelResources, Severity
 from .source import find_kernels
@@ -196,12 +197,57 @@ def _with_file_findings(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
-        check.diagnostics += spec_findings(path, source, settings.defines, spec_text)
+        check.diagnostics += spec_findings(path, source, settings.defines, spec_text, settings.runs_specs)
     elif includers and check.errors:
         # None: the includer's front end has nothing quick to say, and the header's lone errors
         # may be only that it needs its includer: no first look rather than a false one.
         return in_includer_context(check, source, includers[0], settings, base_dir, front_end)
     return check
+
+
+@dataclass(frozen=True)
+class FileFlags:
+    """A file's project flags: compile_commands.json's entry, plus PyTorch's folders for an
+    extension. `problems`: warnings for the top of the file (a database that cannot be used);
+    `blocking`: a finding that stops the compile (torch's headers not found)."""
+
+    flags: CommandFlags | None
+    problems: tuple[Diagnostic, ...] = ()
+    blocking: Diagnostic | None = None
+
+
+def file_flags(
+    path: str, source: str, settings: Settings, base_dir: str | None = None, includer: str | None = None
+) -> FileFlags:
+    """The project flags `path` compiles with (every front end gets its flags here). A file
+    without an entry of its own (a header) takes `includer`'s."""
+    project = settings.project_flags(path, base_dir)
+    if includer is not None and (project.flags is None or project.borrowed):
+        from_includer = settings.project_flags(includer, base_dir)
+        if from_includer.flags is not None and not from_includer.borrowed:
+            project = from_includer
+    flags = project.flags
+    problems: tuple[Diagnostic, ...] = ()
+    if project.problem:
+        message = f"{project.problem}; checking with the settings' flags only"
+        problems = (
+            Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp"),
+        )
+    if (include := torch_include(source)) is not None:
+        # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
+        torch = torch_flags()
+        if torch.problem:
+            found = Diagnostic(
+                path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
+            )
+            return FileFlags(flags, problems, found)
+        base = flags or CommandFlags()
+        flags = replace(
+            base,
+            system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
+            defines=extension_defines(path) + base.defines,
+        )
+    return FileFlags(flags, problems)
 
 
 def compile_all_archs(
@@ -216,43 +262,23 @@ def compile_all_archs(
     settings; a database that cannot be used is one warning at the top of the file. A file
     without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
     the first arch only (None when NVRTC compiles the file)."""
-    project = settings.project_flags(path, base_dir)
-    if includer is not None and (project.flags is None or project.borrowed):
-        from_includer = settings.project_flags(includer, base_dir)
-        if from_includer.flags is not None and not from_includer.borrowed:
-            project = from_includer
+    project = file_flags(path, source, settings, base_dir, includer)
+    if project.blocking is not None:
+        return FileCheck(path, [project.blocking], checked=False)
     flags = project.flags
-    if (include := torch_include(source)) is not None:
-        # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
-        torch = torch_flags()
-        if torch.problem:
-            found = Diagnostic(
-                path, include.line, 1, Severity.WARNING, torch.problem, code="torch", source="kernel-lsp"
-            )
-            return FileCheck(path, [found], checked=False)
-        base = flags or CommandFlags()
-        flags = replace(
-            base,
-            system_include_dirs=base.system_include_dirs + torch.system_include_dirs,
-            defines=extension_defines(path) + base.defines,
-        )
-    options = [settings.compile_options(a, base_dir, flags) for a in settings.archs(flags)]
+    options = [settings.compile_options(arch, base_dir, flags) for arch in settings.archs(flags)]
     if front_end:
         first = compile_front_end(source, path, options[0])
         if first is None or first.stage == SKIPPED or first.cancelled:
             return None
         results = [first]
     else:
-        results = [compile_source(source, path, o) for o in options]
+        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        results = [with_launch_occupancy(compile_source(source, path, o), source, o.defines) for o in options]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
-    if project.problem:
-        message = f"{project.problem}; checking with the settings' flags only"
-        diagnostics.insert(
-            0, Diagnostic(path, 1, 1, Severity.WARNING, message, code="compile-commands", source="kernel-lsp")
-        )
-    return FileCheck(path, diagnostics, results)
+    return FileCheck(path, [*project.problems, *diagnostics], results)
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -337,25 +363,40 @@ def _base_name(kernel: str) -> str:
 
 
 def spec_findings(
-    path: str, source: str, defines: tuple[str, ...] = (), spec_text: str | None = None
+    path: str,
+    source: str,
+    defines: tuple[str, ...] = (),
+    spec_text: str | None = None,
+    run: bool = True,
 ) -> list[Diagnostic]:
     """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
     kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
     user's spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one."""
+    `spec_text`: the spec's unsaved editor text, when there is one. `run` False: the spec is the
+    workspace's code and nobody asked for it to run here: it is only read (spec/static.py)."""
+    from .host_launch.spec_launch import with_host_launches
     from .source import find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
         return []
+    if not run:
+        from .spec.static import read_spec_statically
+
+        if spec_text is None:
+            spec_text, problem = read_source(spec_path)
+            if spec_text is None:
+                return [problem] if problem else []
+        return read_spec_statically(spec_path, spec_text, find_kernels(source))
     loaded = load_specs(spec_path, spec_text)
     found = list(loaded.diagnostics)
     if loaded.ok:
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
         for spec in loaded.specs:
-            found += check_spec(spec, kernels, directives, constants)
+            launches = with_host_launches(directives, source, spec.kernels, defines, path)
+            found += check_spec(spec, kernels, launches, constants)
     return found
 
 
@@ -401,7 +442,7 @@ def database_entries(path: str, settings: Settings, base_dir: str | None = None)
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
-        db_path = find_database(path, base_dir)
+        db_path = find_database(path)
     return list(load_database(db_path).entries.values()) if db_path else []
 
 

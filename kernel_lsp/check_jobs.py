@@ -11,10 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from .check import FileCheck, Includer, check_bytes, check_path, front_end_check
-from .compile import decode_source, read_source
+from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
-from .config import Settings
+from .workspace import Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
 # library, shared between workers but counted in each one's RSS).
@@ -24,54 +23,39 @@ WORKER_MIB = 130
 def check_job(
     text: str | None,
     path: str,
-    settings: Settings,
-    base_dir: str | None,
+    workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
     cancel_token: str | None = None,
 ) -> FileCheck:
     with cancel_scope(cancel_token):
-        if text is None:
-            check = check_path(path, settings, base_dir, spec_text, includers)
-        else:
-            # The editor's text gets the same gate as a file on disk: the size limit, and no
-            # compile of binary content (NVRTC would stop at the first NUL and report a clean file).
-            data = text.encode("utf-8", "surrogatepass")
-            check = check_bytes(data, path, settings, base_dir, spec_text, includers)
-    return lean(check)
+        return lean(workspace.analyze(path, text, spec_text, includers))
 
 
 def front_end_job(
     text: str | None,
     path: str,
-    settings: Settings,
-    base_dir: str | None,
+    workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
     cancel_token: str | None = None,
 ) -> FileCheck | None:
     """The first phase of an nvcc file's check (None: nothing quicker than the full check)."""
     with cancel_scope(cancel_token):
-        if text is None:
-            source, _ = read_source(path, settings.max_file_bytes)
-        else:
-            source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
-        if source is None:
-            return None
-        check = front_end_check(source, path, settings, base_dir, spec_text, includers)
+        check = workspace.first_look(path, text, spec_text, includers)
     return lean(check) if check is not None else None
 
 
-def lean_check_path(
+def lean_analyze(
+    workspace: Workspace,
     path: str,
-    settings: Settings,
-    base_dir: str | None = None,
+    text: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
 ) -> FileCheck:
-    """`check_path` for `--check`'s workers: what it prints, not the CUBINs (GPU verification
-    compiles for the device's arch anyway)."""
-    return lean(check_path(path, settings, base_dir, spec_text, includers))
+    """`Workspace.analyze` for `--check`'s workers: what it prints, not the CUBINs (GPU
+    verification compiles for the device's arch anyway)."""
+    return lean(workspace.analyze(path, text, spec_text, includers))
 
 
 def lean(check: FileCheck) -> FileCheck:

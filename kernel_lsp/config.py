@@ -13,11 +13,15 @@ from typing import Any
 
 from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
 from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
+
+
+SPECS_RUN = ("onAction", "never")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,21 @@ class Settings:
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
+    # When a spec (the workspace's Python) may run: "onAction" (when the user opens or saves its
+    # kernel file, or runs a GPU check, bench or optimize) or "never" (read, never run). The
+    # front ends turn it to "never" for a file the user has not acted on (see SECURITY.md).
+    specs_run: str = "onAction"
+
+    # clangd as a child process for navigation and completion (server/clangd/).
+    clangd_enabled: bool = True
+    clangd_diagnostics: str = "off"  # "off" | "agreeing": clangd's only on lines nvcc also flags
+    clangd_background_index: bool = False  # clangd's --background-index (memory, CPU at start)
+    # The clangd to run: user-level only (never from pyproject.toml, which a workspace holds).
+    clangd_path: str | None = None
+
+    @property
+    def runs_specs(self) -> bool:
+        return self.specs_run != "never"
 
     def archs(self, project: CommandFlags | None = None) -> list[str]:
         """The archs to check: the user's; else the project's (compile_commands.json), else the
@@ -143,6 +162,12 @@ _KEYS: dict[str, str] = {
     "compileCommands": "compile_commands",
     "compile-commands": "compile_commands",
     "optimizer.allowNewGlobals": "optimizer_allow_new_globals",
+    "specs.run": "specs_run",
+    "clangd.enabled": "clangd_enabled",
+    "clangd.diagnostics": "clangd_diagnostics",
+    "clangd.backgroundIndex": "clangd_background_index",
+    "clangd.background-index": "clangd_background_index",
+    "clangd.path": "clangd_path",
 }
 _IGNORED = {"server.path", "interpreter", "trace.server", "trace"}
 _CHOICES = {
@@ -150,6 +175,8 @@ _CHOICES = {
     "optimizer_proposer": ("auto", "llm", "tune"),
     "compiler": ("auto", "nvrtc", "nvcc"),
     "evaluation_backend": ("auto", "local", "ray"),
+    "specs_run": SPECS_RUN,
+    "clangd_diagnostics": ("off", "agreeing"),
 }
 
 
@@ -196,6 +223,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 "llm_api_key",
                 "compile_commands",
                 "compile_timeout_s",
+                "clangd_path",
             ):
                 changes[name] = None
             continue
@@ -203,6 +231,11 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             changes[name] = _coerce(name, value)
         except (TypeError, ValueError) as e:
             problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
+            continue
+        if name == "defines":  # one define that cannot be passed leaves the others in
+            refused = [p for d in changes[name] if (p := define_problem(d))]
+            problems += [f"setting `{key}`: {p}; left out" for p in refused]
+            changes[name] = tuple(d for d in changes[name] if define_problem(d) is None)
     return replace(settings, **changes), problems
 
 
@@ -219,6 +252,8 @@ def _coerce(name: str, value: Any) -> Any:
         "achieved_occupancy",
         "host_check",
         "optimizer_allow_new_globals",
+        "clangd_enabled",
+        "clangd_background_index",
     ):
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
@@ -255,6 +290,18 @@ def find_pyproject(start: str) -> str | None:
         d = parent
 
 
+# Settings a repository's own pyproject.toml may not set: where the API key is sent, which
+# cluster receives the code, which clangd runs. They come from the user (editor settings, flags,
+# environment) only.
+USER_ONLY = {
+    "llm_base_url": "llm.baseUrl",
+    "llm_api_key": "llm.apiKey",
+    "cluster_address": "cluster.address",
+    # the program the server starts next to itself
+    "clangd_path": "clangd.path",
+}
+
+
 def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     try:
         with open(path, "rb") as f:
@@ -263,6 +310,13 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)
+    refused = [key for name, key in USER_ONLY.items() if getattr(settings, name) is not None]
+    if refused:
+        settings = replace(settings, **dict.fromkeys(USER_ONLY, None))
+        problems += [
+            f"`{key}` is not read from pyproject.toml: set it in the editor or on the command line"
+            for key in refused
+        ]
     base = os.path.dirname(path)
     # Include folders in pyproject.toml are relative to it.
     dirs = tuple(

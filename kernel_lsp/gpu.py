@@ -42,7 +42,8 @@ from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import ProfileReport, find_ncu
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
-from kernel_lsp.spec import Spec, load_specs, spec_path_for
+from kernel_lsp.spec import Spec, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
 
 __all__ = [
     "GPU_OFF_IN_EDITOR",
@@ -162,10 +163,10 @@ class GpuSession:
         return options
 
     def compile(self, source: str, path: str, options: Any = None) -> CompileResult:
-        """compile_source for this device's exact arch: the artifact check and compare take."""
-        from kernel_lsp.compile import compile_source
+        """compile_source (in a worker process) for this device's exact arch: what check and compare take."""
+        from kernel_lsp.compile import compile_isolated
 
-        return compile_source(source, path, self.compile_options_for_device(options))
+        return compile_isolated(source, path, self.compile_options_for_device(options))
 
     def _built(
         self, source: str, path: str, spec: Spec, artifact: Artifact, defines: tuple[str, ...] | None
@@ -422,7 +423,7 @@ def check_file(
     spec_path = spec_path_for(cu_path)
     if spec_source is None and not os.path.exists(spec_path):
         return []
-    loaded = load_specs(spec_path, spec_source)
+    loaded = load_specs_isolated(spec_path, spec_source)
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity is Severity.ERROR)
         return [KernelCheck("", "spec_error", message=first.message, diagnostics=loaded.diagnostics)]

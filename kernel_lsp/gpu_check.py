@@ -1,72 +1,35 @@
 """GPU verification for `kernel-lsp --check`: every file that compiled and has a spec sidecar is
-compiled for the device, verified and timed on the GPU; the findings join the file's
-diagnostics. With several GPUs (`--gpus all|N`, `gpu.devices`) the files are spread over them,
-one session per GPU (a local GPU or a Ray actor's, `evaluation.backend`), and each progress line
-says which GPU did the file."""
+compiled for the device, verified and timed on the GPU (through the Workspace); the findings join
+the file's diagnostics. With several GPUs (`--gpus all|N`, `gpu.devices`) the files are spread over
+them, one session per GPU (a local GPU or a Ray actor's, `evaluation.backend`), and each progress
+line says which GPU did the file."""
 
 from __future__ import annotations
 
 import os
-import socket
 import sys
-from typing import Any
 
 from .check import FileCheck
-from .compile import read_source
-from .config import Settings
-from .evaluation.choose import open_backends
 from .evaluation.pool import BackendPool
-from .gpu import GpuSession, check_file, no_gpu_message
+from .gpu import GpuSession, no_gpu_message
 from .spec import spec_path_for
+from .workspace import Workspace, gpu_label
 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def verify_file(gpu: GpuSession, c: FileCheck, settings: Settings, profile: bool = False) -> None:
+def verify_file(workspace: Workspace, gpu: GpuSession, c: FileCheck, profile: bool = False) -> None:
     """Compile `c`'s file for this GPU, check every spec'd kernel, add the findings to `c`."""
-    # The project's flags (compile_commands.json) too: its headers and defines.
-    project = settings.project_flags(c.path).flags
-    arch = gpu.device.arch if gpu.device else settings.archs(project)[0]
-    options = settings.compile_options(arch, None, project)
-    # The text the compile check read (BOM dropped, bytes that are not UTF-8 as "?").
-    source, _ = read_source(c.path, settings.max_file_bytes)
-    if source is None:  # gone or changed since the compile check
+    verification = workspace.verify(gpu, c.path)
+    if verification.artifact is None:  # gone or changed since the compile check
         return
-    artifact = gpu.compile(source, c.path, options)
-    c.gpu_checks = check_file(gpu, c.path, source, options, artifact=artifact)
+    c.gpu_checks = verification.checks
     if profile:
-        for k in c.gpu_checks:
-            gpu.add_occupancy(k, source, c.path, None, artifact, defines=options.defines)
+        workspace.profile(gpu, verification)
     for k in c.gpu_checks:
         c.diagnostics.extend(k.diagnostics)
-
-
-def open_sessions(
-    settings: Settings, gpus: str | None = None, log=print, **backend_options: Any
-) -> tuple[list[GpuSession], str]:
-    """A session per GPU that answers, on the backend the settings choose (local GPUs or Ray
-    actors), and the reason when none does; the others are closed with their reason logged.
-    Raises RayUnavailable when Ray was asked for explicitly and cannot serve."""
-    backends = open_backends(
-        settings.evaluation_backend,
-        gpus if gpus is not None else settings.gpu_devices,
-        settings.gpu_device,
-        settings.cluster_address,
-        log,
-        **backend_options,
-    )
-    usable, reason = [], ""
-    for s in (GpuSession(backend=b) for b in backends):
-        if s.available:
-            usable.append(s)
-            continue
-        reason = reason or s.reason
-        if len(backends) > 1:
-            log(f"kernel-lsp: {gpu_label(s)} skipped: {no_gpu_message(s.reason)}")
-        s.close()
-    return usable, reason
 
 
 def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
@@ -81,18 +44,9 @@ def mark_unverified(checks: list[FileCheck], reason: str) -> None:
         c.unverified = reason
 
 
-def gpu_label(gpu: GpuSession) -> str:
-    """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
-    return (
-        f"GPU {gpu.device_index}"
-        if gpu.host in ("", socket.gethostname())
-        else f"{gpu.host} GPU {gpu.device_index}"
-    )
-
-
 def verify_checks(
     checks: list[FileCheck],
-    settings: Settings,
+    workspace: Workspace,
     log=print,
     profile: bool = False,
     gpus: str | None = None,
@@ -103,7 +57,7 @@ def verify_checks(
     todo = awaiting_gpu(checks)
     if not todo:
         return None
-    sessions, reason = open_sessions(settings, gpus, log)
+    sessions, reason = workspace.open_gpus(gpus, log)
     if not sessions:
         log(f"kernel-lsp: GPU verification skipped: {no_gpu_message(reason)}")
         mark_unverified(todo, no_gpu_message(reason))
@@ -112,7 +66,7 @@ def verify_checks(
     try:
 
         def verify(gpu: GpuSession, c: FileCheck) -> None:
-            verify_file(gpu, c, settings, profile)
+            verify_file(workspace, gpu, c, profile)
 
         def done(c: FileCheck, _result: None, gpu: GpuSession) -> None:
             if len(pool) > 1:

@@ -13,6 +13,7 @@ import math
 from .archs import limits_for
 from .compile.artifact import literal_launch_value
 from .model import Diagnostic, Severity
+from .safe_expr import expression_problem
 from .source import Directives, find_kernels, parse_directives
 
 CODE = "launch-comment"
@@ -68,13 +69,13 @@ def launch_findings(
             )
         unreadable = False
         for field_name, expr in (("grid", d.grid), ("block", d.block), ("smem", d.smem)):
-            try:
-                compile(expr, "<launch comment>", "eval")
-            except SyntaxError as e:
+            # Read, never run: the comment is the workspace's text (safe_expr.py).
+            problem = expression_problem(expr)
+            if problem:
                 unreadable = True
                 warn(
                     d.line,
-                    f"cannot read {field_name}=`{expr}` ({e.msg}); expected a Python expression "
+                    f"cannot read {field_name}=`{expr}` ({problem}); expected an expression "
                     "over the spec's sizes, e.g. grid=(cdiv(n, 16), cdiv(m, 16)) block=(16, 16)",
                 )
         if unreadable:

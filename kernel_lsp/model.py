@@ -53,7 +53,7 @@ class KernelResources:
     barriers: int = 0
     const_bytes: int = 0
     line: int = 0  # 1-based line of the definition in the checked file (0: unknown)
-    block_size: int | None = None  # from the launch comment, when there is one
+    block_size: int | None = None  # of the first launch below that gives one
     occupancy: Occupancy | None = None
     function: str = ""  # the function's plain name in the source ("total"); "" means `name`
     # A kernel defined in a header the checked file includes (a template instantiated here):
@@ -61,6 +61,9 @@ class KernelResources:
     # checked file that leads to it: an explicit instantiation, else the #include.
     defined_in: str = ""
     defined_at: int = 0
+    # Where block sizes come from: the launch comment (an override), else each launch in host
+    # code (distinct configurations), else __launch_bounds__; unresolved launches say why.
+    launches: tuple[LaunchOccupancy, ...] = ()
 
     @property
     def source_function(self) -> str:
@@ -69,6 +72,35 @@ class KernelResources:
     @property
     def spills(self) -> bool:
         return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+
+@dataclass(frozen=True)
+class LaunchOccupancy:
+    """One launch configuration of a kernel, where it comes from, and its occupancy."""
+
+    origin: str  # "comment" | "host" | "bounds"
+    where: str  # "the launch comment at line 3", "the launch at saxpy.cu:88 in `launch_saxpy`"
+    block_size: int | None = None
+    occupancy: Occupancy | None = None
+    note: str = ""  # why there is no figure, or what it leaves out
+
+    @property
+    def source(self) -> str:
+        """`block 256 from the launch at saxpy.cu:88 in `f``, `bounded by __launch_bounds__(256)`."""
+        if self.origin == "bounds":
+            return f"bounded by {self.where}"
+        return f"block {self.block_size} from {self.where}"
+
+    def describe(self, arch: str = "") -> str:
+        """`100% at 256 threads/block (...) — block 256 from the launch at saxpy.cu:88 in `f``."""
+        source = self.source
+        note = f" ({self.note})" if self.note else ""
+        if self.occupancy is not None:
+            return f"{self.occupancy.describe()} — {source}{note}"
+        if self.block_size is not None:
+            on = f" on {arch}" if arch else ""
+            return f"n/a: a block of {self.block_size} threads cannot launch{on} — {source}{note}"
+        return f"{self.where}: {self.note}"
 
 
 @dataclass(frozen=True)
@@ -125,3 +157,8 @@ class CompileResult:
     stage: str = "full"
     timed_out: bool = False  # stopped at the compile time limit: not checked, not an error
     cancelled: bool = False  # stopped because a newer text replaced it: says nothing
+
+
+def format_bytes(n: int) -> str:
+    """Byte counts as hover, the CLI and reports show them."""
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"

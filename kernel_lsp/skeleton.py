@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import keyword
 import re
+from dataclasses import dataclass
 
-from .source import Directives, KernelSignature, blank_comments
+from .host_launch.occupancy import host_code
+from .host_launch.spec_launch import spec_launch
+from .source import Directives, KernelSignature, LaunchDirective, blank_comments
 from .spec import c_type_dtype
 
 _SIZE_LIKE = re.compile(r"^(n|m|k|len|size|count|num\w*|n\w*|rows|cols|width|height|batch|dim)$", re.I)
@@ -130,6 +133,12 @@ def spec_skeleton(
         and (c_type_dtype(p.type) or "").startswith(("int", "uint"))
         and _SIZE_LIKE.match(p.name)
     ]
+    host = host_launch_of(signature, directives, source)
+    # Names the launch reads are sizes too: the kernel's integer parameters it uses, and launcher
+    # parameters it reads that the kernel does not get (the spec must give those).
+    for name in host.symbols if host else ():
+        if name not in size_params:
+            size_params.append(name)
     sizes = size_params or ["n"]
     body = kernel_body(source, signature) if source else ""
     # A parameter named like a Python keyword (`in`) cannot be a Python parameter: it arrives in
@@ -193,7 +202,53 @@ def spec_skeleton(
         ")",
         "",
     ]
-    if directives is not None and not directives.launches_of(signature.name):
+    if host is not None and host.directive is not None:
+        d = host.directive
+        smem = f" smem={d.smem}" if d.smem != "0" else ""
+        others = f" (the first of {host.count} launches)" if host.count > 1 else ""
+        lines.insert(
+            1,
+            f"# Launched as the .cu launches it: {d.origin}{others}: grid={d.grid} block={d.block}{smem}.\n"
+            f"# A `// kernel-lsp: launch {signature.name} grid=... block=...` line in the .cu overrides it.",
+        )
+    elif directives is not None and not directives.launches_of(signature.name):
         hint = _launch_hint(signature, body, sizes, bounds)
-        lines.insert(1, f"# The .cu needs a launch line, e.g.:\n#   {hint}")
+        why = f"# Its launch in host code cannot be used ({host.reason}), so the" if host else "# The"
+        lines.insert(1, f"{why} .cu needs a launch line, e.g.:\n#   {hint}")
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class HostLaunchHint:
+    """The launch a skeleton takes from the file's host code, or why it cannot."""
+
+    directive: LaunchDirective | None
+    symbols: tuple[str, ...] = ()
+    count: int = 0
+    reason: str = ""
+
+
+def host_launch_of(
+    signature: KernelSignature, directives: Directives | None, source: str | None
+) -> HostLaunchHint | None:
+    """The first launch of the kernel in the file's host code that reads over the kernel's
+    parameters (None without a launch in host code, or with a launch comment)."""
+    if not source or (directives is not None and directives.launches_of(signature.name)):
+        return None
+    launches = host_code(source).launches_of(signature.name)
+    distinct = {
+        (x.in_kernel_terms.grid.python(), x.in_kernel_terms.block.python())
+        for x in launches
+        if x.in_kernel_terms
+    }
+    for launch in launches:
+        d = spec_launch(launch, signature.name)
+        if d is not None and launch.in_kernel_terms is not None:
+            t = launch.in_kernel_terms
+            symbols = tuple(dict.fromkeys(t.grid.symbols + t.block.symbols + t.smem.symbols))
+            return HostLaunchHint(d, symbols, len(distinct))
+    if launches:
+        first = launches[0]
+        reasons = first.in_kernel_terms.reasons if first.in_kernel_terms else first.reasons
+        return HostLaunchHint(None, reason=f"{first.where()}: {reasons[0] if reasons else 'unreadable'}")
+    return None

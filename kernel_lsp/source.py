@@ -4,20 +4,11 @@ understood, and directives it could not read come back as problems with their li
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
-_COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
-
-
-def blank_comments(source: str) -> str:
-    """The source with comments and string literals replaced by spaces, newlines kept, so offsets
-    and line numbers still match."""
-
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return _COMMENT_OR_STRING.sub(blank, source)
+from .constants.text import blank_comments, blank_comments_keep_strings
 
 
 @dataclass(frozen=True)
@@ -84,7 +75,7 @@ def _parse_param(text: str, index: int) -> Param:
     return Param(type=" ".join(text.split()), name=f"arg{index}")  # unnamed parameter
 
 
-def find_kernels(source: str) -> list[KernelSignature]:
+def _find_kernels(source: str) -> list[KernelSignature]:
     """Every `__global__` function declared or defined in the file, in order."""
     code = blank_comments(source)
     kernels: list[KernelSignature] = []
@@ -222,6 +213,13 @@ class LaunchDirective:
     block: str
     smem: str = "0"
     line: int = 0
+    # "" for a launch comment; for a launch read from host code (kernel_lsp.host_launch.spec_launch),
+    # where it is: "the launch at saxpy.cu:88 in `launch_saxpy`".
+    origin: str = ""
+
+    @property
+    def described(self) -> str:
+        return self.origin or f"launch line {self.line} of the .cu"
 
 
 @dataclass(frozen=True)
@@ -244,6 +242,8 @@ class Directives:
     launches: list[LaunchDirective] = field(default_factory=list)
     tunables: list[TuneDirective] = field(default_factory=list)
     problems: list[DirectiveProblem] = field(default_factory=list)
+    # Kernel -> why its launches in host code give a spec no launch (when none does).
+    host_notes: dict[str, str] = field(default_factory=dict)
 
     def launches_of(self, kernel: str) -> list[LaunchDirective]:
         """The launch lines of `kernel`; a template instance (`scale<float>`) without lines of its
@@ -296,7 +296,7 @@ def _split_assignments(text: str) -> tuple[list[str], dict[str, str]]:
     return words, assigns
 
 
-def parse_directives(source: str) -> Directives:
+def _parse_directives(source: str) -> Directives:
     out = Directives()
     for lineno, text in enumerate(source.splitlines(), start=1):
         if "kernel-lsp:" not in text:
@@ -357,7 +357,7 @@ class IncludeLine:
     quoted: bool  # "..." rather than <...>
 
 
-def find_includes(source: str) -> list[IncludeLine]:
+def _find_includes(source: str) -> list[IncludeLine]:
     code = blank_comments_keep_strings(source)
     return [
         IncludeLine(m.group(2).strip(), code.count("\n", 0, m.start()) + 1, m.group(1) == '"')
@@ -365,9 +365,47 @@ def find_includes(source: str) -> list[IncludeLine]:
     ]
 
 
-def blank_comments_keep_strings(source: str) -> str:
-    def blank(m: re.Match[str]) -> str:
-        s = m.group(0)
-        return re.sub(r"[^\n]", " ", s) if s.startswith("/") else s
+# --- parsed once ----------------------------------------------------------------------------------
 
-    return _COMMENT_OR_STRING.sub(blank, source)
+
+class ParsedSource:
+    """A source text and what the engine reads from it, each parsed once on first use: the spec
+    checker, the tuner, occupancy, hover and the optimizer all ask for the same text's kernels
+    and directives, so they share one parse (and so cannot disagree)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def kernels(self) -> tuple[KernelSignature, ...]:
+        return tuple(_find_kernels(self.text))
+
+    @functools.cached_property
+    def directives(self) -> Directives:
+        return _parse_directives(self.text)
+
+    @functools.cached_property
+    def includes(self) -> tuple[IncludeLine, ...]:
+        return tuple(_find_includes(self.text))
+
+
+@functools.lru_cache(maxsize=16)
+def parse(text: str) -> ParsedSource:
+    """The parsed form of `text`; the same text asked again (a re-save, another feature, the
+    optimizer's next gate) is not parsed again."""
+    return ParsedSource(text)
+
+
+def find_kernels(source: str) -> list[KernelSignature]:
+    """Every `__global__` function declared or defined in the file, in order."""
+    return list(parse(source).kernels)
+
+
+def parse_directives(source: str) -> Directives:
+    """The `// kernel-lsp:` launch and tune directives (a copy the caller may change)."""
+    d = parse(source).directives
+    return Directives(list(d.launches), list(d.tunables), list(d.problems))
+
+
+def find_includes(source: str) -> list[IncludeLine]:
+    return list(parse(source).includes)

@@ -13,7 +13,7 @@ folders that cannot be read are reported, not fatal.
 `plan_batch` turns a batch into work with an `IncludeGraph`: the files to re-check (changed files
 and everything that includes a changed header, transitively) and the files to forget (deleted).
 
-`watch_check_main` is `kernel-lsp --check --watch`: one full check, then only what changed.
+`kernel_lsp.cli.watch` is `kernel-lsp --check --watch` on top of this.
 """
 
 from __future__ import annotations
@@ -22,13 +22,10 @@ import fnmatch
 import hashlib
 import logging
 import os
-import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import TextIO
+from dataclasses import dataclass, field
 
 import pathspec
 from watchdog.events import (
@@ -44,9 +41,7 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
-from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, FileCheck, spec_owners
-from .compile import end_pool
-from .config import Settings
+from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, spec_owners
 from .include_graph import IncludeGraph, normalize
 
 log = logging.getLogger(__name__)
@@ -468,191 +463,3 @@ def plan_batch(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> 
         plan.dependents |= {k for k in known if is_cuda(k)}
     plan.dependents -= plan.forget
     return plan
-
-
-# --- kernel-lsp --check --watch ---------------------------------------------------------------
-
-
-def _block(check: FileCheck) -> list[str]:
-    """A file's findings and kernel resources as the text format prints them."""
-    from .formats import _rel, format_diagnostic, format_resources
-
-    lines = [
-        format_diagnostic(d)
-        for d in sorted(check.diagnostics, key=lambda d: (d.path != check.path, d.path, d.line, d.col))
-    ]
-    lines += [f"{_rel(check.path)}: {format_resources(k)}" for k in check.kernels]
-    return lines
-
-
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group; the main process ends the workers itself.
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-class _WatchSession:
-    """The state of `--check --watch`: the files followed, their last output, the include graph."""
-
-    def __init__(self, paths: list[str], settings: Settings, fmt: str, out: TextIO) -> None:
-        from .check import collect_files
-        from .compile import compile_pool
-
-        self.settings = settings
-        self.fmt = fmt
-        self.out = out
-        self.archs = settings.archs()
-        files = collect_files(paths, settings.exclude).files
-        self.files = {normalize(f) for f in files}
-        self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
-        self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
-        from .check import project_include_dirs
-
-        dirs = settings.compile_options(self.archs[0]).include_dirs if self.archs else ()
-        roots = self.folders or sorted({os.path.dirname(p) for p in self.explicit})
-        self.graph = IncludeGraph(dirs + project_include_dirs(settings, roots))
-        self.last: dict[str, list[str]] = {}
-        self.state: dict[str, FileCheck] = {}
-        self.batches: queue.Queue[Batch | None] = queue.Queue()
-        self.pool = compile_pool(
-            max(1, min(len(self.files) or 1, os.cpu_count() or 1)), initializer=_ignore_sigint
-        )
-        self.watchers: list[WorkspaceWatcher] = []
-
-    def follows(self, path: str) -> bool:
-        if path in self.explicit or any(path.startswith(f + os.sep) for f in self.folders):
-            return True
-        return path in self.graph  # a header one of the files includes
-
-    def check(self, paths: Iterable[str]) -> list[FileCheck]:
-        from .check import check_path
-
-        paths = sorted(paths)
-        n = len(paths)
-        context = [self._includers(p) for p in paths]
-        checks = list(self.pool.map(check_path, paths, [self.settings] * n, [None] * n, [None] * n, context))
-        for c in checks:
-            self.state[c.path] = c
-        return checks
-
-    def _includers(self, path: str) -> tuple:
-        """The `.cu` a header is checked in the context of when it fails on its own."""
-        from .check import rank_includers
-
-        if path.endswith(".cu"):
-            return ()
-        found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        return tuple((p, None) for p in rank_includers(path, found)[:1])
-
-    def shown_checks(self) -> list[FileCheck]:
-        """The checks as --check prints them: a header's findings once, not once per includer."""
-        from .check import drop_repeated
-
-        copies = [
-            replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
-        ]
-        drop_repeated(copies)
-        return copies
-
-    def first_run(self) -> None:
-        from .formats import FORMATTERS
-
-        # The graph first: a header that fails alone is checked through its includer.
-        for f in sorted(self.files):
-            self.graph.update(f)
-        self.check(self.files)
-        shown = self.shown_checks()
-        self.last = {c.path: _block(c) for c in shown}
-        print(FORMATTERS[self.fmt](shown, self.archs), file=self.out, flush=True)
-
-    def start_watching(self) -> None:
-        parents = {os.path.dirname(p) for p in self.explicit}
-        roots = sorted(set(self.folders) | parents)
-        # A folder inside another watched folder needs no observer of its own.
-        roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots if o != r)]
-        for root in roots:
-            w = WorkspaceWatcher(root, self.batches.put, self.settings.exclude, accept=self.follows)
-            w.start()
-            self.watchers.append(w)
-
-    def apply(self, batch: Batch) -> None:
-        from .formats import FORMATTERS, _rel
-
-        plan = plan_batch(batch, self.graph, self.files)
-        for p in plan.changed:
-            if is_cuda(p) and (p in self.explicit or any(p.startswith(f + os.sep) for f in self.folders)):
-                self.files.add(p)
-        gone = sorted(p for p in plan.forget if p in self.files)
-        self.files -= set(gone)
-        for p in gone:
-            self.state.pop(p, None)
-        self.check(p for p in plan.check if p in self.files)
-        shown = self.shown_checks()
-        now = {c.path: _block(c) for c in shown}
-        changed = [c for c in shown if now[c.path] != self.last.get(c.path)]
-        gone = [p for p in gone if p in self.last]
-        self.last = now
-        if not changed and not gone:
-            return
-        if self.fmt == "text":
-            lines = []
-            for c in changed:
-                lines += now[c.path] or [f"{_rel(c.path)}: no findings"]
-            lines += [f"{_rel(p)}: deleted" for p in gone]
-            errors = sum(c.errors for c in shown)
-            warnings = sum(c.warnings for c in shown)
-            lines.append(
-                f"[{time.strftime('%H:%M:%S')}] {len(changed) + len(gone)} file(s) changed; "
-                f"now {errors} error(s), {warnings} warning(s) in {len(shown)} file(s)"
-            )
-            print("\n".join(lines), file=self.out, flush=True)
-        else:
-            gone_checks = [FileCheck(p, [], checked=False, missing=True) for p in gone]
-            print(FORMATTERS[self.fmt](changed + gone_checks, self.archs), file=self.out, flush=True)
-
-    def exit_code(self) -> int:
-        return 1 if any(c.errors for c in self.state.values()) else 0
-
-    def close(self) -> None:
-        for w in self.watchers:
-            w.stop()
-        end_pool(self.pool)
-
-
-def watch_check_main(paths: list[str], settings: Settings, fmt: str, out: TextIO | None = None) -> int:
-    """Check everything once, then re-check what changes and print only that, until Ctrl-C (or
-    SIGTERM). Exit code: 1 when the files last checked have errors, else 0; 2 when a folder
-    cannot be watched."""
-    import signal
-
-    out = out or sys.stdout
-    session = _WatchSession(paths, settings, fmt, out)
-    previous_term = None
-    if threading.current_thread() is threading.main_thread():
-        # SIGTERM ends the watch the way Ctrl-C does (process managers, test harnesses).
-        previous_term = signal.signal(signal.SIGTERM, lambda *_: session.batches.put(None))
-    try:
-        session.first_run()
-        try:
-            session.start_watching()
-        except OSError as e:
-            print(f"kernel-lsp: cannot watch: {e}", file=sys.stderr)
-            return 2
-        for w in session.watchers:
-            for problem in w.scan().problems:
-                print(f"kernel-lsp: {problem}; not watched", file=sys.stderr)
-        print(
-            f"kernel-lsp: watching {', '.join(w.root for w in session.watchers)}; Ctrl-C to stop",
-            file=sys.stderr,
-            flush=True,
-        )
-        while (batch := session.batches.get()) is not None:
-            session.apply(batch)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        session.close()
-        if previous_term is not None:
-            signal.signal(signal.SIGTERM, previous_term)
-    return session.exit_code()

@@ -42,6 +42,22 @@ def pytest_collection_modifyitems(config, items):
             )
 
 
+def pytest_runtest_logreport(report):
+    """With KERNEL_LSP_TEST_TIMES=FILE, each test's time is appended as it ends (setup + call +
+    teardown), so a run stopped at a time limit still says where its time went."""
+    out = os.environ.get("KERNEL_LSP_TEST_TIMES")
+    if out:
+        with open(out, "a") as f:
+            f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
+
+
+@pytest.fixture(autouse=True)
+def _not_in_ci(monkeypatch):
+    """Tests run kernel-lsp as a developer does: `CI` (set by CI services) makes `--check` read
+    specs without running them; the tests of that behaviour set it themselves."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

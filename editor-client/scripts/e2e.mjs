@@ -5,7 +5,14 @@
 //      bar shows the device (or "compile-only (no GPU)");
 //   2. optimizer preview: with a stand-in server (scripts/fake-optimize-server.mjs) that answers
 //      kernelLsp.optimize the way the real one does, "Optimize Kernel at Cursor" opens the Refactor
-//      Preview and leaves the file alone until the user presses Apply.
+//      Preview and leaves the file alone until the user presses Apply;
+//   3. Restricted Mode: in an untrusted folder whose settings try to turn specs on and choose the
+//      server, the user's server still shows diagnostics and Optimize is refused with the reason;
+//   0. first start with no Python setup: nothing configured and no kernel_lsp importable by python3
+//      on PATH, the extension installs the server wheel bundled in the .vsix into its own
+//      environment and the diagnostics of scenario 1 show.
+// Server settings go into the user settings, the only place the extension reads them from; the
+// workspace's .vscode/settings.json of scenario 1 tries to set kernelLsp.server.path and must fail.
 //
 // It installs what it needs into editor-client/.e2e (code-server, playwright-core) and, as root on
 // Debian, the system packages (chromium; ripgrep and libkrb5-dev for code-server's install).
@@ -196,12 +203,44 @@ async function runCommand(page, title) {
     await page.keyboard.press('Enter');
 }
 
-async function scenarioDiagnostics(page, { baseUrl }) {
+/** Opens broken.cu in `folder` and waits for the real server's NVRTC diagnostic. */
+async function expectBrokenDiagnostic(page, baseUrl, folder, timeoutMs) {
+    await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
+    await openFile(page, 'broken.cu');
+    await page.keyboard.press('Control+Shift+M'); // Problems panel
+    await waitForText(page, '.markers-panel', /undefined_scale_factor/, timeoutMs);
+    console.log(`Problems panel: ${(await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).join(' | ')}`);
+}
+
+async function scenarioBootstrap(page, { baseUrl, setUserSettings, serverEnv, globalStorage }) {
+    step('scenario 0: first start with no Python setup installs the bundled server');
+    try {
+        execFileSync('python3', ['-I', '-c', 'import kernel_lsp'], { env: serverEnv, stdio: 'ignore' });
+        console.log('SKIP scenarioBootstrap: python3 on PATH already imports kernel_lsp, so nothing would be installed');
+        return;
+    } catch {
+        // As on a fresh machine: python3 exists, kernel_lsp is not installed in it.
+    }
+    setUserSettings({});
+    const folder = makeWorkspace('bootstrap', { 'broken.cu': BROKEN_CU });
+    // pip installs about 0.7 GB of dependencies first: allow it ten minutes.
+    await expectBrokenDiagnostic(page, baseUrl, folder, Math.max(waitMs, 600_000));
+    const python = join(globalStorage, 'server-env', 'bin', 'python');
+    if (!existsSync(python)) {
+        throw new Error(`the diagnostics came, but not from the extension's environment (${python} is missing)`);
+    }
+    console.log(`the server runs from ${python}`);
+    await page.screenshot({ path: join(artifactsDir, 'bootstrap.png') });
+}
+
+async function scenarioDiagnostics(page, { baseUrl, setUserSettings }) {
     step(`scenario 1: the real server (${python}) publishes NVRTC diagnostics`);
-    execFileSync(python, ['-c', 'import kernel_lsp'], { stdio: 'inherit' });
+    execFileSync(python, ['-I', '-c', 'import kernel_lsp'], { stdio: 'inherit' });
+    setUserSettings({ 'kernelLsp.interpreter': [python] });
     const folder = makeWorkspace('diagnostics', {
         'broken.cu': BROKEN_CU,
-        '.vscode/settings.json': JSON.stringify({ 'kernelLsp.interpreter': [python] }, null, 2),
+        // A repository that tries to choose the server: the extension ignores it.
+        '.vscode/settings.json': JSON.stringify({ 'kernelLsp.server.path': ['/nonexistent/repo-server'] }, null, 2),
     });
     await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
     await openFile(page, 'broken.cu');
@@ -214,13 +253,34 @@ async function scenarioDiagnostics(page, { baseUrl }) {
     await page.screenshot({ path: join(artifactsDir, 'diagnostics.png') });
 }
 
-async function scenarioPreview(page, { baseUrl, reportPath }) {
+async function scenarioRestricted(page, { baseUrl, setUserSettings }) {
+    step('scenario 3: an untrusted folder (Restricted Mode) gets diagnostics, and Optimize is refused');
+    setUserSettings({
+        'kernelLsp.interpreter': [python],
+        'security.workspace.trust.enabled': true,
+        'security.workspace.trust.startupPrompt': 'never', // open untrusted, without asking
+    });
+    const folder = makeWorkspace('restricted', {
+        'broken.cu': BROKEN_CU,
+        '.vscode/settings.json': JSON.stringify(
+            { 'kernelLsp.specs.run': 'onAction', 'kernelLsp.server.path': ['/nonexistent/repo-server'] },
+            null,
+            2,
+        ),
+    });
+    await expectBrokenDiagnostic(page, baseUrl, folder, waitMs);
+    await runCommand(page, 'kernel-lsp: Optimize Kernel at Cursor');
+    await page.locator('[id="status.notifications"]').click();
+    await waitForText(page, '.notifications-toasts, .notifications-center', /Restricted Mode does not allow/);
+    console.log('Optimize refused in Restricted Mode, with the reason');
+    await page.screenshot({ path: join(artifactsDir, 'restricted.png') });
+}
+
+async function scenarioPreview(page, { baseUrl, reportPath, setUserSettings }) {
     step('scenario 2: an optimization shows the Refactor Preview and waits for Apply');
     const fakeServer = join(clientDir, 'scripts', 'fake-optimize-server.mjs');
-    const folder = makeWorkspace('preview', {
-        'kernel.cu': KERNEL_CU,
-        '.vscode/settings.json': JSON.stringify({ 'kernelLsp.server.path': [process.execPath, fakeServer] }, null, 2),
-    });
+    setUserSettings({ 'kernelLsp.server.path': [process.execPath, fakeServer] });
+    const folder = makeWorkspace('preview', { 'kernel.cu': KERNEL_CU });
     await page.goto(`${baseUrl}/?folder=${encodeURIComponent(folder)}`);
     await openFile(page, 'kernel.cu');
     await page.locator('.statusbar').getByText(/Fake GPU 9000/).first().waitFor({ timeout: waitMs });
@@ -269,16 +329,22 @@ async function main() {
     const userDataDir = join(home, 'user-data');
     const extensionsDir = join(home, 'extensions');
     mkdirSync(join(userDataDir, 'User'), { recursive: true });
-    writeFileSync(
-        join(userDataDir, 'User', 'settings.json'),
-        JSON.stringify({
-            'workbench.startupEditor': 'none',
-            'security.workspace.trust.enabled': false,
-            'telemetry.telemetryLevel': 'off',
-            'extensions.autoCheckUpdates': false,
-            'workbench.enableExperiments': false,
-        }),
-    );
+    const setUserSettings = (server) =>
+        writeFileSync(
+            join(userDataDir, 'User', 'settings.json'),
+            JSON.stringify({
+                'workbench.startupEditor': 'none',
+                'security.workspace.trust.enabled': false,
+                'telemetry.telemetryLevel': 'off',
+                'extensions.autoCheckUpdates': false,
+                'workbench.enableExperiments': false,
+                ...server,
+            }),
+        );
+    setUserSettings({});
+    const globalStorage = join(userDataDir, 'User', 'globalStorage', 'kernel-lsp.kernel-lsp');
+    // The extension host's environment: no activated venv, so python3 is the machine's own.
+    const serverEnv = withoutVirtualEnv(process.env);
     const codeServer = join(toolsDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
     const common = ['--user-data-dir', userDataDir, '--extensions-dir', extensionsDir];
     step('install the .vsix into code-server');
@@ -292,9 +358,9 @@ async function main() {
     const reportPath = join(home, 'report.md');
     const server = spawn(
         process.execPath,
-        [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust'],
+        [codeServer, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check'],
         // Its own process group, so that stopping it also stops the extension host and the servers.
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FAKE_REPORT_PATH: reportPath }, detached: true },
+        { stdio: ['ignore', 'pipe', 'pipe'], env: { ...serverEnv, FAKE_REPORT_PATH: reportPath }, detached: true },
     );
     const serverLog = [];
     server.stdout.on('data', (d) => serverLog.push(String(d)));
@@ -313,10 +379,10 @@ async function main() {
         const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
         page.on('pageerror', (error) => console.log(`[page error] ${error.message}`));
         const only = process.env.E2E_SCENARIOS?.split(',');
-        const scenarios = [scenarioDiagnostics, scenarioPreview].filter((scenario) => !only || only.some((name) => scenario.name.toLowerCase().includes(name.toLowerCase())));
+        const scenarios = [scenarioBootstrap, scenarioDiagnostics, scenarioPreview, scenarioRestricted].filter((scenario) => !only || only.some((name) => scenario.name.toLowerCase().includes(name.toLowerCase())));
         for (const scenario of scenarios) {
             try {
-                await scenario(page, { baseUrl, reportPath });
+                await scenario(page, { baseUrl, reportPath, setUserSettings, serverEnv, globalStorage });
                 console.log(`PASS ${scenario.name}`);
             } catch (error) {
                 failed = true;
@@ -335,6 +401,14 @@ async function main() {
         process.exit(1);
     }
     console.log('e2e: all scenarios passed');
+}
+
+/** `env` without an activated virtual environment: its bin folder off PATH, VIRTUAL_ENV unset. */
+function withoutVirtualEnv(env) {
+    const venvBins = (env.PATH ?? '').split(':').filter((dir) => existsSync(join(dir, '..', 'pyvenv.cfg')));
+    const rest = { ...env };
+    delete rest.VIRTUAL_ENV;
+    return { ...rest, PATH: (env.PATH ?? '').split(':').filter((dir) => !venvBins.includes(dir)).join(':') };
 }
 
 function stopProcessGroup(pid) {

@@ -1,8 +1,13 @@
 // Entry point: starts the kernel-lsp server and wires its features to commands and the status bar.
 
+import { mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient } from 'vscode-languageclient/node';
+import { BootstrapResult, ensureServerEnvironment, findBundledWheel, isEnvironmentCurrent } from './common/bootstrap';
 import {
+    API_KEY_ENV,
     API_KEY_SECRET,
     Commands,
     SERVER_MODULE,
@@ -12,22 +17,34 @@ import {
     ServerCommands,
 } from './common/constants';
 import { checkModuleImports } from './common/installCheck';
-import { formatCommand, notInstalledMessage, resolveServerCommand } from './common/interpreter';
+import {
+    FALLBACK_PYTHON,
+    ServerCommand,
+    formatCommand,
+    notInstalledMessage,
+    resolveServerCommand,
+    runModule,
+} from './common/interpreter';
 import { findKernelAtCursor, findKernels } from './common/kernels';
 import { isPythonExtensionInstalled, onDidChangeSelectedInterpreter, selectedInterpreter } from './common/python';
 import { OptimizeResult, createClient, isOptimizeResult, readSettings } from './common/server';
 import { toServerLaunchOptions } from './common/settings';
 import { describeStatus, parseServerStatus } from './common/status';
+import { chooseWorkingDirectory, ignoredWorkspaceSettingMessage } from './common/trust';
 
 let client: LanguageClient | undefined;
 let log: vscode.LogOutputChannel;
 let statusItem: vscode.StatusBarItem;
 let secrets: vscode.SecretStorage;
+let extensionContext: vscode.ExtensionContext;
+/** User-only settings whose workspace value the user was already told about (once per session). */
+const warnedIgnoredSettings = new Set<string>();
 /** Restarts run one after another: two overlapping starts would leave two servers running. */
 let restartQueue: Promise<void> = Promise.resolve();
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     secrets = context.secrets;
+    extensionContext = context;
     log = vscode.window.createOutputChannel(SERVER_NAME, { log: true });
     statusItem = vscode.window.createStatusBarItem(`${SETTINGS_SECTION}.status`, vscode.StatusBarAlignment.Right, 100);
     statusItem.name = SERVER_NAME;
@@ -52,6 +69,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
                 void restart('server command setting changed');
             }
         }),
+        // Trust changes what the server may run (specs) and which interpreter it may use.
+        vscode.workspace.onDidGrantWorkspaceTrust(() => restart('workspace trusted')),
         // The key reaches the server only through its environment, which is fixed at spawn.
         context.secrets.onDidChange((event) => {
             if (event.key === API_KEY_SECRET) {
@@ -63,7 +82,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     // Without a configured command the Python extension's choice is the server's interpreter.
     context.subscriptions.push(
         await onDidChangeSelectedInterpreter(() => {
-            const settings = readSettings();
+            const settings = readSettings(undefined, warnIgnoredWorkspaceSettings);
             if (settings.server.path.length === 0 && settings.interpreter.length === 0) {
                 void restart('Python extension interpreter changed');
             }
@@ -108,32 +127,30 @@ async function startServer(reason: string): Promise<void> {
     showStatus('$(sync~spin) kernel-lsp', 'kernel-lsp: starting…');
 
     const resource = vscode.window.activeTextEditor?.document.uri;
-    const settings = readSettings(resource);
-    const command = resolveServerCommand({
+    const settings = readSettings(resource, warnIgnoredWorkspaceSettings);
+    const cwd = serverWorkingDirectory();
+    const resolved = resolveServerCommand({
         serverPath: settings.server.path,
         interpreter: settings.interpreter,
         pythonExtensionInterpreter: await selectedInterpreter(resource),
+        untrustedFolders: vscode.workspace.isTrusted ? [] : workspaceFolderPaths(),
     });
-    const launch = toServerLaunchOptions(settings, process.env, await secrets.get(API_KEY_SECRET));
-
-    // Never log `launch.env`: it may hold the API key.
-    log.info(`Starting (${reason}): ${formatCommand([command.command, ...command.args])} [from ${command.source}]`);
-
-    if (command.python) {
-        const check = await checkModuleImports(command.python, SERVER_MODULE, launch.env);
-        if (check.kind !== 'ok') {
-            log.error(`${formatCommand(command.python)} -c "import ${SERVER_MODULE}" failed: ${check.error}`);
-            showStatus('$(error) kernel-lsp', 'kernel-lsp is not running: not installed in the selected interpreter');
-            void offerInstallFix(
-                check.kind === 'noInterpreter'
-                    ? `The Python interpreter ${formatCommand(command.python)} (from ${command.source}) could not be run. Select another interpreter or set kernelLsp.interpreter.`
-                    : notInstalledMessage(command),
-            );
-            return;
-        }
+    if (resolved.note) {
+        log.warn(resolved.note);
     }
+    const launch = toServerLaunchOptions(settings, process.env, await secrets.get(API_KEY_SECRET));
+    const command = resolved.python ? await importableServer(resolved, launch.env, cwd) : resolved;
+    if (!command) {
+        return; // The user has been told why.
+    }
+    // Never log `launch.env`: it may hold the API key.
+    log.info(`Starting (${reason}): ${formatCommand([command.command, ...command.args])} [from ${command.source}] in ${cwd}`);
 
-    const newClient = createClient(command, launch, log, { onOptimizeResult: reportOptimizeResult });
+    const newClient = createClient(command, launch, cwd, log, {
+        onOptimizeResult: reportOptimizeResult,
+        mayOptimize,
+        onIgnoredWorkspaceSettings: warnIgnoredWorkspaceSettings,
+    });
     // An object, not a boolean local: the handler sets it while `start()` is awaited.
     const serverStatus = { reported: false };
     newClient.onNotification(STATUS_NOTIFICATION, (params: unknown) => {
@@ -167,6 +184,122 @@ async function startServer(reason: string): Promise<void> {
     }
 }
 
+function workspaceFolderPaths(): string[] {
+    return (vscode.workspace.workspaceFolders ?? []).filter((folder) => folder.uri.scheme === 'file').map((folder) => folder.uri.fsPath);
+}
+
+/** Outside every workspace folder, so the workspace can neither shadow modules nor anchor relative paths. */
+function serverWorkingDirectory(): string {
+    const storage = extensionContext.globalStorageUri.fsPath;
+    mkdirSync(storage, { recursive: true });
+    return chooseWorkingDirectory([storage, tmpdir()], workspaceFolderPaths());
+}
+
+/**
+ * `command` if its interpreter imports kernel_lsp; else, unless the user chose that interpreter in
+ * kernelLsp.interpreter, the server bundled in the .vsix, installed into the extension's own
+ * environment. Undefined after telling the user why neither works.
+ */
+async function importableServer(command: ServerCommand, env: Record<string, string>, cwd: string): Promise<ServerCommand | undefined> {
+    const python = command.python ?? [FALLBACK_PYTHON];
+    const check = await checkModuleImports(python, SERVER_MODULE, { env, cwd });
+    if (check.kind === 'ok') {
+        return command;
+    }
+    log.info(`${formatCommand(python)} -I -c "import ${SERVER_MODULE}" failed: ${check.error}`);
+    const wheel = findBundledWheel(join(extensionContext.extensionPath, 'bundled'));
+    if (wheel && command.source !== 'kernelLsp.interpreter') {
+        const result = await installBundledServer(python, wheel, env, cwd);
+        if (result.kind === 'ready') {
+            return runModule(result.python, 'bundled environment');
+        }
+        log.error(result.message);
+        showStatus('$(error) kernel-lsp', 'kernel-lsp is not running: its server could not be installed');
+        void vscode.window.showErrorMessage(result.message, 'Show Log').then((choice) => {
+            if (choice) {
+                log.show();
+            }
+        });
+        return undefined;
+    }
+    showStatus('$(error) kernel-lsp', 'kernel-lsp is not running: not installed in the selected interpreter');
+    void offerInstallFix(
+        check.kind === 'noInterpreter'
+            ? `The Python interpreter ${formatCommand(python)} (from ${command.source}) could not be run. Select another interpreter or set kernelLsp.interpreter.`
+            : notInstalledMessage(command),
+    );
+    return undefined;
+}
+
+/** Creates (once) the extension's own environment with the bundled wheel; pip's output goes to the log. */
+async function installBundledServer(python: string[], wheel: string, env: Record<string, string>, cwd: string): Promise<BootstrapResult> {
+    // pip and venv need no API key.
+    const installEnv = Object.fromEntries(Object.entries(env).filter(([name]) => name !== API_KEY_ENV));
+    const basePythons = formatCommand(python) === FALLBACK_PYTHON ? [python] : [python, [FALLBACK_PYTHON]];
+    const options = {
+        basePythons,
+        storageDir: extensionContext.globalStorageUri.fsPath,
+        wheel,
+        env: installEnv,
+        cwd,
+        log: (line: string) => {
+            log.info(line);
+        },
+    };
+    if (isEnvironmentCurrent(options.storageDir, wheel)) {
+        return ensureServerEnvironment({ ...options, progress: () => undefined });
+    }
+    log.info(`Installing the bundled server ${wheel} into ${options.storageDir}`);
+    showStatus('$(sync~spin) kernel-lsp', 'kernel-lsp: installing its server (see the log)…');
+    return vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'kernel-lsp' },
+        (progress) =>
+            ensureServerEnvironment({
+                ...options,
+                progress: (message) => {
+                    progress.report({ message });
+                },
+            }),
+    );
+}
+
+/** Optimizing runs the workspace's spec: not in Restricted Mode. */
+function mayOptimize(): boolean {
+    if (vscode.workspace.isTrusted) {
+        return true;
+    }
+    const manage = 'Manage Workspace Trust';
+    void vscode.window
+        .showWarningMessage(
+            "kernel-lsp: optimizing runs this workspace's spec (Python code), which Restricted Mode does not allow. Trust the folder to optimize.",
+            manage,
+        )
+        .then((choice) => {
+            if (choice === manage) {
+                void vscode.commands.executeCommand('workbench.trust.manage');
+            }
+        });
+    return false;
+}
+
+function warnIgnoredWorkspaceSettings(names: string[]): void {
+    const fresh = names.filter((name) => !warnedIgnoredSettings.has(name));
+    if (fresh.length === 0) {
+        return;
+    }
+    for (const name of fresh) {
+        warnedIgnoredSettings.add(name);
+    }
+    const message = ignoredWorkspaceSettingMessage(fresh);
+    log.warn(message);
+    const open = 'Open User Settings';
+    void vscode.window.showWarningMessage(message, open).then((choice) => {
+        if (choice === open) {
+            void vscode.commands.executeCommand('workbench.action.openSettings', fresh[0]);
+        }
+    });
+}
+
 async function offerInstallFix(message: string): Promise<void> {
     const selectInterpreter = 'Select Interpreter';
     const openSettings = 'Open Settings';
@@ -195,6 +328,9 @@ function runningClient(): LanguageClient | undefined {
 }
 
 async function optimizeAtCursor(): Promise<void> {
+    if (!mayOptimize()) {
+        return;
+    }
     const editor = vscode.window.activeTextEditor;
     if (!editor) {
         void vscode.window.showWarningMessage('kernel-lsp: open a CUDA file and put the cursor in a kernel.');

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import functools
 import os
+from dataclasses import replace
 
-from ..model import CompileResult
+from ..model import CompileResult, Diagnostic, Severity
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import header_stamps, include_closure, resolve_include
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
-from .options import FALLBACK_ARCH, CompileOptions, cuda_include_dirs, local_gpu_arch, resolve_arch
-from .pool import JOB_TIMEOUT_S, compile_pool, end_pool
+from .options import (
+    FALLBACK_ARCH,
+    CompileOptions,
+    cuda_include_dirs,
+    local_gpu_arch,
+    resolve_arch,
+    usable_macros,
+)
+from .pool import JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
 
 __all__ = [
@@ -34,6 +42,7 @@ __all__ = [
     "choose_backend",
     "compile_file",
     "compile_front_end",
+    "compile_isolated",
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
@@ -72,20 +81,33 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 
 
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for. With
+    """Compile one file for one arch with the backend its options and text call for. A define
+    that cannot be passed as written is left out, with an error at the top of the file. With
     `compiler = auto`, device-only text that NVRTC fails on because a header it includes has host
     code (a header of a host+device project) goes to nvcc, as the project builds it."""
+    options, refused = usable_macros(options)
     if choose_backend(source, options) == "nvcc":
-        return compile_nvcc(source, path, options, use_cache)
-    result = compile_nvrtc(source, path, options, use_cache)
-    if (
-        not result.ok
-        and options.compiler == "auto"
-        and any(_has_host_code_on_disk(h) for h in result.includes)
-        and find_toolchain(options.extra).problem is None
-    ):
-        return compile_nvcc(source, path, options, use_cache)
-    return result
+        result = compile_nvcc(source, path, options, use_cache)
+    else:
+        result = compile_nvrtc(source, path, options, use_cache)
+        if (
+            not result.ok
+            and options.compiler == "auto"
+            and any(_has_host_code_on_disk(h) for h in result.includes)
+            and find_toolchain(options.extra).problem is None
+        ):
+            result = compile_nvcc(source, path, options, use_cache)
+    return _with_refused(result, path, refused)
+
+
+def _with_refused(result: CompileResult, path: str, refused: list[str]) -> CompileResult:
+    if not refused:
+        return result
+    found = [
+        Diagnostic(path, 1, 1, Severity.ERROR, f"{p}; left out", code="define", source="kernel-lsp")
+        for p in refused
+    ]
+    return replace(result, diagnostics=found + result.diagnostics)  # a copy: the caches hold `result`
 
 
 def _has_host_code_on_disk(header: str) -> bool:
@@ -106,9 +128,22 @@ def _file_has_host_code(path: str, mtime_ns: int, size: int) -> bool:
 def compile_front_end(source: str, path: str, options: CompileOptions) -> CompileResult | None:
     """A first look at a file nvcc compiles: its front end's findings, no resources (a full
     result already cached comes back whole). None for a file NVRTC compiles (it is quick)."""
+    options, refused = usable_macros(options)
     if choose_backend(source, options) != "nvcc":
         return None
-    return compile_nvcc(source, path, options, stage=FRONT_END)
+    return _with_refused(compile_nvcc(source, path, options, stage=FRONT_END), path, refused)
+
+
+def compile_isolated(source: str, path: str, options: CompileOptions) -> CompileResult:
+    """compile_source in a shared worker process (the GPU and optimizer paths: the server's own
+    process never runs a compiler, and an LLM's candidate that crashes NVRTC costs a worker)."""
+    try:
+        return run_isolated(compile_source, source, path, options)
+    except WorkerFailed as e:
+        message = f"compiling {os.path.basename(path)} for {options.arch}: {e}"
+        return CompileResult(
+            path, options.arch, False, [Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)]
+        )
 
 
 def compile_file(path: str, options: CompileOptions) -> CompileResult:

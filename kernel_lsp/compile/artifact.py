@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from .. import archs
 from ..advice import INCLUDE_DIRS
+from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle, fallback_name
@@ -25,26 +26,12 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
-_INT_DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)\s+\(?\s*(\d+)\s*\)?\s*$", re.M)
-
-
 def literal_launch_value(
     expr: str, defines: tuple[str, ...], source: str = ""
 ) -> int | tuple[int, ...] | None:
-    """A launch expression's value when it needs no runtime size (`256`, `(16, 16)`, `BLOCK`).
-    Macros come from `#define NAME 256` in the source (the tunables' defaults), then from -D."""
-    env: dict[str, int] = {m.group(1): int(m.group(2)) for m in _INT_DEFINE.finditer(source)}
-    for d in defines:
-        name, _, value = d.partition("=")
-        if value.strip().lstrip("-").isdigit():
-            env[name.strip()] = int(value)
-    try:
-        v = eval(expr, {"__builtins__": {}}, env)
-    except Exception:
-        return None
-    if isinstance(v, int) or (isinstance(v, tuple) and all(isinstance(x, int) for x in v)):
-        return v
-    return None
+    """A launch expression's value when it needs no runtime size (`256`, `(16, 16)`, `BLOCK`),
+    with the file's constants and -D values (kernel_lsp.constants; no `eval`)."""
+    return read_constants(source, defines).evaluate(expr)
 
 
 def _literal_block_size(expr: str, defines: tuple[str, ...], source: str = "") -> int | None:

@@ -263,6 +263,9 @@ _SHARED_CODEGEN = {
 # Draft names of the standards, as NVRTC and nvcc spell them.
 _STD_ALIASES = {"c++0x": "c++11", "c++1y": "c++14", "c++1z": "c++17", "c++2a": "c++20"}
 _ARCH_RE = re.compile(r"(?:sm|compute|lto)_(\d+[af]?)")
+# The values of -std and the shared code-generation flags: words and numbers (`c++17`, `64`,
+# `true`); anything else is dropped, so that no database text reaches nvcc's shell as a value.
+_PLAIN_VALUE = re.compile(r"[\w.+-]+")
 
 
 def parse_arguments(args: list[str], directory: str, file: str = "", db_path: str = "") -> CommandFlags:
@@ -329,7 +332,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
                 undefines.append(v)
         elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
             v = value(("--std", "-std"))
-            if v:
+            if v and _PLAIN_VALUE.fullmatch(v):  # a name nvcc takes, never shell text
                 v = v.replace("gnu++", "c++")
                 std = _STD_ALIASES.get(v, v)
         elif a in ("--expt-relaxed-constexpr", "-expt-relaxed-constexpr"):
@@ -359,7 +362,8 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         elif (flag := _shared_codegen(a, queue, i)) is not None:
             text, used = flag
             i += used
-            extra.append(text)
+            if text:
+                extra.append(text)
         # anything else (-c, -O3, -g, -MD, -fPIC, -Wall, -forward-unknown-to-host-compiler...) is
         # dropped: it changes neither what is an error nor what ptxas reports.
     return CommandFlags(
@@ -403,9 +407,9 @@ def _shared_codegen(a: str, queue: list[str], i: int) -> tuple[str, int] | None:
     if name in ("use_fast_math", "extra-device-vectorization"):
         return canonical, 0
     if eq:
-        return f"{canonical}={v}", 0
+        return (f"{canonical}={v}", 0) if _PLAIN_VALUE.fullmatch(v) else None
     if i < len(queue):
-        return f"{canonical}={queue[i]}", 1
+        return (f"{canonical}={queue[i]}", 1) if _PLAIN_VALUE.fullmatch(queue[i]) else ("", 1)
     return None
 
 
@@ -421,8 +425,10 @@ def _read_response_file(path: str) -> list[str]:
 
 
 def flags_for(path: str, root: str | None = None, named: str | None = None) -> Lookup:
-    """The database flags for `path` (the file's own entry, else a borrowed one). `root`: where
-    the upward search stops; `named`: the json (or its folder) a setting names. Never raises."""
+    """The database flags for `path` (the file's own entry, else a borrowed one). The database is
+    searched upward from the file, past the workspace `root` (an editor opened in `src/` must find
+    `../build/compile_commands.json` as the CLI does); `named`: the json (or its folder) a setting
+    names, relative to `root`. Never raises."""
     try:
         return _flags_for(path, root, named)
     except Exception as e:  # a database must never stop a check
@@ -435,7 +441,7 @@ def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
         if problem:
             return Lookup(problem=problem)
     else:
-        db_path = find_database(path, root)
+        db_path = find_database(path)
     if db_path is None:
         return Lookup()
     db = load_database(db_path)
@@ -476,7 +482,7 @@ def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
 def database_stamp(path: str, root: str | None = None, named: str | None = None) -> tuple | None:
     """(json, mtime, size) of the database that governs `path`, for cache keys."""
     try:
-        db = explicit_database(named, root)[0] if named else find_database(path, root)
+        db = explicit_database(named, root)[0] if named else find_database(path)
     except Exception:
         return None
     return (db, stamp(db)) if db else None

@@ -21,6 +21,7 @@ from ..model import CompileResult, Diagnostic, Severity
 from .artifact import build_result
 from .cache import CompileCache
 from .cancel import cancelled
+from .nvcc_args import NvccArgs
 from .options import CompileOptions
 from .toolchain import Toolchain, find_toolchain
 
@@ -28,6 +29,7 @@ from .toolchain import Toolchain, find_toolchain
 # without end) and is killed with everything it started. The `compile.timeoutSeconds` setting
 # (CompileOptions.timeout_s) overrides it.
 NVCC_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_NVCC_TIMEOUT_S", "60"))
+PRE_INCLUDE = "--pre-include="
 
 # Stages of a compile (CompileResult.stage); SKIPPED: this nvcc cannot run the front end alone.
 FULL, FRONT_END, SKIPPED = "full", "front-end", "skipped"
@@ -45,7 +47,8 @@ def _tool_diagnostic(path: str, options: CompileOptions, message: str, log: str 
     )
 
 
-def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list[str]:
+def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain, safe: NvccArgs) -> list[str]:
+    """nvcc's flags; every value from the workspace goes through `safe` (see nvcc_args.py)."""
     flags = [
         f"-arch={options.arch}",
         f"-std={options.std}",
@@ -55,16 +58,16 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list
     ]
     # The text is compiled from a temporary folder: the real folder stands in for it, for quoted
     # includes only (-iquote, as beside the file; nvcc preprocesses with the host compiler).
-    folder = os.path.dirname(os.path.abspath(path))
-    if re.fullmatch(r"[\w./+-]+", folder):
+    folder = safe.path(os.path.dirname(os.path.abspath(path)))
+    if folder and re.fullmatch(r"[\w./+-]+", folder):
         flags += ["-Xcompiler", "-iquote", "-Xcompiler", folder]
-    else:  # -Xcompiler values are split at commas and reach a shell unquoted: -I quotes them
+    elif folder:  # -Xcompiler values are split at commas and reach a shell unquoted: -I quotes them
         flags.append(f"-I{folder}")
-    flags += [f"-I{d}" for d in options.include_dirs]
-    for d in options.system_include_dirs:
-        flags += ["-isystem", d]
-    flags += [f"-D{d}" for d in options.defines]
-    flags += [f"-U{u}" for u in options.undefines]
+    flags += [f"-I{d}" for d in map(safe.path, options.include_dirs) if d]
+    for d in map(safe.path, options.system_include_dirs):
+        if d:
+            flags += ["-isystem", d]
+    flags += safe.macros(options.defines, options.undefines)
     if options.relaxed_constexpr:
         flags.append("--expt-relaxed-constexpr")
     if options.extended_lambda:
@@ -73,7 +76,11 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain) -> list
     names_ccbin = any(f.startswith(("-ccbin", "--compiler-bindir")) for f in options.extra)
     if os.environ.get("CXX") and toolchain.host_compiler and not names_ccbin:
         flags += ["-ccbin", toolchain.host_compiler]
-    flags += list(options.extra)
+    for flag in options.extra:
+        if not flag.startswith(PRE_INCLUDE):
+            flags.append(flag)
+        elif target := safe.path(flag.removeprefix(PRE_INCLUDE)):  # a project's file: a path too
+            flags.append(PRE_INCLUDE + target)
     return flags
 
 
@@ -231,7 +238,8 @@ def _compile_in_temp_dir(
             cubin_path = os.path.join(keep, f"{stem}.{options.arch}.cubin")
         else:
             mode = ["-cubin", "-o", cubin_path]
-        command = [toolchain.nvcc, *mode, *nvcc_flags(path, options, toolchain), src]
+        safe = NvccArgs(tmp)
+        command = [toolchain.nvcc, *mode, *nvcc_flags(path, options, toolchain, safe), src]
         try:
             code, log, ended = _run(command, tmp, timeout_s)
         except OSError as e:
@@ -273,13 +281,25 @@ def _compile_in_temp_dir(
                 cubin = f.read()
     # nvcc names the temporary file in a few lines of its own ("... in the compilation of"), and
     # a mirrored header's neighbours by their links.
-    log = log.replace(src, os.path.abspath(path))
+    log = safe.restore(log.replace(src, os.path.abspath(path)))
     for mirrored, real in folders.items():
         log = log.replace(mirrored, real)
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
     result.stage = stage
     # A header checked on its own is the main file here; its include guard is not a finding.
     result.diagnostics = [d for d in result.diagnostics if d.message != "#pragma once in main file"]
+    result.diagnostics += [
+        Diagnostic(
+            path,
+            1,
+            1,
+            Severity.WARNING,
+            f"{p!r} is not passed to nvcc: its shell would read the name, and no link to it could be made",
+            code="nvcc-path",
+            source="kernel-lsp",
+        )
+        for p in safe.dropped
+    ]
     if not ok and not any(d.severity == Severity.ERROR for d in result.diagnostics):
         how = f"was killed by signal {-code}" if code < 0 else f"failed (exit code {code})"
         result.diagnostics.append(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,48 @@ class CompileOptions:
 
     def with_arch(self, arch: str) -> CompileOptions:
         return replace(self, arch=arch)
+
+
+# `-DNAME`, `-DNAME=value`, `-DNAME(a, b)=body`: what the preprocessor takes as a macro name.
+_MACRO_NAME = re.compile(r"[A-Za-z_]\w*(\([\w \t,.]*\))?")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def define_problem(define: str) -> str | None:
+    """Why a define (`NAME`, `NAME=value`) cannot be passed as it is written, or None. A value
+    ends at a line break on the command line and in a `#define` line alike (nvcc passes defines
+    as `#define` lines, see nvcc_args.py), so a line break, another control character or a final
+    backslash (which would join the next line) is refused rather than cut."""
+    name, _, value = define.partition("=")
+    if not _MACRO_NAME.fullmatch(name):
+        return f"define `{define[:80]}`: `{name[:80]}` is not a macro name"
+    if _CONTROL.search(value):
+        return f"define `{name}`: its value holds a line break or another control character"
+    if value.endswith("\\"):
+        return f"define `{name}`: its value ends with a backslash"
+    return None
+
+
+def undefine_problem(name: str) -> str | None:
+    return None if _IDENTIFIER.fullmatch(name) else f"undefine `{name[:80]}` is not a macro name"
+
+
+def usable_macros(options: CompileOptions) -> tuple[CompileOptions, list[str]]:
+    """The options without the defines and undefines that cannot be passed, and why each was
+    left out (for a diagnostic on the file)."""
+    problems = [p for d in options.defines if (p := define_problem(d))]
+    problems += [p for u in options.undefines if (p := undefine_problem(u))]
+    if not problems:
+        return options, []
+    return (
+        replace(
+            options,
+            defines=tuple(d for d in options.defines if define_problem(d) is None),
+            undefines=tuple(u for u in options.undefines if undefine_problem(u) is None),
+        ),
+        problems,
+    )
 
 
 @functools.cache

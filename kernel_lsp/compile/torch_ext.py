@@ -19,6 +19,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from ..child_python import python_code
 from ..source import IncludeLine, find_includes
 
 TORCH_HEADER_PREFIXES = ("torch/", "ATen/", "c10/")
@@ -59,7 +60,7 @@ def torch_flags() -> TorchFlags:
         )
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _ASK_TORCH],
+            python_code(_ASK_TORCH),
             capture_output=True,
             text=True,
             timeout=LOOKUP_TIMEOUT_S,

@@ -13,9 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_lsp.compile.demangle import demangle
+from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
-from kernel_lsp.spec import Spec, SpecLoad, check_spec, load_specs, source_constants, spec_path_for
+from kernel_lsp.spec import Spec, SpecLoad, check_spec, source_constants, spec_path_for
+from kernel_lsp.spec.isolated import load_specs_isolated
 
 GPU_SOURCE = "kernel-lsp gpu"
 SpecArg = str | Spec | Sequence[Spec] | SpecLoad | None
@@ -103,7 +105,7 @@ def resolve_spec(
                     source=GPU_SOURCE,
                 )
             ]
-        specs = load_specs(specs, spec_source)
+        specs = load_specs_isolated(specs, spec_source)
     if isinstance(specs, SpecLoad):
         errors = [d for d in specs.diagnostics if d.severity is Severity.ERROR]
         if errors:
@@ -128,7 +130,8 @@ def launch_steps(
 ) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
     """The pipeline's launch steps, or the diagnostics (in the spec file) that prevent them."""
     sigs = find_kernels(source)
-    directives = parse_directives(source)
+    # A kernel without a launch comment runs as the file's host code launches it.
+    directives = with_host_launches(parse_directives(source), source, spec.kernels, defines, artifact.path)
     constants = source_constants(source, defines)
     problems = [d for d in check_spec(spec, sigs, directives, constants) if d.severity is Severity.ERROR]
     if problems:

@@ -7,12 +7,12 @@ import contextlib
 import os
 import queue
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from kernel_lsp.child_python import python_module
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 
 ProgressFn = Callable[[str, str], None]
@@ -41,7 +41,7 @@ class WorkerProcess:
             [pkg_root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
         )
         child_env.setdefault("PYTHONUNBUFFERED", "1")
-        cmd = [sys.executable, "-m", "kernel_lsp.runner.worker", "--device", str(device)]
+        cmd = [*python_module("kernel_lsp.runner.worker"), "--device", str(device)]
         if fake:
             cmd.append("--fake")
         # Lives as long as the worker; closed in close().

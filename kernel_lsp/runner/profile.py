@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp.child_python import python_module
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
@@ -140,9 +141,7 @@ def collect_command(ncu: str, symbols: list[str], job_dir: str, report: str) -> 
         "mangled",
         "-k",
         f"regex:^({pattern})$",
-        sys.executable,
-        "-m",
-        "kernel_lsp.runner.profile",
+        *python_module("kernel_lsp.runner.profile"),
         job_dir,
     ]
 

@@ -4,21 +4,31 @@ off the event loop, `convert.py` turns engine data into lsprotocol types."""
 
 from __future__ import annotations
 
+from .tcp import TcpSetupError, check_loopback, load_token
+
+__all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "serve"]
+
 
 def build_server():
     from .app import KernelLanguageServer
+    from .clangd.features import register as register_clangd
     from .notifications import register_all as register_notifications
     from .requests import register_all as register_requests
 
     server = KernelLanguageServer()
     register_notifications(server)
     register_requests(server)
+    register_clangd(server)
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None) -> None:
+def serve(tcp: tuple[str, int] | None = None, token: str | None = None, on_listening=None) -> None:
+    """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py)."""
     server = build_server()
     if tcp:
-        server.start_tcp(*tcp)
+        from .tcp import serve_tcp
+
+        assert token, "--tcp needs a token"
+        serve_tcp(server, *tcp, token=token, on_listening=on_listening)
     else:
         server.start_io()

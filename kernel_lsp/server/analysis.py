@@ -39,6 +39,7 @@ from ..compile.compile_commands import database_stamp
 from ..config import Settings
 from ..model import Diagnostic, KernelResources, Severity
 from ..spec import spec_path_for
+from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -61,21 +62,23 @@ class Analysis:
         self,
         publish: Callable[[str, list[Diagnostic]], None],
         snapshot: Callable[[str], Snapshot],
-        settings: Callable[[], tuple[Settings, str | None]],
+        workspace: Callable[[], Workspace],
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
         on_definitions: Callable[[set[str]], None] = lambda headers: None,
+        may_run_spec: Callable[[str], bool] = lambda path: False,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
-        self._settings = settings
+        self._workspace = workspace
         self._on_busy = on_busy
         self._on_checked = on_checked
         self._on_definitions = on_definitions
         # header -> {checked file -> the kernels it compiled that the header defines}: template
         # instances get their resources where the template is written.
         self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
+        self._may_run_spec = may_run_spec
         self._workers = workers or default_workers()
         self._pool: ProcessPoolExecutor | None = None
         self.results: dict[str, FileCheck] = {}
@@ -134,7 +137,7 @@ class Analysis:
 
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
-        idle_s = self._settings()[0].worker_idle_s
+        idle_s = self._workspace().settings.worker_idle_s
         if idle_s > 0 and self._pool is not None and not self._closed:
             self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
 
@@ -149,7 +152,7 @@ class Analysis:
             return
         log.info(
             "compile workers idle for %s s: ending them (they start again on the next check)",
-            self._settings()[0].worker_idle_s,
+            self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
         self._end_workers()
@@ -252,7 +255,11 @@ class Analysis:
 
     async def _check_once(self, path: str) -> None:
         snap = self._snapshot(path)
-        settings, base_dir = self._settings()
+        workspace = self._workspace()
+        if workspace.settings_for(path).runs_specs and not self._may_run_spec(path):
+            # Nobody opened or saved this file: its spec is read, not run (SECURITY.md).
+            workspace = workspace.with_overrides(**{"specs.run": "never"})
+        settings, base_dir = workspace.settings_for(path), workspace.root
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
@@ -266,9 +273,7 @@ class Analysis:
             token = self._new_token()
             self._inflight[path] = (snap, token)
             try:
-                check = await self._compile(
-                    path, snap, settings, base_dir, spec_path, spec_text, includers, token
-                )
+                check = await self._compile(path, snap, workspace, spec_path, spec_text, includers, token)
             finally:
                 # The token file (created only by a cancel) stays until shutdown: a first phase
                 # still running must see it.
@@ -306,8 +311,7 @@ class Analysis:
         self,
         path: str,
         snap: Snapshot,
-        settings: Settings,
-        base_dir: str | None,
+        workspace: Workspace,
         spec_path: str,
         spec_text: str | None,
         includers: tuple[Includer, ...],
@@ -316,7 +320,8 @@ class Analysis:
         """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
         published as soon as it lands. None when a newer text cancelled it."""
         loop = asyncio.get_running_loop()
-        args = (snap.text, path, settings, base_dir, spec_text, includers, token)
+        settings = workspace.settings_for(path)
+        args = (snap.text, path, workspace, spec_text, includers, token)
         deadline = loop.time() + job_deadline(settings)
         try:
             # The first phase is queued first: with one free worker it still comes first.

@@ -9,8 +9,10 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..config import Settings, settings_from_dict
+from ..config import Settings
 from ..model import Diagnostic
+from ..spec import spec_path_for
+from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
 from .uris import path_to_uri, uri_to_path
@@ -23,7 +25,8 @@ STATUS_NOTIFICATION = "kernelLsp/status"
 class KernelLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernel-lsp", __version__)
-        self.settings = Settings()
+        # The engine's front door: the editor's settings over each file's pyproject.toml.
+        self.engine = Workspace()
         self.init_options: Any = None
         self.pull_diagnostics = False
         self.device_name: str | None = None
@@ -31,14 +34,20 @@ class KernelLanguageServer(LanguageServer):
         self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
+        # Features that start after `initialized` (async, no arguments) and stop on `shutdown`.
+        self.initialized_hooks: list = []
+        self.shutdown_hooks: list = []
         self.analysis = Analysis(
             publish=self._publish,
             snapshot=self.snapshot,
-            settings=lambda: (self.settings, self.root_path()),
+            workspace=lambda: self.engine,
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
             on_definitions=self._definitions_changed,
+            may_run_spec=self.may_run_spec,
         )
+        # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
+        self.acted_on: set[str] = set()
         self.gpu = None  # the GPU feature, once a GPU answered
         # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
         # everywhere; the driver's raw text only in the log).
@@ -47,11 +56,22 @@ class KernelLanguageServer(LanguageServer):
 
         self.gpu_feature = GpuFeature(self)
         self.after_check_hooks.append(self.gpu_feature.after_check)
+        from .clangd.proxy import ClangdProxy
+
+        self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
 
     # --- documents ----------------------------------------------------------------------------
 
+    @property
+    def settings(self) -> Settings:
+        """The workspace's settings (per file: `self.engine.settings_for(path)`)."""
+        return self.engine.settings
+
     def root_path(self) -> str | None:
-        root = self.workspace.root_path if self.workspace else None
+        try:
+            root = self.workspace.root_path
+        except RuntimeError:  # before `initialize`
+            return None
         return root or None
 
     def open_document(self, path: str):
@@ -64,6 +84,20 @@ class KernelLanguageServer(LanguageServer):
         if doc is not None:
             return Snapshot(doc.source, doc.version)
         return Snapshot(None, None)
+
+    def user_acted(self, uri: str) -> None:
+        """The user opened or saved this file: its spec (or the spec's kernel file's) may run."""
+        path = uri_to_path(uri)
+        if path:
+            self.acted_on.add(path)
+
+    def may_run_spec(self, path: str) -> bool:
+        """Whether the spec of kernel file `path` may run: the setting allows it and the user
+        opened or saved the kernel file or its spec; never for the start-up walk or the watcher
+        alone (a cloned repository would run its code on open)."""
+        if not self.engine.settings_for(path).runs_specs:
+            return False
+        return path in self.acted_on or spec_path_for(path) in self.acted_on
 
     def request_check(self, uri: str) -> None:
         path = uri_to_path(uri)
@@ -117,26 +151,45 @@ class KernelLanguageServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=path_to_uri(path),
                 version=doc.version if doc is not None else None,
-                diagnostics=[to_lsp(d, lines) for d in diagnostics],
+                diagnostics=self.lsp_diagnostics(path, diagnostics, lines),
             )
         )
+
+    def lsp_diagnostics(
+        self, path: str, diagnostics: list[Diagnostic], lines: list[str] | None
+    ) -> list[types.Diagnostic]:
+        """kernel-lsp's findings, and with `clangd.diagnostics: agreeing` clangd's on their lines."""
+        out = [to_lsp(d, lines) for d in diagnostics]
+        if self.settings.clangd_diagnostics == "agreeing" and out:
+            out += self.clangd.agreeing(path_to_uri(path), {d.range.start.line for d in out})
+        return out
+
+    def republish(self, path: str) -> None:
+        """Publish `path`'s findings again (clangd's changed, in `agreeing` mode)."""
+        if path in self.analysis.results:
+            self._publish(path, self.analysis.findings_for(path))
 
     # --- settings -----------------------------------------------------------------------------
 
     def apply_settings(self, raw: Any, origin: str) -> bool:
         """Apply a settings object; report problems to the user. True when something changed."""
-        settings, problems = settings_from_dict(raw, Settings())
-        for problem in problems:
+        if isinstance(raw, dict) and isinstance(raw.get("kernelLsp"), dict):
+            raw = raw["kernelLsp"]
+        if raw is not None and not isinstance(raw, dict):
+            self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
+            raw = {}
+        before = self.engine.settings
+        self.engine = Workspace(raw, self.root_path())
+        settings = self.engine.settings
+        for problem in self.engine.problems():
             self.show_warning(f"kernel-lsp: {origin}: {problem}")
         from ..compile import check_arch
 
         for arch in settings.archs():
             if message := check_arch(arch):
                 self.show_warning(f"kernel-lsp: {origin}: {message}")
-        changed = settings != self.settings
-        self.settings = settings
         log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
-        return changed
+        return settings != before
 
     def show_warning(self, message: str) -> None:
         log.warning(message)

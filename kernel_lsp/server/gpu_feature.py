@@ -12,8 +12,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 
 from ..evaluation.pool import BackendPool, parse_gpus
-from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, check_file, no_gpu_message
-from ..gpu_check import open_sessions
+from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
 from ..runner.hot_lines import HotLine
 from ..source import kernel_base_name
 from ..spec import spec_path_for
@@ -48,7 +47,7 @@ class GpuFeature:
             log.warning("gpu.devices: %s", problem)
         try:
             sessions, reason = await loop.run_in_executor(
-                self._thread, open_sessions, settings, None, log.info
+                self._thread, functools.partial(self.server.engine.open_gpus, None, log.info)
             )
         except Exception as e:  # Ray asked for and not there: compile checks go on without a GPU
             sessions, reason = [], str(e)
@@ -87,6 +86,8 @@ class GpuFeature:
     def after_check(self, path: str, check, snap) -> None:
         if self.session is None or not path.endswith(".cu") or check.errors or not check.checked:
             return
+        if not self.server.may_run_spec(path):  # verification runs the spec: only on the user's action
+            return
         if not os.path.exists(spec_path_for(path)) and self.server.snapshot(spec_path_for(path)).text is None:
             return
         if path in self._running:
@@ -114,8 +115,9 @@ class GpuFeature:
                         disk_spec = f.read()
                 except OSError:
                     disk_spec = ""
+                engine = self.server.engine
                 key = hashlib.sha256(
-                    repr((text, spec_text or disk_spec, self.server.settings)).encode()
+                    repr((text, spec_text or disk_spec, engine.settings_for(path))).encode()
                 ).hexdigest()
                 if self._verified.get(path) == key:
                     return
@@ -123,9 +125,10 @@ class GpuFeature:
                 if pool is None:
                     return
                 self.server.send_status("checking", f"verifying {os.path.basename(path)} on the GPU")
-                session, artifact, options, checks = await loop.run_in_executor(
-                    self._thread, pool.run, functools.partial(self._verify_on, path, text, spec_text)
+                session, verification = await loop.run_in_executor(
+                    self._thread, pool.run, functools.partial(self._verify_on, engine, path, text, spec_text)
                 )
+                checks = verification.checks
                 now = self.server.snapshot(path)
                 if now.version != snap.version:
                     continue  # the document moved on while the GPU worked: verify the new text
@@ -137,20 +140,7 @@ class GpuFeature:
                 if self.server.settings.achieved_occupancy and any(k.ok and k.timings for k in checks):
                     # After the verdict is published; the editor never waits on the profile.
                     self.server.send_status("checking", f"profiling {os.path.basename(path)} (ncu)")
-                    for k in checks:
-                        await loop.run_in_executor(
-                            self._thread,
-                            functools.partial(
-                                session.add_occupancy,
-                                k,
-                                text,
-                                path,
-                                None,
-                                artifact,
-                                spec_text,
-                                defines=options.defines,
-                            ),
-                        )
+                    await loop.run_in_executor(self._thread, engine.profile, session, verification)
                     self._refresh_lenses()
                 if path not in self._again:
                     return
@@ -160,17 +150,11 @@ class GpuFeature:
             self._running.discard(path)
             self.server.send_status(None)
 
-    def _verify_on(self, path: str, text: str, spec_text: str | None, session: GpuSession):
+    @staticmethod
+    def _verify_on(engine, path: str, text: str, spec_text: str | None, session: GpuSession):
         """The whole file on one GPU: compiled once for its exact arch, then every spec'd kernel
         verified and timed on that artifact."""
-        settings, root = self.server.settings, self.server.root_path()
-        # The project's flags (compile_commands.json) too: its headers and defines.
-        project = settings.project_flags(path, root).flags
-        arch = session.device.arch if session.device else settings.archs(project)[0]
-        options = settings.compile_options(arch, root, project)
-        artifact = session.compile(text, path, options)
-        checks = check_file(session, path, text, options, True, spec_text, artifact=artifact)
-        return session, artifact, options, checks
+        return session, engine.verify(session, path, text, spec_text)
 
     def _refresh_lenses(self) -> None:
         caps = self.server.client_capabilities.workspace

@@ -28,7 +28,6 @@ benchmarks.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import os
 import threading
@@ -301,38 +300,14 @@ class Watching:
         }
 
 
-def _chain(server, method: str, extra, wait_s: float = 5.0) -> None:
-    """Run `extra(ls)` after the handler another module registered for `method` (pygls allows
-    one handler per method; initialized and shutdown belong to notifications/initialized.py).
-    An original handler that takes longer than `wait_s` (a GPU probe, a slow client) does not
-    hold `extra` back: both then go on side by side."""
-    features = server.protocol.fm.features
-    original = features.get(method)
-
-    async def chained(*args):
-        result = original(*args) if original is not None else None
-        task = asyncio.ensure_future(result) if inspect.isawaitable(result) else None
-        if task is not None:
-            await asyncio.wait({task}, timeout=wait_s)
-        more = extra(server)
-        if inspect.isawaitable(more):
-            await more
-        return await task if task is not None else result
-
-    if original is None:
-        server.feature(method)(lambda ls, params=None: extra(ls))
-    else:
-        features[method] = chained
-
-
 def register(server) -> None:
     watching = Watching(server)
     server.watching = watching
     server.after_check_hooks.append(watching.after_check)
     server.analysis.includers = watching.includers_of
 
-    _chain(server, types.INITIALIZED, lambda ls: watching.sync_folders())
-    _chain(server, types.SHUTDOWN, lambda ls: watching.stop())
+    server.initialized_hooks.append(watching.sync_folders)
+    server.shutdown_hooks.append(watching.stop)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_workspace_folders(ls, params: types.DidChangeWorkspaceFoldersParams) -> None:

@@ -48,7 +48,7 @@ def _env(tmp: str, with_evaluator: bool = True) -> dict[str, str]:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["XDG_CACHE_HOME"] = tmp
     if with_evaluator:
-        env["KERNEL_LSP_OPTIMIZER_EVALUATOR"] = "optimizer.testing:make_content_evaluator"
+        env["KERNEL_LSP_OPTIMIZER_EVALUATOR"] = "kernel_lsp.optimizer.testing:make_content_evaluator"
         env["KERNEL_LSP_TEST_RULES"] = json.dumps(RULES)
     else:
         env.pop("KERNEL_LSP_OPTIMIZER_EVALUATOR", None)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.bench import bench_main
+from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.evaluation.pool import visible_gpu_count
 from kernel_lsp.gpu import GpuSession, check_file

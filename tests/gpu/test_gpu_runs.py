@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.bench import bench_main
+from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions, compile_file
 from kernel_lsp.gpu import GpuSession, check_file
 from kernel_lsp.runner.profile import find_ncu

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from kernel_lsp.cli.optimize import optimize_main
 from kernel_lsp.config import Settings
-from optimizer.cli import optimize_main
-from optimizer.extract import extract_candidate
-from optimizer.model import Proposal, Status
-from optimizer.proposers.base import Proposer
-from optimizer.session import RunRequest, run
+from kernel_lsp.optimizer.extract import extract_candidate
+from kernel_lsp.optimizer.model import Proposal, Status
+from kernel_lsp.optimizer.proposers.base import Proposer
+from kernel_lsp.optimizer.session import RunRequest, run
 
 pytestmark = pytest.mark.gpu
 
@@ -169,9 +169,9 @@ class ScriptedAnswers(Proposer):
 
 def _fsr(gpu, baseline: str, answers: list[str], **loop):
     from kernel_lsp.compile import CompileOptions
+    from kernel_lsp.optimizer.evaluator import GpuEvaluator
+    from kernel_lsp.optimizer.loop import LoopSettings, Target, optimize
     from kernel_lsp.spec import load_specs
-    from optimizer.evaluator import GpuEvaluator
-    from optimizer.loop import LoopSettings, Target, optimize
 
     path = FIXTURES / f"{baseline}.cu"
     specs = load_specs(str(FIXTURES / "vadd.spec.py"))

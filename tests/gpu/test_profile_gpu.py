@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.bench import bench_main
+from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.runner.profile import find_ncu
 
 pytestmark = pytest.mark.gpu
@@ -94,7 +94,7 @@ def test_bench_profile_text_and_json():
 
 def test_tuner_report_names_the_limiter_of_its_best_point(gpu, tmp_path):
     from kernel_lsp.config import Settings
-    from optimizer.session import RunRequest, run
+    from kernel_lsp.optimizer.session import RunRequest, run
 
     src = REPO / "samples" / "reduce_sum"
     shutil.copytree(src, tmp_path / "reduce_sum")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.bench import bench_main
+from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.evaluation.choose import open_backends
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.runner.timing import TimingSettings

@@ -3,6 +3,7 @@
 // No `vscode` import: unit-tested under plain node.
 
 import { execFile } from 'node:child_process';
+import { isolatedPython } from './interpreter';
 
 export type ImportCheck =
     | { kind: 'ok' }
@@ -13,17 +14,21 @@ export type ImportCheck =
 
 const CHECK_TIMEOUT_MS = 30_000;
 
-/** Runs `<python...> -c "import <module>"`. */
+/**
+ * Runs `<python...> -I -c "import <module>"` in `cwd`, the way the server will be started: the
+ * import must find the installed module, and must not run a same-named folder of the workspace.
+ */
 export function checkModuleImports(
     python: readonly string[],
     module: string,
-    env: Readonly<Record<string, string>>,
+    options: { env: Readonly<Record<string, string>>; cwd: string },
 ): Promise<ImportCheck> {
+    const { command, args } = isolatedPython(python, ['-c', `import ${module}`]);
     return new Promise((resolve) => {
         execFile(
-            python[0],
-            [...python.slice(1), '-c', `import ${module}`],
-            { env, timeout: CHECK_TIMEOUT_MS, windowsHide: true },
+            command,
+            args,
+            { env: options.env, cwd: options.cwd, timeout: CHECK_TIMEOUT_MS, windowsHide: true },
             (error, _stdout, stderr) => {
                 if (!error) {
                     resolve({ kind: 'ok' });

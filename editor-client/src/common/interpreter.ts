@@ -2,6 +2,7 @@
 // VS Code or the Python extension.
 
 import { SERVER_MODULE } from './constants';
+import { isInsideAny } from './trust';
 
 export interface ServerCommandInputs {
     /** `kernelLsp.server.path`: the full command. */
@@ -10,10 +11,20 @@ export interface ServerCommandInputs {
     interpreter: readonly string[];
     /** The interpreter selected in the Python extension, if it is installed and has one. */
     pythonExtensionInterpreter: readonly string[] | undefined;
+    /**
+     * Workspace folders of an untrusted (Restricted Mode) window, empty when trusted: an
+     * interpreter inside one of them is the workspace's binary, and is not run.
+     */
+    untrustedFolders?: readonly string[];
 }
 
 /** Where the command came from, in the words the log and error messages use. */
-export type ServerCommandSource = 'kernelLsp.server.path' | 'kernelLsp.interpreter' | 'Python extension' | 'PATH';
+export type ServerCommandSource =
+    | 'kernelLsp.server.path'
+    | 'kernelLsp.interpreter'
+    | 'Python extension'
+    | 'PATH'
+    | 'bundled environment';
 
 export interface ServerCommand {
     command: string;
@@ -24,6 +35,8 @@ export interface ServerCommand {
      * before starting it. Undefined for `kernelLsp.server.path`: that command is opaque.
      */
     python: string[] | undefined;
+    /** Why a candidate was passed over (for the log), e.g. an interpreter inside an untrusted workspace. */
+    note?: string;
 }
 
 /** Last resort when nothing is configured: what a Linux or macOS shell would run. */
@@ -34,8 +47,21 @@ function nonEmpty(command: readonly string[] | undefined): string[] | undefined 
     return parts.length > 0 ? parts : undefined;
 }
 
-function runModule(python: string[], source: ServerCommandSource): ServerCommand {
-    return { command: python[0], args: [...python.slice(1), '-m', SERVER_MODULE], source, python };
+/**
+ * `-I`, isolated mode: Python puts neither the working directory nor the script's folder on
+ * `sys.path` and ignores PYTHON* variables, so a `kernel_lsp/` or `optimizer.py` in the workspace
+ * cannot shadow the installed server. (`-P` does only the first and needs Python 3.11; the server
+ * supports 3.10.) It also skips user site-packages: install the server into an environment.
+ */
+export const ISOLATED = '-I';
+
+/** `<python...> -I <args>`: a Python command line that ignores the working directory. */
+export function isolatedPython(python: readonly string[], args: readonly string[]): { command: string; args: string[] } {
+    return { command: python[0], args: [...python.slice(1), ISOLATED, ...args] };
+}
+
+export function runModule(python: string[], source: ServerCommandSource, note?: string): ServerCommand {
+    return { ...isolatedPython(python, ['-m', SERVER_MODULE]), source, python, ...(note ? { note } : {}) };
 }
 
 /**
@@ -52,10 +78,25 @@ export function resolveServerCommand(inputs: ServerCommandInputs): ServerCommand
         return runModule(interpreter, 'kernelLsp.interpreter');
     }
     const selected = nonEmpty(inputs.pythonExtensionInterpreter);
+    if (selected && isInsideAny(selected[0], inputs.untrustedFolders ?? [])) {
+        const note = `the Python extension's interpreter ${selected[0]} is inside this untrusted workspace: not run`;
+        return runModule([FALLBACK_PYTHON], 'PATH', note);
+    }
     if (selected) {
         return runModule(selected, 'Python extension');
     }
     return runModule([FALLBACK_PYTHON], 'PATH');
+}
+
+/** How the server process is spawned: the command as resolved, its environment and working directory. */
+export interface ServerSpawn {
+    command: string;
+    args: string[];
+    options: { env: Record<string, string>; cwd: string };
+}
+
+export function serverSpawn(command: ServerCommand, env: Record<string, string>, cwd: string): ServerSpawn {
+    return { command: command.command, args: [...command.args], options: { env, cwd } };
 }
 
 /** The shell-like one-liner for logs and messages (quotes parts with spaces). */
@@ -63,13 +104,16 @@ export function formatCommand(parts: readonly string[]): string {
     return parts.map((part) => (/[\s"']/.test(part) ? JSON.stringify(part) : part)).join(' ');
 }
 
-/** The message shown when `python -c "import kernel_lsp"` fails in the chosen interpreter. */
+/** The message shown when `python -I -c "import kernel_lsp"` fails in the chosen interpreter. */
 export function notInstalledMessage(command: ServerCommand): string {
     const python = formatCommand(command.python ?? [FALLBACK_PYTHON]);
+    const choose =
+        command.source === 'kernelLsp.interpreter'
+            ? 'or clear kernelLsp.interpreter to let the extension set up its own environment.'
+            : 'or choose another interpreter (kernelLsp.interpreter).';
     return (
         `kernel-lsp is not installed in the Python interpreter ${python} (from ${command.source}). ` +
-        // No package registry serves kernel-lsp: it installs from a checkout of its repository.
-        `Install it there from a checkout of the kernel-lsp repository: \`${python} -m pip install -e <checkout>\`, ` +
-        'or choose another interpreter (kernelLsp.interpreter).'
+        // No package registry serves kernel-lsp: it installs from a checkout or the built wheel.
+        `Install it there from a checkout of the kernel-lsp repository: \`${python} -m pip install -e <checkout>\`, ${choose}`
     );
 }

@@ -7,6 +7,15 @@ export type Proposer = 'auto' | 'llm' | 'tune';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
 export type Compiler = 'auto' | 'nvrtc' | 'nvcc';
 export type EvaluationBackend = 'auto' | 'local' | 'ray';
+/**
+ * When the server may run a kernel's spec (`X.spec.py`, Python code from the workspace): `onAction`,
+ * when the user acts on that file (opens or saves it in the editor, runs Optimize); `never`, read
+ * only. The server never runs one at start-up or for files the user has not opened. The same two
+ * values as the server's `specs.run` (kernel_lsp/config.py).
+ */
+export const SPECS_RUN_VALUES = ['onAction', 'never'] as const;
+export type SpecsRun = (typeof SPECS_RUN_VALUES)[number];
+export type ClangdDiagnostics = 'off' | 'agreeing';
 
 /**
  * The `kernelLsp` settings section, nested the way `workspace.getConfiguration().get('kernelLsp')`
@@ -43,6 +52,9 @@ export interface KernelLspSettings {
     cluster: { address: string | null };
     llm: { baseUrl: string | null; model: string | null };
     optimizer: { rounds: number; candidates: number; proposer: Proposer; allowNewGlobals: boolean };
+    specs: { run: SpecsRun };
+    /** clangd behind the server; `path` is honoured from user settings only (scope "machine"). */
+    clangd: { enabled: boolean; diagnostics: ClangdDiagnostics; backgroundIndex: boolean; path: string | null };
     trace: { server: TraceLevel };
 }
 
@@ -66,6 +78,8 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     cluster: { address: null },
     llm: { baseUrl: null, model: null },
     optimizer: { rounds: 3, candidates: 4, proposer: 'auto', allowNewGlobals: false },
+    specs: { run: 'onAction' },
+    clangd: { enabled: true, diagnostics: 'off', backgroundIndex: false, path: null },
     trace: { server: 'off' },
 };
 
@@ -150,9 +164,12 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const llm = asObject(section.llm);
     const optimizer = asObject(section.optimizer);
     const trace = asObject(section.trace);
+    const specs = asObject(section.specs);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
     const compile = asObject(section.compile);
+    const clangd = asObject(section.clangd);
+    const clangdPath = asNullableString(clangd.path);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
     const device = gpu.device;
     const compileCommands = asNullableString(section.compileCommands);
@@ -189,6 +206,13 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             candidates: asPositiveInteger(optimizer.candidates, DEFAULT_SETTINGS.optimizer.candidates),
             proposer: asChoice(optimizer.proposer, ['auto', 'llm', 'tune'], DEFAULT_SETTINGS.optimizer.proposer),
             allowNewGlobals: optimizer.allowNewGlobals === true,
+        },
+        specs: { run: asChoice(specs.run, SPECS_RUN_VALUES, DEFAULT_SETTINGS.specs.run) },
+        clangd: {
+            enabled: clangd.enabled !== false,
+            diagnostics: asChoice(clangd.diagnostics, ['off', 'agreeing'], DEFAULT_SETTINGS.clangd.diagnostics),
+            backgroundIndex: clangd.backgroundIndex === true,
+            path: clangdPath === null ? null : expandPath(clangdPath, context),
         },
         trace: { server: asChoice(trace.server, ['off', 'messages', 'verbose'], DEFAULT_SETTINGS.trace.server) },
     };

@@ -8,6 +8,6 @@ def register_all(server) -> None:
 
     for module in (initialized, did_open, did_change, did_save, did_close, did_change_configuration):
         module.register(server)
-    from .. import watching  # after `initialized`: it runs after that module's handlers
+    from .. import watching
 
     watching.register(server)

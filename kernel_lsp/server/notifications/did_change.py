@@ -14,6 +14,7 @@ def register(server) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls, params: types.DidChangeTextDocumentParams) -> None:
+        ls.clangd.forward_notification(types.TEXT_DOCUMENT_DID_CHANGE, params)
         if ls.settings.check_on != "change":
             return
         uri = params.text_document.uri

@@ -20,6 +20,8 @@ def register(server) -> None:
             else:
                 ls.gpu_feature.stop()
                 ls.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
+        if changed:
+            await ls.clangd.settings_changed()
         if changed and getattr(ls, "watching", None) is not None:
             await ls.watching.settings_changed()
         if changed:

@@ -8,6 +8,8 @@ from ..uris import uri_to_path
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
+        ls.user_acted(params.text_document.uri)
+        ls.clangd.did_open(params)
         ls.request_check(params.text_document.uri)
         # A header's templates show their instances' resources: check the files that make them.
         path = uri_to_path(params.text_document.uri)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 
 from lsprotocol import types
@@ -16,7 +18,14 @@ def register(server) -> None:
         caps = params.capabilities.text_document
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
+        ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
         ls.apply_settings(params.initialization_options, "initializationOptions")
+        # The capabilities are computed when this handler returns: clangd's features are in them
+        # only when clangd is enabled and its binary is there (found by looking, not running).
+        from ..clangd.features import withdraw
+
+        if not ls.clangd.decide():
+            withdraw(ls)
         log.info(
             "client %s; %s diagnostics",
             params.client_info.name if params.client_info else "?",
@@ -28,12 +37,25 @@ def register(server) -> None:
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
-        await ls.gpu_feature.start()
+        # The GPU probe can take seconds: the other features (the watcher) start beside it.
+        results = await asyncio.gather(
+            ls.gpu_feature.start(), *(hook() for hook in ls.initialized_hooks), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("start-up step failed", exc_info=result)
 
     @server.feature(types.SHUTDOWN)
-    def on_shutdown(ls, params=None) -> None:
+    async def on_shutdown(ls, params=None) -> None:
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
+        for hook in ls.shutdown_hooks:
+            try:
+                result = hook()
+                if inspect.isawaitable(result):  # clangd is asked to shut down and waited for
+                    await result
+            except Exception:
+                log.exception("shutdown step failed")
 
 
 async def refresh_configuration(ls) -> bool:

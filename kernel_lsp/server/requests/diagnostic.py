@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..convert import to_lsp
 from ..uris import uri_to_path
 
 
@@ -25,5 +24,5 @@ def register(server) -> None:
         doc = ls.open_document(path)
         lines = doc.lines if doc is not None else None
         return types.FullDocumentDiagnosticReport(
-            items=[to_lsp(d, lines) for d in ls.analysis.findings_for(path)]
+            items=ls.lsp_diagnostics(path, ls.analysis.findings_for(path), lines)
         )

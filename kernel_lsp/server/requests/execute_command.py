@@ -84,7 +84,7 @@ def _reply(applied: bool, report: str | None, message: str) -> dict[str, Any]:
 def _edit(
     uri: str, version: int | None, old: str, new: str, label: str, description: str
 ) -> types.WorkspaceEdit:
-    from optimizer.edits import line_edits
+    from kernel_lsp.optimizer.edits import line_edits
 
     edits = [
         types.AnnotatedTextEdit(
@@ -117,7 +117,7 @@ def register(server) -> None:
 
     @server.command(OPTIMIZE_COMMAND)
     async def optimize(ls, *args) -> dict[str, Any]:
-        from optimizer.session import OptimizeError, RunRequest, run
+        from kernel_lsp.optimizer.session import OptimizeError, RunRequest, run
 
         parsed = uri_and_kernel(args)
         if parsed is None:
@@ -131,6 +131,10 @@ def register(server) -> None:
             return _reply(
                 False, state.last_report, "an FSR run is already going on; wait for it or cancel it"
             )
+        if not ls.engine.settings_for(path).runs_specs:
+            message = 'specs.run is "never": FSR runs the kernel\'s spec (its reference), so nothing was run'
+            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+            return _reply(False, None, message)
         reason = gpu_absent_reason(ls)
         if reason:
             message = f"{reason}. FSR needs a GPU to verify and time candidates; nothing was run."
@@ -180,6 +184,7 @@ def register(server) -> None:
             path=path,
             kernel=kernel,
             settings=ls.settings,
+            engine=ls.engine,
             source=source,
             spec_source=spec_doc.source if spec_doc is not None else None,
             workspace=ls.root_path() or os.path.dirname(path),
@@ -206,6 +211,8 @@ def register(server) -> None:
             if progress:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
+        if result.report_problem:
+            ls.show_warning(f"kernel-lsp: FSR: {result.report_problem}")
         md = next((p for p in result.report_paths if p.endswith(".md")), None)
         report_uri = path_to_uri(md) if md else None
         state.last_report = report_uri

@@ -9,37 +9,22 @@ or not at all, and an existing file is never touched: the user's spec is not our
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import tempfile
 from typing import Any
 
 from lsprotocol import types
 
+from ...safe_write import inside, replace_file
+from ...skeleton import spec_skeleton
 from ...source import find_kernels, parse_directives
-from ...spec import spec_path_for, spec_skeleton
+from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 from .kernel_argument import uri_and_kernel
 
 log = logging.getLogger(__name__)
 
 WRITE_SPEC_COMMAND = "kernelLsp.writeSpecSkeleton"
-
-
-def create_new_file(path: str, text: str) -> None:
-    """Write `text` to `path`, which must not exist (FileExistsError otherwise). Written to a
-    temporary file beside it and hard-linked into place: readers never see a partial file, and
-    the link fails rather than replace a file that appeared meanwhile."""
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".kernel-lsp-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.link(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def _reply(created: bool, spec_uri: str | None, message: str) -> dict[str, Any]:
@@ -73,8 +58,16 @@ def register(server) -> None:
             return _reply(False, None, f"no kernel named {name!r} in {os.path.basename(path)}")
         spec_path = spec_path_for(path)
         spec_uri = path_to_uri(spec_path)
+        root = ls.root_path()
+        if root and not inside(os.path.dirname(spec_path), root):
+            message = (
+                f"{os.path.dirname(spec_path)} lies outside the workspace (through a link): no spec written"
+            )
+            ls.show_warning(f"kernel-lsp: {message}")
+            return _reply(False, None, message)
         try:
-            create_new_file(spec_path, spec_skeleton(kernel, parse_directives(source), source))
+            # Whole or not at all, never over a file or through a link there (safe_write.py).
+            replace_file(spec_path, spec_skeleton(kernel, parse_directives(source), source), overwrite=False)
         except FileExistsError:
             message = f"{os.path.basename(spec_path)} already exists; it was left as it is."
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))

@@ -21,4 +21,5 @@ def register(server) -> None:
             "idleStops": a.idle_stops,
             "firstLooks": a.first_looks,
             "cancels": a.cancels,
+            "clangd": ls.clangd.stats(),
         }

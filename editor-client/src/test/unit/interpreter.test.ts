@@ -18,14 +18,14 @@ describe('resolveServerCommand', () => {
         });
     });
 
-    it('runs -m kernel_lsp with kernelLsp.interpreter, keeping its leading arguments', () => {
+    it('runs -I -m kernel_lsp with kernelLsp.interpreter, keeping its leading arguments', () => {
         const command = resolveServerCommand({
             ...none,
             interpreter: ['/usr/bin/python3', '-X', 'utf8'],
             pythonExtensionInterpreter: ['/venv/bin/python'],
         });
         assert.equal(command.command, '/usr/bin/python3');
-        assert.deepEqual(command.args, ['-X', 'utf8', '-m', 'kernel_lsp']);
+        assert.deepEqual(command.args, ['-X', 'utf8', '-I', '-m', 'kernel_lsp']);
         assert.equal(command.source, 'kernelLsp.interpreter');
         assert.deepEqual(command.python, ['/usr/bin/python3', '-X', 'utf8']);
     });
@@ -33,14 +33,14 @@ describe('resolveServerCommand', () => {
     it("falls back to the Python extension's selected interpreter", () => {
         const command = resolveServerCommand({ ...none, pythonExtensionInterpreter: ['/venv/bin/python'] });
         assert.equal(command.command, '/venv/bin/python');
-        assert.deepEqual(command.args, ['-m', 'kernel_lsp']);
+        assert.deepEqual(command.args, ['-I', '-m', 'kernel_lsp']);
         assert.equal(command.source, 'Python extension');
     });
 
     it('falls back to python3 on PATH when nothing is configured', () => {
         const command = resolveServerCommand(none);
         assert.equal(command.command, 'python3');
-        assert.deepEqual(command.args, ['-m', 'kernel_lsp']);
+        assert.deepEqual(command.args, ['-I', '-m', 'kernel_lsp']);
         assert.equal(command.source, 'PATH');
         assert.deepEqual(command.python, ['python3']);
     });
@@ -64,6 +64,9 @@ describe('formatCommand and notInstalledMessage', () => {
         const message = notInstalledMessage(resolveServerCommand({ serverPath: [], interpreter: ['/venv/bin/python'], pythonExtensionInterpreter: undefined }));
         assert.match(message, /\/venv\/bin\/python -m pip install -e <checkout>/);
         assert.doesNotMatch(message, /pip install kernel-lsp/); // no registry serves it
-        assert.match(message, /kernelLsp\.interpreter/);
+        assert.match(message, /clear kernelLsp\.interpreter/);
+        const fromPath = notInstalledMessage(resolveServerCommand({ serverPath: [], interpreter: [], pythonExtensionInterpreter: undefined }));
+        assert.match(fromPath, /python3 -m pip install -e <checkout>/);
+        assert.match(fromPath, /choose another interpreter \(kernelLsp\.interpreter\)/);
     });
 });

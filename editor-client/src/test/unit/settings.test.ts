@@ -38,12 +38,15 @@ describe('normalizeSettings', () => {
             cluster: { address: 'ray://head:10001' },
             llm: { baseUrl: 'http://localhost:8000/v1', model: 'qwen' },
             optimizer: { rounds: 5, candidates: 8, proposer: 'tune', allowNewGlobals: true },
+            specs: { run: 'never' },
+            clangd: { enabled: false, diagnostics: 'agreeing', backgroundIndex: true, path: '~/llvm/bin/clangd' },
             trace: { server: 'verbose' },
         };
         assert.deepEqual(normalizeSettings(raw, context), {
             ...raw,
             includeDirs: ['/ws/include', '/home/me/cutlass/include', '/abs'],
             compileCommands: '/ws/build',
+            clangd: { ...raw.clangd, path: '/home/me/llvm/bin/clangd' },
         });
     });
 
@@ -65,6 +68,8 @@ describe('normalizeSettings', () => {
                 cluster: { address: '  ' },
                 llm: { baseUrl: '', model: 42 },
                 optimizer: { rounds: 0, candidates: 2.5, proposer: 'magic', allowNewGlobals: 'yes' },
+                specs: { run: 'always' },
+                clangd: { enabled: 'no', diagnostics: 'all', backgroundIndex: 'yes', path: ' ' },
                 trace: { server: 'loud' },
             },
             context,
@@ -85,6 +90,8 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.cluster, { address: null });
         assert.deepEqual(settings.llm, { baseUrl: null, model: null });
         assert.deepEqual(settings.optimizer, DEFAULT_SETTINGS.optimizer);
+        assert.deepEqual(settings.specs, { run: 'onAction' });
+        assert.deepEqual(settings.clangd, DEFAULT_SETTINGS.clangd);
         assert.equal(settings.trace.server, 'off');
     });
 

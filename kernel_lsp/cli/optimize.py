@@ -1,0 +1,214 @@
+"""`kernel-lsp optimize FILE [--kernel K] [--rounds D --candidates N --proposer llm|tune --apply]`.
+
+Progress goes to stderr while it runs; stdout gets the unified diff, a before/after table and the
+verdict. Exit codes: 0 a faster candidate was found (and written with --apply), 1 nothing was
+offered, 2 the run could not start (no spec, no GPU, bad arguments).
+
+--apply writes the file only when its content is still what the run started from, and only after
+a backup copy has been written under `.kernel-lsp/backups/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from kernel_lsp.source import find_kernels
+from kernel_lsp.workspace import Workspace
+
+from ..optimizer.observers import PrintObserver
+from ..optimizer.report import before_after_rows, unified_diff
+from ..optimizer.session import OptimizeError, RunRequest, run
+from ..optimizer.strategies import DEFAULT_STRATEGY, STRATEGIES
+from ..safe_write import create_in_workspace, replace_file
+from .flags import add_backend_flags, backend_overrides
+from .spec import pick_kernel
+
+EXIT_FOUND, EXIT_NOTHING, EXIT_FAILED = 0, 1, 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp optimize",
+        description="FSR optimization of one kernel: propose, compile, verify on the GPU, time; "
+        "offer the fastest correct candidate if it is faster with confidence.",
+    )
+    p.add_argument("file", help="the .cu file")
+    p.add_argument("--kernel", "-k", help="kernel (or spec/pipeline) name (default: the file's only kernel)")
+    p.add_argument(
+        "--rounds", "-d", type=int, help="rounds (default: settings; the tuner runs until its search ends)"
+    )
+    p.add_argument("--candidates", "-n", type=int, help="candidates per round (default: settings, 4)")
+    p.add_argument(
+        "--proposer",
+        choices=("auto", "llm", "tune"),
+        help="default: llm when a model is configured, else tune",
+    )
+    p.add_argument(
+        "--strategy", choices=sorted(STRATEGIES), default=DEFAULT_STRATEGY, help="the tuner's search strategy"
+    )
+    p.add_argument(
+        "--min-speedup", type=float, default=1.02, help="the A/B lower bound must clear this (default 1.02)"
+    )
+    p.add_argument("--budget-s", type=float, help="stop starting new candidates after this many seconds")
+    p.add_argument("--max-evaluations", type=int, default=256)
+    p.add_argument(
+        "--apply", action="store_true", help="write the accepted candidate to FILE (after a backup)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="do not reuse results from earlier runs")
+    p.add_argument("--model", help="LLM model (else kernelLsp llm.model / OPENAI_MODEL)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (else llm.baseUrl / OPENAI_BASE_URL)")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per LLM request")
+    p.add_argument("--concurrency", type=int, default=4, help="LLM requests at a time")
+    p.add_argument("--workspace", help="where .kernel-lsp/reports goes (default: the current folder)")
+    add_backend_flags(p)
+    p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    from kernel_lsp.evaluation.pool import gpus_arg
+
+    p.add_argument(
+        "--gpus",
+        metavar="all|N",
+        type=gpus_arg,
+        help="check each round's candidates in parallel on all visible GPUs or on N (default: one)",
+    )
+    return p
+
+
+def _engine(path: str, args: argparse.Namespace) -> Workspace:
+    """The file's pyproject.toml under the command's flags (as --check and the editor see it)."""
+    overrides = backend_overrides(args)
+    if args.model:
+        overrides["llm.model"] = args.model
+    if args.base_url:
+        overrides["llm.baseUrl"] = args.base_url
+    if args.gpus:
+        overrides["gpu.devices"] = args.gpus
+    engine = Workspace(overrides)
+    for problem in engine.problems(path):
+        print(f"kernel-lsp: {problem}", file=sys.stderr)
+    return engine
+
+
+def table(rows: list[tuple[str, str, str]]) -> str:
+    head = ("", "before", "after")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(head, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+BACKUP_DIR = (".kernel-lsp", "backups")
+
+
+def apply_result(path: str, started_with: str, new_source: str, workspace: str) -> str:
+    """Write `new_source` to `path` if it still holds `started_with`; back it up first. Returns a
+    message; raises OptimizeError when the file changed meanwhile."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            now = f.read()
+    except OSError as e:
+        raise OptimizeError(f"cannot read {path} to apply the result: {e}") from None
+    if now != started_with:
+        raise OptimizeError(
+            f"{path} changed while the run was going on; not written. The diff above and the report hold the result."
+        )
+    stem = f"{os.path.basename(path)}.{time.strftime('%Y%m%d-%H%M%S')}"
+    try:  # never through a `.kernel-lsp` link the repository ships (safe_write.py)
+        with open(path, "rb") as original:
+            data = original.read()
+        names = [stem] + [f"{stem}-{n}" for n in range(2, 100)]
+        backup, f = create_in_workspace(workspace, BACKUP_DIR, names, binary=True)
+        with f:
+            f.write(data)
+        replace_file(path, new_source)
+    except OSError as e:
+        raise OptimizeError(str(e)) from None
+    return f"applied to {path} (backup: {backup})"
+
+
+def optimize_main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    path = os.path.abspath(args.file)
+    if not os.path.isfile(path):
+        print(f"kernel-lsp optimize: {args.file}: no such file", file=sys.stderr)
+        return EXIT_FAILED
+    workspace = os.path.abspath(args.workspace or os.getcwd())
+    with open(path, encoding="utf-8", errors="replace") as f:
+        started_with = f.read()
+    kernel_name = args.kernel
+    if kernel_name is None:
+        kernel, why = pick_kernel(find_kernels(started_with), None)
+        if kernel is None:
+            print(f"kernel-lsp optimize: {args.file}: {why}", file=sys.stderr)
+            return EXIT_FAILED
+        kernel_name = kernel.name
+    req = RunRequest(
+        path=path,
+        kernel=kernel_name,
+        settings=(engine := _engine(path, args)).settings_for(path),
+        engine=engine,
+        source=started_with,
+        proposer=args.proposer,
+        rounds=args.rounds,
+        candidates=args.candidates,
+        strategy=args.strategy,
+        min_speedup=args.min_speedup,
+        time_budget_s=args.budget_s,
+        max_evaluations=args.max_evaluations,
+        use_cache=not args.no_cache,
+        workspace=workspace,
+        llm_temperature=args.temperature,
+        llm_timeout_s=args.timeout,
+        llm_concurrency=args.concurrency,
+    )
+    observers = [] if args.quiet or args.json else [PrintObserver(sys.stderr)]
+    try:
+        result = run(req, observers=observers)
+    except OptimizeError as e:
+        print(f"kernel-lsp optimize: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    new = result.accepted.source if result.accepted else None
+    diff = unified_diff(started_with, new, path) if new else ""
+    applied = ""
+    if args.apply and new:
+        try:
+            applied = apply_result(path, started_with, new, workspace)
+        except OptimizeError as e:
+            applied = f"not applied: {e}"
+    if result.report_problem:
+        print(f"kernel-lsp optimize: {result.report_problem}", file=sys.stderr)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "accepted": result.accepted.id if result.accepted else None,
+                    "verdict": result.verdict,
+                    "diff": diff,
+                    "before_after": before_after_rows(result),
+                    "reports": result.report_paths,
+                    "applied": applied,
+                },
+                indent=1,
+            )
+        )
+    else:
+        if diff:
+            print(diff.rstrip())
+            print()
+        print(table(before_after_rows(result)))
+        print()
+        print(result.verdict)
+        if applied:
+            print(applied)
+        for p in result.report_paths:
+            if p.endswith(".md"):
+                print(f"report: {p}")
+    if applied.startswith("not applied"):
+        return EXIT_FAILED
+    return EXIT_FOUND if result.accepted else EXIT_NOTHING

@@ -1,0 +1,102 @@
+"""`kernel-lsp [serve]`: the language server over stdio, or --tcp HOST:PORT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from .. import __version__
+from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
+
+COMMANDS_HELP = """\
+commands (each takes --help):
+  kernel-lsp --check PATH...         compile .cu/.cuh files (folders recursively) with NVRTC and
+                                     report findings and per-kernel resources; with a GPU, verify
+                                     and time kernels that have a spec. Exit 0 clean, 1 findings,
+                                     2 the tool failed. Main options:
+        --format text|json|sarif|github   --strict (warnings fail too)   --no-gpu
+        --arch sm_90 (repeatable)   -I DIR   -D NAME=VALUE   -j N   --watch
+        --max-file-bytes N   --force-exclude (excludes hold for files named too)
+  kernel-lsp bench FILE [--kernel K] verify on the GPU, then a latency table per kernel and size
+  kernel-lsp optimize FILE [--kernel K] [--proposer llm|tune] [--apply]
+                                     FSR: propose, compile, verify, time; offer the fastest
+                                     correct candidate as a diff
+  kernel-lsp spec FILE [--kernel K] [--force]
+                                     write a spec skeleton FILE's stem.spec.py beside it
+
+Settings come from [tool.kernel-lsp] in the nearest pyproject.toml; flags override them."""
+
+
+def serve_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="kernel-lsp",
+        description="CUDA language server (LSP over stdio by default) and command-line checks.",
+        epilog=COMMANDS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--tcp",
+        metavar="HOST:PORT",
+        help="serve over TCP instead of stdio, on a loopback address only; the editor must send the "
+        "token as initializationOptions.token",
+    )
+    p.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="with --tcp: the token, in a file only you can read (made, mode 0600, when missing); "
+        "default: a new token, printed on stderr",
+    )
+    p.add_argument("--log-file", help="write the server log here")
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    args = p.parse_args(argv)
+    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
+    )
+    if not args.log_level.upper().startswith("DEBUG"):
+        # pygls logs every message it sends at INFO: keep the log for what the server does.
+        logging.getLogger("pygls").setLevel(logging.WARNING)
+    from ..server import serve
+
+    if args.tcp:
+        return _serve_tcp(args.tcp, args.token_file, serve)
+    if args.token_file:
+        print("kernel-lsp: --token-file goes with --tcp", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    serve()
+    return EXIT_CLEAN
+
+
+def _serve_tcp(address: str, token_file: str | None, serve) -> int:
+    from ..server import TcpSetupError, check_loopback, load_token
+
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit():
+        print("kernel-lsp: --tcp expects HOST:PORT", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+    try:
+        check_loopback(host)
+        token, made = load_token(token_file)
+    except TcpSetupError as e:
+        print(f"kernel-lsp: {e}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
+
+    def listening(addresses) -> None:
+        where = ", ".join(f"{a[0]}:{a[1]}" for a in addresses)
+        if token_file:
+            told = f"the token is in {token_file}" + (" (new)" if made else "")
+        else:
+            told = f"token: {token}"
+        print(
+            f"kernel-lsp: listening on {where}; {told}; editors send it as initializationOptions.token",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    serve(tcp=(host, int(port)), token=token, on_listening=listening)
+    return EXIT_CLEAN

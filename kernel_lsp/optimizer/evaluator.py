@@ -1,0 +1,374 @@
+"""The three gates behind one small interface: compile (NVRTC) → verify (GPU, against the spec's
+reference and the original kernel's outputs) → time, and the final interleaved A/B comparison.
+
+`Evaluator` is what the loop talks to. `GpuEvaluator` is the real one, over
+kernel_lsp.gpu.GpuSession. The compile gate is the same real NVRTC compile for every evaluator;
+tests replace only the GPU gates (see tests/unit/test_optimizer_llm.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kernel_lsp import archs
+from kernel_lsp.compile import CompileOptions, compile_isolated
+from kernel_lsp.evaluation.pool import BackendPool
+from kernel_lsp.model import CompileResult, Severity
+from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.source import parse_directives
+from kernel_lsp.spec import Spec, SpecError, SpecLoad
+
+from .features import Hardware
+from .model import Comparison, Figures, Resources
+from .tunables import define_values, launch_shapes
+
+
+@dataclass
+class CheckResult:
+    """Gates 2 and 3 for one candidate."""
+
+    ok: bool
+    problems: list[str] = field(default_factory=list)  # "mismatch (n=97): ..." per problem
+    suspicious: bool = False
+    figures: Figures | None = None
+
+
+class Evaluator(ABC):
+    """compile → verify → time → compare, for one kernel of one file."""
+
+    def __init__(self, path: str, spec: Spec, options: CompileOptions, spec_source: str | None = None):
+        self.path = path
+        self.spec = spec
+        self.options = options
+        self.spec_source = spec_source
+
+    # --- availability and hardware --------------------------------------------------------------
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    @property
+    def reason(self) -> str:
+        return ""
+
+    def hardware(self) -> Hardware | None:
+        return None
+
+    @property
+    def device_key(self) -> str:
+        """Names the device for the result cache (results are only reused on the same GPU)."""
+        hw = self.hardware()
+        return f"{hw.name}-{hw.arch}" if hw else "unknown"
+
+    @property
+    def parallelism(self) -> int:
+        """How many candidates `check` can take at once (one per GPU)."""
+        return 1
+
+    def compile_options(self) -> CompileOptions:
+        hw = self.hardware()
+        if hw and self.options.arch.rstrip("af") != hw.arch:
+            return replace(self.options, arch=hw.arch)
+        return self.options
+
+    # --- gate 1: the compiler (real for every evaluator) -------------------------------------------
+
+    def compile(self, source: str) -> CompileResult:
+        """compile_source picks the backend: NVRTC for device code, nvcc when the candidate keeps
+        the file's host code; the same gate for the original and every candidate."""
+        return compile_isolated(launch_ready(source, self.options.defines), self.path, self.compile_options())
+
+    # --- gates 2 and 3, and the A/B --------------------------------------------------------------
+
+    @abstractmethod
+    def check(self, source: str, original: str) -> CheckResult:
+        """Verify `source` against the spec and against `original`'s outputs; time it."""
+
+    @abstractmethod
+    def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
+        """Interleaved A/B timing: speedup of `candidate` over `original` with its bound."""
+
+    def profile(self, source: str) -> ProfileReport | None:
+        """What limits a verified `source`, from ncu (None: this evaluator does not profile).
+        Never on the timing path; called for the baseline and each round's best."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - nothing to release by default
+        """Release the GPU session if this evaluator opened it."""
+
+
+# --- launch lines with macros -------------------------------------------------------------------
+
+_LAUNCH_LINE = re.compile(r"^(?P<lead>.*//\s*kernel-lsp:\s*launch\s+)(?P<rest>.*)$", re.M)
+
+
+def launch_ready(source: str, defines: tuple[str, ...] = ()) -> str:
+    """The source with integer macros in its launch lines replaced by their values
+    (`grid=cdiv(n, BLOCK)` → `grid=cdiv(n, 256)`), so that the spec's evaluator, which knows only
+    the sizes, can evaluate them. Only comments change: the compiled code is the same."""
+    values = define_values(source, defines)
+    if not values:
+        return source
+
+    def substitute(m: re.Match[str]) -> str:
+        rest = m.group("rest")
+        kernel, _, exprs = rest.partition(" ")
+        exprs = re.sub(
+            r"\b([A-Za-z_]\w*)\b",
+            lambda w: str(values[w.group(1)]) if w.group(1) in values else w.group(1),
+            exprs,
+        )
+        return m.group("lead") + kernel + " " + exprs
+
+    return _LAUNCH_LINE.sub(substitute, source)
+
+
+def launch_problem(
+    result: CompileResult, source: str, spec: Spec, kernels: list[str], defines: tuple[str, ...] = ()
+) -> str | None:
+    """Why the compiled candidate cannot launch on its arch, or None: too many threads per block,
+    more registers than the SM's file holds for one block, or too much shared memory."""
+    lim = archs.limits_for(result.arch)
+    if lim is None:
+        return None
+    try:
+        shapes = {}
+        for sizes in spec.timing_cases() + spec.verification_sizes()[:1]:
+            shapes.update(launch_shapes(source, kernels, sizes, defines))
+    except SpecError as e:
+        return f"launch line cannot be evaluated: {e}"
+    by_name = {k.name: k for k in result.kernels}
+    for name, (_grid, block, smem) in shapes.items():
+        threads = block[0] * block[1] * block[2]
+        if threads > lim.max_threads_per_block:
+            return f"`{name}`: block of {threads} threads is over the limit of {lim.max_threads_per_block}"
+        res = by_name.get(name)
+        if res is None:
+            continue
+        warps = -(-threads // 32)
+        regs_per_warp = -(-res.registers * 32 // lim.register_alloc_unit) * lim.register_alloc_unit
+        if warps * regs_per_warp > lim.registers_per_sm:
+            return (
+                f"`{name}`: {res.registers} registers × {threads} threads needs "
+                f"{warps * regs_per_warp} registers, the SM has {lim.registers_per_sm}"
+            )
+        if res.shared_bytes + smem > lim.max_shared_per_block:
+            return (
+                f"`{name}`: {res.shared_bytes + smem} bytes of shared memory per block, "
+                f"the limit is {lim.max_shared_per_block}"
+            )
+    return None
+
+
+def resources_of(
+    result: CompileResult, source: str, spec: Spec, kernels: list[str], defines: tuple[str, ...] = ()
+) -> list[Resources]:
+    """Registers, shared memory, spills and occupancy at the timing size's launch."""
+    try:
+        shapes = (
+            launch_shapes(source, kernels, spec.timing_cases()[0], defines) if spec.timing_cases() else {}
+        )
+    except SpecError:
+        shapes = {}
+    out = []
+    for k in result.kernels:
+        if k.name not in kernels:
+            continue
+        block = smem = None
+        occ = None
+        if k.name in shapes:
+            _, b, smem = shapes[k.name]
+            block = b[0] * b[1] * b[2]
+            occ = archs.occupancy(result.arch, block, k.registers, k.shared_bytes, smem)
+        out.append(
+            Resources(
+                kernel=k.name,
+                registers=k.registers,
+                shared_bytes=k.shared_bytes,
+                spill_bytes=k.spill_store_bytes + k.spill_load_bytes,
+                block=block,
+                occupancy=occ.fraction if occ else None,
+                limiter=occ.limiter if occ else None,
+            )
+        )
+    return out
+
+
+def compile_log(result: CompileResult, limit: int = 12) -> str:
+    """The errors of a failed compile, as the compiler said them (for the report and the prompt)."""
+    errors = [d for d in result.diagnostics if d.severity >= Severity.ERROR] or result.diagnostics
+    lines = [f"line {d.line}:{d.col}: {d.severity.label}: {d.message}" for d in errors[:limit]]
+    if len(errors) > limit:
+        lines.append(f"... and {len(errors) - limit} more")
+    return "\n".join(lines) or (result.log.strip()[:1500] or "compile failed")
+
+
+# --- the real one -------------------------------------------------------------------------------
+
+
+class GpuEvaluator(Evaluator):
+    """The gates on GPUs, through kernel_lsp.gpu.GpuSession (a worker process per GPU). With more
+    than one session, candidates are checked in parallel, one per GPU; an A/B comparison always
+    runs both sides on one GPU."""
+
+    def __init__(
+        self,
+        session: Any,
+        path: str,
+        spec: Spec,
+        options: CompileOptions,
+        spec_source: str | None = None,
+        specs: SpecLoad | None = None,
+        own_session: bool = False,
+        more_sessions: Sequence[Any] = (),
+    ):
+        super().__init__(path, spec, options, spec_source)
+        self.session = session
+        self.pool = BackendPool([session, *more_sessions])
+        self.specs = specs if specs is not None else [spec]
+        self._own = own_session
+        self._hw: Hardware | None = None
+        self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
+
+    @property
+    def available(self) -> bool:
+        return bool(self.session.available)
+
+    @property
+    def reason(self) -> str:
+        return str(self.session.reason)
+
+    @property
+    def parallelism(self) -> int:
+        return len(self.pool)
+
+    def hardware(self) -> Hardware | None:
+        if self._hw is None and self.available:
+            dev = self.session.device
+            self._hw = Hardware.from_device(dev) if dev is not None else None
+        return self._hw
+
+    def _artifact(self, session: Any, source: str) -> tuple[str, CompileResult]:
+        """The launch-ready text and its artifact, compiled for `session`'s own device (the
+        compile cache makes the repeat of gate 1 free on a device like the first)."""
+        text = launch_ready(source, self.options.defines)
+        return text, session.compile(text, self.path, self.options)
+
+    def check(self, source: str, original: str) -> CheckResult:
+        def on(session: Any) -> Any:
+            text, artifact = self._artifact(session, source)
+            reference = self._artifact(session, original) if original != source else None
+            return session.check(
+                text,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                artifact,
+                measure=True,
+                reference_outputs_from=reference,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+
+        kc = self.pool.run(on)
+        problems = [f"{p.kind}" + (f" ({p.case})" if p.case else "") + f": {p.message}" for p in kc.problems]
+        if not problems and not kc.ok:
+            problems = [f"{kc.status}: {kc.message}"]
+        figures = None
+        if kc.timings:
+            last = kc.timings[-1]
+            figures = Figures(
+                latency_s=sum(t.measurement.median_s for t in kc.timings),
+                p10_s=sum(t.measurement.p10_s for t in kc.timings),
+                p90_s=sum(t.measurement.p90_s for t in kc.timings),
+                samples=min(t.measurement.n for t in kc.timings),
+                roofline=last.roofline,
+                bound=last.bound,
+                bandwidth_Bps=last.bandwidth_Bps,
+                cases=[t.case for t in kc.timings],
+                over_bound="; ".join(t.over_bound for t in kc.timings if t.over_bound),
+                bound_note=last.bound_note,
+            )
+        # Over 100% of a bound is never accepted, even where the worker did not call it suspicious
+        # (a warm-L2 figure).
+        over = [f"suspicious ({t.case}): {t.over_bound}" for t in kc.timings if t.over_bound]
+        suspicious = any(p.kind == "suspicious" for p in kc.problems) or bool(over)
+        problems += [p for p in over if p not in problems]
+        if kc.ok and kc.timings:
+            self._verified[launch_ready(source, self.options.defines)] = kc
+        return CheckResult(ok=kc.ok, problems=problems, suspicious=suspicious, figures=figures)
+
+    def profile(self, source: str) -> ProfileReport | None:
+        ready, artifact = self._artifact(self.session, source)
+        kc = self._verified.get(ready)
+        if kc is None:  # its check came from the result cache: verify and time it here once
+            kc = self.session.check(
+                ready,
+                self.path,
+                self.specs,
+                self.spec.kernel,
+                artifact,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+            if not (kc.ok and kc.timings):
+                return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
+        self.session.add_occupancy(
+            kc, ready, self.path, self.specs, artifact, self.spec_source, defines=self.options.defines
+        )
+        return kc.profile
+
+    def compare(self, original: str, candidate: str, min_speedup: float) -> Comparison:
+        def on(session: Any) -> Any:  # both sides on this one GPU, interleaved
+            base_text, base = self._artifact(session, original)
+            cand_text, cand = self._artifact(session, candidate)
+            return session.compare(
+                base_text,
+                cand_text,
+                self.path,
+                self.spec.kernel,
+                base,
+                self.specs,
+                cand,
+                min_speedup=min_speedup,
+                spec_source=self.spec_source,
+                defines=self.options.defines,
+            )
+
+        c = self.pool.run(on)
+        problems = [p.message for p in c.problems]
+        if c.error:
+            problems.insert(0, c.error)
+        if c.suspicious:
+            problems.append(f"suspicious: {c.suspicious}")
+        return Comparison(
+            speedup=c.speedup, ci_low=c.ci_low, ci_high=c.ci_high, samples=c.n, problems=problems
+        )
+
+    def close(self) -> None:
+        if self._own:
+            self.pool.close()
+
+
+def evaluator_factory_from_env() -> Any | None:
+    """A test seam: `KERNEL_LSP_OPTIMIZER_EVALUATOR=module:function` names a factory
+    `(path, spec, options, spec_source, specs) -> Evaluator` that replaces the GPU gates, so the
+    end-to-end editor tests can run the whole code action on a machine without a GPU."""
+    target = os.environ.get("KERNEL_LSP_OPTIMIZER_EVALUATOR", "")
+    if not target:
+        return None
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def kernels_launched(spec: Spec, source: str) -> list[str]:
+    names = spec.kernels
+    known = {d.kernel for d in parse_directives(source).launches}
+    return [k for k in names if k in known] or names

