@@ -25,24 +25,29 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
 from kernel_lsp.evaluation.local import GPU_OFF_IN_EDITOR, LocalBackend, fake_from_env, no_gpu_message
 from kernel_lsp.evaluation.results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
     SpecArg,
+    entry_steps,
     entry_symbols,
     launch_steps,
     resolve_spec,
     spec_desc,
 )
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
+from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import ProfileReport, find_ncu
+from kernel_lsp.runner.sanitizer import TOOLS as SANITIZER_TOOLS
+from kernel_lsp.runner.sanitizer import SanitizerReport, find_sanitizer, smallest_case
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
-from kernel_lsp.spec import Spec, spec_path_for
+from kernel_lsp.spec import Spec, case_label, spec_path_for
 from kernel_lsp.spec.isolated import load_specs_isolated
 
 __all__ = [
@@ -73,7 +78,11 @@ def _defines(options: Any) -> tuple[str, ...]:
 
 
 def _kernel_line(source: str, kernel: str | None) -> int:
+    """The line of the kernel, or of the host function an entry spec names."""
     sig = find_kernel(find_kernels(source), kernel) if kernel else None
+    if sig is None and kernel:
+        entry = find_host_function(source, kernel)
+        return entry.line if entry else 1
     return sig.line if sig else 1
 
 
@@ -90,9 +99,13 @@ class GpuSession:
         start_timeout_s: float = 60.0,
         use_device_cache: bool = True,
         backend: EvaluationBackend | None = None,
+        sandboxed: bool = False,
     ):
+        """`sandboxed`: the worker runs confined (kernel_lsp/fence/sandbox.py): what the
+        optimizer uses for candidates whose host code an LLM wrote; such code is refused by a
+        worker that is not."""
         self.backend: Any = backend or LocalBackend(
-            device, launch_timeout_s, timing, fake, start_timeout_s, use_device_cache
+            device, launch_timeout_s, timing, fake, start_timeout_s, use_device_cache, sandboxed
         )
         # One profile per source version (CUBIN, text, launch steps, timed case).
         self._profiles: dict[str, ProfileReport] = {}
@@ -168,11 +181,55 @@ class GpuSession:
 
         return compile_isolated(source, path, self.compile_options_for_device(options))
 
+    def build_library(
+        self, source: str, path: str, options: Any = None, candidate_of: str | None = None
+    ) -> LibraryBuild:
+        """The file as a shared library for this device's exact arch (host-entry specs).
+        `candidate_of`: the original's text when `source` is a candidate an LLM wrote: the fence
+        checks it (LibraryBuild.fence) and it runs only in a sandboxed session."""
+        from kernel_lsp.compile import CompileOptions
+        from kernel_lsp.compile.pool import WorkerFailed, run_isolated
+
+        options = self.compile_options_for_device(options or CompileOptions())
+        try:  # in the shared worker process, like every compile of the GPU and optimizer paths
+            return run_isolated(_build_library, source, path, options, candidate_of)
+        except WorkerFailed as e:
+            message = f"building {os.path.basename(path)} for {options.arch}: {e}"
+            diagnostic = Diagnostic(path, 1, 1, Severity.ERROR, message, code=e.reason)
+            return LibraryBuild(
+                CompileResult(path, options.arch, False, [diagnostic]), trusted=candidate_of is None
+            )
+
+    def _built_entry(
+        self, source: str, path: str, spec: Spec, artifact: Artifact
+    ) -> tuple[Built | None, list[Diagnostic]]:
+        """(library, the entry's step) for an entry spec: `artifact` is a LibraryBuild, or
+        compile options (None: the defaults) to build one with."""
+        if isinstance(artifact, CompileResult):
+            message = "an entry spec runs a shared library: pass compile options or GpuSession.build_library's result"
+            return None, [Diagnostic(path, 1, 1, Severity.ERROR, message, source=GPU_SOURCE)]
+        build = artifact if isinstance(artifact, LibraryBuild) else self.build_library(source, path, artifact)
+        if not build.ok:
+            errors = [d for d in build.diagnostics if d.severity is Severity.ERROR]
+            return None, errors or [Diagnostic(path, 1, 1, Severity.ERROR, "build failed", source=GPU_SOURCE)]
+        dev = self.device
+        if dev is not None and build.result.arch.rstrip("af") != dev.arch:
+            message = f"built for {build.result.arch}, but {dev.name} is {dev.arch}: build with GpuSession.build_library"
+            return None, [Diagnostic(path, 1, 1, Severity.ERROR, message, source=GPU_SOURCE)]
+        steps, problems = entry_steps(spec, source, build)
+        if problems:
+            return None, problems
+        assert build.library is not None
+        return (build.library, steps), []
+
     def _built(
         self, source: str, path: str, spec: Spec, artifact: Artifact, defines: tuple[str, ...] | None
     ) -> tuple[Built | None, list[Diagnostic]]:
         """(CUBIN, launch steps) from the artifact, or the diagnostics that prevent them. The
-        launch lines see `defines` (default: those of compile options passed as the artifact)."""
+        launch lines see `defines` (default: those of compile options passed as the artifact).
+        An entry spec: (shared library, its call) instead."""
+        if spec.is_entry:
+            return self._built_entry(source, path, spec, artifact)
         if not isinstance(artifact, CompileResult):
             defines = _defines(artifact) if defines is None else defines
             artifact = self.compile(source, path, artifact)
@@ -215,9 +272,11 @@ class GpuSession:
         `artifact`). Never raises. Achieved occupancy comes after, from `add_occupancy`."""
         start = time.perf_counter()
         kernel_line = _kernel_line(source, kernel)
+        entry = False
 
         def done(check: KernelCheck) -> KernelCheck:
             check.duration_s = time.perf_counter() - start
+            check.entry = entry
             check.device = check.device or (self.backend.device if self.available else None)
             check.host, check.device_index = check.host or self.host, self.device_index
             if not check.diagnostics and check.problems:
@@ -247,14 +306,23 @@ class GpuSession:
             )
         kernel = spec.kernel
         kernel_line = _kernel_line(source, kernel)
+        entry = spec.is_entry
         try:
             built, problems = self._built(source, path, spec, artifact, defines)
         except Exception as e:
             return done(KernelCheck(kernel, "error", message=f"compile failed: {e}"))
         if built is None:
             status = "spec_error" if _in_spec(problems, spec) else "compile_error"
+            if any((d.code or "").startswith("fence-") for d in problems):
+                status = "fenced"  # host code an LLM wrote that may not run
             return done(KernelCheck(kernel, status, message=problems[0].message, diagnostics=problems))
         baseline = None
+        if reference_outputs_from is None and spec.is_entry and spec.baseline:
+            baseline, problems = self._entry_baseline(spec, path, artifact)
+            if baseline is None:
+                return done(
+                    KernelCheck(kernel, "spec_error", message=problems[0].message, diagnostics=problems)
+                )
         if reference_outputs_from is not None:
             ref_source, ref_artifact = (
                 reference_outputs_from
@@ -265,6 +333,68 @@ class GpuSession:
             if baseline is None:
                 return done(KernelCheck(kernel, "error", message="the original kernel does not build"))
         return done(self.backend.check(spec, spec_source, built, measure, baseline, on_progress))
+
+    def _entry_baseline(
+        self, spec: Spec, path: str, artifact: Artifact
+    ) -> tuple[Built | None, list[Diagnostic]]:
+        """The spec's baseline file (the user's own original) built like the file it checks."""
+        baseline_path = spec.baseline_path() or ""
+        try:
+            with open(baseline_path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            message = f"baseline {spec.baseline}: {e}"
+            return None, [
+                Diagnostic(spec.path or path, spec.line or 1, 1, Severity.ERROR, message, source=GPU_SOURCE)
+            ]
+        options = artifact.options if isinstance(artifact, LibraryBuild) else artifact
+        built, problems = self._built_entry(
+            text, baseline_path, spec, self.build_library(text, baseline_path, options)
+        )
+        if built is None:
+            first = problems[0].message if problems else "does not build"
+            message = f"baseline {spec.baseline}: {first}"
+            return None, [
+                Diagnostic(spec.path or path, spec.line or 1, 1, Severity.ERROR, message, source=GPU_SOURCE)
+            ]
+        return built, []
+
+    def prove(
+        self,
+        source: str,
+        path: str,
+        specs_or_spec_path: SpecArg = None,
+        kernel: str | None = None,
+        artifact: Artifact = None,
+        spec_source: str | None = None,
+        defines: tuple[str, ...] | None = None,
+        tools: tuple[str, ...] = SANITIZER_TOOLS,
+    ) -> SanitizerReport:
+        """Proof before an offer: the spec's smallest non-trivial case launched once under each
+        compute-sanitizer tool; a finding (`report.blocks_offer`) blocks the offer, with the
+        sanitizer's message at the source line. Without compute-sanitizer the gate is skipped and
+        `report.note` says so. Never raises."""
+        sanitizer = find_sanitizer()
+        if sanitizer is None:
+            return SanitizerReport(note="compute-sanitizer is not installed here: the proof gate was skipped")
+        run = getattr(self.backend, "sanitize", None)
+        if run is None or not self.available:
+            why = "this evaluation backend runs no sanitizer" if run is None else no_gpu_message(self.reason)
+            return SanitizerReport(note=f"the proof gate was skipped: {why}")
+        spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
+        if spec is None:
+            return SanitizerReport(note=diags[0].message if diags else "no spec")
+        built, problems = self._built(source, path, spec, artifact, defines)
+        if built is None:
+            return SanitizerReport(note=f"does not build: {problems[0].message if problems else '?'}")
+        sizes = smallest_case(spec.sizes)
+        job = {
+            "spec": spec_desc(spec, spec_source),
+            "steps": built[1],
+            "sizes": sizes,
+            "case": case_label(sizes),
+        }
+        return run(sanitizer, job, built[0], tools)
 
     def add_occupancy(
         self,
@@ -291,7 +421,7 @@ class GpuSession:
             return check
         cubin, steps = built
         message = {"spec": spec_desc(spec, spec_source), "steps": steps}
-        self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, path, source)
+        self._profile(check, message, cubin, symbol_names(steps), path, source)
         return check
 
     def _profile(
@@ -348,7 +478,7 @@ class GpuSession:
         if profile and check.ok and check.timings:
             message = {"spec": spec_desc(spec, spec_source), "steps": steps}
             main = (spec.path or "").removesuffix(".spec.py") + ".cu"
-            self._profile(check, message, cubin, {s["symbol"]: s["kernel"] for s in steps}, main)
+            self._profile(check, message, cubin, symbol_names(steps), main)
         return check
 
     # --- A/B ------------------------------------------------------------------------------------
@@ -376,7 +506,9 @@ class GpuSession:
         spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
         if spec is None:
             return replace(empty, error=diags[0].message if diags else "no spec")
-        if candidate_artifact is None and not isinstance(baseline_artifact, CompileResult):
+        if candidate_artifact is None and isinstance(baseline_artifact, LibraryBuild):
+            candidate_artifact = baseline_artifact.options  # the same compile options for both
+        elif candidate_artifact is None and not isinstance(baseline_artifact, CompileResult):
             candidate_artifact = baseline_artifact  # the same compile options for both
         built = []
         for src, art in ((baseline_source, baseline_artifact), (candidate_source, candidate_artifact)):
@@ -399,6 +531,25 @@ class GpuSession:
         on_progress: ProgressFn | None = None,
     ) -> Comparison:
         return self.backend.compare(spec, spec_source, baseline, candidate, min_speedup, on_progress)
+
+
+def _build_library(source: str, path: str, options: Any, candidate_of: str | None) -> LibraryBuild:
+    """compile_library with the fence (run in the shared worker process)."""
+    from kernel_lsp import fence
+
+    return compile_library(source, path, options, candidate_of, fence=fence)
+
+
+def symbol_names(steps: list[dict[str, Any]]) -> dict[str, str]:
+    """{entry symbol: the name a user knows} of the kernels a run launches: the pipeline's, or
+    for a host entry every kernel its library holds (the profile times each one it launched)."""
+    names: dict[str, str] = {}
+    for s in steps:
+        if s.get("kind") == "entry":
+            names.update(s.get("kernels") or {})
+        else:
+            names[s["symbol"]] = s["kernel"]
+    return names
 
 
 def _in_spec(problems: list[Diagnostic], spec: Spec) -> bool:
@@ -427,15 +578,18 @@ def check_file(
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity is Severity.ERROR)
         return [KernelCheck("", "spec_error", message=first.message, diagnostics=loaded.diagnostics)]
-    if artifact is None and session.available:
+    if artifact is None and session.available and any(not s.is_entry for s in loaded.specs):
         artifact = session.compile(source, cu_path, compile_options)
+    library = None
+    if session.available and any(s.is_entry for s in loaded.specs):
+        library = session.build_library(source, cu_path, compile_options)
     return [
         session.check(
             source,
             cu_path,
             loaded,
             s.kernel,
-            artifact,
+            library if s.is_entry else artifact,
             measure,
             spec_source=spec_source,
             on_progress=on_progress,

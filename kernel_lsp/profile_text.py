@@ -7,6 +7,7 @@ from __future__ import annotations
 from kernel_lsp.runner.hot_lines import HotLine
 from kernel_lsp.runner.limiter import KernelProfile
 from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.stats import format_seconds
 
 
 def sol_text(k: KernelProfile) -> str:
@@ -46,6 +47,8 @@ def profile_lines(report: ProfileReport, hot: int = 5) -> list[str]:
     out = []
     for k in report.kernels:
         out.append(f"profile {kernel_line(k)}" + (f" [{report.case}]" if report.case else ""))
+        if k.duration_s is not None:  # a host entry's kernels: the time of each one it launched
+            out.append(f"  time under ncu: {format_seconds(k.duration_s)} (one launch, cold caches)")
         if k.sol:
             out.append(f"  speed of light: {sol_text(k)}")
         if k.achieved_occupancy is not None:

@@ -262,7 +262,7 @@ class Workspace:
                 verification.text,
                 verification.path,
                 None,
-                verification.artifact,
+                verification.options if check.entry else verification.artifact,  # an entry's library
                 verification.spec_text,
                 defines=verification.options.defines,
             )

@@ -153,6 +153,7 @@ def check_main(argv: list[str]) -> int:
         )
         return EXIT_TOOL_FAILED
     from ..evaluation.choose import RayUnavailable, wants_ray
+    from ..evaluation.local import fake_from_env
     from ..gpu_check import mark_unverified, verify_checks
 
     # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
@@ -160,7 +161,11 @@ def check_main(argv: list[str]) -> int:
     # With Ray the GPUs are the cluster's: this machine may have none.
     if not settings.gpu_enabled:
         mark_unverified(rest, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
-    elif not (wants_ray(settings.evaluation_backend, settings.cluster_address) or local_gpu_arch()):
+    elif not (
+        wants_ray(settings.evaluation_backend, settings.cluster_address)
+        or local_gpu_arch()
+        or fake_from_env()
+    ):
         mark_unverified(rest, "no GPU found")
     else:
         try:

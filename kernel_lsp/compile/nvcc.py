@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..model import CompileResult, Diagnostic, Severity
@@ -152,7 +153,7 @@ def compile_nvcc(
         return replace(hit, cached=True)
     start = time.perf_counter()
     try:
-        result = _compile_in_temp_dir(source, path, options, toolchain, stage)
+        result = _compile_in_temp_dir(source, path, options, toolchain, stage=stage)
     except OSError as e:  # no room or no permission for the temporary folder
         return _tool_diagnostic(path, options, f"nvcc could not run: {e}")
     result.duration_s = time.perf_counter() - start
@@ -208,8 +209,15 @@ _MIRROR_LIMIT = 5000
 
 
 def _compile_in_temp_dir(
-    source: str, path: str, options: CompileOptions, toolchain: Toolchain, stage: str = FULL
+    source: str,
+    path: str,
+    options: CompileOptions,
+    toolchain: Toolchain,
+    with_object: Callable[[str], None] | None = None,
+    stage: str = FULL,
 ) -> CompileResult:
+    """`with_object`: called with the host object's path (`host_check` compiles), inside the
+    temporary folder, after a clean compile (the shared-library build links it there)."""
     assert toolchain.nvcc is not None
     timeout_s = options.timeout_s or NVCC_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
@@ -279,6 +287,8 @@ def _compile_in_temp_dir(
         if ok and stage == FULL and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:
                 cubin = f.read()
+        if ok and with_object is not None and options.host_check:
+            with_object(os.path.join(tmp, stem + ".o"))
     # nvcc names the temporary file in a few lines of its own ("... in the compilation of"), and
     # a mirrored header's neighbours by their links.
     log = safe.restore(log.replace(src, os.path.abspath(path)))

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
+from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec, distributions
@@ -31,12 +32,17 @@ from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
 
 
+SANDBOX_REFUSED = "host code an LLM wrote does not run here: no sandbox: "
+
+
 def no_gpu_message(reason: str) -> str:
     """`no GPU: <why>`, the one wording hover, code actions, the CLI and the optimizer use. The
     driver loader's own text ("... can only be found via system search. Ensure the NVIDIA display
     driver is installed.") is for the log; users get its gist, one clause, no trailing period, so
     it reads the same inside a longer sentence."""
     why = (reason or "").strip()
+    if why.startswith(SANDBOX_REFUSED):
+        return why  # a GPU may well be there: the fence refused to run without a sandbox
     if why.startswith("no CUDA driver"):
         why = "no NVIDIA driver is installed (libcuda cannot be loaded)"
     why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
@@ -65,8 +71,12 @@ class LocalBackend:
         fake: bool | None = None,
         start_timeout_s: float = 60.0,
         use_device_cache: bool = True,
+        sandboxed: bool = False,
     ):
         self.device_index = 0 if device is None else int(device)
+        # Host code an LLM wrote runs only in a sandboxed worker (kernel_lsp/fence/sandbox.py).
+        self.sandboxed = sandboxed
+        self.sandbox: dict[str, Any] | None = None  # how the worker is confined, once started
         self.host = socket.gethostname()
         self.launch_timeout_s = launch_timeout_s
         self.timing = timing or TimingSettings()
@@ -105,7 +115,7 @@ class LocalBackend:
                 self._reason = hidden
                 return None
         try:
-            worker = WorkerProcess(self.device_index, self.fake)
+            worker = WorkerProcess(self.device_index, self.fake, sandboxed=self.sandboxed)
             hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
         except Exception as e:
             self._reason = f"GPU worker did not start: {e}"
@@ -113,10 +123,13 @@ class LocalBackend:
             return None
         if not hello.get("available"):
             self._reason = str(hello.get("reason") or "none found")
+            if hello.get("sandbox_error"):
+                self._reason = SANDBOX_REFUSED + str(hello["sandbox_error"])
             self._retry_at = time.monotonic() + 60.0
             worker.close()
             return None
         self._worker, self._hello, self._reason = worker, hello, None
+        self.sandbox = hello.get("sandbox")
         return worker
 
     @property
@@ -338,3 +351,11 @@ class LocalBackend:
         job = dict(job, device=self.device_index, fake=self.fake)
         with self._lock:  # nothing else on this GPU while ncu replays the kernels
             return profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
+
+    def sanitize(
+        self, sanitizer: str, job: dict[str, Any], blob: bytes, tools: tuple[str, ...]
+    ) -> SanitizerReport:
+        """The job's one launch under each compute-sanitizer tool (the proof gate), on this GPU."""
+        job = dict(job, device=self.device_index, fake=self.fake)
+        with self._lock:  # nothing else on this GPU while the sanitizer instruments the launch
+            return sanitize(sanitizer, job, blob, tools)

@@ -62,6 +62,7 @@ class KernelCheck:
     # Where it ran: the host name and the device index there (one backend per GPU).
     host: str = ""
     device_index: int | None = None
+    entry: bool = False  # `kernel` names a host entry (its own launches), not a kernel
 
     @property
     def headline(self) -> str:

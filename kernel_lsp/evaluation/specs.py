@@ -1,5 +1,6 @@
 """Spec resolution: from a source, its compiled artifact and a spec, the launch steps a backend
-runs ([{kernel, symbol, params, grid, block, smem, constants}]). Pure: no GPU, no compiling.
+runs ([{kernel, symbol, params, grid, block, smem, constants}]), or for an entry spec the one
+call of its host function from the built library (`entry_steps`). Pure: no GPU, no compiling.
 
 A spec names a kernel by its source name (`saxpy`) or a template instance (`scale<float>`); the
 entry symbol comes from the artifact's kernels (mangled names from the compiler's resource
@@ -13,10 +14,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_lsp.compile.demangle import demangle
+from kernel_lsp.compile.shared_lib import LibraryBuild
+from kernel_lsp.elf import Elf
+from kernel_lsp.host_entry import entry_abi, find_host_function
 from kernel_lsp.host_launch.spec_launch import with_host_launches
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
+from kernel_lsp.runner.isolation import cubin_globals
 from kernel_lsp.source import find_kernel, find_kernels, kernel_base_name, parse_directives
-from kernel_lsp.spec import Spec, SpecLoad, check_spec, source_constants, spec_path_for
+from kernel_lsp.spec import (
+    Spec,
+    SpecLoad,
+    check_entry_spec,
+    check_spec,
+    source_constants,
+    spec_path_for,
+)
 from kernel_lsp.spec.isolated import load_specs_isolated
 
 GPU_SOURCE = "kernel-lsp gpu"
@@ -170,3 +182,46 @@ def spec_desc(spec: Spec, spec_source: str | None) -> dict[str, Any]:
     if not spec.path:
         raise ValueError("the spec must come from a spec file (load_specs sets its path)")
     return {"path": spec.path, "source": spec_source, "kernel": spec.kernel}
+
+
+def entry_steps(
+    spec: Spec, source: str, build: LibraryBuild
+) -> tuple[list[dict[str, Any]], list[Diagnostic]]:
+    """The one step of an entry spec ({kind: entry, kernel, symbol, params, codes, returns,
+    globals, trusted, kernels}), or the diagnostics (in the spec file) that prevent it."""
+    function = find_host_function(source, spec.entry or spec.kernel)
+    abi = entry_abi(function) if function is not None else None
+    problems = [d for d in check_entry_spec(spec, function, abi) if d.severity is Severity.ERROR]
+    if problems or function is None or abi is None:
+        return [], problems
+    name = function.name
+    library = build.library or b""
+    exported = {s.name for s in Elf(library).symbols(dynamic=True) if not s.undefined} if library else set()
+    symbol = name if name in exported else entry_symbols(library, [name]).get(name)
+    if symbol is None or symbol not in exported:
+        message = f"`{name}` is not exported by the built library"
+        if not function.extern_c:
+            message += ' (declare it extern "C", or make sure it is not static or inline)'
+        return [], [
+            Diagnostic(
+                spec.path or "",
+                spec.line or 1,
+                1,
+                Severity.ERROR,
+                message,
+                code="spec-entry",
+                source=GPU_SOURCE,
+            )
+        ]
+    step = {
+        "kind": "entry",
+        "kernel": spec.kernel,
+        "symbol": symbol,
+        "params": [a.name for a in abi.args],
+        "codes": [a.code for a in abi.args],
+        "returns": abi.returns,
+        "globals": cubin_globals(build.result.cubin or b""),
+        "trusted": build.trusted,
+        "kernels": {k.mangled: k.name for k in build.result.kernels},
+    }
+    return [step], []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernel_lsp.child_python import python_module
+from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 
 ProgressFn = Callable[[str, str], None]
@@ -34,7 +36,7 @@ class WorkerDied(RuntimeError):
 class WorkerProcess:
     """One worker subprocess plus a reader thread that queues its frames."""
 
-    def __init__(self, device: int, fake: bool, env: dict[str, str] | None = None):
+    def __init__(self, device: int, fake: bool, env: dict[str, str] | None = None, sandboxed: bool = False):
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(
@@ -44,6 +46,12 @@ class WorkerProcess:
         cmd = [*python_module("kernel_lsp.runner.worker"), "--device", str(device)]
         if fake:
             cmd.append("--fake")
+        # A sandboxed worker (host code an LLM wrote): its own folder, no secrets in its
+        # environment, and bubblewrap around it where Landlock/seccomp are missing.
+        self.folder: str | None = None
+        if sandboxed:
+            self.folder = tempfile.mkdtemp(prefix="kernel-lsp-sandbox-")
+            cmd, child_env = sandboxed_command(cmd, child_env, self.folder)
         # Lives as long as the worker; closed in close().
         self.log = tempfile.TemporaryFile(prefix="kernel-lsp-worker-")  # noqa: SIM115
         self.proc = subprocess.Popen(
@@ -148,3 +156,5 @@ class WorkerProcess:
                 self.kill()
         with contextlib.suppress(Exception):
             self.log.close()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -7,7 +7,8 @@ allocation, copies, byte fills, module loading, launches, CUDA-event timing and 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,15 @@ extern "C" __global__ void kl_flush(const uint4* __restrict__ p, unsigned long l
     }
     // Never true for the fill pattern; it keeps the loads alive without writing anything.
     if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9E3779B9u) *sink = 1u;
+}
+
+// Fills the shared memory of every SM it lands on with a byte pattern: a kernel that reads shared
+// memory no thread of its block wrote then reads the poison, not zeros left by chance.
+extern "C" __global__ void kl_poison_smem(unsigned int pattern, unsigned int words)
+{
+    extern __shared__ unsigned int smem[];
+    volatile unsigned int* s = smem;
+    for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
 }
 
 extern "C" __global__ void kl_spin(unsigned long long ns)
@@ -245,6 +255,29 @@ class CudaDevice:
     def sync(self) -> None:
         self._ck(self.d.cuStreamSynchronize(self.stream))
 
+    def sync_all(self) -> None:
+        """Wait for everything queued in the context, on any stream (after a host entry's call:
+        work it queued on streams of its own is part of its time)."""
+        self._ck(self.d.cuCtxSynchronize())
+
+    def stream_handle(self) -> int:
+        """The stream as a `cudaStream_t` value (the runtime shares the driver's handles)."""
+        return int(self.stream)
+
+    @contextlib.contextmanager
+    def legacy_stream(self, use: bool = True) -> Iterator[None]:
+        """Run on the legacy default stream while inside: where a host entry launches without a
+        stream argument, events, fills and L2 flushes must be on that stream to be ordered with it."""
+        if not use:
+            yield
+            return
+        saved = self.stream
+        self.stream = self.d.CUstream(self.d.CU_STREAM_LEGACY)
+        try:
+            yield
+        finally:
+            self.stream = saved
+
     # --- timing ---------------------------------------------------------------------------------
 
     def _flush_buffer(self) -> tuple[int, int]:
@@ -270,7 +303,8 @@ class CudaDevice:
                 )
                 if result.ok and result.cubin:
                     module = self.load(result.cubin)
-                    self._helpers = {n: self.function(module, n) for n in ("kl_flush", "kl_spin")}
+                    names = ("kl_flush", "kl_spin", "kl_poison_smem")
+                    self._helpers = {n: self.function(module, n) for n in names}
                     self._sink = self.alloc(16)
             except Exception:  # no NVRTC in this environment: memset flush, no head start
                 self._helpers = {}
@@ -292,6 +326,18 @@ class CudaDevice:
             np.array([self._sink], np.uint64),
         ]
         self.launch(fn, (blocks, 1, 1), (256, 1, 1), 0, args)
+
+    def poison_shared_memory(self, byte: int) -> None:
+        """Before a verification launch: every SM's shared memory filled with `byte` (the largest
+        block the device allows, two per SM), so reading shared memory nothing wrote is wrong."""
+        fn = self._helper("kl_poison_smem")
+        if fn is None:
+            return
+        smem = self.attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        blocks = 2 * self.attribute("MULTIPROCESSOR_COUNT")
+        pattern = int.from_bytes(bytes([byte & 0xFF]) * 4, "little")
+        args = [np.array([pattern], np.uint32), np.array([smem // 4], np.uint32)]
+        self.launch(fn, (blocks, 1, 1), (1024, 1, 1), smem, args)
 
     def head_start(self, seconds: float) -> None:
         """Keep the GPU busy for `seconds` while the host queues the timed work behind it, so no

@@ -23,9 +23,10 @@ Behaviours with state get a fake module global `<symbol>_state` (see `module_glo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,6 @@ class FakeDevice:
     def __init__(self, index: int = 0):
         self.index = index
         self._mem: dict[int, np.ndarray] = {}
-        self._next = 1 << 32
         self._launches = 0
 
     def info(self) -> dict[str, Any]:
@@ -93,13 +93,18 @@ class FakeDevice:
             "driver_version": 0,
         }
 
-    # --- memory: a sparse address space of numpy byte arrays ------------------------------------
+    # --- memory: numpy byte arrays at their real host addresses -----------------------------------
+    # A host entry built for the CPU (a launcher whose "device" pointers are host memory) can then
+    # be called on them: the fake GPU runs the real ctypes path of host-entry specs.
 
     def alloc(self, nbytes: int) -> int:
-        ptr = self._next
-        self._mem[ptr] = np.zeros(max(1, nbytes), np.uint8)
-        self._next += (max(1, nbytes) + (1 << 20)) & ~0xFFF  # gaps between allocations
+        buf = np.zeros(max(1, nbytes), np.uint8)
+        ptr = int(buf.ctypes.data)
+        self._mem[ptr] = buf
         return ptr
+
+    def free_memory(self) -> int:
+        return max(0, self.info()["total_mem_bytes"] - sum(b.size for b in self._mem.values()))
 
     def free(self, ptr: int) -> None:
         self._mem.pop(ptr, None)
@@ -196,7 +201,19 @@ class FakeDevice:
     def sync(self) -> None:
         pass
 
+    sync_all = sync
+
+    def stream_handle(self) -> int:
+        return 0
+
+    @contextlib.contextmanager
+    def legacy_stream(self, use: bool = True) -> Iterator[None]:
+        yield
+
     def flush_l2(self) -> None:
+        pass
+
+    def poison_shared_memory(self, byte: int) -> None:
         pass
 
     def time_rounds(

@@ -18,18 +18,16 @@ from __future__ import annotations
 import math
 import os
 import random
-import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
 from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher
 from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_inputs, run_reference
 
-_SHT_SYMTAB = 2
-_STT_OBJECT = 1
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
@@ -42,41 +40,20 @@ def cubin_globals(cubin: bytes) -> list[str]:
     sections; `__constant__` data lives in `.nv.constant*` and cannot be written by a kernel).
     Not an ELF64 image, or a broken one: no names (parsing never raises)."""
     try:
-        return _elf_objects(cubin)
-    except (struct.error, IndexError, ValueError, UnicodeDecodeError):
-        return []
-
-
-def _elf_objects(image: bytes) -> list[str]:
-    if image[:4] != b"\x7fELF" or image[4] != 2:  # ELF, 64-bit
-        return []
-    endian = "<" if image[5] == 1 else ">"
-    (shoff,) = struct.unpack_from(endian + "Q", image, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", image, 0x3A)
-    sections = [struct.unpack_from(endian + "IIQQQQIIQQ", image, shoff + i * shentsize) for i in range(shnum)]
-
-    def string(table: int, offset: int) -> str:
-        start = sections[table][4] + offset
-        end = image.index(b"\0", start)
-        return image[start:end].decode()
-
-    names = [string(shstrndx, s[0]) for s in sections]
-    found: list[str] = []
-    for sec in sections:
-        if sec[1] != _SHT_SYMTAB:
-            continue
-        offset, size, link, entsize = sec[4], sec[5], sec[6], sec[9] or 24
-        for i in range(size // entsize):
-            st_name, st_info, _other, st_shndx = struct.unpack_from(
-                endian + "IBBH", image, offset + i * entsize
-            )
-            if st_info & 0xF != _STT_OBJECT or not 0 < st_shndx < len(sections):
+        elf = Elf(cubin)
+        found: list[str] = []
+        for sym in elf.symbols():
+            if sym.type != STT_OBJECT or not 0 < sym.shndx < len(elf.sections):
                 continue
-            if names[st_shndx].startswith(GLOBAL_SECTIONS):
-                name = string(link, st_name)
-                if name and name not in found:
-                    found.append(name)
-    return found
+            if (
+                elf.sections[sym.shndx].name.startswith(GLOBAL_SECTIONS)
+                and sym.name
+                and sym.name not in found
+            ):
+                found.append(sym.name)
+        return found
+    except (ElfError, ValueError):
+        return []
 
 
 @dataclass
@@ -89,8 +66,13 @@ class ModuleState:
 
     @classmethod
     def snapshot(cls, device: Any, module: Any, cubin: bytes) -> ModuleState:
+        return cls.of(device, device.module_globals(module, cubin))
+
+    @classmethod
+    def of(cls, device: Any, variables: Sequence[tuple[str, int | None, int]]) -> ModuleState:
+        """The loaded image of these globals: (name, device address or None, bytes) each."""
         state = cls(device)
-        for name, ptr, nbytes in device.module_globals(module, cubin):
+        for name, ptr, nbytes in variables:
             if ptr is None:
                 state.unresolved.append(name)
                 continue
@@ -142,6 +124,12 @@ def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int) -> int:
     return max(1, min(MAX_SETS, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
 
 
+def _numpy_reference(
+    spec: Spec, sizes: dict[str, int]
+) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    return lambda inputs: run_reference(spec, sizes, inputs)
+
+
 class TimedSets:
     """The input sets of one timing case and the preparation of each timed launch."""
 
@@ -165,6 +153,9 @@ class TimedSets:
         self.sets: list[InputSet] = []
         self.current = -1
         self.zero = any(isinstance(a, Scratch) and a.zero for a in spec.args.values())
+        # The outputs a set's inputs must give, where verification did not already say: the
+        # spec's reference, or (differential testing) the baseline run on those inputs.
+        self.oracle: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
         given = list(verified)[: max(0, count - 1)]
         try:
             for k in range(max(1, count)):
@@ -234,7 +225,7 @@ class TimedSets:
         for k in sorted(chosen):
             s = self.sets[k]
             progress("checking timed outputs", label, None)
-            reference = s.reference or run_reference(self.spec, self.sizes, s.inputs)
+            reference = s.reference or (self.oracle or _numpy_reference(self.spec, self.sizes))(s.inputs)
             outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
             where = f"{label}, input set {k + 1} of {len(self.sets)}"
             try:

@@ -259,30 +259,9 @@ def _package_root() -> str:
 
 def main(argv: list[str]) -> int:
     """Launch the job's pipeline once on its timing inputs (ncu reads the counters)."""
-    from kernel_lsp.runner.device import CudaDevice
-    from kernel_lsp.runner.fake import FakeDevice
-    from kernel_lsp.runner.verify import TIMING_SEED, Buffers, launcher
-    from kernel_lsp.runner.worker import build_steps, load_spec
-    from kernel_lsp.spec import make_inputs
+    from kernel_lsp.runner.one_launch import run_job
 
-    job_dir = argv[0]
-    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
-        job = json.load(f)
-    with open(os.path.join(job_dir, "kernel.cubin"), "rb") as f:
-        cubin = f.read()
-    fake = job.get("fake") or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
-    device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])
-    spec = load_spec(job["spec"])
-    steps = build_steps(device, cubin, job["steps"], [], [])
-    sizes = {k: int(v) for k, v in job["sizes"].items()}
-    bufs = Buffers(device, spec, sizes)
-    for name, array in make_inputs(spec, sizes, TIMING_SEED + spec.seed, 0).items():
-        bufs.upload(name, array)
-    bufs.poison(0xFF)
-    launcher(device, steps, bufs)()
-    device.sync()
-    bufs.free()
-    return 0
+    return run_job(argv[0])
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - every buffer has guard bytes before and after it, which must be intact after the launch;
 - inputs must be bit-identical after the launch (In buffers);
 - outputs are compared with the numpy reference (tolerance or the spec's compare function);
+- every SM's shared memory holds the run's poison before the launch, so a kernel that reads
+  shared memory its block never wrote reads the poison, not zeros left there by chance;
 - the same inputs run again (poison 0xA5) and must agree with the first run (races);
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
 Before every launch the modules' mutable globals go back to their loaded image, so no run sees
@@ -16,6 +18,7 @@ outputs are checked too (runner/isolation.py: no fast path while timed).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,20 +161,46 @@ class Buffers:
         return args
 
 
-def launcher(device: Any, steps: list[Step], bufs: Buffers) -> Callable[[], None]:
-    """A callable that enqueues the whole pipeline once (argument arrays built once)."""
-    plan = []
+def baseline_oracle(
+    device: Any, spec: Spec, sizes: dict[str, int], baseline: list[Any], reset: Callable[[], None]
+) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Outputs of the baseline on given inputs, in buffers of their own (differential testing)."""
+
+    def oracle(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        bufs = Buffers(device, spec, sizes)
+        try:
+            return CaseRunner(device, spec, lambda case: device.sync(), reset).execute(
+                baseline, bufs, inputs, POISONS[0], case_label(sizes)
+            )
+        finally:
+            bufs.free()
+
+    return oracle
+
+
+def launcher(device: Any, steps: list[Any], bufs: Buffers) -> Callable[[], None]:
+    """A callable that enqueues the whole pipeline once (argument arrays built once). A host
+    entry's step (runner/entry.py) is called instead of launched, and the context synchronised
+    after it: whatever it queued, on any stream, is done when the call counts as done."""
+    plan: list[Callable[[], None]] = []
+    entries = False
     for step in steps:
+        if hasattr(step, "bind"):
+            plan.append(step.bind(device, bufs))
+            entries = True
+            continue
         try:
             names = {**step.constants, **bufs.sizes}
             grid, block, smem = launch_dims(step.grid, step.block, step.smem, names)
         except SpecError as e:
             raise Failed(Problem("spec_error", case_label(bufs.sizes), str(e))) from None
-        plan.append((step.fn, grid, block, smem, bufs.args_for(step)))
+        plan.append(functools.partial(device.launch, step.fn, grid, block, smem, bufs.args_for(step)))
 
     def run() -> None:
-        for fn, grid, block, smem, args in plan:
-            device.launch(fn, grid, block, smem, args)
+        for call in plan:
+            call()
+        if entries:
+            device.sync_all()
 
     return run
 
@@ -302,6 +331,7 @@ class CaseRunner:
             bufs.upload(name, array)
         bufs.poison(poison)
         self.reset()
+        self.device.poison_shared_memory(poison)
         launcher(self.device, steps, bufs)()
         self.sync(case)
         broken = bufs.broken_guards()
@@ -365,23 +395,31 @@ class CaseRunner:
         try:
             for run in range(runs):
                 progress("inputs and reference", case, None)
+                poison = POISONS[run % len(POISONS)]
+                differential = self.spec.reference is None and bool(baseline)
                 try:
                     inputs = make_inputs(self.spec, sizes, VERIFY_SEED + self.spec.seed, run)
-                    reference = run_reference(self.spec, sizes, inputs)
+                    reference = {} if differential else run_reference(self.spec, sizes, inputs)
                 except Exception as e:  # the user's reference or distribution raised
                     raise Failed(
                         Problem("spec_error", case, f"case {case}: {type(e).__name__}: {e}")
                     ) from None
+                if differential:  # no reference: the baseline's outputs are the oracle
+                    assert baseline is not None
+                    progress("original entry", case, launch_timeout)
+                    reference = self.execute(baseline, bufs, inputs, poison, case)
                 if run == 0 and case in self.keep:  # same distribution as the timing inputs
                     self.kept.setdefault(case, []).append((inputs, reference))
                 progress("verify", case, launch_timeout)
-                poison = POISONS[run % len(POISONS)]
                 first = self.execute(steps, bufs, inputs, poison, case)
-                self.check_against(first, reference, case, "mismatch", "expected", poison)
+                what = "the original gave" if differential else "expected"
+                self.check_against(
+                    first, reference, case, "baseline_mismatch" if differential else "mismatch", what, poison
+                )
                 progress("race check", case, launch_timeout)
                 second = self.execute(steps, bufs, inputs, RERUN_POISON, case)
                 self.check_against(second, first, case, "race", "first run gave", RERUN_POISON)
-                if baseline:
+                if baseline and not differential:
                     progress("original kernel", case, launch_timeout)
                     original = self.execute(baseline, bufs, inputs, poison, case)
                     self.check_against(first, original, case, "baseline_mismatch", "original kernel gave")

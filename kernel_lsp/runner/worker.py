@@ -12,13 +12,27 @@ CUDA error makes this process report (`"fatal": true`) and exit, because its con
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from kernel_lsp.fence.sandbox import SandboxReport, SandboxUnavailable, enter_sandbox, limit_memory
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
+from kernel_lsp.runner.entry import (
+    EntryLibrary,
+    EntryStep,
+    LibraryState,
+    check_leaks,
+    library_globals,
+    load_library,
+    load_runtime,
+    memory_in_use,
+)
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
 from kernel_lsp.runner.isolation import ModuleState, TimedSets, restorer, set_count
@@ -31,6 +45,7 @@ from kernel_lsp.runner.verify import (
     Failed,
     Problem,
     Step,
+    baseline_oracle,
 )
 from kernel_lsp.spec import (
     Spec,
@@ -64,10 +79,16 @@ def build_steps(
     cubin: bytes,
     steps: list[dict[str, Any]],
     modules: list[Any],
-    states: list[ModuleState] | None = None,
-) -> list[Step]:
+    states: list[Any] | None = None,
+    sandboxed: bool = False,
+    folder: str | None = None,
+) -> list[Any]:
     """Load the CUBIN and resolve each step's function; with `states`, also keep the image of
-    the module's mutable globals for restoring before launches (runner/isolation.py)."""
+    the module's mutable globals for restoring before launches (runner/isolation.py). A host
+    entry's step (`kind: entry`) loads the blob as a shared library instead (runner/entry.py);
+    code that is not the user's own (`trusted` false) loads only in a sandboxed worker."""
+    if steps and steps[0].get("kind") == "entry":
+        return [_entry_step(device, cubin, steps[0], modules, states, sandboxed, folder)]
     module = device.load(cubin)
     modules.append(module)
     if states is not None:
@@ -86,10 +107,58 @@ def build_steps(
     ]
 
 
+def _entry_step(
+    device: Any,
+    image: bytes,
+    step: dict[str, Any],
+    modules: list[Any],
+    states: list[Any] | None,
+    sandboxed: bool,
+    folder: str | None,
+) -> EntryStep:
+    if not step.get("trusted", False) and not sandboxed:
+        raise Failed(
+            Problem(
+                "sandbox",
+                "",
+                f"`{step['kernel']}` is host code the user did not write: it runs only in a sandboxed "
+                "GPU worker (sandboxed=True), and this worker is not",
+            )
+        )
+    runtime = load_runtime() if b"libcudart" in image else None
+    library, fn = load_library(image, folder or tempfile.gettempdir(), step["symbol"], runtime)
+    modules.append(library)
+    checks = None if device.fake else runtime
+    if states is not None:
+        variables = library_globals(library, list(step.get("globals") or []), checks)
+        states.append(LibraryState(library, ModuleState.of(device, variables)))
+    return EntryStep(
+        step["kernel"],
+        fn,
+        list(step["params"]),
+        list(step["codes"]),
+        str(step.get("returns", "void")),
+        checks,
+        library,
+    )
+
+
+def _on_legacy_stream(*step_lists: list[Any] | None) -> bool:
+    """An entry without a stream parameter launches on the legacy default stream: time there."""
+    return any(isinstance(s, EntryStep) and not s.takes_stream for steps in step_lists for s in steps or [])
+
+
 class Worker:
-    def __init__(self, device: Any, send: Send):
+    def __init__(
+        self, device: Any, send: Send, sandbox: SandboxReport | None = None, folder: str | None = None
+    ):
         self.device = device
         self.send = send
+        self.sandbox = sandbox  # how this process is confined (None: not sandboxed)
+        if folder is None:  # entry libraries are written here (a sandboxed worker's: its own folder)
+            folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+            atexit.register(shutil.rmtree, folder, True)
+        self.folder = folder
         self.phase = ""
         self.case = ""
         self._dev_info: dict[str, Any] | None = None
@@ -121,14 +190,31 @@ class Worker:
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         modules: list[Any] = []
-        states: list[ModuleState] = []
+        states: list[Any] = []
         self.progress("load", "", timeout)
-        steps = build_steps(self.device, blobs[0], msg["steps"], modules, states)
+        steps = build_steps(self.device, blobs[0], msg["steps"], modules, states, *self._confined)
         baseline = (
-            build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states)
+            build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states, *self._confined)
             if msg.get("baseline_steps")
             else None
         )
+        with self.device.legacy_stream(_on_legacy_stream(steps, baseline)):
+            return self._check(spec, msg, steps, baseline, modules, states, timeout)
+
+    @property
+    def _confined(self) -> tuple[bool, str]:
+        return self.sandbox is not None, self.folder
+
+    def _check(
+        self,
+        spec: Spec,
+        msg: dict[str, Any],
+        steps: list[Any],
+        baseline: list[Any] | None,
+        modules: list[Any],
+        states: list[Any],
+        timeout: float,
+    ) -> dict[str, Any]:
         reset = restorer(states)
         runner = CaseRunner(self.device, spec, lambda case: self.device.sync(), reset)
         if msg.get("measure", True):
@@ -154,7 +240,7 @@ class Worker:
                 try:
                     verified = runner.kept.get(case_label(sizes), [])
                     timings.append(
-                        self.time_case(spec, steps, sizes, settings, timeout, msg, reset, verified)
+                        self.time_case(spec, steps, sizes, settings, timeout, msg, reset, verified, baseline)
                     )
                 except Failed as f:
                     problems.append(f.problem)
@@ -171,11 +257,14 @@ class Worker:
             "globals_restored": [n for st in states for n in st.names],
         }
 
-    def _unload(self, modules: list[Any], states: list[ModuleState]) -> None:
+    def _unload(self, modules: list[Any], states: list[Any]) -> None:
         for st in states:
             st.free()
         for m in modules:
-            self.device.unload(m)
+            if isinstance(m, EntryLibrary):
+                m.close()
+            else:
+                self.device.unload(m)
 
     def _timed_sets(
         self,
@@ -183,10 +272,14 @@ class Worker:
         sizes: dict[str, int],
         reset: Callable[[], None],
         verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        baseline: list[Any] | None = None,
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)))
-        return TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
+        if spec.reference is None and baseline:
+            sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
+        return sets
 
     def time_case(
         self,
@@ -198,14 +291,18 @@ class Worker:
         msg: dict[str, Any],
         reset: Callable[[], None] = lambda: None,
         verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
+        baseline: list[Any] | None = None,
     ) -> dict[str, Any]:
         label = case_label(sizes)
-        sets = self._timed_sets(spec, sizes, reset, verified or [])
+        sets = self._timed_sets(spec, sizes, reset, verified or [], baseline)
         try:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             tick()
+            before = memory_in_use(self.device)
             samples = measure(self.device, run, settings, tick, sets.prepare)
+            if any(isinstance(s, EntryStep) for s in steps):
+                check_leaks(before, memory_in_use(self.device), len(samples), label)
             sets.check_outputs(label, self.progress)
             m = summarize(samples, settings.cold_l2, self.device_name(), label)
             result = {"case": label, "sizes": sizes, "measurement": m.to_dict(), "input_sets": len(sets.sets)}
@@ -224,15 +321,29 @@ class Worker:
         timeout = float(msg.get("launch_timeout_s", 5.0))
         settings = TimingSettings.from_dict(msg.get("timing"))
         modules: list[Any] = []
-        states: list[ModuleState] = []
+        states: list[Any] = []
         self.progress("load", "", timeout)
-        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules, states)
-        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules, states)
+        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules, states, *self._confined)
+        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules, states, *self._confined)
+        with self.device.legacy_stream(_on_legacy_stream(steps_a, steps_b)):
+            return self._compare(spec, msg, steps_a, steps_b, modules, states, settings, timeout)
+
+    def _compare(
+        self,
+        spec: Spec,
+        msg: dict[str, Any],
+        steps_a: list[Any],
+        steps_b: list[Any],
+        modules: list[Any],
+        states: list[Any],
+        settings: TimingSettings,
+        timeout: float,
+    ) -> dict[str, Any]:
         reset = restorer(states)
         cases, problems = [], []
         for sizes in spec.timing_cases():
             label = case_label(sizes)
-            sets = self._timed_sets(spec, sizes, reset)
+            sets = self._timed_sets(spec, sizes, reset, baseline=steps_a)
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
@@ -276,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel_lsp.runner.worker")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--fake", action="store_true")
+    # Host code an LLM wrote runs only in a worker started with --sandbox (fence/sandbox.py).
+    parser.add_argument("--sandbox", metavar="FOLDER", help="confine this worker to FOLDER for writes")
+    parser.add_argument("--sandbox-outer", default="", help="'bwrap' when started inside bubblewrap")
     args = parser.parse_args(argv)
     fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
     stdin, stdout = _protocol_streams()
@@ -285,13 +399,27 @@ def main(argv: list[str] | None = None) -> int:
 
     device: Any = None
     reason = ""
-    try:
-        device = FakeDevice(args.device) if fake else CudaDevice(args.device)
-    except NoDevice as e:
-        reason = str(e)
-    except Exception as e:  # a broken driver install must still give a plain reason
-        reason = f"cannot open the GPU: {type(e).__name__}: {e}"
-    worker = Worker(device, send) if device is not None else None
+    sandbox: SandboxReport | None = None
+    sandbox_error = ""
+    if args.sandbox:
+        try:  # before CUDA starts: every thread the driver creates inherits the confinement
+            sandbox = enter_sandbox(args.sandbox, args.sandbox_outer)
+        except SandboxUnavailable as e:
+            sandbox_error = str(e)
+            reason = f"no sandbox for host code an LLM wrote: {e}"
+    if not sandbox_error:
+        try:
+            device = FakeDevice(args.device) if fake else CudaDevice(args.device)
+        except NoDevice as e:
+            reason = str(e)
+        except Exception as e:  # a broken driver install must still give a plain reason
+            reason = f"cannot open the GPU: {type(e).__name__}: {e}"
+    if sandbox is not None and device is not None:
+        try:  # the memory limit counts from what CUDA itself has mapped
+            limit_memory(sandbox)
+        except SandboxUnavailable as e:
+            sandbox_error, reason, device = str(e), f"no sandbox for host code an LLM wrote: {e}", None
+    worker = Worker(device, send, sandbox, args.sandbox) if device is not None else None
 
     while True:
         try:
@@ -311,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                     "reason": reason,
                     "device": device.info() if device is not None else None,
                     "pid": os.getpid(),
+                    "sandbox": sandbox.to_dict() if sandbox is not None else None,
+                    "sandbox_error": sandbox_error,
                 }
             )
             continue

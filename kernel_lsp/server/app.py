@@ -133,6 +133,9 @@ class KernelLanguageServer(LanguageServer):
     def gpu_headline(self, path: str, kernel: str) -> str | None:
         return self.gpu.headline(path, kernel) if self.gpu is not None else None
 
+    def gpu_entries(self, path: str) -> list[str]:
+        return self.gpu.entries(path) if self.gpu is not None else []
+
     def hot_lines(self, path: str) -> list:
         return self.gpu.hot_lines(path) if self.gpu is not None else []
 

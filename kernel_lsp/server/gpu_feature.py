@@ -174,6 +174,10 @@ class GpuFeature:
         """The hottest lines of every profiled kernel of this file."""
         return [h for k in self.results.get(path, []) if k.profile for h in k.profile.hot_lines]
 
+    def entries(self, path: str) -> list[str]:
+        """The host entries of this file that have results (hover and lenses go on them too)."""
+        return [k.kernel for k in self.results.get(path, []) if k.entry]
+
     def headline(self, path: str, kernel: str) -> str | None:
         k = self._check_for(path, kernel)
         return k.headline if k else None

@@ -10,6 +10,7 @@ from lsprotocol import types
 from ..profile_text import memory_text, sol_text, stall_text
 from ..runner.hot_lines import HotLine
 from ..runner.profile import ProfileReport
+from ..stats import format_seconds
 
 
 def profile_markdown(report: ProfileReport, hot: int = 5) -> str:
@@ -18,16 +19,17 @@ def profile_markdown(report: ProfileReport, hot: int = 5) -> str:
     rows = [
         f"**What limits it** (Nsight Compute, {report.case or 'timed case'}, profiling run {report.wall_s:.1f} s)",
         "",
-        "| kernel | limiter | speed of light | achieved occupancy | top stalls | memory |",
-        "|---|---|---|---|---|---|",
+        "| kernel | limiter | speed of light | achieved occupancy | top stalls | memory | time (one launch) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for k in report.kernels:
         occ = f"{k.achieved_occupancy:.0%}" if k.achieved_occupancy is not None else "–"
         if k.achieved_occupancy is not None and k.theoretical_occupancy:
             occ += f" of {k.theoretical_occupancy:.0%}"
+        time = format_seconds(k.duration_s) if k.duration_s is not None else "–"
         rows.append(
             f"| `{k.kernel}` | **{k.limiter}** ({k.evidence}) | {sol_text(k) or '–'} | {occ} "
-            f"| {stall_text(k) or '–'} | {memory_text(k) or '–'} |"
+            f"| {stall_text(k) or '–'} | {memory_text(k) or '–'} | {time} |"
         )
     lines = report.hot_lines[: hot * max(1, len(report.kernels))]
     if lines:

@@ -25,7 +25,7 @@ launch dimensions), `inputs` (distributions, the reference), `loading` (running 
 `checking` (a spec against its kernels). Users import from `kernel_lsp.spec`.
 """
 
-from .checking import check_spec
+from .checking import check_entry_spec, check_spec
 from .dtypes import C_TYPES, DTYPES, FLOAT_DTYPES, c_type_dtype, default_tolerance
 from .expressions import (
     SpecError,
@@ -74,6 +74,7 @@ __all__ = [
     "case_label",
     "cdiv",
     "check_distribution",
+    "check_entry_spec",
     "check_spec",
     "default_tolerance",
     "distributions",

@@ -1,15 +1,20 @@
-"""Checking a spec against the kernels it describes (parameters, dtypes, launch lines)."""
+"""Checking a spec against the kernels it describes (parameters, dtypes, launch lines), or against
+the host function an entry spec names (kernel_lsp/host_entry.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..model import Diagnostic, Severity
-from ..source import Directives, KernelSignature, find_kernel
+from ..source import Directives, KernelSignature, Param, find_kernel
 from .dtypes import DTYPES, c_type_dtype
 from .expressions import SpecError, launch_dims
 from .loading import _diag
-from .model import InOut, Out, Scalar, Spec, case_label
+from .model import Arg, InOut, Out, Scalar, Spec, case_label
+
+if TYPE_CHECKING:  # the host-code reader imports this package: types only
+    from ..host_entry import EntryAbi, HostFunction
 
 
 def check_spec(
@@ -45,62 +50,7 @@ def check_spec(
                     )
                 )
                 continue
-            line = getattr(arg, "line", 0) or spec.line
-            if param.is_pointer and isinstance(arg, Scalar):
-                out.append(
-                    _diag(
-                        p,
-                        line,
-                        f"`{param.name}` is a pointer ({param.type}) but declared Scalar",
-                        "spec-args",
-                    )
-                )
-                continue
-            if not param.is_pointer and not isinstance(arg, Scalar):
-                out.append(
-                    _diag(
-                        p,
-                        line,
-                        f"`{param.name}` is passed by value ({param.type}); declare it Scalar(...)",
-                        "spec-args",
-                    )
-                )
-                continue
-            if getattr(arg, "dtype", None) not in DTYPES:
-                continue
-            want = c_type_dtype(param.type)
-            if want is None and "<" in kname:
-                pass  # a template instance's `T`: its type is the instance's argument
-            elif want is None:
-                out.append(
-                    _diag(
-                        p,
-                        line,
-                        f"`{param.name}`: cannot tell the element type of `{param.type}`; "
-                        f"make sure {arg.dtype} matches it",
-                        "spec-dtype",
-                        Severity.WARNING,
-                    )
-                )
-            elif want != arg.dtype:
-                out.append(
-                    _diag(
-                        p,
-                        line,
-                        f"`{param.name}` is `{param.type}` ({want}) but the spec says {arg.dtype}",
-                        "spec-dtype",
-                    )
-                )
-            if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)):
-                out.append(
-                    _diag(
-                        p,
-                        line,
-                        f"`{param.name}` is a const pointer but declared {type(arg).__name__}",
-                        "spec-args",
-                        Severity.WARNING,
-                    )
-                )
+            out += _param_findings(spec, kname, param, arg)
     for name, arg in spec.args.items():
         if name not in used and sigs and all(find_kernel(sigs, k) for k in spec.kernels):
             out.append(
@@ -145,4 +95,105 @@ def check_spec(
                     )
                 )
                 break
+    return out
+
+
+def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diagnostic]:
+    """Where one argument does not fit its parameter: pointer vs scalar, dtype vs C type, const."""
+    p = spec.path
+    out: list[Diagnostic] = []
+    line = getattr(arg, "line", 0) or spec.line
+    if param.is_pointer and isinstance(arg, Scalar):
+        out.append(
+            _diag(
+                p,
+                line,
+                f"`{param.name}` is a pointer ({param.type}) but declared Scalar",
+                "spec-args",
+            )
+        )
+        return out
+    if not param.is_pointer and not isinstance(arg, Scalar):
+        out.append(
+            _diag(
+                p,
+                line,
+                f"`{param.name}` is passed by value ({param.type}); declare it Scalar(...)",
+                "spec-args",
+            )
+        )
+        return out
+    if getattr(arg, "dtype", None) not in DTYPES:
+        return out
+    want = c_type_dtype(param.type)
+    if want is None and "<" in kname:
+        pass  # a template instance's `T`: its type is the instance's argument
+    elif want is None:
+        out.append(
+            _diag(
+                p,
+                line,
+                f"`{param.name}`: cannot tell the element type of `{param.type}`; "
+                f"make sure {arg.dtype} matches it",
+                "spec-dtype",
+                Severity.WARNING,
+            )
+        )
+    elif want != arg.dtype:
+        out.append(
+            _diag(
+                p,
+                line,
+                f"`{param.name}` is `{param.type}` ({want}) but the spec says {arg.dtype}",
+                "spec-dtype",
+            )
+        )
+    if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)):
+        out.append(
+            _diag(
+                p,
+                line,
+                f"`{param.name}` is a const pointer but declared {type(arg).__name__}",
+                "spec-args",
+                Severity.WARNING,
+            )
+        )
+    return out
+
+
+def check_entry_spec(spec: Spec, function: HostFunction | None, abi: EntryAbi | None) -> list[Diagnostic]:
+    """Diagnostics (in the spec file) where an entry spec does not fit its host function
+    (`kernel_lsp.host_entry`: `find_host_function` and its `entry_abi`): no such function, a
+    signature the worker cannot call through the C ABI, parameters without args, args that are
+    not parameters, pointer vs scalar, dtype vs C type. A `cudaStream_t` parameter gets the
+    worker's stream and has no entry in args."""
+    p = spec.path
+    name = spec.entry or spec.kernel
+    if function is None or abi is None:
+        return [_diag(p, spec.line, f"no host function `{name}` in the .cu file", "spec-entry")]
+    out = [_diag(p, spec.line, problem, "spec-entry") for problem in abi.problems]
+    stream = abi.stream_param
+    params = [param for param in function.params if param.name != stream]
+    for param in params:
+        arg = spec.args.get(param.name)
+        if arg is None:
+            out.append(
+                _diag(
+                    p,
+                    spec.line,
+                    f"`{name}` parameter `{param.type} {param.name}` has no entry in args",
+                    "spec-args",
+                )
+            )
+            continue
+        out += _param_findings(spec, name, param, arg)
+    names = {param.name for param in function.params}
+    for arg_name, arg in spec.args.items():
+        line = getattr(arg, "line", 0) or spec.line
+        if arg_name == stream:
+            out.append(
+                _diag(p, line, f"`{arg_name}` is the entry's stream: the worker passes its own", "spec-args")
+            )
+        elif arg_name not in names:
+            out.append(_diag(p, line, f"`{arg_name}` is not a parameter of {name}", "spec-args"))
     return out

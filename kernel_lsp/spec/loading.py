@@ -103,6 +103,36 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
     return result
 
 
+def _check_target(spec: Spec) -> list[Diagnostic]:
+    """A spec names one kernel or one entry; a baseline file must exist."""
+    p, out = spec.path, []
+    if spec.entry and spec.kernel and spec.kernel != spec.entry:
+        out.append(_diag(p, spec.line, "give either kernel= or entry=, not both", "spec-kernel"))
+    elif not spec.kernel:
+        out.append(
+            _diag(
+                p, spec.line, 'name what to run: kernel="..." or entry="..." (a host function)', "spec-kernel"
+            )
+        )
+    if spec.entry and spec.pipeline:
+        out.append(
+            _diag(
+                p,
+                spec.line,
+                "an entry launches its own kernels: pipeline= is for kernel specs",
+                "spec-kernel",
+            )
+        )
+    baseline = spec.baseline_path()
+    if spec.baseline and not spec.entry:
+        out.append(
+            _diag(p, spec.line, "baseline= needs entry= (it names the original's entry)", "spec-baseline")
+        )
+    elif baseline and not os.path.isfile(baseline):
+        out.append(_diag(p, spec.line, f"baseline file not found: {baseline}", "spec-baseline"))
+    return out
+
+
 def _traceback_line(exc: BaseException, path: str) -> int:
     line = 0
     target = os.path.abspath(path)
@@ -130,7 +160,10 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
         for k, v in s.items():
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
                 out.append(_diag(p, spec.line, f"size {k}={v!r} must be an int >= 0", "spec-sizes"))
-    if spec.reference is None:
+    out += _check_target(spec)
+    if spec.reference is None and spec.baseline:
+        pass  # the baseline's entry is the oracle (differential testing)
+    elif spec.reference is None:
         out.append(
             _diag(
                 p,

@@ -116,9 +116,12 @@ Arg = In | Out | InOut | Scratch | Scalar
 
 @dataclass
 class Spec:
-    kernel: str
-    sizes: list[dict[str, int]]
-    args: dict[str, Arg]
+    """What a kernel (`kernel=`) or a host function (`entry=`: a launcher with a C-compatible
+    signature, called by the worker with the spec's buffers and scalars) must compute."""
+
+    kernel: str = ""
+    sizes: list[dict[str, int]] = field(default_factory=list)
+    args: dict[str, Arg] = field(default_factory=dict)
     reference: Callable[..., Any] | None = None
     pipeline: list[str] | None = None
     timing_sizes: list[dict[str, int]] | None = None
@@ -127,12 +130,29 @@ class Spec:
     edge_sizes: bool | list[dict[str, int]] = True
     seed: int = 0
     name: str | None = None  # shown in reports; default: the kernel
+    # A host function to call instead of launching a kernel (see kernel_lsp/host_entry.py).
+    entry: str | None = None
+    # The original `.cu` (a path relative to the spec file) whose entry of the same name is the
+    # oracle where the spec gives no reference (differential testing), and must agree otherwise.
+    baseline: str | None = None
     line: int = field(default=0, compare=False)
     path: str = field(default="", compare=False)  # the spec file (set by load_specs)
 
     def __post_init__(self) -> None:
         if not self.line:
             self.line = _caller_line()
+        if self.entry and not self.kernel:
+            self.kernel = self.entry  # the name results and requests go by
+
+    @property
+    def is_entry(self) -> bool:
+        return bool(self.entry)
+
+    def baseline_path(self) -> str | None:
+        """The baseline file, resolved against the spec file's folder."""
+        if not self.baseline:
+            return None
+        return os.path.join(os.path.dirname(os.path.abspath(self.path or ".")), self.baseline)
 
     @property
     def title(self) -> str:
@@ -140,7 +160,10 @@ class Spec:
 
     @property
     def kernels(self) -> list[str]:
-        """The kernels launched, in order (the pipeline, or just the kernel)."""
+        """The kernels launched, in order (the pipeline, or just the kernel); none for an entry,
+        whose launches are its own."""
+        if self.is_entry:
+            return []
         return list(self.pipeline) if self.pipeline else [self.kernel]
 
     @property

@@ -25,11 +25,13 @@ LAYERS: dict[str, int] = {
     "safe_expr": 0,  # arithmetic of workspace text, never eval
     "safe_write": 0,  # kernel-lsp's own files, never through a link
     "child_python": 0,  # Python children that do not import from the current folder
+    "elf": 0,
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
     "include_graph": 1,
     "host_launch": 2,
+    "host_entry": 2,
     "config": 2,
     "spec": 2,
     # what runs and checks compiled code

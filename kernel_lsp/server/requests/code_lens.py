@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from ...host_entry import find_host_function
 from ...model import KernelResources
 from ..profile_view import hot_line_lenses
 from ..uris import uri_to_path
@@ -97,6 +98,23 @@ def register(server) -> None:
                 if len(kernels) > 1 or k.defined_in or id(k) in foreign:
                     title = f"{k.name}: {title}"
                 lenses.append(_lens(line, title))
+        lenses += _entry_lenses(ls, path, params.text_document.uri)
         if not lenses and check is None:
             return []
         return lenses + hot_line_lenses(ls.hot_lines(path), path)
+
+
+def _entry_lenses(ls, path: str, uri: str) -> list[types.CodeLens]:
+    """The headline of each checked host entry, above its function."""
+    entries = ls.gpu_entries(path)
+    if not entries:
+        return []
+    source = ls.workspace.get_text_document(uri).source
+    lenses = []
+    for name in entries:
+        function = find_host_function(source, name)
+        title = ls.gpu_headline(path, name)
+        if function is None or not title:
+            continue
+        lenses.append(_lens(function.line, title))
+    return lenses

@@ -151,6 +151,11 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
         return []
     signatures = {k.name: k for k in find_kernels(doc.source)}
     if name not in signatures:
+        if name in ls.gpu_entries(path):  # a host entry: the figures are the whole call's
+            return [
+                f"**`{name}`** — host entry, called with the spec's buffers",
+                *ls.hover_sections(path, name),
+            ]
         return []
     check = await ls.analysis.latest(path)
     kernels = [k for k in check.kernels if k.source_function == name] if check else []
