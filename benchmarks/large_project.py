@@ -282,6 +282,8 @@ class Server:
                     "gpu": {"enabled": False},
                     "workerIdleSeconds": self.idle_s,
                     "compileCommands": str(self.corpus.database),
+                    # kernel-lsp's own work only: clangd (where the server starts it) is not it.
+                    "clangd": {"enabled": False},
                 },
             )
         )
@@ -415,7 +417,7 @@ def main() -> None:
     )
     parser.add_argument("--before", help="a checkout of the code to compare with")
     parser.add_argument("--files", type=int, default=150)
-    parser.add_argument("--heavy", type=int, default=48)
+    parser.add_argument("--heavy", type=int, default=108)
     parser.add_argument("--saves", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated: saves,check,memory")
