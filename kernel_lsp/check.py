@@ -8,12 +8,29 @@ import os
 from dataclasses import dataclass, field, replace
 
 from .compile import JOB_TIMEOUT_S, SKIPPED, compile_front_end, compile_source, decode_source, read_source
-from .compile.compile_commands import CommandFlags, explicit_database, find_database, load_database
+from .compile.compile_commands import (
+    CommandFlags,
+    Database,
+    Lookup,
+    explicit_database,
+    find_database,
+    load_database,
+)
+from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
-from .model import CompileResult, Diagnostic, KernelResources, Severity
+from .model import (
+    NOT_CHECKED_IN_TIME,
+    OUT_OF_MEMORY,
+    CompileResult,
+    Diagnostic,
+    KernelResources,
+    Severity,
+    not_checked_in_time,
+    ran_out_of_memory,
+)
 from .source import find_kernels
 
 CUDA_SUFFIXES = (".cu", ".cuh")
@@ -36,16 +53,6 @@ class FileCheck:
         return [k for r in self.results for k in r.kernels]
 
     @property
-    def timed_out(self) -> bool:
-        """A compile ran out of time: the file was not (fully) checked."""
-        return any(r.timed_out for r in self.results)
-
-    @property
-    def front_end_only(self) -> bool:
-        """A first look: nvcc's front end only, no resources yet."""
-        return bool(self.results) and all(r.stage == "front-end" for r in self.results)
-
-    @property
     def errors(self) -> int:
         return sum(1 for d in self.diagnostics if d.severity == Severity.ERROR)
 
@@ -53,23 +60,35 @@ class FileCheck:
     def warnings(self) -> int:
         return sum(1 for d in self.diagnostics if d.severity == Severity.WARNING)
 
+    @property
+    def incomplete(self) -> bool:
+        """The check was cut short (a deadline, the memory limit): no verdict on the code; it
+        fails `--check --strict` as a warning does."""
+        return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
+
+    @property
+    def front_end_only(self) -> bool:
+        """A first look: nvcc's front end only, no resources yet."""
+        return bool(self.results) and all(r.stage == "front-end" for r in self.results)
+
     def result_for(self, arch: str) -> CompileResult | None:
         return next((r for r in self.results if r.arch == arch), None)
 
 
 def job_deadline(settings: Settings) -> float:
-    """How long one file's check may run before its worker is ended (a spec that never returns):
-    JOB_TIMEOUT_S; where the user raised nvcc's time limit (`compile.timeoutSeconds`,
-    KERNEL_LSP_NVCC_TIMEOUT_S), long enough for that limit on each arch, twice (a header is
-    compiled again in its includer's context), and a margin."""
+    """How long one file's check may run in its worker: `checkTimeoutSeconds`; where the user
+    raised nvcc's own limit (`compileTimeoutSeconds`, KERNEL_LSP_NVCC_TIMEOUT_S) past it, long
+    enough for that limit on each arch, twice (a header is compiled again in its includer's
+    context), and a margin."""
     from .compile import nvcc
 
     raised = settings.compile_timeout_s or (
         nvcc.NVCC_TIMEOUT_S if "KERNEL_LSP_NVCC_TIMEOUT_S" in os.environ else None
     )
+    base = float(settings.check_timeout_s or JOB_TIMEOUT_S)
     if raised is None:
-        return JOB_TIMEOUT_S
-    return max(JOB_TIMEOUT_S, raised * 2 * len(settings.archs()) + 30)
+        return base
+    return max(base, raised * 2 * len(settings.archs()) + 30)
 
 
 def spec_owners(spec_path: str) -> list[str]:
@@ -148,11 +167,12 @@ def check_source(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, includer=_first(includers))
+    check = compile_all_archs(source, path, settings, base_dir, project, includer=_first(includers))
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
@@ -166,11 +186,12 @@ def front_end_check(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck | None:
     """The first look at a file nvcc compiles, for the editor while the full compile runs: the
     front end's findings for the first arch (no resources), with the file's other findings (launch
     comments, spec). None when there is nothing quicker to say than the full check (NVRTC files)."""
-    check = compile_all_archs(source, path, settings, base_dir, includer=_first(includers), front_end=True)
+    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), front_end=True)
     if check is None:
         return None
     return _with_file_findings(check, source, path, settings, base_dir, spec_text, includers, front_end=True)
@@ -197,6 +218,7 @@ def _with_file_findings(
             source, path, [r.arch for r in check.results] or settings.archs(), settings.defines
         )
     if path.endswith(".cu"):
+        report_phase(SPEC_PHASE)  # a deadline reached from here on is the spec's
         check.diagnostics += spec_findings(path, source, settings.defines, spec_text, settings.runs_specs)
     elif includers and check.errors:
         # None: the includer's front end has nothing quick to say, and the header's lone errors
@@ -217,11 +239,18 @@ class FileFlags:
 
 
 def file_flags(
-    path: str, source: str, settings: Settings, base_dir: str | None = None, includer: str | None = None
+    path: str,
+    source: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    project: Lookup | None = None,
+    includer: str | None = None,
 ) -> FileFlags:
-    """The project flags `path` compiles with (every front end gets its flags here). A file
-    without an entry of its own (a header) takes `includer`'s."""
-    project = settings.project_flags(path, base_dir)
+    """The project flags `path` compiles with (every front end gets its flags here). `project`:
+    its database lookup, when the caller has it (a worker that read a 300,000-entry database
+    itself took seconds and 400 MB). A file without an entry of its own (a header) takes
+    `includer`'s."""
+    project = project if project is not None else settings.project_flags(path, base_dir)
     if includer is not None and (project.flags is None or project.borrowed):
         from_includer = settings.project_flags(includer, base_dir)
         if from_includer.flags is not None and not from_includer.borrowed:
@@ -255,6 +284,7 @@ def compile_all_archs(
     path: str,
     settings: Settings,
     base_dir: str | None = None,
+    project: Lookup | None = None,
     includer: str | None = None,
     front_end: bool = False,
 ) -> FileCheck | None:
@@ -262,10 +292,10 @@ def compile_all_archs(
     settings; a database that cannot be used is one warning at the top of the file. A file
     without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
     the first arch only (None when NVRTC compiles the file)."""
-    project = file_flags(path, source, settings, base_dir, includer)
-    if project.blocking is not None:
-        return FileCheck(path, [project.blocking], checked=False)
-    flags = project.flags
+    found = file_flags(path, source, settings, base_dir, project, includer)
+    if found.blocking is not None:
+        return FileCheck(path, [found.blocking], checked=False)
+    flags = found.flags
     options = [settings.compile_options(arch, base_dir, flags) for arch in settings.archs(flags)]
     if front_end:
         first = compile_front_end(source, path, options[0])
@@ -278,7 +308,7 @@ def compile_all_archs(
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
-    return FileCheck(path, [*project.problems, *diagnostics], results)
+    return FileCheck(path, [*found.problems, *diagnostics], results)
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -407,11 +437,12 @@ def check_bytes(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = decode_source(data, path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False)
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
 
 
 def check_path(
@@ -420,11 +451,59 @@ def check_path(
     base_dir: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     source, problem = read_source(path, settings.max_file_bytes)
     if source is None:
         return FileCheck(path, [problem] if problem else [], checked=False, missing=not os.path.exists(path))
-    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers), problem)
+    return _with_note(check_source(source, path, settings, base_dir, spec_text, includers, project), problem)
+
+
+CHECK_TIMEOUT_SETTING = "checkTimeoutSeconds"
+MEMORY_SETTING = "compileMemoryMB"
+
+
+def failed_check(path: str, failure: JobFailed, settings: Settings) -> FileCheck:
+    """What a file's check that did not finish in its worker says, the same in the server and
+    the CLI: never a verdict on the code (a deadline or the memory limit is "not checked",
+    information), except where the file's spec was running (its loop is the user's to fix).
+    `checked` is False, so that it is never cached."""
+    from .spec import spec_path_for
+
+    spec = spec_path_for(path)
+    has_spec = path.endswith(".cu") and os.path.exists(spec)
+    name = os.path.basename(path)
+    if failure.reason == "timeout" and failure.phase == SPEC_PHASE and has_spec:
+        message = (
+            f"{os.path.basename(spec)} did not return within {failure.seconds:g} s while {name} was checked, "
+            f"and was stopped: does it (or something it imports) loop or wait forever? ({CHECK_TIMEOUT_SETTING})"
+        )
+        found = Diagnostic(spec, 1, 1, Severity.ERROR, message, code="timeout", source="kernel-lsp")
+    elif failure.reason == "timeout":
+        found = not_checked_in_time(path, failure.seconds, CHECK_TIMEOUT_SETTING, "the compile")
+    elif failure.out_of_memory and failure.phase != SPEC_PHASE:
+        found = ran_out_of_memory(path, settings.compile_memory_bytes, MEMORY_SETTING, failure.detail)
+    elif failure.reason == "crashed":
+        where = spec if failure.phase == SPEC_PHASE and has_spec else path
+        culprit = "its spec" if where == spec else "the compiler"
+        message = f"the process checking {name} ended ({failure.detail}): {culprit} crashed it"
+        if where == path and _maybe_memory(failure, settings):
+            message += f"; it ran under a memory limit of {settings.compile_memory_mb} MiB ({MEMORY_SETTING}), which may be why"
+        found = Diagnostic(where, 1, 1, Severity.ERROR, message, code="crash", source="kernel-lsp")
+    elif failure.reason == "closed":
+        return FileCheck(path, [], checked=False)
+    else:
+        message = f"kernel-lsp failed while checking {name}: {failure.detail}"
+        found = Diagnostic(path, 1, 1, Severity.ERROR, message, code="internal", source="kernel-lsp")
+    return FileCheck(path, [found], checked=False)
+
+
+def _maybe_memory(failure: JobFailed, settings: Settings) -> bool:
+    """An abort while compiling under a memory limit: an allocation the limit refused ends some
+    compilers that way without a word."""
+    return settings.compile_memory_mb > 0 and failure.detail.startswith(
+        ("killed by SIGABRT", "killed by SIGSEGV")
+    )
 
 
 def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, ...]:
@@ -432,18 +511,25 @@ def project_include_dirs(settings: Settings, folders: list[str]) -> tuple[str, .
     (for the include graph, which resolves `#include`s without a file's own flags)."""
     out: dict[str, None] = {}
     for folder in folders:
-        for flags in database_entries(os.path.join(folder, "_"), settings, folder):
+        db = governing_database(os.path.join(folder, "_"), settings, folder)
+        for flags in db.distinct_flags() if db else ():
             out.update(dict.fromkeys(flags.include_dirs))
     return tuple(out)
 
 
-def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
-    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+def governing_database(path: str, settings: Settings, base_dir: str | None = None) -> Database | None:
+    """The database that governs `path` (None when there is none)."""
     if settings.compile_commands:
         db_path = explicit_database(settings.compile_commands, base_dir)[0]
     else:
         db_path = find_database(path)
-    return list(load_database(db_path).entries.values()) if db_path else []
+    return load_database(db_path, settings.compile_commands_max_bytes) if db_path else None
+
+
+def database_entries(path: str, settings: Settings, base_dir: str | None = None) -> list[CommandFlags]:
+    """Every entry of the database that governs `path` (none when it is missing or broken)."""
+    db = governing_database(path, settings, base_dir)
+    return db.all_flags() if db else []
 
 
 def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Includer, ...]]:
@@ -539,7 +625,7 @@ def collect_files(
                     for n in sorted(names)
                     if n.endswith(CUDA_SUFFIXES) and not _excluded(os.path.join(root, n), exclude)
                 ]
-        elif os.path.isfile(p):
+        elif os.path.exists(p):  # a file (a FIFO or a device too: its check says what it is)
             if not p.endswith(CUDA_SUFFIXES):
                 selection.not_cuda.append(p)
             elif force_exclude and _excluded_here_or_above(p, exclude):

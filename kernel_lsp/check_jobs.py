@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
+from .compile.compile_commands import Lookup
 from .workspace import Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
@@ -26,10 +27,11 @@ def check_job(
     workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
     cancel_token: str | None = None,
 ) -> FileCheck:
     with cancel_scope(cancel_token):
-        return lean(workspace.analyze(path, text, spec_text, includers))
+        return lean(workspace.analyze(path, text, spec_text, includers, project))
 
 
 def front_end_job(
@@ -38,11 +40,12 @@ def front_end_job(
     workspace: Workspace,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
     cancel_token: str | None = None,
 ) -> FileCheck | None:
     """The first phase of an nvcc file's check (None: nothing quicker than the full check)."""
     with cancel_scope(cancel_token):
-        check = workspace.first_look(path, text, spec_text, includers)
+        check = workspace.first_look(path, text, spec_text, includers, project)
     return lean(check) if check is not None else None
 
 
@@ -52,10 +55,11 @@ def lean_analyze(
     text: str | None = None,
     spec_text: str | None = None,
     includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
 ) -> FileCheck:
     """`Workspace.analyze` for `--check`'s workers: what it prints, not the CUBINs (GPU
     verification compiles for the device's arch anyway)."""
-    return lean(workspace.analyze(path, text, spec_text, includers))
+    return lean(workspace.analyze(path, text, spec_text, includers, project))
 
 
 def lean(check: FileCheck) -> FileCheck:

@@ -11,8 +11,16 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .compile import MAX_FILE_BYTES, CompileOptions, check_arch, resolve_arch
-from .compile.compile_commands import CommandFlags, Lookup, flags_for
+from .compile import (
+    COMPILE_MEMORY_MB,
+    JOB_TIMEOUT_S,
+    MAX_FILE_BYTES,
+    CompileOptions,
+    check_arch,
+    resolve_arch,
+)
+from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, flags_for
+from .compile.files import read_regular
 from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
@@ -21,6 +29,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
+MAX_PYPROJECT_BYTES = 16 * 2**20
 SPECS_RUN = ("onAction", "never")
 
 
@@ -36,6 +45,15 @@ class Settings:
     # The server's compile workers (about 130 MB each) end after this long without a check and
     # start again on the next one; 0 keeps them.
     worker_idle_s: int = 300
+    # One file's check (every arch and its spec) past this is stopped: "not checked in time".
+    check_timeout_s: int = int(JOB_TIMEOUT_S)
+    # nvcc's time limit per compile, in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S, else 60). A file
+    # that runs out of time is "not checked in time", an information finding, never an error.
+    compile_timeout_s: float | None = None
+    # The address-space limit of each compile worker and the compilers it runs (MiB; 0: none).
+    compile_memory_mb: int = COMPILE_MEMORY_MB
+    # A compile_commands.json over this is not read (one warning says so).
+    compile_commands_max_bytes: int = MAX_DATABASE_BYTES
     gpu_enabled: bool = True
     gpu_device: int | None = None
     # "all" or a number of GPUs from gpu_device on: spec'd files are verified in parallel.
@@ -52,9 +70,6 @@ class Settings:
     optimizer_candidates: int = 4
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
     compiler: str = "auto"  # "auto" | "nvrtc" | "nvcc": auto = NVRTC unless the file has host code
-    # nvcc's time limit per compile, in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S, else 60). A file
-    # that runs out of time is "not checked in time", an information finding, never an error.
-    compile_timeout_s: float | None = None
     host_check: bool = False  # nvcc -c: the host compiler's own errors too
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
@@ -94,7 +109,11 @@ class Settings:
     def project_flags(self, path: str, base_dir: str | None = None) -> Lookup:
         """The compile_commands.json flags for `path` (searched up to `base_dir`, the workspace
         root), or the database this setting names. Never raises; `problem` is for the user."""
-        return flags_for(path, base_dir, self.compile_commands)
+        return flags_for(path, base_dir, self.compile_commands, self.compile_commands_max_bytes)
+
+    @property
+    def compile_memory_bytes(self) -> int:
+        return self.compile_memory_mb * 2**20
 
     def compile_options(
         self, arch: str, base_dir: str | None = None, project: CommandFlags | None = None
@@ -142,6 +161,12 @@ _KEYS: dict[str, str] = {
     "maxFileBytes": "max_file_bytes",
     "workerIdleSeconds": "worker_idle_s",
     "worker-idle-seconds": "worker_idle_s",
+    "checkTimeoutSeconds": "check_timeout_s",
+    "check-timeout-seconds": "check_timeout_s",
+    "compileMemoryMB": "compile_memory_mb",
+    "compile-memory-mb": "compile_memory_mb",
+    "compileCommandsMaxBytes": "compile_commands_max_bytes",
+    "compile-commands-max-bytes": "compile_commands_max_bytes",
     "gpu.enabled": "gpu_enabled",
     "gpu.device": "gpu_device",
     "gpu.devices": "gpu_devices",
@@ -155,8 +180,8 @@ _KEYS: dict[str, str] = {
     "optimizer.candidates": "optimizer_candidates",
     "optimizer.proposer": "optimizer_proposer",
     "compiler": "compiler",
-    "compile.timeoutSeconds": "compile_timeout_s",
-    "compile.timeout-seconds": "compile_timeout_s",
+    "compileTimeoutSeconds": "compile_timeout_s",
+    "compile-timeout-seconds": "compile_timeout_s",
     "hostCheck": "host_check",
     "host-check": "host_check",
     "compileCommands": "compile_commands",
@@ -258,6 +283,10 @@ def _coerce(name: str, value: Any) -> Any:
         if not isinstance(value, bool):
             raise TypeError("expected true or false")
         return value
+    if name == "check_timeout_s":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("expected a positive number of seconds")
+        return value
     if name == "gpu_devices":
         text = str(value).strip().lower()
         if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
@@ -267,7 +296,15 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ValueError("expected a positive number of seconds")
         return float(value)
-    if name in ("max_file_bytes", "optimizer_rounds", "optimizer_candidates", "gpu_device", "worker_idle_s"):
+    if name in (
+        "max_file_bytes",
+        "optimizer_rounds",
+        "optimizer_candidates",
+        "gpu_device",
+        "worker_idle_s",
+        "compile_memory_mb",
+        "compile_commands_max_bytes",
+    ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError("expected a non-negative integer")
         return value
@@ -304,9 +341,8 @@ USER_ONLY = {
 
 def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        data = tomllib.loads(read_regular(path, MAX_PYPROJECT_BYTES).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         return Settings(), [f"{path}: cannot read ({e})"]
     table = data.get("tool", {}).get("kernel-lsp", {})
     settings, problems = settings_from_dict(table)

@@ -25,6 +25,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
 from kernel_lsp.evaluation.local import GPU_OFF_IN_EDITOR, LocalBackend, fake_from_env, no_gpu_message
@@ -569,8 +570,7 @@ def check_file(
     """Check every kernel of a .cu that its sidecar spec describes (the CLI's and server's entry):
     compiled once for the device (or `artifact`, already compiled for it), then each kernel."""
     if source is None:
-        with open(cu_path, encoding="utf-8") as f:
-            source = f.read()
+        source = read_text_file(cu_path)
     spec_path = spec_path_for(cu_path)
     if spec_source is None and not os.path.exists(spec_path):
         return []

@@ -18,18 +18,16 @@ import os
 from collections.abc import Callable, Iterable
 
 from .compile import MAX_FILE_BYTES, resolve_include
+from .compile.files import read_text_prefix
 from .source import find_includes
 
 Reader = Callable[[str], "str | None"]
 
 
 def read_text(path: str) -> str | None:
-    """The file's text for include scanning, or None when it cannot be read."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(MAX_FILE_BYTES)
-    except (OSError, ValueError):
-        return None
+    """The file's text for include scanning, or None when it cannot be read (a FIFO named
+    `x.cuh` is not opened for reading: that would block)."""
+    return read_text_prefix(path, MAX_FILE_BYTES)
 
 
 def normalize(path: str) -> str:

@@ -162,3 +162,44 @@ class CompileResult:
 def format_bytes(n: int) -> str:
     """Byte counts as hover, the CLI and reports show them."""
     return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KiB"
+
+
+# Findings that say the check itself did not finish (a deadline, a memory limit, a crashed
+# compiler): never a verdict on the code, and never cached, so the next check tries again.
+NOT_CHECKED_IN_TIME = "not-checked-in-time"
+OUT_OF_MEMORY = "out-of-memory"
+FAULT_CODES = frozenset(
+    {NOT_CHECKED_IN_TIME, OUT_OF_MEMORY, "crash", "timeout", "nvcc", "nvrtc", "disk-full"}
+)
+
+
+def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str = "") -> Diagnostic:
+    """The one wording for a check cut short by a deadline (any backend, the CLI and the server):
+    information, not an error, since nothing is known about the code. `what` says what was still
+    running ("nvcc", "the compile"); `setting_name` is the setting that raises the limit."""
+    running = f"{what} did not finish" if what else "the check did not finish"
+    return Diagnostic(
+        path,
+        1,
+        1,
+        Severity.INFO,
+        f"not checked in time ({seconds:g} s): {running}; raise {setting_name} to wait longer",
+        code=NOT_CHECKED_IN_TIME,
+        source="kernel-lsp",
+    )
+
+
+def ran_out_of_memory(path: str, limit_bytes: int, setting_name: str, detail: str = "") -> Diagnostic:
+    """A compile stopped by the memory limit (RLIMIT_AS): information, like a deadline; `detail`
+    is what the compiler said ("LLVM ERROR: out of memory")."""
+    limit = f"its limit of {limit_bytes >> 20} MiB" if limit_bytes > 0 else "the memory there is"
+    said = f" ({detail.strip()})" if detail.strip() else ""
+    return Diagnostic(
+        path,
+        1,
+        1,
+        Severity.INFO,
+        f"not checked: the compiler ran out of memory at {limit}{said}; raise {setting_name} if the file needs more",
+        code=OUT_OF_MEMORY,
+        source="kernel-lsp",
+    )

@@ -42,6 +42,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, spec_owners
+from .compile.compile_commands import MAX_DATABASE_BYTES
+from .compile.files import read_regular, read_text_file
 from .include_graph import IncludeGraph, normalize
 
 log = logging.getLogger(__name__)
@@ -97,8 +99,8 @@ class IgnoreRules:
                 return self._specs[folder]
         spec = None
         try:
-            with open(os.path.join(folder, ".gitignore"), encoding="utf-8", errors="replace") as f:
-                spec = pathspec.GitIgnoreSpec.from_lines(f.read().splitlines())
+            text = read_text_file(os.path.join(folder, ".gitignore"), errors="replace")  # a FIFO: no hang
+            spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
         except (OSError, ValueError):
             spec = None  # no .gitignore, or unreadable: nothing ignored by it
         with self._lock:
@@ -387,8 +389,7 @@ class WorkspaceWatcher:
 
 def _digest(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        return hashlib.sha256(read_regular(path, MAX_DATABASE_BYTES)).hexdigest()
     except OSError:
         return None  # deleted, or unreadable: either way what the flags come from changed
 

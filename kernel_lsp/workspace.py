@@ -27,6 +27,7 @@ from typing import Any
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
 from .compile import CompileOptions, decode_source, read_source
+from .compile.compile_commands import Lookup
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 from .model import CompileResult
 
@@ -167,16 +168,19 @@ class Workspace:
         text: str | None = None,
         spec_text: str | None = None,
         includers: tuple[Includer, ...] = (),
+        project: Lookup | None = None,
     ) -> FileCheck:
         """Compile `path` (the editor's `text`, else the file on disk) for every arch: findings,
-        resources, the spec's static findings. Never raises on user input."""
+        resources, the spec's static findings. Never raises on user input. `project`: the file's
+        compile_commands.json lookup when the caller has it (a worker then need not read the
+        database itself)."""
         settings = self.settings_for(path)
         if text is None:
-            return check_path(path, settings, self.root, spec_text, includers)
+            return check_path(path, settings, self.root, spec_text, includers, project)
         # The editor's text gets the same gate as a file on disk: the size limit, and no compile of
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
-        return check_bytes(data, path, settings, self.root, spec_text, includers)
+        return check_bytes(data, path, settings, self.root, spec_text, includers, project)
 
     def first_look(
         self,
@@ -184,6 +188,7 @@ class Workspace:
         text: str | None = None,
         spec_text: str | None = None,
         includers: tuple[Includer, ...] = (),
+        project: Lookup | None = None,
     ) -> FileCheck | None:
         """For a file nvcc compiles: its front end's findings for the first arch (no resources),
         in a fraction of the full compile's time. None when there is nothing quicker to say
@@ -195,7 +200,7 @@ class Workspace:
             source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
         if source is None:
             return None
-        return front_end_check(source, path, settings, self.root, spec_text, includers)
+        return front_end_check(source, path, settings, self.root, spec_text, includers, project)
 
     # --- GPUs -------------------------------------------------------------------------------------
 

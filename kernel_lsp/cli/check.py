@@ -10,12 +10,11 @@ import argparse
 import os
 import sys
 
-from ..check import FileCheck, collect_files, drop_repeated, includers_for, job_deadline
+from ..check import FileCheck, collect_files, drop_repeated, failed_check, includers_for, job_deadline
 from ..check_jobs import lean_analyze
-from ..compile import JOB_TIMEOUT_S, MAX_FILE_BYTES
+from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
-from ..model import Diagnostic, Severity
 from ..spec import spec_path_for
 from ..workspace import Workspace
 from .flags import (
@@ -33,38 +32,44 @@ from .flags import (
 
 
 def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
-    # NVRTC serialises compiles inside one process, so parallel files need processes; a spec
-    # sidecar runs the user's code, which only a worker process can be stopped in.
-    has_spec = any(os.path.exists(spec_path_for(f)) for f in files if f.endswith(".cu"))
+    """Each file in a worker process under its deadline and memory limit (NVRTC serialises
+    compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
+    settings = workspace.settings
     # A header that does not compile alone is checked as the file that includes it sees it.
-    context = includers_for(files, workspace.settings)
-    if (jobs <= 1 or len(files) <= 1) and not has_spec:
-        return [lean_analyze(workspace, f, includers=context.get(f, ())) for f in files]
-    jobs_args = [(workspace, f, None, None, context.get(f, ())) for f in files]
-    results = run_jobs(lean_analyze, jobs_args, jobs, job_deadline(workspace.settings))
-    return [_job_check(f, r) for f, r in zip(files, results, strict=True)]
+    context = includers_for(files, settings)
+    # The database flags here, before the workers fork: they inherit the database read once.
+    jobs_args = [
+        (
+            workspace,
+            f,
+            None,
+            None,
+            context.get(f, ()),
+            workspace.settings_for(f).project_flags(f, workspace.root),
+        )
+        for f in files
+    ]
+    _load_the_rest()
+    # Checks come back without their CUBINs (lean_analyze): GPU verification compiles again.
+    results = run_jobs(lean_analyze, jobs_args, jobs, job_deadline(settings), settings.compile_memory_bytes)
+    return [_job_check(f, r, workspace) for f, r in zip(files, results, strict=True)]
 
 
-def _job_check(path: str, result: FileCheck | JobFailed) -> FileCheck:
+def _load_the_rest() -> None:
+    """What the checks and check_main need (numpy for specs and GPU verification: ~0.2 s), loaded
+    before the workers fork: they inherit it, where they and this process each imported it
+    before, and a one-file check costs what it did in process."""
+    from .. import gpu_check  # noqa: F401
+    from ..evaluation import choose  # noqa: F401
+    from . import formats  # noqa: F401
+
+
+def _job_check(path: str, result: FileCheck | JobFailed, workspace: Workspace) -> FileCheck:
     if isinstance(result, FileCheck):
         return result
     if result.reason == "error":  # the engine raised: the tool failed, not the user's code
         raise RuntimeError(f"checking {path}: {result.detail}")
-    spec = spec_path_for(path)
-    where = spec if os.path.exists(spec) else path
-    if result.reason == "timeout":
-        message = (
-            f"checking {os.path.basename(path)} took over {JOB_TIMEOUT_S:.0f} s and was stopped; "
-            "does its spec never return?"
-        )
-    else:
-        message = (
-            f"the process checking {os.path.basename(path)} ended ({result.detail}): NVRTC or the "
-            "file's spec crashed it"
-        )
-    return FileCheck(
-        path, [Diagnostic(where, 1, 1, Severity.ERROR, message, code=result.reason, source="kernel-lsp")]
-    )
+    return failed_check(path, result, workspace.settings_for(path))
 
 
 def check_main(argv: list[str]) -> int:
@@ -152,6 +157,9 @@ def check_main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_TOOL_FAILED
+    if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
+        print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
+        return EXIT_TOOL_FAILED
     from ..evaluation.choose import RayUnavailable, wants_ray
     from ..evaluation.local import fake_from_env
     from ..gpu_check import mark_unverified, verify_checks
@@ -180,9 +188,8 @@ def check_main(argv: list[str]) -> int:
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     write_stdout(FORMATTERS[args.format](checks, archs + used) + "\n")
-    # A file not checked in time is information, not a finding; --strict asks for every file.
-    timed_out = any(c.timed_out for c in checks)
-    return EXIT_FINDINGS if errors or (args.strict and (warnings or timed_out)) else EXIT_CLEAN
+    incomplete = any(c.incomplete for c in checks)  # not checked in time, out of memory
+    return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
 
 
 def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) -> list[FileCheck]:

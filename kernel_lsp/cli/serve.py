@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import logging
+import os
 import sys
 
 from .. import __version__
@@ -60,15 +63,29 @@ def serve_main(argv: list[str]) -> int:
     if not args.log_level.upper().startswith("DEBUG"):
         # pygls logs every message it sends at INFO: keep the log for what the server does.
         logging.getLogger("pygls").setLevel(logging.WARNING)
+    # watchdog logs every inotify event at DEBUG: with the log inside the workspace, each line
+    # written was an event, logged, written... (7 MB/s).
+    logging.getLogger("watchdog").setLevel(logging.INFO)
     from ..server import serve
 
+    log_file = os.path.abspath(args.log_file) if args.log_file else None
     if args.tcp:
-        return _serve_tcp(args.tcp, args.token_file, serve)
+        return _serve_tcp(args.tcp, args.token_file, functools.partial(serve, log_file=log_file))
     if args.token_file:
         print("kernel-lsp: --token-file goes with --tcp", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    serve()
+    _exit_now(serve(log_file=log_file))
     return EXIT_CLEAN
+
+
+def _exit_now(code: int) -> None:
+    """End the process once the server is done and its workers are ended: the interpreter would
+    join every thread first, and one blocked in a read (a FIFO, stdin) held it forever."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 def _serve_tcp(address: str, token_file: str | None, serve) -> int:
@@ -98,5 +115,5 @@ def _serve_tcp(address: str, token_file: str | None, serve) -> int:
             flush=True,
         )
 
-    serve(tcp=(host, int(port)), token=token, on_listening=listening)
+    _exit_now(serve(tcp=(host, int(port)), token=token, on_listening=listening))
     return EXIT_CLEAN

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TextIO
 
-from ..check import FileCheck
-from ..compile import end_pool
+from ..check import FileCheck, failed_check
+from ..compile.jobs import JobFailed, WorkerPool
 from ..include_graph import IncludeGraph, normalize
 from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
 from ..workspace import Workspace
@@ -34,19 +34,11 @@ def _block(check: FileCheck) -> list[str]:
     return lines
 
 
-def _ignore_sigint() -> None:
-    # Ctrl-C reaches the whole process group; the main process ends the workers itself.
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
     def __init__(self, paths: list[str], workspace: Workspace, fmt: str, out: TextIO) -> None:
         from ..check import collect_files
-        from ..compile import compile_pool
 
         self.workspace = workspace
         self.settings = settings = workspace.settings_for(os.path.abspath(paths[0]))
@@ -65,9 +57,8 @@ class _WatchSession:
         self.last: dict[str, list[str]] = {}
         self.state: dict[str, FileCheck] = {}
         self.batches: queue.Queue[Batch | None] = queue.Queue()
-        self.pool = compile_pool(
-            max(1, min(len(self.files) or 1, os.cpu_count() or 1)), initializer=_ignore_sigint
-        )
+        # Each file under its deadline and memory limit, in workers that die with this process.
+        self.pool = WorkerPool(max(1, min(len(self.files) or 1, os.cpu_count() or 1)))
         self.watchers: list[WorkspaceWatcher] = []
 
     def follows(self, path: str) -> bool:
@@ -77,12 +68,25 @@ class _WatchSession:
 
     def check(self, paths: Iterable[str]) -> list[FileCheck]:
         paths = sorted(paths)
-        n = len(paths)
-        context = [self._includers(p) for p in paths]
-        checks = list(self.pool.map(self.workspace.analyze, paths, [None] * n, [None] * n, context))
+        s, ws = self.settings, self.workspace
+        futures = [
+            self.pool.submit(
+                ws.analyze,
+                (p, None, None, self._includers(p), ws.settings_for(p).project_flags(p, ws.root)),
+                s.check_timeout_s,
+                s.compile_memory_bytes,
+            )
+            for p in paths
+        ]
+        checks = [self._done(p, f.result()) for p, f in zip(paths, futures, strict=True)]
         for c in checks:
             self.state[c.path] = c
         return checks
+
+    def _done(self, path: str, result: FileCheck | JobFailed) -> FileCheck:
+        if isinstance(result, JobFailed):
+            return failed_check(path, result, self.settings)
+        return result
 
     def _includers(self, path: str) -> tuple:
         """The `.cu` a header is checked in the context of when it fails on its own."""
@@ -165,7 +169,7 @@ class _WatchSession:
     def close(self) -> None:
         for w in self.watchers:
             w.stop()
-        end_pool(self.pool)
+        self.pool.close()
 
 
 def watch_check_main(paths: list[str], workspace: Workspace, fmt: str, out: TextIO | None = None) -> int:

@@ -15,7 +15,7 @@ from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle, fallback_name
-from .files import MAX_FILE_BYTES
+from .files import MAX_FILE_BYTES, read_text_prefix
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
 from .logparse import parse_log, source_name
@@ -53,11 +53,7 @@ def _line_reader(source: str, path: str):
     def line_text(p: str, line: int) -> str | None:
         key = os.path.abspath(p)
         if key not in files:
-            try:
-                with open(key, encoding="utf-8", errors="replace") as f:
-                    files[key] = f.read(MAX_FILE_BYTES).splitlines()
-            except OSError:
-                files[key] = []
+            files[key] = (read_text_prefix(key, MAX_FILE_BYTES) or "").splitlines()
         lines = files[key]
         return lines[line - 1] if 0 < line <= len(lines) else None
 
@@ -317,10 +313,8 @@ def _scan_header(header: str) -> tuple[list[KernelSignature], list]:
 def _scan_file(path: str, mtime_ns: int, size: int) -> tuple[list[KernelSignature], list]:
     """The kernels a header declares and its #include lines, read once per version of the file
     (many files include it)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(MAX_FILE_BYTES)
-    except OSError:
+    text = read_text_prefix(path, MAX_FILE_BYTES)  # a regular file only: never a FIFO
+    if text is None:
         return [], []
     return find_kernels(text), find_includes(text)
 

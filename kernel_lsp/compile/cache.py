@@ -7,9 +7,11 @@ import os
 import threading
 from collections import OrderedDict
 
-from ..model import CompileResult
+from ..model import FAULT_CODES, CompileResult
 from .includes import header_stamps, include_closure
 from .options import CompileOptions
+
+_OUT_OF_MEMORY = "out of memory"
 
 
 class CompileCache:
@@ -41,6 +43,11 @@ class CompileCache:
             return r
 
     def put(self, key: str, result: CompileResult) -> None:
+        """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
+        crash): that says nothing about the text, and the next check must try again. Nor one
+        larger than the whole byte budget."""
+        if any(d.code in FAULT_CODES for d in result.diagnostics) or _OUT_OF_MEMORY in result.log:
+            return
         if _size(result) > self._max_bytes:
             return
         with self._lock:

@@ -13,18 +13,23 @@ clangd reads it, reduced to what matters for diagnostics.
   relative to its `directory`.
 - A file without an entry borrows one: a file's in its folder, else the nearest ancestor
   folder's (a file anywhere under it), so headers and new files get the project's flags.
-- Parsed databases are cached by (path, mtime, size). Nothing here raises: an unreadable or
+- Parsed databases are cached by (path, mtime, size, inode), parsed entry by entry (other threads
+  run meanwhile) and only when a regular file under `compileCommandsMaxBytes`; response files
+  likewise (`@/dev/zero` is never read). Nothing here raises: an unreadable, oversized or
   malformed json becomes one `problem` message naming the json and what is wrong.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import shlex
 import threading
 from dataclasses import dataclass, field
+
+from .files import FileProblem, read_regular
 
 DATABASE_NAME = "compile_commands.json"
 
@@ -44,15 +49,35 @@ class CommandFlags:
     extra: tuple[str, ...] = ()  # code-generation flags NVRTC and nvcc spell alike
     file: str = ""  # the entry's file (another file's, when borrowed)
     database: str = ""  # the compile_commands.json it came from
+    problem: str | None = None  # why the entry cannot be used (a response file that is a FIFO)
 
 
 @dataclass
 class Database:
     path: str
-    entries: dict[str, CommandFlags] = field(default_factory=dict)  # normalised file -> flags
+    # normalised file -> its flags, shared between entries with the same flags (so `.file` may
+    # be another entry's: ask `flags(file)`)
+    entries: dict[str, CommandFlags] = field(default_factory=dict)
     problem: str | None = None  # the whole json is unusable
     bad_entries: dict[str, str] = field(default_factory=dict)  # file -> why its entry was skipped
     borrowed: dict[str, CommandFlags | None] = field(default_factory=dict)  # folder -> entry lent
+
+    def flags(self, file: str) -> CommandFlags | None:
+        """The entry for `file` (a normalised absolute path), with `file` set to it."""
+        found = self.entries.get(file)
+        if found is None or found.file == file:
+            return found
+        own = copy.copy(found)
+        object.__setattr__(own, "file", file)
+        return own
+
+    def all_flags(self) -> list[CommandFlags]:
+        """Every entry, each with its own `file`."""
+        return [f for f in map(self.flags, self.entries) if f is not None]
+
+    def distinct_flags(self) -> list[CommandFlags]:
+        """Each set of flags once (include folders for the include graph: no copy per file)."""
+        return list({id(f): f for f in self.entries.values()}.values())
 
 
 @dataclass(frozen=True)
@@ -114,65 +139,125 @@ def explicit_database(named: str, base_dir: str | None = None) -> tuple[str | No
 
 # --- reading it -------------------------------------------------------------------------------
 
-_cache: dict[str, tuple[tuple[int, int], Database]] = {}
+# A database over this is not read (a setting: compileCommandsMaxBytes). 300,000 CMake entries of
+# nvcc commands are ~190 MB; parsed, the entries share their flag tuples.
+MAX_DATABASE_BYTES = 256 * 2**20
+MAX_RESPONSE_FILE_BYTES = 2**20
+
+Stamp = tuple[int, int, int]  # (mtime_ns, size, inode): a file replaced by a rename changes inode
+
+_cache: dict[str, tuple[Stamp, int, Database]] = {}
 _cache_lock = threading.Lock()
+_parse_locks: dict[str, threading.Lock] = {}  # one parse per database at a time
 
 
-def stamp(path: str) -> tuple[int, int] | None:
+def stamp(path: str) -> Stamp | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return st.st_mtime_ns, st.st_size
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-def load_database(path: str) -> Database:
-    """The parsed database, from the cache while the file's (mtime, size) is unchanged."""
+def load_database(path: str, max_bytes: int = MAX_DATABASE_BYTES) -> Database:
+    """The parsed database, from the cache while its stamp is unchanged. Callers on an event
+    loop must not call this (a large database takes seconds): the server reads it in its
+    threads and workers."""
     path = os.path.abspath(path)
     key = stamp(path)
     with _cache_lock:
         hit = _cache.get(path)
-        if hit is not None and key is not None and hit[0] == key:
-            return hit[1]
-    db = _parse_database(path)
-    if key is not None:
+        lock = _parse_locks.setdefault(path, threading.Lock())
+    if hit is not None and key is not None and hit[:2] == (key, max_bytes):
+        return hit[2]
+    with lock:  # a second caller waits for the first parse instead of parsing it again
         with _cache_lock:
-            _cache[path] = (key, db)
+            hit = _cache.get(path)
+        if hit is not None and key is not None and hit[:2] == (key, max_bytes):
+            return hit[2]
+        db = _parse_database(path, max_bytes)
+        if key is not None:
+            with _cache_lock:
+                _cache[path] = (key, max_bytes, db)
     return db
 
 
-def _parse_database(path: str) -> Database:
+def _parse_database(path: str, max_bytes: int = MAX_DATABASE_BYTES) -> Database:
     where = os.path.dirname(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        text = read_regular(path, max_bytes).decode("utf-8")
+    except FileProblem as e:
+        limit = " (compileCommandsMaxBytes)" if e.size is not None else ""
+        return Database(path, problem=f"{path} is {e.reason}{limit}; not read")
     except OSError as e:
         return Database(path, problem=f"cannot read {path}: {e.strerror or e}")
     except UnicodeDecodeError:
         return Database(path, problem=f"{path} is not UTF-8 text")
+    db = Database(path)
+    reasons: list[str] = []
+    shared: dict = {}  # entries with the same flags share one parse
+    count = 0
+    try:
+        for i, entry in enumerate(_entries(text)):
+            count += 1
+            flags, file, reason = _parse_entry(entry, where, path, shared)
+            if reason:
+                reasons.append(f"entry {i + 1}: {reason}")
+                if file:
+                    db.bad_entries.setdefault(file, reason)
+                continue
+            assert flags is not None
+            db.entries.setdefault(file, flags)  # the first entry for a file wins, as in clangd
     except json.JSONDecodeError as e:
         return Database(
             path, problem=f"{path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
         )
-    if not isinstance(data, list):
-        return Database(path, problem=f"{path} must hold a JSON list of entries, not a {type(data).__name__}")
-    db = Database(path)
-    reasons: list[str] = []
-    for i, entry in enumerate(data):
-        flags, file, reason = _parse_entry(entry, where, path)
-        if reason:
-            reasons.append(f"entry {i + 1}: {reason}")
-            if file:
-                db.bad_entries.setdefault(file, reason)
-            continue
-        assert flags is not None
-        db.entries.setdefault(file, flags)  # the first entry for a file wins, as in clangd
-    if data and not db.entries:
+    except _NotAList as e:
+        return Database(path, problem=f"{path} must hold a JSON list of entries, not a {e}")
+    if count and not db.entries:
         db.problem = f"{path} has no usable entry ({reasons[0]})"
     return db
 
 
-def _parse_entry(entry: object, where: str, db_path: str) -> tuple[CommandFlags | None, str, str | None]:
+class _NotAList(ValueError):
+    pass
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _entries(text: str):
+    """The entries of a JSON list, decoded one at a time: one `json.loads` of a large database
+    held the interpreter lock for seconds, stalling every other thread (the server's event loop
+    among them); between entries here, other threads run."""
+    decoder = json.JSONDecoder()
+    i = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if not text.startswith("[", i):
+        data = json.loads(text)  # not a list: the message names what it is (or why it is no JSON)
+        raise _NotAList(type(data).__name__)
+    i = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    if text.startswith("]", i):
+        return
+    while True:
+        entry, i = decoder.raw_decode(text, i)
+        yield entry
+        i = _WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
+        if text.startswith("]", i):
+            break
+        if not text.startswith(",", i):
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
+        i = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    end = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+
+
+def _parse_entry(
+    entry: object, where: str, db_path: str, shared: dict | None = None
+) -> tuple[CommandFlags | None, str, str | None]:
+    """(flags, file, why it is unusable). With `shared`, entries whose commands differ only in
+    their source file and outputs get the same flags object (its `file` is the first entry's:
+    `Database.flags` gives each file its own)."""
     if not isinstance(entry, dict):
         return None, "", "not an object"
     file, directory = entry.get("file"), entry.get("directory", "")
@@ -180,20 +265,58 @@ def _parse_entry(entry: object, where: str, db_path: str) -> tuple[CommandFlags 
         return None, "", "has no `file`"
     if not isinstance(directory, str):
         return None, "", "`directory` is not a string"
+    written = file
     directory = os.path.normpath(os.path.join(where, directory))
     file = os.path.normpath(os.path.join(directory, file))
-    args = entry.get("arguments")
+    args, command = entry.get("arguments"), entry.get("command")
+    key = _flags_key(args, command, directory, (written, file)) if shared is not None else None
+    if key is not None and (hit := shared.get(key)) is not None:  # type: ignore[union-attr]
+        return (None, file, hit.problem) if hit.problem else (hit, file, None)
     if args is None:
-        command = entry.get("command")
         if not isinstance(command, str):
             return None, file, "has neither `arguments` nor `command`"
         try:
-            args = shlex.split(command)
+            args = split_command(command)
         except ValueError as e:
             return None, file, f"its `command` cannot be split ({e})"
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         return None, file, "`arguments` is not a list of strings"
-    return parse_arguments(args, directory, file, db_path), file, None
+    flags = parse_arguments(args, directory, file, db_path)
+    if key is not None:
+        shared[key] = flags  # type: ignore[index]
+    if flags.problem:
+        return None, file, flags.problem
+    return flags, file, None
+
+
+# The values of flags whose value differs per entry and is dropped anyway (outputs, depfiles).
+_PER_ENTRY_VALUE = re.compile(r" (-o|-MF|-MT|-MQ|-MJ|--output-file|--dependency-output) +[^ ]+")
+
+
+def _flags_key(args: object, command: object, directory: str, spellings: tuple[str, str]) -> tuple | None:
+    """What an entry's flags depend on: its command with the source file (as written, or
+    absolute) and the per-entry outputs blanked. CMake's 300,000 entries share a few hundred
+    keys, so each set of flags is parsed once (60 s -> seconds; one flags object per key)."""
+    if isinstance(command, str) and args is None:
+        masked = f" {command} "
+        for spelling in spellings:
+            masked = masked.replace(f" {spelling} ", " \0f ")
+        return directory, _PER_ENTRY_VALUE.sub(r" \1 \0v", masked)  # \0: a NUL, in no real flag
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        out = ["\0f" if a in spellings else a for a in args]
+        for i, a in enumerate(out[:-1]):
+            if a in _DROP_WITH_VALUE:
+                out[i + 1] = "\0v"
+        return directory, tuple(out)
+    return None
+
+
+def split_command(command: str) -> list[str]:
+    """A `command` split as a shell would; most have no quotes or backslashes, and a plain
+    split is then the same and 50 times faster than shlex."""
+    if not any(c in command for c in "'\"\\"):
+        return command.split()
+    return shlex.split(command)
 
 
 # --- the flags --------------------------------------------------------------------------------
@@ -312,7 +435,10 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
             name = a[1:] if a.startswith("@") else value(_OPTIONS_FILE)
             responses += 1
             if name and responses <= 16:  # a response file that names itself must end
-                queue[i:i] = _read_response_file(absolute(name))
+                more, problem = _read_response_file(absolute(name))
+                if problem:
+                    return CommandFlags(file=file, database=db_path, problem=problem)
+                queue[i:i] = more
             continue
         if a.startswith("-isystem") or a.startswith("--system-include"):
             v = value(("--system-include", "-isystem"))
@@ -413,29 +539,38 @@ def _shared_codegen(a: str, queue: list[str], i: int) -> tuple[str, int] | None:
     return None
 
 
-def _read_response_file(path: str) -> list[str]:
+def _read_response_file(path: str) -> tuple[list[str], str | None]:
+    """The arguments of a response file (`@file`, `--options-file`), or the problem that makes
+    the entry unusable: a FIFO or a device (`@/dev/zero`) is never opened for reading."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return shlex.split(f.read(1 << 20))
-    except (OSError, ValueError):
-        return []  # unreadable: its flags are missing, as if it were dropped
+        text = read_regular(path, MAX_RESPONSE_FILE_BYTES).decode("utf-8", "replace")
+    except FileProblem as e:
+        return [], f"names the response file {path}, which is {e.reason}"
+    except OSError:
+        return [], None  # missing or unreadable: its flags are missing, as if it were dropped
+    try:
+        return split_command(text), None
+    except ValueError:
+        return [], None
 
 
 # --- the flags for one file -------------------------------------------------------------------
 
 
-def flags_for(path: str, root: str | None = None, named: str | None = None) -> Lookup:
+def flags_for(
+    path: str, root: str | None = None, named: str | None = None, max_bytes: int = MAX_DATABASE_BYTES
+) -> Lookup:
     """The database flags for `path` (the file's own entry, else a borrowed one). The database is
     searched upward from the file, past the workspace `root` (an editor opened in `src/` must find
     `../build/compile_commands.json` as the CLI does); `named`: the json (or its folder) a setting
-    names, relative to `root`. Never raises."""
+    names, relative to `root`; `max_bytes`: a larger database is not read. Never raises."""
     try:
-        return _flags_for(path, root, named)
+        return _flags_for(path, root, named, max_bytes)
     except Exception as e:  # a database must never stop a check
         return Lookup(problem=f"compile_commands.json could not be used: {type(e).__name__}: {e}")
 
 
-def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
+def _flags_for(path: str, root: str | None, named: str | None, max_bytes: int) -> Lookup:
     if named:
         db_path, problem = explicit_database(named, root)
         if problem:
@@ -444,12 +579,12 @@ def _flags_for(path: str, root: str | None, named: str | None) -> Lookup:
         db_path = find_database(path)
     if db_path is None:
         return Lookup()
-    db = load_database(db_path)
+    db = load_database(db_path, max_bytes)
     if db.problem:
         return Lookup(problem=db.problem, database=db_path)
     key = os.path.normpath(os.path.abspath(path))
     if key in db.entries:
-        return Lookup(db.entries[key], database=db_path)
+        return Lookup(db.flags(key), database=db_path)
     if key in db.bad_entries:
         return Lookup(problem=f"{db_path}: the entry for this file {db.bad_entries[key]}", database=db_path)
     borrowed = _borrow(key, db)
@@ -472,7 +607,7 @@ def _nearest_entry(folder: str, db: Database) -> CommandFlags | None:
         under = [f for f in db.entries if f.startswith(prefix)]
         if under:
             best = min(under, key=lambda f: (f.count(os.sep), f))
-            return db.entries[best]
+            return db.flags(best)
         parent = os.path.dirname(folder)
         if parent == folder:
             return None

@@ -1,137 +1,377 @@
-"""A batch of jobs in spawned worker processes, each job under its own deadline (`--check`).
+"""Worker processes for checks (the server, `--check`, `--check --watch`): each job under its own
+deadline and memory limit, in a process that dies with its parent.
 
 Not a ProcessPoolExecutor: it cannot stop one job, so one spec that never returns held the whole
-batch until a deadline for all of it (JOB_TIMEOUT_S × rounds), and ending it left its queues'
-semaphores behind. Here each worker runs one job at a time over its own pipe; a job past its
-deadline has its worker killed and replaced at once, and the other jobs go on."""
+batch (or, in the server, every worker was ended with it), and its workers outlived a killed
+parent (they hold both ends of their queues' pipes). Here each worker runs one job at a time over
+its own pipe; a job past its deadline has its worker (and its process group: nvcc, what a spec
+started) killed and replaced at once, and the other jobs go on. A job tells the pool what it is
+doing (`report_phase`), so that a timeout can say whether the compile or the spec was running."""
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
+import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from .. import procs
+
+# What a check reports before it runs the file's spec (the user's code): a deadline reached
+# after it is the spec's.
+SPEC_PHASE = "spec"
 
 
 @dataclass(frozen=True)
 class JobFailed:
     """What a job gave instead of a result: `timeout` (killed at its deadline), `crashed` (its
-    worker died), `error` (it raised; `detail` says what)."""
+    worker died; `detail` has the exit status and the last words on its stderr), `error` (it
+    raised; `detail` says what), `closed` (the pool ended first). `phase`: what the job was doing
+    (`compile`, `spec`); `seconds`: the deadline it had."""
 
     reason: str
     detail: str = ""
+    phase: str = ""
+    seconds: float = 0.0
+
+    @property
+    def out_of_memory(self) -> bool:
+        return "out of memory" in self.detail.lower() or "memoryerror" in self.detail.lower()
 
 
-def _serve(conn: Connection) -> None:
+_phase_conn: Connection | None = None
+
+
+def report_phase(phase: str) -> None:
+    """In a worker: tell the pool what the job does now (a no-op outside a worker)."""
+    if _phase_conn is not None:
+        with contextlib.suppress(OSError, ValueError):
+            _phase_conn.send(("phase", phase))
+
+
+def _serve(conn: Connection, stderr_path: str) -> None:
+    try:
+        _serve_jobs(conn, stderr_path)
+    finally:
+        procs.end_process_group(0)  # with whatever its jobs started (a spec's `sleep 300`)
+
+
+def _serve_jobs(conn: Connection, stderr_path: str) -> None:
+    global _phase_conn
+    procs.become_worker()
     # Ctrl-C reaches the whole process group; the parent ends the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):  # what the compiler says as it dies ("LLVM ERROR: out of memory")
+        fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
+        os.dup2(fd, 2)
+        os.close(fd)
+    _phase_conn = conn
     while True:
         try:
             job = conn.recv()
-        except EOFError:
+        except (EOFError, OSError):
             return
         if job is None:
             return
-        fn, args = job
+        fn, args, memory_bytes = job
+        procs.limit_memory(memory_bytes)
         try:
-            reply: Any = (True, fn(*args))
+            reply: Any = ("done", True, fn(*args))
+        except MemoryError:  # the memory limit, not a fault of the engine
+            reply = ("oom", f"MemoryError: out of memory (limit {procs.memory_limit() >> 20} MiB)")
         except Exception as e:  # the caller reports it with the job's path
-            reply = (False, f"{type(e).__name__}: {e}")
-        conn.send(reply)
+            reply = ("done", False, f"{type(e).__name__}: {e}")
+        try:
+            conn.send(reply)
+        except (OSError, EOFError):
+            return
+        except Exception as e:  # the result did not pickle
+            conn.send(("done", False, f"{type(e).__name__}: {e}"))
+
+
+@dataclass
+class _Job:
+    fn: Callable
+    args: tuple
+    timeout_s: float
+    memory_bytes: int
+    future: Future
 
 
 class _Worker:
     def __init__(self, ctx) -> None:
+        fd, self.stderr_path = tempfile.mkstemp(prefix="kernel-lsp-worker-", suffix=".log")
+        os.close(fd)
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.process = ctx.Process(target=_serve, args=(child, self.stderr_path), daemon=True)
         self.process.start()
         child.close()
-        self.job: int | None = None
+        self.job: _Job | None = None
         self.deadline = 0.0
+        self.phase = ""
 
-    def give(self, index: int, fn: Callable, args: tuple, timeout_s: float) -> None:
-        self.job, self.deadline = index, time.monotonic() + timeout_s
-        self.conn.send((fn, args))
+    def give(self, job: _Job) -> None:
+        self.job, self.phase = job, ""
+        self.conn.send((job.fn, job.args, job.memory_bytes))
+        self.deadline = time.monotonic() + job.timeout_s
+
+    def stderr_tail(self, limit: int = 600) -> str:
+        try:
+            with open(self.stderr_path, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.stderr_path) - limit))
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
 
     def kill(self) -> None:
-        with contextlib.suppress(Exception):
-            self.process.kill()
+        if self.process.pid:
+            procs.kill_group(self.process.pid)
         self.process.join(5)
-        self.conn.close()
+        self._release()
 
     def stop(self) -> None:
         """Ask an idle worker to leave; kill it if it does not."""
         with contextlib.suppress(Exception):
             self.conn.send(None)
-        self.process.join(5)
+        self.process.join(2)
         if self.process.is_alive():
             self.kill()
         else:
+            self._release()
+
+    def _release(self) -> None:
+        with contextlib.suppress(OSError):
             self.conn.close()
+        with contextlib.suppress(OSError):
+            os.unlink(self.stderr_path)
 
 
-def run_jobs(fn: Callable, jobs: Sequence[tuple], workers: int, timeout_s: float) -> list[Any | JobFailed]:
-    """`fn(*args)` for each args in `jobs` in up to `workers` spawned processes (spawn: the
-    caller may hold threads, and each worker starts without the parent's NVRTC state). Results
-    in the order of `jobs`; a job that outlives `timeout_s` from when its worker got it, raises or
-    kills its worker yields a JobFailed. `fn` must be importable (a module-level function)."""
-    ctx = multiprocessing.get_context("spawn")
-    results: list[Any | JobFailed] = [JobFailed("crashed")] * len(jobs)
-    todo = deque(range(len(jobs)))
-    idle: list[_Worker] = []
-    busy: dict[Connection, _Worker] = {}
-    try:
-        idle = [_Worker(ctx) for _ in range(max(1, min(workers, len(jobs))))]
-        while todo or busy:
-            while idle and todo:
-                w = idle.pop()
-                i = todo.popleft()
-                try:
-                    w.give(i, fn, jobs[i], timeout_s)
-                except OSError:  # it died on the way up; each job gets one worker, so this ends
-                    results[i] = JobFailed(
-                        "crashed", f"the worker did not start (exit code {w.process.exitcode})"
-                    )
-                    w.kill()
-                    if todo:
-                        idle.append(_Worker(ctx))
-                    continue
-                busy[w.conn] = w
-            if not busy:
+def default_context() -> str:
+    """ "fork" where the caller has no other thread (the CLI: a worker then costs milliseconds,
+    not the ~0.4 s of a fresh interpreter loading NVRTC), else "spawn" (forking a process with
+    threads is unsafe)."""
+    methods = multiprocessing.get_all_start_methods()
+    return "fork" if "fork" in methods and threading.active_count() == 1 else "spawn"
+
+
+class WorkerPool:
+    """Up to `workers` worker processes, started when jobs need them (forked ones all at once).
+    `submit` returns a Future that gets the job's result or a JobFailed; it never raises for what
+    the job did. Thread-safe. Spawned processes are started by the pool's own thread and die with
+    it (PR_SET_PDEATHSIG); forked ones by the caller's thread, and die with that."""
+
+    def __init__(self, workers: int, context: str | None = None) -> None:
+        context = context or default_context()
+        # Workers are forked only here, while the caller has no other thread; a worker that
+        # replaces one later is spawned (the pool's thread exists by then).
+        self._ctx = multiprocessing.get_context("spawn" if context == "fork" else context)
+        self._max = max(1, workers)
+        self._todo: deque[_Job] = deque()
+        self._idle: list[_Worker] = []
+        self._busy: dict[Connection, _Worker] = {}
+        self._lock = threading.Lock()
+        self._wake_r, self._wake_w = multiprocessing.Pipe(duplex=False)
+        self._closing = False
+        self.crashes = 0  # workers that died mid-job
+        self.timeouts = 0  # jobs killed at their deadline
+        if context == "fork":
+            forked = multiprocessing.get_context("fork")
+            self._idle = [w for w in (self._start(forked) for _ in range(self._max)) if w is not None]
+        self._thread = threading.Thread(target=self._run, name="kernel-lsp-workers", daemon=True)
+        self._thread.start()
+
+    @property
+    def processes(self) -> int:
+        with self._lock:
+            return len(self._idle) + len(self._busy)
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in [*self._idle, *self._busy.values()] if w.process.pid]
+
+    def submit(self, fn: Callable, args: tuple, timeout_s: float, memory_bytes: int = 0) -> Future:
+        """`fn(*args)` in a worker, killed after `timeout_s` from when a worker got it, with an
+        address-space limit of `memory_bytes` (0: none). `fn` must be importable (a module-level
+        function)."""
+        future: Future = Future()
+        with self._lock:
+            if self._closing:
+                future.set_result(JobFailed("closed"))
+                return future
+            self._todo.append(_Job(fn, args, timeout_s, memory_bytes, future))
+        self._wake()
+        return future
+
+    def close(self) -> None:
+        """End every worker now (jobs still queued or running get JobFailed("closed"))."""
+        with self._lock:
+            self._closing = True
+        self._wake()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(30)
+
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send_bytes(b"x")
+
+    # --- the pool's thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    closing = self._closing
+                if closing:
+                    break
+                self._dispatch()
+                deadlines = [w.deadline for w in self._busy.values()]
+                timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+                ready = wait([self._wake_r, *self._busy, *(w.conn for w in self._idle)], timeout)
+                for conn in ready:
+                    if conn is self._wake_r:
+                        with contextlib.suppress(OSError, EOFError):
+                            while self._wake_r.poll():
+                                self._wake_r.recv_bytes()
+                    elif conn in self._busy:
+                        self._receive(self._busy[conn])  # type: ignore[index]
+                    else:  # an idle worker said something or died: it is of no use any more
+                        idle = next((w for w in self._idle if w.conn is conn), None)
+                        if idle is not None:
+                            self._idle.remove(idle)
+                            idle.kill()
+                self._expire()
+        finally:
+            self._end_all()
+
+    def _dispatch(self) -> None:
+        while True:
+            with self._lock:
+                if not self._todo:
+                    return
+                job = self._todo[0]
+                if not self._idle and len(self._busy) >= self._max:
+                    return
+                self._todo.popleft()
+            if not job.future.set_running_or_notify_cancel():
+                continue  # the caller gave up on it
+            worker = self._idle.pop() if self._idle else self._start()
+            if worker is None:
+                job.future.set_result(JobFailed("crashed", "the worker process did not start"))
                 continue
-            next_deadline = min(w.deadline for w in busy.values())
-            ready = wait(list(busy), timeout=max(0.0, next_deadline - time.monotonic()))
-            for conn in ready:
-                w = busy.pop(conn)  # type: ignore[arg-type]
-                assert w.job is not None
-                try:
-                    ok, value = w.conn.recv()
-                except (EOFError, OSError):  # the worker died (a crash in NVRTC or the spec)
-                    w.process.join(5)  # its pipe closes before its exit status is there to read
-                    results[w.job] = JobFailed("crashed", f"exit code {w.process.exitcode}")
-                    w.kill()
-                    if todo:
-                        idle.append(_Worker(ctx))
-                    continue
-                results[w.job] = value if ok else JobFailed("error", value)
-                idle.append(w)
-            now = time.monotonic()
-            for conn, w in list(busy.items()):
-                if w.deadline <= now:
-                    del busy[conn]
-                    assert w.job is not None
-                    results[w.job] = JobFailed("timeout")
-                    w.kill()
-                    if todo:
-                        idle.append(_Worker(ctx))
-    finally:
+            try:
+                worker.give(job)
+            except OSError:  # it died on the way up (or while idle)
+                worker.process.join(5)
+                job.future.set_result(
+                    JobFailed("crashed", f"the worker did not start (exit code {worker.process.exitcode})")
+                )
+                worker.kill()
+                continue
+            with self._lock:
+                self._busy[worker.conn] = worker
+
+    def _start(self, ctx=None) -> _Worker | None:
+        try:
+            return _Worker(ctx or self._ctx)
+        except Exception:  # no process could be started (out of processes or memory)
+            return None
+
+    def _receive(self, w: _Worker) -> None:
+        job = w.job
+        assert job is not None
+        try:
+            message = w.conn.recv()
+        except (EOFError, OSError):  # the worker died (a crash in a compiler or the spec)
+            w.process.join(5)  # its pipe closes before its exit status is there to read
+            with self._lock:
+                self._busy.pop(w.conn, None)
+            self.crashes += 1
+            job.future.set_result(JobFailed("crashed", _exit_words(w), w.phase, job.timeout_s))
+            w.kill()
+            return
+        except Exception as e:  # a result that does not unpickle here
+            with self._lock:
+                self._busy.pop(w.conn, None)
+            job.future.set_result(JobFailed("error", f"its result could not be read: {e}", w.phase))
+            w.kill()
+            return
+        if message[0] == "phase":
+            w.phase = message[1]
+            return
+        with self._lock:
+            self._busy.pop(w.conn, None)
+            self._idle.append(w)
+        w.job = None
+        if message[0] == "oom":  # a MemoryError under the limit: like a compiler that ran out
+            job.future.set_result(JobFailed("crashed", message[1], w.phase, job.timeout_s))
+            return
+        _, ok, value = message
+        job.future.set_result(value if ok else JobFailed("error", value, w.phase, job.timeout_s))
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for conn, w in list(self._busy.items()):
+            if w.deadline <= now and w.job is not None:
+                with self._lock:
+                    self._busy.pop(conn, None)
+                self.timeouts += 1
+                w.job.future.set_result(JobFailed("timeout", "", w.phase, w.job.timeout_s))
+                w.kill()
+
+    def _end_all(self) -> None:
+        with self._lock:
+            todo, self._todo = list(self._todo), deque()
+            idle, self._idle = self._idle, []
+            busy, self._busy = list(self._busy.values()), {}
+        for job in todo:
+            with contextlib.suppress(Exception):
+                job.future.set_result(JobFailed("closed"))
+        for w in busy:
+            w.kill()
+            if w.job is not None and not w.job.future.done():
+                w.job.future.set_result(JobFailed("closed"))
         for w in idle:
             w.stop()
-        for w in busy.values():
-            w.kill()
-    return results
+        for end in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                end.close()
+
+
+def _exit_words(w: _Worker) -> str:
+    code = w.process.exitcode
+    if code is not None and code < 0:
+        try:
+            status = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            status = f"killed by signal {-code}"
+    else:
+        status = f"exit code {code}"
+    tail = w.stderr_tail()
+    return f"{status}: {tail.splitlines()[-1]}" if tail else status
+
+
+def run_jobs(
+    fn: Callable,
+    jobs: Sequence[tuple],
+    workers: int,
+    timeout_s: float,
+    memory_bytes: int = 0,
+) -> list[Any | JobFailed]:
+    """`fn(*args)` for each args in `jobs` in up to `workers` processes; results in the order of
+    `jobs`; a job that outlives `timeout_s` from when its worker got it, raises or kills its
+    worker yields a JobFailed."""
+    pool = WorkerPool(min(workers, len(jobs)) or 1)
+    try:
+        futures = [pool.submit(fn, args, timeout_s, memory_bytes) for args in jobs]
+        return [f.result() for f in futures]
+    finally:
+        pool.close()

@@ -9,8 +9,10 @@ a missing tool, a flag nvcc rejects, a crash or a hang is a Diagnostic.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -18,19 +20,26 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..model import CompileResult, Diagnostic, Severity
+from .. import procs
+from ..model import CompileResult, Diagnostic, Severity, not_checked_in_time
 from .artifact import build_result
 from .cache import CompileCache
 from .cancel import cancelled
+from .files import MAX_FILE_BYTES, read_regular
 from .nvcc_args import NvccArgs
 from .options import CompileOptions
 from .toolchain import Toolchain, find_toolchain
 
 # nvcc on a large file takes seconds; one that takes this long is stuck (or a template recursion
-# without end) and is killed with everything it started. The `compile.timeoutSeconds` setting
+# without end) and is killed with everything it started. The `compileTimeoutSeconds` setting
 # (CompileOptions.timeout_s) overrides it.
 NVCC_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_NVCC_TIMEOUT_S", "60"))
 PRE_INCLUDE = "--pre-include="
+
+# What raises nvcc's time limit, as "not checked in time" names it.
+TIMEOUT_SETTING = (
+    "compileTimeoutSeconds (`compile-timeout-seconds` in pyproject.toml, KERNEL_LSP_NVCC_TIMEOUT_S)"
+)
 
 # Stages of a compile (CompileResult.stage); SKIPPED: this nvcc cannot run the front end alone.
 FULL, FRONT_END, SKIPPED = "full", "front-end", "skipped"
@@ -44,6 +53,40 @@ def _tool_diagnostic(path: str, options: CompileOptions, message: str, log: str 
         options.arch,
         False,
         [Diagnostic(path, 1, 1, Severity.ERROR, message, code="nvcc", source="kernel-lsp")],
+        log=log,
+    )
+
+
+# nvcc's words when its temporary files cannot be written; with a full temporary folder it says
+# "Failed to preprocess host compiler properties", which names no folder and no disk.
+_NO_ROOM = re.compile(
+    r"No space left on device|Failed to preprocess host compiler properties|when writing output to|"
+    r"could not write|cannot write"
+)
+# Below this, a failure to write is the full disk (nvcc's intermediate files of a large file
+# take tens of MB).
+LOW_DISK_BYTES = 64 * 2**20
+
+
+def _free_bytes(folder: str) -> int:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return 0
+
+
+def _disk_full(path: str, options: CompileOptions, folder: str, log: str = "") -> CompileResult:
+    """nvcc could not write in the temporary folder: say which folder and that it is full."""
+    free = _free_bytes(folder)
+    message = (
+        f"not checked: the temporary folder {folder} is full ({free >> 20} MiB free); nvcc writes its "
+        "intermediate files there: free some space, or point TMPDIR at a folder with room"
+    )
+    return CompileResult(
+        path,
+        options.arch,
+        False,
+        [Diagnostic(path, 1, 1, Severity.ERROR, message, code="disk-full", source="kernel-lsp")],
         log=log,
     )
 
@@ -90,14 +133,6 @@ def _line_directive(path: str) -> str:
     return f'#line 1 "{escaped}"\n'
 
 
-def timeout_message(timeout_s: float) -> str:
-    return (
-        f"not checked in time ({timeout_s:.0f} s): nvcc was stopped; raise the limit with the "
-        "`compile.timeoutSeconds` setting (`compile.timeout-seconds` under [tool.kernel-lsp], "
-        "or KERNEL_LSP_NVCC_TIMEOUT_S)"
-    )
-
-
 # How often a running nvcc is checked for a cancel request.
 _POLL_S = 0.1
 
@@ -106,6 +141,8 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
     """(exit code, stdout+stderr, how it ended: "done" | "timeout" | "cancelled"); the exit code
     is None when it was stopped. The whole process group is killed: nvcc's children (cudafe++,
     cicc, ptxas, g++) would outlive it."""
+    # Its own session (killed as a group at the deadline); it dies with this process, and the
+    # group with this worker (procs). Its memory limit is the worker's (RLIMIT_AS is inherited).
     proc = subprocess.Popen(
         command,
         cwd=cwd,
@@ -113,18 +150,23 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=procs.tool_preexec(),
+        # nvcc's intermediate files (tmpxft_*) go into the folder removed after it, even when it
+        # is killed, and a full disk is the one this folder is on.
+        env={**os.environ, "TMPDIR": cwd},
     )
     deadline = time.monotonic() + timeout_s
-    while True:
-        wait_s = min(_POLL_S, max(0.0, deadline - time.monotonic()))
-        try:
-            out, _ = proc.communicate(timeout=wait_s)
-            return proc.returncode, out.decode("utf-8", "replace"), "done"
-        except subprocess.TimeoutExpired:
-            # communicate() keeps what it read: asking again loses no output.
-            stop = "cancelled" if cancelled() else "timeout" if time.monotonic() >= deadline else None
-            if stop is None:
-                continue
+    with procs.tracked_group(proc.pid):
+        while True:
+            wait_s = min(_POLL_S, max(0.0, deadline - time.monotonic()))
+            try:
+                out, _ = proc.communicate(timeout=wait_s)
+                return proc.returncode, out.decode("utf-8", "replace"), "done"
+            except subprocess.TimeoutExpired:
+                # communicate() keeps what it read: asking again loses no output.
+                stop = "cancelled" if cancelled() else "timeout" if time.monotonic() >= deadline else None
+                if stop is not None:
+                    break
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
@@ -155,11 +197,17 @@ def compile_nvcc(
     try:
         result = _compile_in_temp_dir(source, path, options, toolchain, stage=stage)
     except OSError as e:  # no room or no permission for the temporary folder
+        if e.errno == errno.ENOSPC:
+            return _disk_full(path, options, tempfile.gettempdir())
         return _tool_diagnostic(path, options, f"nvcc could not run: {e}")
     result.duration_s = time.perf_counter() - start
-    # A crash, a hang or a cancel says nothing about the text: try again next time.
+    # A crash, a hang, a full disk or a cancel says nothing about the text: try again next time.
     said_nothing = result.timed_out or result.cancelled or result.stage == SKIPPED
-    if use_cache and not said_nothing and not any(d.code == "nvcc" for d in result.diagnostics):
+    if (
+        use_cache
+        and not said_nothing
+        and not any(d.code in ("nvcc", "disk-full") for d in result.diagnostics)
+    ):
         _cache.put(key if stage == FULL else key + stage, result)
     return result
 
@@ -178,10 +226,9 @@ def _translation_unit(source: str, path: str, tmp: str) -> tuple[str, dict[str, 
     folder = os.path.dirname(real)
     if path.endswith(".cu") or '"' in real or "\n" in real or not os.path.isfile(real):
         return _line_directive(path) + source, {}
-    try:
-        with open(real, "rb") as f:
-            on_disk = f.read().removeprefix(b"\xef\xbb\xbf")
-    except OSError:
+    try:  # a regular file only (never a FIFO), at most what the editor's text may be
+        on_disk = read_regular(real, 2 * MAX_FILE_BYTES).removeprefix(b"\xef\xbb\xbf")
+    except OSError:  # FileProblem too
         return _line_directive(path) + source, {}
     if on_disk == source.encode("utf-8", "surrogatepass"):
         return f'#include "{real}"\n', {}
@@ -232,6 +279,8 @@ def _compile_in_temp_dir(
             with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
                 f.write(text)
         except (OSError, UnicodeEncodeError) as e:
+            if isinstance(e, OSError) and e.errno == errno.ENOSPC:
+                return _disk_full(path, options, os.path.dirname(tmp))
             return _tool_diagnostic(path, options, f"cannot write the temporary copy for nvcc: {e}")
         cubin_path = os.path.join(tmp, stem + ".cubin")
         if stage == FRONT_END:
@@ -260,19 +309,11 @@ def _compile_in_temp_dir(
                 result.cancelled = True
             else:
                 result.timed_out = True
-                result.diagnostics.append(
-                    Diagnostic(
-                        path,
-                        1,
-                        1,
-                        Severity.INFO,
-                        timeout_message(timeout_s),
-                        code="timeout",
-                        source="kernel-lsp",
-                    )
-                )
+                result.diagnostics.append(not_checked_in_time(path, timeout_s, TIMEOUT_SETTING, "nvcc"))
             return result
         ok = code == 0
+        if not ok and _NO_ROOM.search(log) and _free_bytes(tmp) < LOW_DISK_BYTES:
+            return _disk_full(path, options, os.path.dirname(tmp), log)
         if stage == FRONT_END:
             if code != 0 and "invalid option" in log and "-lto" in log:
                 # A cicc without -lto: no quick first look; the full compile says everything.

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from kernel_lsp import procs
 from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
@@ -54,8 +55,14 @@ class WorkerProcess:
             cmd, child_env = sandboxed_command(cmd, child_env, self.folder)
         # Lives as long as the worker; closed in close().
         self.log = tempfile.TemporaryFile(prefix="kernel-lsp-worker-")  # noqa: SIM115
+        # A session of its own: a kill (a hang) takes whatever the spec started with it.
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=child_env
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=child_env,
+            start_new_session=True,
         )
         self.frames: queue.Queue[tuple[dict[str, Any], list[bytes]] | BaseException] = queue.Queue()
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -143,7 +150,7 @@ class WorkerProcess:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
-            self.proc.kill()
+            procs.kill_group(self.proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kernel_lsp.compile import CompileOptions, compile_isolated, read_source
+from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.config import Settings
 from kernel_lsp.spec import Spec, SpecLoad, spec_path_for
 from kernel_lsp.spec.isolated import load_specs_isolated
@@ -224,7 +225,6 @@ def _open_sessions(engine: Workspace) -> tuple[Any, list[Any]]:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
+        return read_text_file(path)
+    except (OSError, UnicodeDecodeError):
         return ""

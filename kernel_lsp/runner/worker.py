@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from kernel_lsp import procs
 from kernel_lsp.fence.sandbox import SandboxReport, SandboxUnavailable, enter_sandbox, limit_memory
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import (
@@ -392,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sandbox-outer", default="", help="'bwrap' when started inside bubblewrap")
     args = parser.parse_args(argv)
     fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    # Ends with the server or CLI that started it (a killed editor too), with whatever a spec
+    # started. No memory limit: CUDA reserves far more address space than it uses.
+    procs.become_worker(die_with_thread=False)
     stdin, stdout = _protocol_streams()
 
     def send(message: dict[str, Any]) -> None:
@@ -483,4 +487,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    procs.end_process_group(main())  # with whatever a spec started

@@ -22,13 +22,24 @@ def build_server():
     return server
 
 
-def serve(tcp: tuple[str, int] | None = None, token: str | None = None, on_listening=None) -> None:
-    """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py)."""
+def serve(
+    tcp: tuple[str, int] | None = None,
+    token: str | None = None,
+    on_listening=None,
+    log_file: str | None = None,
+) -> int:
+    """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py), until
+    exit; the exit code (1 after a framing error on stdio or an exit without shutdown)."""
     server = build_server()
+    server.log_file = log_file  # never watched
     if tcp:
         from .tcp import serve_tcp
 
         assert token, "--tcp needs a token"
-        serve_tcp(server, *tcp, token=token, on_listening=on_listening)
+        try:
+            serve_tcp(server, *tcp, token=token, on_listening=on_listening)
+        finally:
+            server.close()
     else:
         server.start_io()
+    return server.exit_code

@@ -1,18 +1,23 @@
 """Runs checks off the event loop and publishes their diagnostics.
 
 Invariants:
-- NVRTC runs in worker processes (it serialises compiles inside one process), never on the loop.
+- NVRTC runs in worker processes (it serialises compiles inside one process), never on the loop,
+  each check under its deadline and memory limit; a worker past its deadline is killed alone
+  (with what it started) and the file is "not checked in time". Nothing that reads files or
+  databases (the cache key: headers, compile_commands.json) runs on the loop either.
 - At most one check per document is in flight; requests that arrive meanwhile collapse into one
   re-check of the newest text, so 50 saves in a second cost two compiles, not fifty.
 - A result for an older document version than the editor's is dropped, never published.
-- Identical text, settings and header stamps are served from a cache without leaving the loop.
+- Identical text, settings and header stamps are served from a cache (the key is computed in a
+  thread); a check that did not finish (deadline, memory, crash) is never cached.
 - Findings a file's check makes on other files (errors inside a header) are published on those
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
   NVRTC loaded) and start again with the next check.
-- A file nvcc compiles is checked in two phases that run side by side: nvcc's front end alone
-  (its findings in a fraction of the compile's time) is published as soon as it lands, then the
-  full compile (resources, ptxas findings) replaces it. `--check` uses the full result only.
+- An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
+  compile and its findings are published as soon as they land, where the front end is well under
+  the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
+  `--check` uses the full result only.
 - A newer text cancels the compile in flight: its token file is created and the worker kills
   nvcc's process group within a tenth of a second; the newest text is checked after the burst.
 """
@@ -27,17 +32,16 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, job_deadline, spec_owners
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, job_deadline, spec_owners
 from ..check_jobs import check_job, default_workers, front_end_job, warm_up
-from ..compile import compile_pool, end_pool, header_stamps, include_closure
+from ..compile import header_stamps, include_closure
 from ..compile.cancel import cancel
-from ..compile.compile_commands import database_stamp
+from ..compile.compile_commands import Lookup, database_stamp
+from ..compile.jobs import JobFailed, WorkerPool
 from ..config import Settings
-from ..model import Diagnostic, KernelResources, Severity
+from ..model import Diagnostic, KernelResources
 from ..spec import spec_path_for
 from ..workspace import Workspace
 
@@ -66,21 +70,21 @@ class Analysis:
         on_busy: Callable[[bool], None] = lambda busy: None,
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
-        on_definitions: Callable[[set[str]], None] = lambda headers: None,
         may_run_spec: Callable[[str], bool] = lambda path: False,
+        on_definitions: Callable[[set[str]], None] = lambda headers: None,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
         self._workspace = workspace
         self._on_busy = on_busy
         self._on_checked = on_checked
+        self._may_run_spec = may_run_spec
         self._on_definitions = on_definitions
         # header -> {checked file -> the kernels it compiled that the header defines}: template
         # instances get their resources where the template is written.
         self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
-        self._may_run_spec = may_run_spec
         self._workers = workers or default_workers()
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: WorkerPool | None = None
         self.results: dict[str, FileCheck] = {}
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
@@ -110,15 +114,16 @@ class Analysis:
 
     # --- pool ---------------------------------------------------------------------------------
 
-    def _executor(self) -> ProcessPoolExecutor:
+    def _executor(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = compile_pool(self._workers)
+            self._pool = WorkerPool(self._workers, "spawn")  # the server has threads: no fork
         return self._pool
 
     def warm_up(self) -> None:
         pool = self._executor()
+        settings = self._workspace().settings
         for _ in range(self._workers):
-            pool.submit(warm_up, self.nvrtc_used)
+            pool.submit(warm_up, (self.nvrtc_used,), settings.check_timeout_s, settings.compile_memory_bytes)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
@@ -155,12 +160,14 @@ class Analysis:
             self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
-        self._end_workers()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            asyncio.get_running_loop().run_in_executor(None, pool.close)  # joins processes: off the loop
 
     def _end_workers(self) -> None:
         if self._pool is not None:
             pool, self._pool = self._pool, None
-            end_pool(pool)
+            pool.close()
 
     # --- scheduling ---------------------------------------------------------------------------
 
@@ -266,14 +273,20 @@ class Analysis:
         spec_path = spec_path_for(path)
         spec_text = self._snapshot(spec_path).text
         includers = self.includers(path) if not path.endswith(".cu") else ()
-        key = self._cache_key(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
+        loop = asyncio.get_running_loop()
+        # Reading headers and the project's database for the key: never on the loop (a large
+        # compile_commands.json takes seconds, a header can be on a slow disk).
+        key, project = await loop.run_in_executor(
+            None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+        )
         check = self._cache.get(key) if key else None
         if check is None:
             self.compiles += 1
             token = self._new_token()
             self._inflight[path] = (snap, token)
             try:
-                check = await self._compile(path, snap, workspace, spec_path, spec_text, includers, token)
+                job = (snap.text, path, workspace, spec_text, includers, project, token)
+                check = await self._compile(path, snap, settings, job, token)
             finally:
                 # The token file (created only by a cancel) stays until shutdown: a first phase
                 # still running must see it.
@@ -281,7 +294,7 @@ class Analysis:
             if check is None:  # cancelled by a newer text: the loop checks that one
                 self._again.add(path)
                 return
-            said_nothing = check.timed_out or any(r.cancelled for r in check.results)
+            said_nothing = check.incomplete or any(r.timed_out or r.cancelled for r in check.results)
             if key and check.checked and not said_nothing:
                 if len(self._cache) > 512:
                     self._cache.pop(next(iter(self._cache)))
@@ -308,86 +321,39 @@ class Analysis:
         self._on_checked(path, check, snap)
 
     async def _compile(
-        self,
-        path: str,
-        snap: Snapshot,
-        workspace: Workspace,
-        spec_path: str,
-        spec_text: str | None,
-        includers: tuple[Includer, ...],
-        token: str,
+        self, path: str, snap: Snapshot, settings: Settings, job: tuple, token: str
     ) -> FileCheck | None:
         """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
         published as soon as it lands. None when a newer text cancelled it."""
-        loop = asyncio.get_running_loop()
-        settings = workspace.settings_for(path)
-        args = (snap.text, path, workspace, spec_text, includers, token)
-        deadline = loop.time() + job_deadline(settings)
-        try:
-            # The first phase is queued first: with one free worker it still comes first.
-            # A first look only where someone looks: an open document, not a project-wide check.
-            first = None
-            if snap.version is not None and self._first_look_pays(path):
-                first = loop.run_in_executor(self._executor(), front_end_job, *args)
-                first.add_done_callback(_retrieve)
-            full = loop.run_in_executor(self._executor(), check_job, *args)
-            front_s = None
-            if first is not None:
-                await asyncio.wait(
-                    {first, full}, timeout=deadline - loop.time(), return_when="FIRST_COMPLETED"
-                )
-                if first.done() and not full.done() and first.exception() is None:
-                    preview = first.result()
+        deadline_s, memory = job_deadline(settings), settings.compile_memory_bytes
+        pool = self._executor()
+        # The first phase is queued first: with one free worker it still comes first. A first
+        # look only where someone looks: an open document, not a project-wide check.
+        first = None
+        if snap.version is not None and self._first_look_pays(path):
+            first = asyncio.wrap_future(pool.submit(front_end_job, job, deadline_s, memory))
+        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory))
+        front_s = None
+        if first is not None:
+            await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
+            if first.done() and not full.done():
+                preview = first.result()
+                if isinstance(preview, FileCheck):
                     self._publish_first_look(path, snap, preview)
-                    if preview is not None and preview.front_end_only:
+                    if preview.front_end_only:
                         front_s = sum(r.duration_s for r in preview.results)
-            check = await asyncio.wait_for(full, max(0.0, deadline - loop.time()))
-            if first is not None and not first.done():
-                cancel(token)  # the full result is in: the first look would come too late
-            self._time_phases(path, check, front_s)
-        except asyncio.TimeoutError:
-            # Only the user's spec can run this long (nvcc has its own, shorter, limit): the
-            # worker is stuck in it, so end the workers and say where to look.
+        result = await full
+        if first is not None and not first.done():
+            cancel(token)  # the full result is in: the first look would come too late
+        if isinstance(result, JobFailed):
             log.error(
-                "checking %s took over %.0f s; restarting the compile workers", path, job_deadline(settings)
+                "checking %s did not finish: %s %s (%s)", path, result.reason, result.phase, result.detail
             )
-            self._end_workers()
-            return FileCheck(
-                path,
-                [
-                    Diagnostic(
-                        spec_path if os.path.exists(spec_path) else path,
-                        1,
-                        1,
-                        Severity.ERROR,
-                        f"checking this file took over {job_deadline(settings):.0f} s and was stopped; "
-                        "does the spec (or something it imports) never return?",
-                        code="timeout",
-                        source="kernel-lsp",
-                    )
-                ],
-            )
-        except BrokenProcessPool:
-            # A crash inside NVRTC killed a worker: start a fresh pool and report it.
-            log.error("compile worker died while checking %s; restarting the pool", path)
-            self._pool = None
-            return FileCheck(
-                path,
-                [
-                    Diagnostic(
-                        path,
-                        1,
-                        1,
-                        Severity.ERROR,
-                        "the compiler process crashed on this file; see the server log",
-                        code="crash",
-                        source="kernel-lsp",
-                    )
-                ],
-            )
-        if any(r.cancelled for r in check.results):
+            return failed_check(path, result, settings)
+        if any(r.cancelled for r in result.results):
             return None
-        return check
+        self._time_phases(path, result, front_s)
+        return result
 
     def _first_look_pays(self, path: str) -> bool:
         """A first look is worth a worker and a core when the front end is well under the full
@@ -400,22 +366,38 @@ class Analysis:
 
     def _time_phases(self, path: str, check: FileCheck, front_s: float | None) -> None:
         """Learn from clean checks only: a file with an error stops both phases at its front end."""
-        if check.errors or check.timed_out or not check.results or any(r.cancelled for r in check.results):
+        if check.errors or check.incomplete or not check.results:
             return
         full_s = sum(r.duration_s for r in check.results)
         known_front_s = self._phase_times.get(path, (0.0, 0.0))[0]
         self._phase_times[path] = (front_s if front_s is not None else known_front_s, full_s)
 
-    def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck | None) -> None:
+    def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck) -> None:
         """The front end's findings, while the full compile goes on; only for the text the editor
         still has."""
-        if preview is None or any(r.cancelled for r in preview.results):
+        if any(r.cancelled for r in preview.results):
             return
         current = self._snapshot(path)
         if current.version != snap.version or (snap.text is not None and current.text != snap.text):
             return
         self.first_looks += 1
         self.set_findings(path, preview.diagnostics)
+
+    @classmethod
+    def _prepare(
+        cls,
+        path: str,
+        text: str | None,
+        settings: Settings,
+        spec_path: str,
+        spec_text: str | None,
+        includers: tuple[Includer, ...],
+        base_dir: str | None,
+    ) -> tuple[str | None, Lookup]:
+        """In a thread: the cache key and the file's database flags (handed to the worker, which
+        then need not read the database itself)."""
+        project = settings.project_flags(path, base_dir)
+        return cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir), project
 
     @staticmethod
     def _cache_key(
@@ -502,9 +484,3 @@ class Analysis:
                     seen.add(key)
                     out.append(d)
         return out
-
-
-def _retrieve(future) -> None:
-    """A first phase that failed (the pool broke, it was cancelled) only loses its preview."""
-    if not future.cancelled():
-        future.exception()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..compile.files import MAX_FILE_BYTES, read_text_prefix
 from ..config import Settings
 from ..model import Diagnostic
 from ..spec import spec_path_for
@@ -55,10 +57,32 @@ class KernelLanguageServer(LanguageServer):
         from .gpu_feature import GpuFeature
 
         self.gpu_feature = GpuFeature(self)
+        self.exit_code = 0
         self.after_check_hooks.append(self.gpu_feature.after_check)
         from .clangd.proxy import ClangdProxy
 
         self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
+
+    # --- transport ----------------------------------------------------------------------------
+
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """Serve over stdio with a strict reader (transport.py): a framing error ends the server
+        with exit code 1 so that the client restarts it. The exit code is in `exit_code`."""
+        from .transport import serve_stdio
+
+        try:
+            self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End every process and thread the server started (also when the client went away
+        without shutdown): compile workers, the GPU worker, the watchers."""
+        for step in (self.analysis.shutdown, self.gpu_feature.stop, *self.shutdown_hooks):
+            try:
+                step()
+            except Exception:
+                log.exception("closing the server: %s", step)
 
     # --- documents ----------------------------------------------------------------------------
 
@@ -215,8 +239,5 @@ class KernelLanguageServer(LanguageServer):
 
 
 def _read_lines(path: str) -> list[str] | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(2 * 1024 * 1024).splitlines(keepends=True)
-    except OSError:
-        return None
+    text = read_text_prefix(path, MAX_FILE_BYTES)  # never blocks on a FIFO
+    return text.splitlines(keepends=True) if text is not None else None

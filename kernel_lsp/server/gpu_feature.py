@@ -11,6 +11,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+from ..compile.files import read_text_file
 from ..evaluation.pool import BackendPool, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
 from ..runner.hot_lines import HotLine
@@ -106,14 +107,12 @@ class GpuFeature:
                 text = snap.text
                 if text is None:
                     try:
-                        with open(path, encoding="utf-8") as f:
-                            text = f.read()
-                    except OSError:
+                        text = read_text_file(path)
+                    except (OSError, UnicodeDecodeError):
                         return
                 try:
-                    with open(spec_path_for(path), encoding="utf-8") as f:
-                        disk_spec = f.read()
-                except OSError:
+                    disk_spec = read_text_file(spec_path_for(path))
+                except (OSError, UnicodeDecodeError):
                     disk_spec = ""
                 engine = self.server.engine
                 key = hashlib.sha256(

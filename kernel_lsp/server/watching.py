@@ -28,6 +28,7 @@ benchmarks.
 from __future__ import annotations
 
 import asyncio
+import glob
 import logging
 import os
 import threading
@@ -142,8 +143,11 @@ class Watching:
                 await self._start(root)
 
     def _exclude_for(self, root: str) -> tuple[str, ...]:
-        """The settings' `exclude` globs as absolute patterns: relative ones are the workspace's."""
-        return tuple(os.path.normpath(os.path.join(root, e)) for e in self.server.settings.exclude)
+        """The settings' `exclude` globs as absolute patterns: relative ones are the workspace's.
+        The server's own log file (`--log-file`) is never watched."""
+        patterns = tuple(os.path.normpath(os.path.join(root, e)) for e in self.server.settings.exclude)
+        log_file = getattr(self.server, "log_file", None)
+        return patterns + ((glob.escape(log_file),) if log_file else ())
 
     async def settings_changed(self) -> None:
         """Watchers built with other `exclude` globs start again with the new ones."""
@@ -217,9 +221,16 @@ class Watching:
     def _from_thread(self, batch: Batch) -> None:
         loop = self.loop
         if loop is not None and not loop.is_closed() and not self._stopped:
-            loop.call_soon_threadsafe(self.handle_batch, batch)
+            # The project's include folders come from compile_commands.json, which can take
+            # seconds to read: here, in the batch's thread, not on the loop.
+            try:
+                dirs = self._include_dirs()
+            except Exception:
+                log.exception("include folders for the include graph")
+                dirs = None
+            loop.call_soon_threadsafe(self.handle_batch, batch, dirs)
 
-    def handle_batch(self, batch: Batch) -> None:
+    def handle_batch(self, batch: Batch, include_dirs: tuple[str, ...] | None = None) -> None:
         """On the loop: turn a batch into re-checks and forgotten files."""
         if self._stopped:
             return
@@ -227,7 +238,8 @@ class Watching:
         self.events += batch.events
         analysis = self.server.analysis
         with self.graph_lock:
-            self.graph.include_dirs = self._include_dirs()
+            if include_dirs is not None:
+                self.graph.include_dirs = include_dirs
             plan = plan_batch(batch, self.graph, list(analysis.results))
         for path in sorted(plan.forget):
             if not self._is_open(path):  # an open buffer still holds the text

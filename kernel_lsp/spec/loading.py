@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compile.files import read_text_file
 from ..model import Diagnostic, Severity
 from .dtypes import DTYPES
 from .expressions import SpecError, eval_shape
@@ -50,9 +51,8 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
     result = SpecLoad(path)
     try:
         if source is None:
-            with open(path, encoding="utf-8") as f:
-                source = f.read()
-    except OSError as e:
+            source = read_text_file(path)  # a FIFO or a device is a problem, never a hang
+    except (OSError, UnicodeDecodeError) as e:
         result.diagnostics.append(_diag(path, 1, f"cannot read spec: {e}", "spec-read"))
         return result
     namespace: dict[str, Any] = {"__file__": path, "__name__": "kernel_lsp_spec"}

@@ -17,7 +17,7 @@ import pytest
 from kernel_lsp.cli import main
 from kernel_lsp.compile import CompileOptions, choose_backend, compile_source, find_toolchain
 from kernel_lsp.compile import nvcc as nvcc_backend
-from kernel_lsp.model import Severity
+from kernel_lsp.model import NOT_CHECKED_IN_TIME, Severity
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real_projects"
 TOOLCHAIN = find_toolchain()
@@ -284,8 +284,8 @@ def test_a_hanging_nvcc_is_killed_with_its_children(monkeypatch, tmp_path):
     assert time.monotonic() - start < 30
     # Not checked in time is no error: information naming the setting that raises the limit.
     (d,) = result.diagnostics
-    assert d.severity == Severity.INFO and d.code == "timeout" and result.timed_out
-    assert d.message.startswith("not checked in time (1 s)") and "compile.timeoutSeconds" in d.message
+    assert d.severity == Severity.INFO and d.code == NOT_CHECKED_IN_TIME and result.timed_out
+    assert d.message.startswith("not checked in time (1 s): nvcc") and "compileTimeoutSeconds" in d.message
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -306,14 +306,14 @@ def test_a_timeout_is_not_cached_and_the_setting_raises_the_limit(monkeypatch, t
     monkeypatch.setenv("CUDA_HOME", str(_fake_toolkit(tmp_path, script)))
     text = HOST_FILE.read_text() + "// slow once\n"
     first = compile_source(text, str(HOST_FILE), CompileOptions(arch="sm_90", timeout_s=1))
-    assert first.timed_out and [d.code for d in first.diagnostics] == ["timeout"]
+    assert first.timed_out and [d.code for d in first.diagnostics] == [NOT_CHECKED_IN_TIME]
     again = compile_source(text, str(HOST_FILE), CompileOptions(arch="sm_90", timeout_s=120))
     assert not again.cached and again.ok and again.diagnostics == [] and again.kernels
 
 
 def test_check_exit_code_ignores_a_timeout_unless_strict(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("CUDA_HOME", str(_fake_toolkit(tmp_path, "sleep 30\n")))
-    (tmp_path / "pyproject.toml").write_text("[tool.kernel-lsp]\ncompile.timeout-seconds = 1\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-lsp]\ncompile-timeout-seconds = 1\n")
     target = tmp_path / "vectorAdd.cu"
     target.write_text(HOST_FILE.read_text())
     assert main(["--check", "--arch", "sm_90", "--compiler", "nvcc", str(target)]) == 0

@@ -87,6 +87,8 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
 ):
     cu = project(tmp_path)
     monkeypatch.chdir(tmp_path / "src")
+    # --check runs each file's job in a worker process, out of the spy's sight: here, in process.
+    monkeypatch.setattr("kernel_lsp.cli.check.run_jobs", lambda fn, jobs, *limits: [fn(*a) for a in jobs])
 
     assert check_main([str(cu), "--no-gpu", "--arch", "sm_90"]) == 0, capsys.readouterr()
     by_check = {_what_matters(o) for o in recorded}
@@ -95,7 +97,7 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     assert str(tmp_path / "dbinc") in options.include_dirs
     assert set(options.defines) >= {"FROM_PYPROJECT=2", "FROM_DB=3"}
 
-    # (A file with a spec is checked in a worker process, out of the spy's sight: the spec now.)
+    # A file with a spec: bench and optimize load it in a worker process too.
     (cu.parent / "scale.spec.py").write_text(SPEC)
     recorded.clear()
     monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")

@@ -41,8 +41,14 @@ export interface KernelLspSettings {
     maxFileBytes: number;
     /** Compile workers end after this long without a check; 0 keeps them. */
     workerIdleSeconds: number;
+    /** One file's check past this is stopped: "not checked in time". */
+    checkTimeoutSeconds: number;
+    /** Address-space limit (MiB) of each compile worker and its compilers; 0: none. */
+    compileMemoryMB: number;
+    /** A larger compile_commands.json is not read. */
+    compileCommandsMaxBytes: number;
     /** nvcc's time limit per compile in seconds; null: the server's default (60). */
-    compile: { timeoutSeconds: number | null };
+    compileTimeoutSeconds: number | null;
     checkOn: CheckOn;
     /** devices: "all" or a count of GPUs from `device` on (spec'd files verified in parallel); null: one. */
     gpu: { enabled: boolean; device: number | null; devices: string | null; achievedOccupancy: boolean };
@@ -71,7 +77,10 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 300,
-    compile: { timeoutSeconds: null },
+    checkTimeoutSeconds: 120,
+    compileMemoryMB: 8192,
+    compileCommandsMaxBytes: 256 * 1024 * 1024,
+    compileTimeoutSeconds: null,
     checkOn: 'save',
     gpu: { enabled: true, device: null, devices: null, achievedOccupancy: true },
     evaluation: { backend: 'auto' },
@@ -167,7 +176,6 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
     const specs = asObject(section.specs);
     const evaluation = asObject(section.evaluation);
     const cluster = asObject(section.cluster);
-    const compile = asObject(section.compile);
     const clangd = asObject(section.clangd);
     const clangdPath = asNullableString(clangd.path);
     const expand = (items: string[]) => items.map((item) => expandPath(item, context));
@@ -188,7 +196,13 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         workerIdleSeconds: asNonNegativeInteger(section.workerIdleSeconds, DEFAULT_SETTINGS.workerIdleSeconds),
-        compile: { timeoutSeconds: asPositiveNumberOrNull(compile.timeoutSeconds) },
+        checkTimeoutSeconds: asPositiveInteger(section.checkTimeoutSeconds, DEFAULT_SETTINGS.checkTimeoutSeconds),
+        compileMemoryMB: asNonNegativeInteger(section.compileMemoryMB, DEFAULT_SETTINGS.compileMemoryMB),
+        compileCommandsMaxBytes: asNonNegativeInteger(
+            section.compileCommandsMaxBytes,
+            DEFAULT_SETTINGS.compileCommandsMaxBytes,
+        ),
+        compileTimeoutSeconds: asPositiveNumberOrNull(section.compileTimeoutSeconds),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

@@ -15,6 +15,7 @@ import re
 
 from lsprotocol import types
 
+from ...compile.files import read_text_file
 from ...source import find_kernels
 from ...spec import spec_path_for
 from ..uris import uri_to_path
@@ -35,9 +36,8 @@ def _spec_text(ls, spec_path: str) -> str | None:
     if doc is not None:
         return doc.source
     try:
-        with open(spec_path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
+        return read_text_file(spec_path)  # a FIFO named x.spec.py must not block the loop
+    except (OSError, UnicodeDecodeError):
         return None
 
 

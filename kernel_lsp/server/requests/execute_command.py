@@ -18,6 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...compile.files import read_text_file
 from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 from .kernel_argument import uri_and_kernel
@@ -145,9 +146,8 @@ def register(server) -> None:
             source, version = doc.source, doc.version
         else:
             try:
-                with open(path, encoding="utf-8") as f:
-                    source, version = f.read(), None
-            except OSError as e:
+                source, version = read_text_file(path), None
+            except (OSError, UnicodeDecodeError) as e:
                 return _reply(False, None, f"cannot read {path}: {e}")
         spec_doc = ls.open_document(spec_path_for(path))
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ...compile.files import read_text_file
 from ...safe_write import inside, replace_file
 from ...skeleton import spec_skeleton
 from ...source import find_kernels, parse_directives
@@ -36,8 +37,7 @@ def _source(ls, path: str) -> str | None:
     if doc is not None:
         return doc.source
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        return read_text_file(path, errors="replace")
     except OSError:
         return None
 

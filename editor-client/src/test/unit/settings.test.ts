@@ -31,7 +31,10 @@ describe('normalizeSettings', () => {
             exclude: ['third_party', 'legacy/**'],
             maxFileBytes: 1048576,
             workerIdleSeconds: 0,
-            compile: { timeoutSeconds: 180 },
+            checkTimeoutSeconds: 30,
+            compileMemoryMB: 0,
+            compileCommandsMaxBytes: 1024,
+            compileTimeoutSeconds: 180,
             checkOn: 'change',
             gpu: { enabled: false, device: 1, devices: 'all', achievedOccupancy: false },
             evaluation: { backend: 'ray' },
@@ -62,7 +65,9 @@ describe('normalizeSettings', () => {
                 exclude: 'legacy',
                 maxFileBytes: -5,
                 workerIdleSeconds: 1.5,
-                compile: { timeoutSeconds: -1 },
+                checkTimeoutSeconds: 0,
+                compileMemoryMB: -1,
+            compileTimeoutSeconds: 180,
                 gpu: { enabled: 'no', device: -1, devices: 0, achievedOccupancy: 'yes' },
                 evaluation: { backend: 'slurm' },
                 cluster: { address: '  ' },
@@ -84,7 +89,9 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
         assert.equal(settings.workerIdleSeconds, 300);
-        assert.deepEqual(settings.compile, { timeoutSeconds: null });
+        assert.equal(settings.checkTimeoutSeconds, 120);
+        assert.equal(settings.compileMemoryMB, 8192);
+            compileTimeoutSeconds: 180,
         assert.deepEqual(settings.gpu, { enabled: true, device: null, devices: null, achievedOccupancy: true });
         assert.deepEqual(settings.evaluation, { backend: 'auto' });
         assert.deepEqual(settings.cluster, { address: null });

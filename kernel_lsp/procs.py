@@ -1,0 +1,163 @@
+"""Process hygiene for every process kernel-lsp starts: children die with their parent, stay
+inside a memory limit, and take what they started with them. One module, used by every spawner
+(compile workers, nvcc, the GPU worker).
+
+- A worker (`become_worker`) leads its own process group, so whatever a spec starts (`sleep 300`)
+  is in it and ends with it. The kernel sends it SIGTERM when the thread that started it ends
+  (Linux's PR_SET_PDEATHSIG); the handler kills the whole group. A thread that polls
+  `os.getppid()` does the same where the signal never comes (not Linux, a parent that died
+  before the signal was armed, or a worker started from a short-lived thread, which asks for no
+  signal: the GPU worker).
+- A tool a worker runs in a session of its own (nvcc, killed with its children at a deadline)
+  gets PR_SET_PDEATHSIG=SIGKILL (`tool_preexec`) and is registered (`tracked_group`), so the
+  worker's end kills that group too.
+- Memory: RLIMIT_AS (no cgroups needed), set in the worker for each job (`limit_memory`) and
+  inherited by the tools it runs; the GPU worker gets none (CUDA reserves far more address space
+  than it uses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+_PR_SET_PDEATHSIG = 1
+PARENT_POLL_S = 0.5
+
+_groups: set[int] = set()  # process groups of tools this process runs (nvcc), ended with it
+_groups_lock = threading.Lock()
+_memory_limit = 0  # bytes; 0: none
+
+
+def _find_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up once, here: in a `preexec_fn` (between fork and exec, where another thread may hold a
+# lock) the call is then one foreign function, no dlopen and no import.
+_prctl = _find_prctl()
+
+
+def die_with_parent(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send `sig` to this process when the thread that started it ends.
+    False where there is no prctl (not Linux)."""
+    return _prctl is not None and _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+def end_process_group(code: int = 1) -> None:
+    """Kill the tools this process runs, then its own process group (itself included when it
+    leads it; else it exits with `code`). Used when the parent is gone, asks this worker to end,
+    or the worker is done: what its jobs started (a spec's `sleep 300`) ends with it."""
+    with _groups_lock:
+        groups = list(_groups)
+    for pgid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if os.getpgid(0) == os.getpid():
+        with contextlib.suppress(OSError):
+            os.killpg(0, signal.SIGKILL)
+    os._exit(code)
+
+
+def _on_term(signum, frame) -> None:
+    end_process_group()
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            end_process_group()
+
+
+def become_worker(die_with_thread: bool = True) -> None:
+    """Set up a long-lived worker process (call first thing in it, from its main thread): its own
+    process group, SIGTERM (on request, or from the kernel when the parent dies) ends the group,
+    and a thread watches for the parent's end in case the signal never comes.
+    `die_with_thread`: the kernel's signal comes when the *thread* that started this process
+    ends, so only a parent that starts its workers from a thread that lives as long as they
+    should (the WorkerPool's own thread) asks for it; the others rely on the watching thread."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError):
+        if os.getpgid(0) != os.getpid():
+            os.setpgid(0, 0)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_term)
+    if die_with_thread:
+        die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        end_process_group()
+    threading.Thread(
+        target=_watch_parent, args=(parent,), name="kernel-lsp-parent-watch", daemon=True
+    ).start()
+
+
+def kill_group(pid: int) -> None:
+    """Kill a worker started by this process and everything in its process group."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:  # not a group leader yet (it had just started), or already gone
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def tool_preexec() -> Callable[[], None]:
+    """`preexec_fn` for a tool run in its own session (`start_new_session=True`): it dies with
+    the process that runs it. Its own children are ended through `tracked_group`. It only calls
+    prctl (resolved beforehand): safe between fork and exec in a worker with threads."""
+    return _kill_me_with_parent
+
+
+def _kill_me_with_parent() -> None:
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)  # SIGKILL
+
+
+@contextlib.contextmanager
+def tracked_group(pgid: int) -> Iterator[None]:
+    """While the block runs, the process group `pgid` ends with this worker."""
+    with _groups_lock:
+        _groups.add(pgid)
+    try:
+        yield
+    finally:
+        with _groups_lock:
+            _groups.discard(pgid)
+
+
+def limit_memory(max_bytes: int) -> None:
+    """This process's address-space limit (RLIMIT_AS), inherited by what it starts; 0 lifts it
+    back to the hard limit. A limit below what is already mapped only stops new mappings."""
+    global _memory_limit
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = max_bytes if max_bytes > 0 else hard
+    if hard != resource.RLIM_INFINITY and soft > hard:
+        soft = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        _memory_limit = max(0, max_bytes)
+    except (ValueError, OSError):
+        pass
+
+
+def memory_limit() -> int:
+    """The limit `limit_memory` set in this process (bytes; 0: none)."""
+    return _memory_limit
