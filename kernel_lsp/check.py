@@ -219,7 +219,9 @@ def _with_file_findings(
         )
     if path.endswith(".cu"):
         report_phase(SPEC_PHASE)  # a deadline reached from here on is the spec's
-        check.diagnostics += spec_findings(path, source, settings.defines, spec_text, settings.runs_specs)
+        check.diagnostics += spec_findings(
+            path, source, settings.defines, spec_text, settings.runs_specs, check.results
+        )
     elif includers and check.errors:
         # None: the includer's front end has nothing quick to say, and the header's lone errors
         # may be only that it needs its includer: no first look rather than a false one.
@@ -398,15 +400,20 @@ def spec_findings(
     defines: tuple[str, ...] = (),
     spec_text: str | None = None,
     run: bool = True,
+    artifacts: list[CompileResult] | tuple[CompileResult, ...] = (),
 ) -> list[Diagnostic]:
-    """What is wrong with the kernel file's spec sidecar (it raises, or it disagrees with the
-    kernels' signatures or launch lines), at its line in the spec; no GPU needed. Loading runs the
-    user's spec, so the server calls this in a compile worker, never on its event loop.
-    `spec_text`: the spec's unsaved editor text, when there is one. `run` False: the spec is the
-    workspace's code and nobody asked for it to run here: it is only read (spec/static.py)."""
+    """What is wrong with the kernel file's spec sidecar (it raises, it disagrees with the
+    kernels' signatures, launches (launch lines, else the host code's), compiled instances or the
+    launcher's buffers, or its inputs and reference fail their dry run on the CPU), at its line in
+    the spec; no GPU needed. Loading runs the user's spec, so the server calls this in a compile
+    worker, never on its event loop. `spec_text`: the spec's unsaved editor text, when there is
+    one. `run` False: the spec is the workspace's code and nobody asked for it to run here: it is
+    only read (spec/static.py), and not dry-run. `artifacts`: the file's compiles, whose kernels
+    say which template instances exist."""
     from .host_launch.spec_launch import with_host_launches
-    from .source import find_kernels, parse_directives
+    from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_spec, load_specs, source_constants, spec_path_for
+    from .spec.dry_run import dry_run as run_dry
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
@@ -424,10 +431,68 @@ def spec_findings(
     if loaded.ok:
         kernels, directives = find_kernels(source), parse_directives(source)
         constants = source_constants(source, defines)
+        compiled = next((r for r in artifacts if r.ok and r.kernels), None)
         for spec in loaded.specs:
             launches = with_host_launches(directives, source, spec.kernels, defines, path)
             found += check_spec(spec, kernels, launches, constants)
+            if compiled is not None:
+                found += _instance_findings(
+                    spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
+                )
+            found += _one_buffer_findings(spec, kernels, source, defines)
+            found += run_dry(spec)  # `run` is the gate: the dry run is running the spec
     return found
+
+
+def _one_buffer_findings(spec, kernels, source: str, defines: tuple[str, ...]) -> list[Diagnostic]:
+    """Two arguments that the file's launcher passes one buffer as (`rms` to one kernel, `d_rms`
+    to the next) but the spec declares as two buffers: the second kernel would read a buffer of
+    its own, and every element would come out wrong on the GPU. At the second one's line."""
+    from .host_launch.launcher import launcher_for, one_buffer_names
+    from .host_launch.occupancy import host_code
+    from .source import find_kernel
+    from .spec import SPEC_SOURCE, Alias, Scalar
+
+    fn = launcher_for(host_code(source, tuple(defines)), spec.kernels)
+    if fn is None:
+        return []
+    sigs = [s for s in (find_kernel(kernels, k) for k in spec.kernels) if s is not None]
+    pointers = {p.name for sig in sigs for p in sig.params if p.is_pointer}
+    out = []
+    for name, first in one_buffer_names(fn, spec.kernels, pointers).items():
+        arg, other = spec.args.get(name), spec.args.get(first)
+        if (
+            arg is None
+            or other is None
+            or isinstance(arg, (Alias, Scalar))
+            or isinstance(other, (Alias, Scalar))
+        ):
+            continue
+        message = (
+            f"`{name}` and `{first}` are one buffer: `{fn.name}` passes the same variable as both; "
+            f'declare "{name}": Alias("{first}")'
+        )
+        line = getattr(arg, "line", 0) or spec.line
+        out.append(
+            Diagnostic(
+                spec.path, max(1, line), 1, Severity.ERROR, message, code="spec-args", source=SPEC_SOURCE
+            )
+        )
+    return out
+
+
+def _instance_findings(spec, names: list[str], compiled: CompileResult) -> list[Diagnostic]:
+    """The spec's kernels that the file defines but its compile lacks (a template instance the
+    file does not instantiate, one named other than the compiler names it), as the GPU check
+    would say, at the Spec( line."""
+    from .evaluation.specs import kernel_symbols
+    from .spec import SPEC_SOURCE
+
+    _, problems = kernel_symbols(compiled, names)
+    return [
+        Diagnostic(spec.path, max(1, spec.line), 1, Severity.ERROR, m, code="spec-kernel", source=SPEC_SOURCE)
+        for m in problems
+    ]
 
 
 def check_bytes(

@@ -1,52 +1,412 @@
-"""Spec skeletons: the text of a `X.spec.py` for a kernel that has none.
+"""Spec skeletons: the text of a `X.spec.py` for a kernel (or the kernels of a pipeline) that has
+none, for the code action and `kernel-lsp spec`.
 
-Shapes come from how the kernel indexes its buffers where that is plain to see (`c[i]` under
-`i < n` is `n` elements; `a[row * K + k]` under `row < M` is `(M, K)`); a buffer whose shape cannot
-be read gets the first size and a TODO. Sizes stay small when there is more than one size name,
-so that no skeleton allocates more than a few MiB before the user has looked at it."""
+What the kernel's body says (kernel_use.py) decides each argument: its kind (a buffer read and then
+written is InOut, one accumulated with atomics is InOut starting from zeros, one only written is
+Out), its shape (from the strides of its index expressions and the bounds of its indices: `A[row *
+K + k]` under `row < M` is (M, K)), and for a CSR-style offsets array and the indices it gathers
+through, distributions that draw consistent values from the sizes. Integer parameters that bound
+or stride an index are sizes; a float parameter gets a value to test with. Whatever the skeleton
+guesses is marked `TODO(kernel-lsp)`, which `--check` reports until the user deletes it. Sizes stay
+small when there is more than one, so that no skeleton allocates more than a few MiB before the
+user has looked at it."""
 
 from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from .constants.cexpr import Num
+from .host_launch.launcher import (
+    Temporary,
+    launcher_for,
+    launches_of,
+    library_launcher,
+    one_buffer_names,
+    pipelines,
+    temporaries,
+)
+from .host_launch.model import HostFunction, HostLaunch, LaunchArgument
 from .host_launch.occupancy import host_code
 from .host_launch.spec_launch import spec_launch
-from .source import Directives, KernelSignature, LaunchDirective, blank_comments
-from .spec import c_type_dtype
+from .index_expr import parse_index, poly_text
+from .kernel_use import BufferUse, Extent, KernelUse, kernel_body, read_kernel
+from .source import (
+    Directives,
+    KernelSignature,
+    LaunchDirective,
+    blank_comments,
+    find_kernel,
+    find_kernels,
+    parse_directives,
+)
+from .spec import C_TYPES, DTYPES, c_type_dtype, source_constants
+from .spec.loading import SKELETON_TODO
 
-_SIZE_LIKE = re.compile(r"^(n|m|k|len|size|count|num\w*|n\w*|rows|cols|width|height|batch|dim)$", re.I)
+_SIZE_LIKE = re.compile(
+    r"^(n|m|k|len|length|size|count|num\w*|n_\w+|n[A-Z]\w*|\w*_size|\w*Size|\w*_len|rows|cols|width|height|"
+    r"batch|dim|\w+_dim|depth)$",
+    re.I,
+)
 ONE_D_SIZES = (1, 1000, 1_000_003)
-# Several size names: each case keeps every 2-D buffer under 256 × 256 elements.
+# Several size names: each case keeps every 2-D buffer under 256 x 256 elements, every 3-D one
+# under 64 x 64 x 64.
 MULTI_D_SIZES = ((1,), (33, 41, 49, 57), (256,))
+THREE_D_SIZES = ((1,), (5, 7, 9, 11), (64,))
 _BOUND = re.compile(r"\b([A-Za-z_]\w*)\s*(<|<=|>=)\s*([A-Za-z_]\w*)\b")
-_IDENT = re.compile(r"^[A-Za-z_]\w*$")
+_EPSILON = re.compile(r"eps|epsilon", re.I)
 
 
-def kernel_body(source: str, signature: KernelSignature) -> str:
-    """The kernel's body, comments blanked; "" when it cannot be found (a declaration)."""
+@dataclass
+class _Arg:
+    kind: str  # In, Out, InOut, Scratch, Scalar, Alias
+    dtype: str
+    shape: str = ""
+    dist: str = ""
+    value: str = ""  # a Scalar's value ("" for a size), the buffer an Alias names
+    notes: list[str] = field(default_factory=list)
+    zero: bool = False  # a Scratch the launcher zeroes
+
+    def text(self, name: str) -> str:
+        if self.kind == "Scalar":
+            body = f'Scalar("{self.dtype}"' + (f", {self.value}" if self.value else "") + ")"
+        elif self.kind == "Alias":
+            body = f"Alias({_quote(self.value)})"
+        else:
+            extra = (f", dist={self.dist}" if self.dist else "") + (", zero=True" if self.zero else "")
+            body = f'{self.kind}("{self.dtype}", shape="{self.shape}"{extra})'
+        note = f"  # {SKELETON_TODO}: {'; '.join(self.notes)}" if self.notes else ""
+        return f"        {_quote(name)}: {body},{note}"
+
+
+def _quote(name: str) -> str:
+    return f'"{name}"'
+
+
+# --- the kernel's name, template instance and element types -----------------------------------
+
+
+def template_params(source: str, signature: KernelSignature) -> list[tuple[str, str]]:
+    """[(kind, name)] of the kernel's `template <typename T, int BLOCK>` ([] for a plain kernel)."""
+    if not signature.templated:
+        return []
     code = blank_comments(source)
     lines = code.split("\n")
-    if signature.line > len(lines):
-        return ""
-    start = sum(len(ln) + 1 for ln in lines[: signature.line - 1]) + signature.col - 1
-    open_paren = code.find("(", start)
-    depth, i = 0, open_paren
-    while 0 <= i < len(code):
-        depth += {"(": 1, ")": -1}.get(code[i], 0)
-        if depth == 0:
-            break
-        i += 1
-    brace = code.find("{", i)
-    if open_paren < 0 or brace < 0 or ";" in code[i:brace]:
-        return ""
-    depth = 0
-    for j in range(brace, len(code)):
-        depth += {"{": 1, "}": -1}.get(code[j], 0)
-        if depth == 0:
-            return code[brace + 1 : j]
-    return code[brace + 1 :]
+    offset = sum(len(ln) + 1 for ln in lines[: signature.line - 1])
+    found = list(re.finditer(r"template\s*<([^{};]*?)>", code[max(0, offset - 400) : offset + signature.col]))
+    if not found:
+        return []
+    out = []
+    for part in found[-1].group(1).split(","):
+        words = part.split("=")[0].split()
+        if len(words) >= 2:
+            out.append((" ".join(words[:-1]), words[-1]))
+    return out
+
+
+def instance_args(source: str, signature: KernelSignature) -> list[str] | None:
+    """The template arguments of an instance the file names concretely (`MatrixMulCUDA<32><<<`,
+    `template __global__ void k<256u>(...)`), else float for each type parameter; None when an
+    argument cannot be chosen."""
+    params = template_params(source, signature)
+    if not params:
+        return None
+    code = blank_comments(source)
+    # `typedef float floatX;` and `using floatX = float;` name the types instances are written in.
+    aliases = dict(re.findall(r"\btypedef\s+([\w ]+?)\s+(\w+)\s*;", code))
+    aliases = {new: old for old, new in aliases.items()}
+    aliases.update(re.findall(r"\busing\s+(\w+)\s*=\s*([\w ]+?)\s*;", code))
+    for m in re.finditer(rf"\b{re.escape(signature.name)}\s*<([^<>;{{}}()]*)>\s*(?:<<<|\()", code):
+        args = [aliases.get(a.strip(), a.strip()) for a in m.group(1).split(",")]
+        if len(args) == len(params) and all(re.fullmatch(r"-?\d+[uUlL]*", a) or a in C_TYPES for a in args):
+            return args
+    if all(kind in ("typename", "class") for kind, _ in params):
+        return ["float"] * len(params)
+    return None
+
+
+def kernel_name(source: str, signature: KernelSignature) -> tuple[str, dict[str, str], dict[str, int]]:
+    """(the spec's kernel name, template type parameter -> C type, template value -> int)."""
+    args = instance_args(source, signature)
+    params = template_params(source, signature)
+    if not params:
+        return signature.name, {}, {}
+    if args is None:
+        return signature.name, {}, {}
+    types = {
+        name: arg for (kind, name), arg in zip(params, args, strict=True) if kind in ("typename", "class")
+    }
+    values = {
+        name: int(re.sub(r"[uUlL]+$", "", arg))
+        for (kind, name), arg in zip(params, args, strict=True)
+        if kind not in ("typename", "class")
+    }
+    return f"{signature.name}<{', '.join(args)}>", types, values
+
+
+def _dtype(c_type: str, types: dict[str, str]) -> str | None:
+    base = re.sub(r"\b(const|volatile|__restrict__|__restrict|restrict)\b", " ", c_type)
+    base = " ".join(base.replace("*", " ").replace("&", " ").split())
+    return c_type_dtype(types.get(base, base))
+
+
+# --- reading a kernel into arguments --------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    kernel: str
+    pipeline: list[str]
+    args: dict[str, _Arg]
+    sizes: list[str]
+    most_dims: int
+    invented: list[str]
+
+
+def _size_params(sig: KernelSignature, use: KernelUse, types: dict[str, str]) -> list[str]:
+    return [
+        p.name
+        for p in sig.params
+        if not p.is_pointer
+        and (_dtype(p.type, types) or "").startswith(("int", "uint"))
+        and (p.name in use.sizes or _SIZE_LIKE.match(p.name))
+    ]
+
+
+def _open_names(uses: dict[str, BufferUse], sizes: list[str], offsets: bool) -> dict[str, str]:
+    """A size for each open dimension: the one size parameter no dimension uses yet, or a name
+    made from the index (`token_idx` -> `num_tokens`, gathered columns of CSR -> `cols`)."""
+    used = {s for u in uses.values() for d in u.dims or [] for s in re.findall(r"[A-Za-z_]\w*", d.text)}
+    unused = [s for s in sizes if s not in used]
+    opens = list(dict.fromkeys(d.open_var for u in uses.values() for d in u.dims or [] if d.open_var))
+    names: dict[str, str] = {}
+    if len(opens) == 1 and len(unused) == 1:
+        names[opens[0]] = unused[0]
+    for var in opens:
+        if var not in names:
+            base = re.sub(r"(_?idx|_?id|_?index)$", "", var.split(".")[0]) or "item"
+            base = re.sub(r"\W", "_", base)
+            base = {"blockIdx": "block", "threadIdx": "thread", "row": "row", "b": "batch"}.get(base, base)
+            names[var] = base if base == "batch" else f"num_{base}s"
+    for u in uses.values():
+        for d in u.dims or []:
+            if d.offsets_of:
+                names.setdefault(f"offsets:{d.offsets_of}", "nnz")
+    for name, u in uses.items():
+        for d in u.dims or []:
+            if d.gathered_from:
+                names.setdefault(f"gather:{d.gathered_from}:{name}", "cols" if offsets else f"{name}_rows")
+    return names
+
+
+def _extent_text(d: Extent, buffer: str, names: dict[str, str]) -> tuple[str, bool]:
+    """(the size expression, whether it is a guess)."""
+    if d.text:
+        return d.text, False
+    if d.offsets_of:
+        return names[f"offsets:{d.offsets_of}"], True
+    if d.gathered_from:
+        return names[f"gather:{d.gathered_from}:{buffer}"], True
+    return names.get(d.open_var, ""), True
+
+
+def _plan(
+    source: str, sigs: list[KernelSignature], names_in_order: list[str], directives: Directives | None
+) -> _Plan:
+    constants = source_constants(source)
+    args: dict[str, _Arg] = {}
+    sizes: list[str] = []
+    invented: list[str] = []
+    most_dims = 1
+    first_kernel = ""
+    launcher = _Launcher.of(source, names_in_order, sigs)
+    for sig in sigs:
+        name, types, values = kernel_name(source, sig)
+        first_kernel = first_kernel or name
+        use = read_kernel(kernel_body(source, sig), sig, {**constants, **values}, source)
+        passed = launcher.arguments(sig.name)
+        size_params = [n for n in _size_params(sig, use, types) if not launcher.fixed_value(passed.get(n))]
+        host = host_launch_of(sig, directives, source)
+        # Names the launch reads are sizes too: the kernel's integer parameters it uses, and
+        # launcher parameters it reads that the kernel does not get (the spec must give those).
+        size_params += [n for n in (host.symbols if host else ()) if n not in size_params]
+        sizes += [s for s in size_params if s not in sizes]
+        offsets = any(u.offsets for u in use.buffers.values())
+        names = _open_names(use.buffers, size_params, offsets)
+        for p in sig.params:
+            dtype = _dtype(p.type, types)
+            notes = [] if dtype else [f"element type of `{p.type}`"]
+            dtype = dtype or "float32"
+            if p.name in args:
+                if (
+                    p.is_pointer
+                    and args[p.name].kind == "In"
+                    and _kind(p.is_const, use.buffers[p.name]) != "In"
+                ):
+                    args[p.name].kind = "InOut"  # read by an earlier step, written by this one
+                continue
+            if not p.is_pointer:
+                args[p.name] = _scalar(p.name, dtype, p.name in size_params, notes, passed.get(p.name))
+                continue
+            if p.name in launcher.aliases:
+                args[p.name] = _Arg("Alias", dtype, value=launcher.aliases[p.name])
+                continue
+            u = use.buffers[p.name]
+            arg = _Arg(_kind(p.is_const, u), dtype, notes=notes)
+            if u.atomic and arg.kind == "InOut":
+                arg.dist = '"zeros"'
+            scratch = launcher.scratch(passed.get(p.name))
+            if scratch is not None:
+                arg.kind, arg.dist, arg.zero = "Scratch", "", scratch.zeroed
+                allocated = launcher.elements(scratch, dtype)
+                if allocated:
+                    # A launcher parameter the allocation reads is a size too (the spec gives it).
+                    invented += [s for s in _names(allocated) if s not in sizes and s not in invented]
+                    arg.shape = allocated
+                    args[p.name] = arg
+                    continue
+            shape, guessed = _shape(p.name, u, names, sizes)
+            invented += [s for s in _names(shape) if s not in sizes and s not in invented]
+            arg.shape = shape or (sizes[0] if sizes else "n")
+            if not shape:
+                arg.notes.append("shape (not read from the kernel's indexing)")
+            elif guessed:
+                arg.notes.append("shape (a size the kernel does not bound is a guess)")
+            most_dims = max(most_dims, shape.count(",") + 1 if shape.startswith("(") else 1)
+            args[p.name] = arg
+        _sparse_dists(use, args, names)
+    all_sizes = sizes + [s for s in invented if s not in sizes]
+    if not all_sizes:
+        all_sizes = ["n"]
+    return _Plan(first_kernel, names_in_order, args, all_sizes, most_dims, invented)
+
+
+def _names(expression: str) -> list[str]:
+    """The sizes a shape expression names (not the helpers it calls: `cdiv(n, 256)` is `n`)."""
+    return [m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\b(?!\s*\()", expression)]
+
+
+def _kind(const: bool, use: BufferUse) -> str:
+    if const:
+        return "In"
+    if use.atomic or use.updates:
+        return "InOut"
+    return "Out" if use.writes else "In"
+
+
+def _scalar(name: str, dtype: str, is_size: bool, notes: list[str], passed: LaunchArgument | None) -> _Arg:
+    """A size, or a value: the literal the launcher passes, else one to test with."""
+    literal = _literal(passed)
+    if dtype.startswith(("int", "uint")):
+        if is_size:
+            return _Arg("Scalar", dtype, notes=notes)
+        if isinstance(literal, int):
+            return _Arg("Scalar", dtype, value=str(literal), notes=notes)
+        return _Arg("Scalar", dtype, value="1", notes=[*notes, "a value or size expression"])
+    if literal is not None:
+        return _Arg("Scalar", dtype, value=repr(float(literal)), notes=notes)
+    value = "1e-5" if _EPSILON.search(name) else "1.5"
+    return _Arg("Scalar", dtype, value=value, notes=notes)
+
+
+def _literal(passed: LaunchArgument | None) -> int | float | None:
+    """The number a launch passes for a parameter (`2.0f`, `NUM_BLOCKS` = 128), when it is one."""
+    dims = passed.value.dims if passed is not None and passed.value is not None else None
+    if dims and len(dims) == 1 and isinstance(dims[0], Num) and not isinstance(dims[0].value, bool):
+        return dims[0].value
+    return None
+
+
+@dataclass
+class _Launcher:
+    """What the host function that launches the kernels passes them, when the file has one."""
+
+    fn: HostFunction | None = None
+    launches: dict[str, HostLaunch] = field(default_factory=dict)  # kernel -> its first launch
+    aliases: dict[str, str] = field(default_factory=dict)  # parameter -> the one it shares a buffer with
+    temps: dict[str, Temporary] = field(default_factory=dict)
+    sizes: dict[str, str] = field(default_factory=dict)  # launcher parameter -> kernel parameter
+
+    @classmethod
+    def of(cls, source: str, kernels: list[str], sigs: list[KernelSignature]) -> _Launcher:
+        fn = launcher_for(host_code(source), kernels) if source else None
+        if fn is None:
+            return cls()
+        launches: dict[str, HostLaunch] = {}
+        for launch in launches_of(fn, kernels):
+            launches.setdefault(launch.kernel, launch)
+        pointers = {p.name for sig in sigs for p in sig.params if p.is_pointer}
+        sizes = {a.source: a.param for x in launches.values() for a in x.arguments if a.launcher_param}
+        return cls(fn, launches, one_buffer_names(fn, kernels, pointers), temporaries(fn), sizes)
+
+    def arguments(self, kernel: str) -> dict[str, LaunchArgument]:
+        launch = self.launches.get(kernel)
+        return {a.param: a for a in launch.arguments if a.param} if launch else {}
+
+    def fixed_value(self, passed: LaunchArgument | None) -> bool:
+        """A library launcher (not `main`) passing a constant: a value, not a size."""
+        return (
+            self.fn is not None
+            and library_launcher(self.fn)
+            and passed is not None
+            and not passed.launcher_param
+            and isinstance(_literal(passed), int)
+        )
+
+    def scratch(self, passed: LaunchArgument | None) -> Temporary | None:
+        return self.temps.get(passed.source) if passed is not None and passed.source else None
+
+    def elements(self, temp: Temporary, dtype: str) -> str:
+        """The temporary's element count from its allocation (`NUM_BLOCKS * sizeof(float)` -> 128,
+        `n * sizeof(float)` -> n), or "" when it cannot be read."""
+        if temp.allocation is None or temp.allocation.bytes is None:
+            return ""
+        text = temp.allocation.bytes.python(self.sizes)
+        total = parse_index(text.replace("//", "/")) if text else None
+        itemsize = DTYPES[dtype].itemsize
+        if total is None or any(c % itemsize for c in total.values()):
+            return ""
+        return poly_text({m: c // itemsize for m, c in total.items()})
+
+
+def _shape(buffer: str, use: BufferUse, names: dict[str, str], sizes: list[str]) -> tuple[str, bool]:
+    if not use.dims:
+        return "", False
+    texts, guessed = [], False
+    for d in use.dims:
+        text, guess = _extent_text(d, buffer, names)
+        if not text:
+            return "", False
+        texts.append(text)
+        guessed = guessed or guess
+    return (texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")"), guessed
+
+
+def _sparse_dists(use: KernelUse, args: dict[str, _Arg], names: dict[str, str]) -> None:
+    """An offsets array (`row_ptr[row]`, `row_ptr[row + 1]`) gets sorted offsets from 0 to nnz; an
+    index array whose values index another buffer gets integers below that buffer's extent."""
+    for name, u in use.buffers.items():
+        arg = args.get(name)
+        if arg is None or arg.dist:
+            continue
+        if u.offsets and u.dims and len(u.dims) == 1 and u.dims[0].text.endswith("+ 1"):
+            rows = u.dims[0].text[: -len("+ 1")].strip()
+            nnz = names.get(f"offsets:{name}", "nnz")
+            if re.fullmatch(r"[A-Za-z_]\w*", rows):
+                arg.dist = (
+                    f"lambda rng, {rows}, {nnz}: np.concatenate([[0], np.sort(rng.integers(0, {nnz} + 1, "
+                    f"{rows} - 1)), [{nnz}]])"
+                )
+        for target, dim in u.gathers_into:
+            shape = args[target].shape if target in args else ""
+            dims = [s.strip() for s in shape.strip("()").split(",")] if shape else []
+            if dim < len(dims) and re.fullmatch(r"[A-Za-z_]\w*", dims[dim]):
+                arg.dist = f"lambda rng, shape, {dims[dim]}: rng.integers(0, {dims[dim]}, shape)"
+                break
+
+
+# --- the text ---------------------------------------------------------------------------------
 
 
 def _bounds(body: str, sizes: list[str]) -> dict[str, str]:
@@ -58,47 +418,8 @@ def _bounds(body: str, sizes: list[str]) -> dict[str, str]:
     return bounds
 
 
-def _index_expressions(body: str, name: str) -> list[str]:
-    out = []
-    for m in re.finditer(rf"\b{re.escape(name)}\s*\[", body):
-        depth, j = 1, m.end()
-        while j < len(body) and depth:
-            depth += {"[": 1, "]": -1}.get(body[j], 0)
-            j += 1
-        out.append(" ".join(body[m.end() : j - 1].split()))
-    return out
-
-
-def _split_top(expr: str, sep: str) -> list[str]:
-    depth, start, parts = 0, 0, []
-    for i, ch in enumerate(expr):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == sep and depth == 0:
-            parts.append(expr[start:i].strip())
-            start = i + 1
-    parts.append(expr[start:].strip())
-    return parts
-
-
-def infer_shape(expressions: list[str], sizes: list[str], bounds: dict[str, str]) -> tuple[str, ...] | None:
-    """The shape an index reveals: `row * K + col` with `row < M` is (M, K); `i` with `i < n` is
-    (n,). None when no index is that plain."""
-    for expr in expressions:
-        expr = expr.strip("() ")
-        for term in _split_top(expr, "+"):
-            factors = [f.strip("() ") for f in _split_top(term, "*")]
-            if len(factors) == 2:
-                a, b = factors
-                if b in sizes and a in bounds:
-                    return (bounds[a], b)
-                if a in sizes and b in bounds:
-                    return (bounds[b], a)
-        if _IDENT.match(expr) and expr in bounds:
-            return (bounds[expr],)
-    return None
-
-
-def _launch_hint(signature: KernelSignature, body: str, sizes: list[str], bounds: dict[str, str]) -> str:
+def _launch_hint(signature: KernelSignature, body: str, sizes: list[str]) -> str:
+    bounds = _bounds(body, sizes)
     axis_var = {}
     for axis in "xy":
         m = re.search(rf"\b([A-Za-z_]\w*)\s*=[^;]*threadIdx\.{axis}", body)
@@ -116,34 +437,13 @@ def _size_cases(sizes: list[str], most_dims: int) -> str:
     if len(sizes) == 1 and most_dims <= 1:
         cases = [{sizes[0]: v} for v in ONE_D_SIZES]
     else:
-        cases = [{s: vals[i % len(vals)] for i, s in enumerate(sizes)} for vals in MULTI_D_SIZES]
+        table = THREE_D_SIZES if most_dims >= 3 else MULTI_D_SIZES
+        cases = [{s: vals[i % len(vals)] for i, s in enumerate(sizes)} for vals in table]
     return ", ".join("{" + ", ".join(f'"{k}": {v:_}' for k, v in c.items()) + "}" for c in cases)
 
 
-def spec_skeleton(
-    signature: KernelSignature, directives: Directives | None = None, source: str | None = None
-) -> str:
-    """The text of a spec file for `signature`: every parameter declared (const pointers as In,
-    other pointers as Out, integer by-value parameters named like sizes as sizes), shapes read
-    from `source`'s indexing where plain, a reference to fill in."""
-    size_params = [
-        p.name
-        for p in signature.params
-        if not p.is_pointer
-        and (c_type_dtype(p.type) or "").startswith(("int", "uint"))
-        and _SIZE_LIKE.match(p.name)
-    ]
-    host = host_launch_of(signature, directives, source)
-    # Names the launch reads are sizes too: the kernel's integer parameters it uses, and launcher
-    # parameters it reads that the kernel does not get (the spec must give those).
-    for name in host.symbols if host else ():
-        if name not in size_params:
-            size_params.append(name)
-    sizes = size_params or ["n"]
-    body = kernel_body(source, signature) if source else ""
-    # A parameter named like a Python keyword (`in`) cannot be a Python parameter: it arrives in
-    # **args, which makes the reference get every input, scalar and size by name.
-    wanted = [p.name for p in signature.params if p.is_const or not p.is_pointer]
+def _text(plan: _Plan, launch_hints: list[str]) -> str:
+    wanted = [n for n, a in plan.args.items() if a.kind in ("In", "InOut", "Scalar")]
     keywords = [n for n in wanted if keyword.iskeyword(n)]
     reference_params = [n for n in wanted if n not in keywords] + (["**args"] if keywords else [])
     keyword_note = (
@@ -151,71 +451,86 @@ def spec_skeleton(
         if keywords
         else []
     )
-    bounds = _bounds(body, sizes)
-    lines = [
-        f'"""Spec for `{signature.name}`: what it must compute (see docs/specs.md)."""',
-        "",
+    outputs = [n for n, a in plan.args.items() if a.kind in ("Out", "InOut")]
+    kinds = sorted({a.kind for a in plan.args.values()} | {"Spec"})
+    title = " -> ".join(plan.pipeline) if len(plan.pipeline) > 1 else plan.kernel
+    lines = [f'"""Spec for `{title}`: what it must compute (see docs/specs.md)."""', ""]
+    if launch_hints:
+        lines += [*launch_hints, ""]
+    lines += [
         "import numpy as np",
         "",
-        "from kernel_lsp.spec import In, Out, Scalar, Spec",
+        f"from kernel_lsp.spec import {', '.join(kinds)}",
         "",
         "",
         f"def reference({', '.join(reference_params)}):",
-        "    # numpy; fp16/bf16 inputs arrive as float32. Return every output by name.",
+        f"    # numpy; fp16/bf16 inputs arrive as float32. Return {', '.join(outputs) or 'every output'} by name.",
         *keyword_note,
         '    raise NotImplementedError("write the numpy reference")',
         "",
         "",
         "SPEC = Spec(",
-        f'    kernel="{signature.name}",',
+        f'    kernel="{plan.kernel}",',
     ]
-    shapes = {
-        p.name: infer_shape(_index_expressions(body, p.name), sizes, bounds)
-        for p in signature.params
-        if p.is_pointer
-    }
-    # A 2-D buffer at a 1-D size (1_000_003² elements) would be terabytes: small sizes then too.
-    most_dims = max((len(dims) for dims in shapes.values() if dims), default=1)
-    if len(sizes) > 1 or most_dims > 1:
+    if len(plan.pipeline) > 1:
+        lines.append(f"    pipeline=[{', '.join(_quote(k) for k in plan.pipeline)}],")
+    if len(plan.sizes) > 1 or plan.most_dims > 1:
         lines.append("    # Small sizes to start with: raise them once the shapes below are right.")
-    lines += [f"    sizes=[{_size_cases(sizes, most_dims)}],", "    args={"]
-    for p in signature.params:
-        dtype = c_type_dtype(p.type) or "float32"
-        notes = [] if c_type_dtype(p.type) else [f"TODO: element type of `{p.type}`"]
-        if p.is_pointer:
-            inferred = shapes[p.name]
-            if inferred is None and len(sizes) > 1:
-                notes.append("TODO: shape (not read from the kernel's indexing)")
-            dims = inferred or (sizes[0],)
-            shape = dims[0] if len(dims) == 1 else "(" + ", ".join(dims) + ")"
-            kind = "In" if p.is_const else "Out"
-            note = f"  # {'; '.join(notes)}" if notes else ""
-            lines.append(f'        "{p.name}": {kind}("{dtype}", shape="{shape}"),{note}')
-        elif p.name in sizes:
-            lines.append(f'        "{p.name}": Scalar("{dtype}"),')
-        else:
-            lines.append(f'        "{p.name}": Scalar("{dtype}", 1),  # TODO: a value or size expression')
+    lines += [f"    sizes=[{_size_cases(plan.sizes, plan.most_dims)}],", "    args={"]
+    lines += [arg.text(name) for name, arg in plan.args.items()]
     lines += [
         "    },",
         "    reference=reference,",
-        "    # work=lambda " + ", ".join(sizes) + ': {"bytes": ..., "flops": ...},',
+        "    # work=lambda " + ", ".join(plan.sizes) + ': {"bytes": ..., "flops": ...},',
         ")",
         "",
     ]
-    if host is not None and host.directive is not None:
-        d = host.directive
-        smem = f" smem={d.smem}" if d.smem != "0" else ""
-        others = f" (the first of {host.count} launches)" if host.count > 1 else ""
-        lines.insert(
-            1,
-            f"# Launched as the .cu launches it: {d.origin}{others}: grid={d.grid} block={d.block}{smem}.\n"
-            f"# A `// kernel-lsp: launch {signature.name} grid=... block=...` line in the .cu overrides it.",
-        )
-    elif directives is not None and not directives.launches_of(signature.name):
-        hint = _launch_hint(signature, body, sizes, bounds)
-        why = f"# Its launch in host code cannot be used ({host.reason}), so the" if host else "# The"
-        lines.insert(1, f"{why} .cu needs a launch line, e.g.:\n#   {hint}")
     return "\n".join(lines)
+
+
+def _launch_notes(
+    sigs: list[KernelSignature], directives: Directives | None, source: str, sizes: list[str]
+) -> list[str]:
+    """Comment lines for the top of the skeleton: each kernel's launch as the host code launches
+    it, or the launch line the .cu needs (and why the host code's cannot be used)."""
+    lines = []
+    for sig in sigs:
+        host = host_launch_of(sig, directives, source)
+        if host is not None and host.directive is not None:
+            d = host.directive
+            smem = f" smem={d.smem}" if d.smem != "0" else ""
+            others = f" (the first of {host.count} launches)" if host.count > 1 else ""
+            lines += [
+                f"# Launched as the .cu launches it: {d.origin}{others}: grid={d.grid} block={d.block}{smem}.",
+                f"# A `// kernel-lsp: launch {sig.name} grid=... block=...` line in the .cu overrides it.",
+            ]
+        elif directives is not None and not directives.launches_of(sig.name):
+            hint = _launch_hint(sig, kernel_body(source, sig) if source else "", sizes)
+            why = f"# Its launch in host code cannot be used ({host.reason}), so the" if host else "# The"
+            lines += [f"{why} .cu needs a launch line, e.g.:", f"#   {hint}"]
+    return lines
+
+
+def spec_skeleton(
+    signature: KernelSignature, directives: Directives | None = None, source: str | None = None
+) -> str:
+    """The text of a spec file for the kernel `signature` of `source`."""
+    source = source or ""
+    plan = _plan(source, [signature], [signature.name], directives)
+    return _text(plan, _launch_notes([signature], directives, source, plan.sizes))
+
+
+def skeleton_for(source: str, kernels: list[str], path: str = "") -> str:
+    """The skeleton of one kernel, or of a pipeline of several (their parameters share `args` by
+    name), in `source`."""
+    sigs = [s for s in (find_kernel(find_kernels(source), k) for k in dict.fromkeys(kernels)) if s]
+    if not sigs:
+        raise ValueError(f"no kernel {', '.join(kernels)} in {path or 'the source'}")
+    directives = parse_directives(source)
+    if len(sigs) == 1:
+        return spec_skeleton(sigs[0], directives, source)
+    plan = _plan(source, sigs, list(kernels), directives)
+    return _text(plan, _launch_notes(sigs, directives, source, plan.sizes))
 
 
 @dataclass(frozen=True)
@@ -252,3 +567,17 @@ def host_launch_of(
         reasons = first.in_kernel_terms.reasons if first.in_kernel_terms else first.reasons
         return HostLaunchHint(None, reason=f"{first.where()}: {reasons[0] if reasons else 'unreadable'}")
     return None
+
+
+def launcher_pipelines(source: str) -> list[tuple[str, list[str]]]:
+    """(launcher, the kernels it launches in order, each once) for every host function of the
+    file that launches more than one kernel: the pipelines a spec may describe whole."""
+    return [(fn.name, list(dict.fromkeys(fn.kernels))) for fn in pipelines(host_code(source))]
+
+
+def files_pipeline(source: str) -> list[str]:
+    """The kernels of the file's one launcher that launches every kernel the file defines, in its
+    order: a file whose kernels are one pipeline gets one spec for it; [] otherwise."""
+    names = {k.name for k in find_kernels(source) if k.definition}
+    found = [kernels for _, kernels in launcher_pipelines(source) if set(kernels) >= names]
+    return found[0] if len(found) == 1 and len(names) > 1 else []

@@ -34,3 +34,32 @@ def flags_project(root) -> str:
         json.dumps([{"directory": ".", "command": command, "file": "../src/vadd.cu"}])
     )
     return str(kernel)
+
+
+def cookbook() -> dict[str, tuple[str, str]]:
+    """{section title: (.cu text, spec text)} from docs/specs.md's `## Cookbook` section."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "specs.md").read_text()
+    book = text.split("\n## Cookbook\n", 1)[1].split("\n## ", 1)[0]
+    out = {}
+    for section in book.split("\n### ")[1:]:
+        title = section.splitlines()[0].strip()
+        cuda = re.findall(r"```cuda\n(.*?)```", section, re.S)
+        python = re.findall(r"```python\n(.*?)```", section, re.S)
+        assert len(cuda) == 1 and len(python) == 1, f"{title}: one ```cuda and one ```python block each"
+        out[title] = (cuda[0], python[0])
+    return out
+
+
+def write_example(folder, title: str, examples: dict[str, tuple[str, str]]):
+    """The example's `.cu` and spec written into `folder`; returns the `.cu`'s path."""
+    import re
+
+    cu_text, spec_text = examples[title]
+    stem = re.sub(r"\W+", "_", title.lower()).strip("_")
+    cu = folder / f"{stem}.cu"
+    cu.write_text(cu_text)
+    (folder / f"{stem}.spec.py").write_text(spec_text)
+    return cu

@@ -5,7 +5,8 @@ vector_add   n=33554432    120.31 us  119.90 us-121.02 us  57  3346.6   87% DRAM
 occupancy vector_add (n=33554432): achieved 91.2%, theoretical 100.0% (ncu)
 
 `--profile` adds what limits each kernel and its hottest lines (Nsight Compute); `--json` prints
-the checks (timings, profile) as JSON instead of the table.
+the checks (timings, profile) as JSON instead of the table, and nothing else on stdout: a failed
+check is in the document, and when nothing could run the document says why (`error`).
 """
 
 from __future__ import annotations
@@ -74,23 +75,28 @@ def bench_main(
 
     from .formats import gpu_json
 
+    def tool_failed(message: str) -> int:
+        """Nothing could run: the reason on stderr, and with --json a JSON document on stdout too."""
+        print(f"kernel-lsp bench: {message}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"device": None, "error": message, "checks": []}, indent=2), file=out)
+        return EXIT_TOOL
+
     path = os.path.abspath(args.file)
     source, problem = read_source(path)  # as --check reads it: BOM dropped, not-UTF-8 bytes as "?"
     if source is None:
-        print(f"kernel-lsp bench: {path}: {problem.message if problem else 'cannot read'}", file=sys.stderr)
-        return EXIT_TOOL
+        return tool_failed(f"{path}: {problem.message if problem else 'cannot read'}")
     spec_path = args.spec or spec_path_for(path)
     if not os.path.exists(spec_path):
-        print(f"kernel-lsp bench: no spec {spec_path} (see docs/specs.md)", file=sys.stderr)
-        return EXIT_TOOL
+        return tool_failed(f"no spec {spec_path} (see docs/specs.md)")
     loaded = load_specs_isolated(spec_path)
     for d in loaded.diagnostics:
         print(f"{d.path}:{d.line}:{d.col}: {d.severity.label}: {d.message}", file=sys.stderr)
     specs = [s for s in loaded.specs if args.kernel in (None, s.kernel, s.name)]
-    if not loaded.ok or not specs:
-        if not specs and loaded.ok:
-            print(f"kernel-lsp bench: no spec for kernel {args.kernel}", file=sys.stderr)
-        return EXIT_TOOL
+    if not loaded.ok:
+        return tool_failed(f"{spec_path} has errors")
+    if not specs:
+        return tool_failed(f"no spec for kernel {args.kernel}")
 
     timing = TimingSettings(cold_l2=not args.warm_l2, budget_s=args.budget)
     # The file's pyproject.toml and compile_commands.json, as --check and the editor see them.
@@ -108,12 +114,10 @@ def bench_main(
             timing=timing,
         )[0]
     except RayUnavailable as e:
-        print(f"kernel-lsp bench: {e}", file=sys.stderr)
-        return EXIT_TOOL
+        return tool_failed(str(e))
     with GpuSession(backend=backend) as gpu:
         if not gpu.available:
-            print(f"kernel-lsp bench: {no_gpu_message(gpu.reason)}", file=sys.stderr)
-            return EXIT_TOOL
+            return tool_failed(no_gpu_message(gpu.reason))
         dev = gpu.device
         rows: list[list[str]] = []
         failed = False
@@ -140,10 +144,13 @@ def bench_main(
                     occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
             if not check.ok:
                 failed = True
-                status = "SUSPICIOUS" if any(p.kind == "suspicious" for p in check.problems) else check.status
-                print(f"{spec.title}: {status}: {check.message}", file=out)
-                for d in check.diagnostics[1:]:
-                    print(f"  {d.message}", file=out)
+                if not args.json:  # with --json the failure is in the document, and only there
+                    status = (
+                        "SUSPICIOUS" if any(p.kind == "suspicious" for p in check.problems) else check.status
+                    )
+                    print(f"{spec.title}: {status}: {check.message}", file=out)
+                    for d in check.diagnostics[1:]:
+                        print(f"  {d.message}", file=out)
                 continue
             for t in check.timings:
                 m = t.measurement

@@ -46,7 +46,8 @@ class CompileCache:
         """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
         crash): that says nothing about the text, and the next check must try again. Nor one
         larger than the whole byte budget."""
-        if any(d.code in FAULT_CODES for d in result.diagnostics) or _OUT_OF_MEMORY in result.log:
+        compiled = getattr(result, "result", result)  # a shared-library build holds its compile
+        if any(d.code in FAULT_CODES for d in compiled.diagnostics) or _OUT_OF_MEMORY in compiled.log:
             return
         if _size(result) > self._max_bytes:
             return
@@ -60,8 +61,10 @@ class CompileCache:
                 self._bytes -= _size(dropped)
 
 
-def _size(result: CompileResult) -> int:
-    return len(result.cubin or b"") + len(result.log)
+def _size(item) -> int:
+    """The bytes a cached result holds: its CUBIN and log (and a shared-library build's library)."""
+    compiled = getattr(item, "result", item)
+    return len(getattr(item, "library", None) or b"") + len(compiled.cubin or b"") + len(compiled.log)
 
 
 _cache = CompileCache()

@@ -10,6 +10,7 @@ report), with the CUBIN's string table as the fallback for plain names.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,11 +57,15 @@ def instance_name(mangled: str) -> str | None:
     return d.instance if d is not None and d.template_args else None
 
 
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)\b")
+
+
 def _normal(name: str) -> str:
-    """`ns::total< float >` -> `total<float>`: how two spellings of one instance compare."""
+    """`ns::total< float >` -> `total<float>`, `k<256u>` -> `k<256>`: how two spellings of one
+    instance compare (the demangler writes an unsigned template argument as `256u`)."""
     text = "".join(name.split())
     head, lt, args = text.partition("<")
-    return head.rpartition("::")[2] + lt + args
+    return head.rpartition("::")[2] + lt + _INT_SUFFIX.sub(r"\1", args)
 
 
 def kernel_symbols(artifact: CompileResult, kernels: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -89,6 +94,16 @@ def kernel_symbols(artifact: CompileResult, kernels: Sequence[str]) -> tuple[dic
             # Some builds leave ptxas' resource lines out of the log: read the CUBIN itself.
             symbol = entry_symbols(artifact.cubin, [name]).get(name)
         if symbol is None:
+            instances = sorted(
+                n for n in by_name if "<" in n and kernel_base_name(n) == kernel_base_name(name)
+            )
+            if "<" in name and instances:
+                problems.append(
+                    f"no instance `{name}` in the compiled module (a template needs an explicit "
+                    f"instantiation); the file instantiates {', '.join(instances)}: name one of "
+                    f'them, e.g. kernel="{instances[0]}"'
+                )
+                continue
             problems.append(
                 f"kernel `{name}` not in the compiled module"
                 + (" (a template needs an explicit instantiation)" if "<" in name else "")

@@ -11,7 +11,7 @@ from kernel_lsp import archs
 from kernel_lsp.profile_text import kernel_line, memory_text, sol_text
 from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
-from kernel_lsp.spec import Scalar, Spec, case_label
+from kernel_lsp.spec import Alias, Scalar, Spec, case_label
 
 from .model import Figures, Resources
 
@@ -140,6 +140,8 @@ def describe_spec(spec: Spec) -> str:
         if isinstance(arg, Scalar):
             value = name if arg.value is None else arg.value
             lines.append(f"- `{name}`: by value, {arg.dtype} = {value}")
+        elif isinstance(arg, Alias):
+            lines.append(f"- `{name}`: the same buffer as `{arg.target}`")
         else:
             lines.append(f"- `{name}`: {arg.kind}, {arg.dtype}, shape {arg.shape}")
     cases = "; ".join(case_label(s) for s in spec.verification_sizes())

@@ -27,9 +27,10 @@ def run_job(job_dir: str) -> int:
 
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
-    from kernel_lsp.runner.verify import TIMING_SEED, Buffers, launcher
+    from kernel_lsp.runner.verify import Buffers, launcher
     from kernel_lsp.runner.worker import build_steps, load_spec
     from kernel_lsp.spec import make_inputs
+    from kernel_lsp.spec.inputs import TIMING_SEED
 
     fake = job.get("fake") or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
     device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])

@@ -41,13 +41,12 @@ from kernel_lsp.spec import (
     make_inputs,
     run_reference,
 )
+from kernel_lsp.spec.inputs import VERIFY_SEED
 
 FRONT_GUARD = 256  # bytes before each buffer (keeps the buffer 256-byte aligned)
 TAIL_GUARD = 64 * 1024  # bytes after: covers a grid rounded up by a block of float4s
 POISONS = (0xFF, 0x7F)  # per run: NaN in every float type, then a huge value
 RERUN_POISON = 0xA5
-VERIFY_SEED = 0x5EED
-TIMING_SEED = 0x7135
 
 Progress = Callable[[str, str, float | None], None]  # (phase, case, timeout_s or None=long)
 
@@ -156,8 +155,8 @@ class Buffers:
             arg = self.spec.args[p]
             if arg.kind == "scalar":
                 args.append(np.array([self.spec.scalar_value(p, self.sizes)]))
-            else:
-                args.append(np.array([self.ptrs[p]], dtype=np.uint64))
+            else:  # an Alias gets the pointer of the buffer it names
+                args.append(np.array([self.ptrs[self.spec.buffer_name(p)]], dtype=np.uint64))
         return args
 
 

@@ -41,7 +41,6 @@ from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
 from kernel_lsp.runner.verify import (
-    TIMING_SEED,
     CaseRunner,
     Failed,
     Problem,
@@ -54,6 +53,7 @@ from kernel_lsp.spec import (
     case_label,
     load_specs,
 )
+from kernel_lsp.spec.inputs import TIMING_SEED
 from kernel_lsp.stats import summarize
 
 HOST_PHASE_TIMEOUT_S = 600.0  # numpy references on large sizes can take a while

@@ -48,7 +48,7 @@ from .inputs import (
     sample,
 )
 from .loading import SPEC_SOURCE, SpecLoad, load_specs, spec_path_for
-from .model import Arg, Compare, Distribution, In, InOut, Out, Scalar, Scratch, Spec, case_label
+from .model import Alias, Arg, Compare, Distribution, In, InOut, Out, Scalar, Scratch, Spec, case_label
 
 __all__ = [
     "C_TYPES",
@@ -58,6 +58,7 @@ __all__ = [
     "DTYPES",
     "FLOAT_DTYPES",
     "SPEC_SOURCE",
+    "Alias",
     "Arg",
     "Compare",
     "Distribution",

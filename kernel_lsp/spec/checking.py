@@ -11,7 +11,7 @@ from ..source import Directives, KernelSignature, Param, find_kernel
 from .dtypes import DTYPES, c_type_dtype
 from .expressions import SpecError, launch_dims
 from .loading import _diag
-from .model import Arg, InOut, Out, Scalar, Spec, case_label
+from .model import Alias, Arg, InOut, Out, Scalar, Spec, case_label
 
 if TYPE_CHECKING:  # the host-code reader imports this package: types only
     from ..host_entry import EntryAbi, HostFunction
@@ -50,7 +50,16 @@ def check_spec(
                     )
                 )
                 continue
-            out += _param_findings(spec, kname, param, arg)
+            line = getattr(arg, "line", 0) or spec.line  # an alias's findings at the alias
+            aliased = isinstance(arg, Alias)
+            if aliased:
+                # The alias is checked as the buffer it names (its dtype, const-ness).
+                target = spec.args.get(arg.target)
+                if target is None or isinstance(target, (Scalar, Alias)):
+                    continue  # load_specs reported it
+                used.add(arg.target)
+                arg = target
+            out += _param_findings(spec, kname, param, arg, line, aliased)
     for name, arg in spec.args.items():
         if name not in used and sigs and all(find_kernel(sigs, k) for k in spec.kernels):
             out.append(
@@ -98,11 +107,13 @@ def check_spec(
     return out
 
 
-def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diagnostic]:
-    """Where one argument does not fit its parameter: pointer vs scalar, dtype vs C type, const."""
+def _param_findings(
+    spec: Spec, kname: str, param: Param, arg: Arg, line: int, aliased: bool = False
+) -> list[Diagnostic]:
+    """Where one argument does not fit its parameter (at `line`): pointer vs scalar, dtype vs C
+    type, const. `aliased`: `arg` is the buffer an Alias names."""
     p = spec.path
     out: list[Diagnostic] = []
-    line = getattr(arg, "line", 0) or spec.line
     if param.is_pointer and isinstance(arg, Scalar):
         out.append(
             _diag(
@@ -148,7 +159,8 @@ def _param_findings(spec: Spec, kname: str, param: Param, arg: Arg) -> list[Diag
                 "spec-dtype",
             )
         )
-    if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)):
+    # A const alias of an output is a later step reading what an earlier one wrote.
+    if param.is_pointer and param.is_const and isinstance(arg, (Out, InOut)) and not aliased:
         out.append(
             _diag(
                 p,
@@ -186,7 +198,7 @@ def check_entry_spec(spec: Spec, function: HostFunction | None, abi: EntryAbi | 
                 )
             )
             continue
-        out += _param_findings(spec, name, param, arg)
+        out += _param_findings(spec, name, param, arg, getattr(arg, "line", 0) or spec.line)
     names = {param.name for param in function.params}
     for arg_name, arg in spec.args.items():
         line = getattr(arg, "line", 0) or spec.line

@@ -6,6 +6,8 @@ cdiv, min, max, round_up, ...), never by Python's `eval`."""
 from __future__ import annotations
 
 import inspect
+import os
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +24,17 @@ class SpecError(ValueError):
     def __init__(self, message: str, line: int = 0):
         super().__init__(message)
         self.line = line
+
+
+def user_line(exc: BaseException, path: str, default: int = 1) -> int:
+    """The line of the spec file `path` that the traceback of `exc` points to (its deepest frame
+    there): where the user's code raised. `default` when no frame is in that file."""
+    line = 0
+    target = os.path.abspath(path) if path else ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if target and os.path.abspath(frame.filename) == target:
+            line = frame.lineno or line
+    return line or default
 
 
 def eval_expr(expr: str | int | float, sizes: Mapping[str, Any]) -> Any:

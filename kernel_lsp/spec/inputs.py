@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,9 @@ from .dtypes import DTYPES, FLOAT_DTYPES
 from .expressions import SpecError, call_with_names, eval_expr, eval_shape
 from .model import Distribution, In, InOut, Scalar, Spec
 
+# The seeds of verification's inputs (the GPU worker's and the CPU dry run's) and of timing's.
+VERIFY_SEED = 0x5EED
+TIMING_SEED = 0x7135
 DEFAULT_FLOAT_DISTS: tuple[str, ...] = ("normal", "uniform(-1, 1)")
 DEFAULT_SIGNED_DISTS: tuple[str, ...] = ("randint(-100, 100)", "randint(-3, 3)")
 DEFAULT_UNSIGNED_DISTS: tuple[str, ...] = ("randint(0, 100)", "randint(0, 3)")
@@ -38,7 +42,7 @@ def check_distribution(dist: Distribution) -> str | None:
     if not m:
         return (
             f"unknown distribution `{dist}`: use normal, uniform(a, b), randint(a, b), positive, "
-            "zeros, ones or a callable(rng, shape)"
+            "zeros, ones or a callable(rng, shape, ...)"
         )
     name, params = m.group(1), m.group(2)
     if name in ("uniform", "randint"):
@@ -50,11 +54,51 @@ def check_distribution(dist: Distribution) -> str | None:
     return None
 
 
-def sample(dist: Distribution, rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """Draw an array of `dtype` (bf16 through ml_dtypes) from a distribution."""
+def _call_distribution(
+    fn: Callable[..., Any],
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    sizes: Mapping[str, Any],
+    inputs: Mapping[str, np.ndarray],
+) -> Any:
+    """A distribution callable gets what it names among `rng`, `shape`, `sizes` (a dict), `inputs`
+    (the arrays drawn before it, in args order), a size or an earlier input by its own name. One
+    whose parameters name none of those (`lambda g, s: ...`) is called as `fn(rng, shape)`."""
+    available: dict[str, Any] = {
+        **{k: host_view(v) for k, v in inputs.items()},
+        **sizes,
+        "rng": rng,
+        "shape": shape,
+        "sizes": dict(sizes),
+        "inputs": {k: host_view(v) for k, v in inputs.items()},
+    }
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return fn(rng, shape)
+    named = [
+        n
+        for n, p in params.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.default is p.empty
+    ]
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) or any(n in available for n in named):
+        return call_with_names(fn, available)  # a name it lacks is a clear SpecError there
+    return fn(rng, shape)
+
+
+def sample(
+    dist: Distribution,
+    rng: np.random.Generator,
+    shape: tuple[int, ...],
+    dtype: str,
+    sizes: Mapping[str, Any] | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Draw an array of `dtype` (bf16 through ml_dtypes) from a distribution. A callable may name
+    the case's `sizes` and the `inputs` drawn so far (see `_call_distribution`)."""
     dt = DTYPES[dtype]
     if callable(dist):
-        values = np.asarray(dist(rng, shape))
+        values = np.asarray(_call_distribution(dist, rng, shape, sizes or {}, inputs or {}))
         if values.shape != shape:
             raise SpecError(f"distribution callable returned shape {values.shape}, expected {shape}")
         return values.astype(dt)
@@ -104,7 +148,10 @@ def make_inputs(spec: Spec, sizes: Mapping[str, Any], seed: int, run: int = 0) -
         dists = distributions(arg)
         dist = dists[run % len(dists)]
         rng = np.random.default_rng([seed, run, i])
-        arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype)
+        try:
+            arrays[name] = sample(dist, rng, eval_shape(arg.shape, sizes), arg.dtype, sizes, arrays)
+        except SpecError as e:  # which argument, at its line
+            raise SpecError(f"`{name}`: {e}", e.line or arg.line) from None
     return arrays
 
 
@@ -121,6 +168,9 @@ def run_reference(
             available[name] = spec.scalar_value(name, sizes).item()
         elif arg.is_input:
             available[name] = host_view(inputs[name]).copy()
+    for alias, target in spec.aliases().items():
+        if target in available:
+            available.setdefault(alias, available[target])
     result = call_with_names(spec.reference, available)
     outputs = spec.outputs()
     if not isinstance(result, Mapping):
@@ -137,11 +187,37 @@ def run_reference(
             raise SpecError(f"reference returned no `{name}` (it returned {', '.join(result)})")
         shape = eval_shape(arg.shape, sizes)
         value = np.asarray(result[name])
+        if value.dtype.kind not in "biuf":  # complex, object (a None inside), strings
+            raise SpecError(
+                f"reference output `{name}` is an array of {value.dtype} ({_first_of(value)}); "
+                f"the buffer holds {arg.dtype}"
+            )
         if value.size != math.prod(shape):
             raise SpecError(
                 f"reference output `{name}` has {value.size} elements, the buffer "
                 f"{math.prod(shape)} (shape {shape})"
             )
+        if arg.dtype not in FLOAT_DTYPES and value.dtype.kind == "f":
+            bad = ~np.isfinite(value) | (value != np.round(value))
+            if np.any(bad):
+                i = int(np.flatnonzero(bad.reshape(-1))[0])
+                raise SpecError(
+                    f"reference output `{name}` is {arg.dtype}, but the reference gives "
+                    f"{value.reshape(-1)[i]} at index {i}: round it (np.rint) or give the buffer a float dtype"
+                )
+        if _dims(value.shape) != _dims(shape) and len(_dims(value.shape)) > 1 and len(_dims(shape)) > 1:
+            # Same count, other dimensions: a transposed or mis-ordered result. A flat result is
+            # fine (it is reshaped to the buffer's shape).
+            raise SpecError(f"reference output `{name}` has shape {value.shape}, the buffer {shape}")
         target = np.float32 if arg.dtype in ("float16", "bfloat16") else DTYPES[arg.dtype]
         got[name] = value.reshape(shape).astype(target)
     return got
+
+
+def _dims(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _first_of(value: np.ndarray) -> str:
+    flat = value.reshape(-1)
+    return f"first element {flat[0]}" if flat.size else "empty"

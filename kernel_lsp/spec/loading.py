@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,11 +12,13 @@ import numpy as np
 from ..compile.files import read_text_file
 from ..model import Diagnostic, Severity
 from .dtypes import DTYPES
-from .expressions import SpecError, eval_shape
+from .expressions import SpecError, eval_shape, user_line
 from .inputs import check_distribution, distributions
-from .model import In, InOut, Out, Scalar, Scratch, Spec, case_label
+from .model import Alias, In, InOut, Out, Scalar, Scratch, Spec, case_label
 
 SPEC_SOURCE = "kernel-lsp spec"
+# What `kernel-lsp spec` writes beside a guess it could not confirm; each is a warning until deleted.
+SKELETON_TODO = "TODO(kernel-lsp)"
 
 
 def spec_path_for(cu_path: str) -> str:
@@ -65,7 +66,7 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
         result.diagnostics.append(_diag(path, e.lineno or 1, f"syntax error in spec: {e.msg}", "spec-syntax"))
         return result
     except BaseException as e:  # SystemExit in a spec must not stop the server
-        line = _traceback_line(e, path)
+        line = user_line(e, path)
         if isinstance(e, SpecError) and e.line:
             line = e.line
         result.diagnostics.append(_diag(path, line, f"spec raised {type(e).__name__}: {e}", "spec-exception"))
@@ -85,6 +86,7 @@ def load_specs(path: str, source: str | None = None) -> SpecLoad:
             )
         )
         return result
+    result.diagnostics += _skeleton_todos(path, source)
     items = found if isinstance(found, (list, tuple)) else [found]
     for item in items:
         if not isinstance(item, Spec):
@@ -133,13 +135,17 @@ def _check_target(spec: Spec) -> list[Diagnostic]:
     return out
 
 
-def _traceback_line(exc: BaseException, path: str) -> int:
-    line = 0
-    target = os.path.abspath(path)
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(frame.filename) == target:
-            line = frame.lineno or line  # the deepest frame in the spec file
-    return line or 1
+def _skeleton_todos(path: str, source: str) -> list[Diagnostic]:
+    """A warning at each guess of the skeleton that is still marked: the spec may be wrong there."""
+    out = []
+    for number, text in enumerate(source.splitlines(), 1):
+        if SKELETON_TODO in text:
+            what = text.split(SKELETON_TODO, 1)[1].lstrip(": ").strip() or "a guess"
+            message = (
+                f"still as the skeleton guessed it ({what}): check it, then delete the {SKELETON_TODO} note"
+            )
+            out.append(_diag(path, number, message, "spec-todo", Severity.WARNING))
+    return out
 
 
 def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
@@ -188,14 +194,34 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
                 Severity.WARNING,
             )
         )
+    problem = _sizes_problem(spec)
+    if problem:
+        out.append(_diag(p, spec.line, problem, "spec-sizes"))
+        return out
     all_sizes = spec.verification_sizes() + spec.timing_cases()
     for name, arg in spec.args.items():
-        if not isinstance(arg, (In, Out, InOut, Scratch, Scalar)):
+        if not isinstance(arg, (In, Out, InOut, Scratch, Scalar, Alias)):
             out.append(
-                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch or Scalar", "spec-args")
+                _diag(p, spec.line, f"`{name}` must be In, Out, InOut, Scratch, Scalar or Alias", "spec-args")
             )
             continue
         line = arg.line or spec.line
+        if isinstance(arg, Alias):
+            target = spec.args.get(arg.target)
+            if target is None or isinstance(target, (Scalar, Alias)) or arg.target == name:
+                what = "is not in args" if target is None else f"is {type(target).__name__}, not a buffer"
+                if arg.target == name:
+                    what = "is itself"
+                out.append(
+                    _diag(
+                        p,
+                        line,
+                        f"`{name}` = Alias({arg.target!r}): `{arg.target}` {what}; an alias names a buffer "
+                        "(In, Out, InOut or Scratch) declared in args",
+                        "spec-args",
+                    )
+                )
+            continue
         if arg.dtype not in DTYPES:
             out.append(
                 _diag(
@@ -221,3 +247,33 @@ def _check_spec_alone(spec: Spec) -> list[Diagnostic]:
                 if problem:
                     out.append(_diag(p, line, f"`{name}`: {problem}", "spec-dist"))
     return out
+
+
+def _sizes_problem(spec: Spec) -> str | None:
+    """What is wrong with `derived_sizes` and `sizes_valid`, evaluated on every case; None if fine."""
+    derived = spec.derived_sizes or {}
+    if not isinstance(derived, dict):
+        return 'derived_sizes must be a dict of size name -> expression, e.g. {"nnz": "rows * 16"}'
+    given = [n for n in derived if n in spec.size_names]
+    if given:
+        return f"{', '.join(given)}: derived (derived_sizes) and also given in sizes; give it in one place"
+    if spec.sizes_valid is not None and not callable(spec.sizes_valid):
+        return "sizes_valid must be a function of sizes by name, e.g. lambda rows, nnz: nnz >= rows"
+    for sizes in [*spec.sizes, *(spec.timing_sizes or [])]:
+        try:
+            full = spec.complete(sizes)
+        except SpecError as e:
+            return f"derived_sizes: {e} (case {case_label(sizes)})"
+        try:
+            ok = spec.valid(full)
+        except Exception as e:  # the user's function
+            return f"sizes_valid raised {type(e).__name__}: {e} (case {case_label(full)})"
+        if not ok:
+            return f"case {case_label(full)} of sizes fails sizes_valid"
+    try:
+        spec.edge_cases()
+    except SpecError as e:
+        return f"derived_sizes: {e} (edge sizes)"
+    except Exception as e:
+        return f"sizes_valid raised {type(e).__name__}: {e} (edge sizes)"
+    return None

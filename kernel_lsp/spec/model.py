@@ -1,4 +1,5 @@
-"""The public spec API: Spec and its argument declarations (In, Out, InOut, Scratch, Scalar)."""
+"""The public spec API: Spec and its argument declarations (In, Out, InOut, Scratch, Scalar,
+Alias)."""
 
 from __future__ import annotations
 
@@ -111,7 +112,25 @@ class Scalar:
             object.__setattr__(self, "line", _caller_line())
 
 
-Arg = In | Out | InOut | Scratch | Scalar
+@dataclass(frozen=True)
+class Alias:
+    """Another parameter name for a buffer declared in `args`: a pipeline whose launcher passes one
+    buffer as `rms` to one kernel and as `d_rms` to the next says `"d_rms": Alias("rms")`. The
+    kernels then get the same device pointer; the reference sees (and returns) it as `rms`."""
+
+    target: str
+    line: int = field(default=0, compare=False)
+
+    kind = "alias"
+    is_input = False
+    is_output = False
+
+    def __post_init__(self) -> None:
+        if not self.line:
+            object.__setattr__(self, "line", _caller_line())
+
+
+Arg = In | Out | InOut | Scratch | Scalar | Alias
 
 
 @dataclass
@@ -135,6 +154,11 @@ class Spec:
     # The original `.cu` (a path relative to the spec file) whose entry of the same name is the
     # oracle where the spec gives no reference (differential testing), and must agree otherwise.
     baseline: str | None = None
+    # Sizes computed from the others in every case ({"nnz": "rows * 16"}); `sizes` gives the rest.
+    derived_sizes: dict[str, str | int] | None = None
+    # A function of sizes by name that says whether a case makes sense (`lambda rows, nnz: nnz >=
+    # rows`): edge sizes that fail it are left out, and a case of `sizes` that fails it is an error.
+    sizes_valid: Callable[..., bool] | None = None
     line: int = field(default=0, compare=False)
     path: str = field(default="", compare=False)  # the spec file (set by load_specs)
 
@@ -168,14 +192,25 @@ class Spec:
 
     @property
     def size_names(self) -> list[str]:
+        """The sizes a case gives (not the derived ones)."""
         names: list[str] = []
         for s in self.sizes:
             names += [k for k in s if k not in names]
         return names
 
-    def verification_sizes(self) -> list[dict[str, int]]:
-        """The spec's sizes, plus edge sizes, without repeats, smallest first."""
-        sizes = [dict(s) for s in self.sizes]
+    def complete(self, sizes: Mapping[str, Any]) -> dict[str, Any]:
+        """A case's sizes with the derived sizes added, in order (one may use an earlier one)."""
+        full = dict(sizes)
+        for name, expr in (self.derived_sizes or {}).items():
+            full[name] = int(eval_expr(expr, full))
+        return full
+
+    def valid(self, sizes: Mapping[str, Any]) -> bool:
+        """Whether `sizes_valid` accepts a (complete) case; True without one."""
+        return self.sizes_valid is None or bool(call_with_names(self.sizes_valid, dict(sizes)))
+
+    def edge_cases(self) -> list[dict[str, int]]:
+        """The edge sizes (complete), those `sizes_valid` rejects left out."""
         if self.edge_sizes is True and self.sizes:
             names = self.size_names
             edges = [dict.fromkeys(names, 1), dict.fromkeys(names, 97)]
@@ -183,20 +218,37 @@ class Spec:
             edges = [dict(s) for s in self.edge_sizes]
         else:
             edges = []
-        for e in edges:
+        full = [self.complete(e) for e in edges]
+        return [e for e in full if self.valid(e)]
+
+    def verification_sizes(self) -> list[dict[str, int]]:
+        """The spec's sizes, plus edge sizes, without repeats, smallest first; each complete."""
+        sizes = [self.complete(s) for s in self.sizes]
+        for e in self.edge_cases():
             if e not in sizes:
                 sizes.append(e)
         return sizes
 
     def timing_cases(self) -> list[dict[str, int]]:
         if self.timing_sizes:
-            return [dict(s) for s in self.timing_sizes]
+            return [self.complete(s) for s in self.timing_sizes]
         if not self.sizes:
             return []
-        return [dict(max(self.sizes, key=lambda s: math.prod(max(1, int(v)) for v in s.values())))]
+        full = [self.complete(s) for s in self.sizes]
+        return [max(full, key=lambda s: math.prod(max(1, int(v)) for v in s.values()))]
 
     def buffers(self) -> dict[str, _Buffer]:
-        return {k: a for k, a in self.args.items() if not isinstance(a, Scalar)}
+        """The buffers that are allocated: every In, Out, InOut and Scratch (not their aliases)."""
+        return {k: a for k, a in self.args.items() if not isinstance(a, (Scalar, Alias))}
+
+    def buffer_name(self, param: str) -> str:
+        """The buffer a parameter gets: itself, or the target of its Alias."""
+        arg = self.args.get(param)
+        return arg.target if isinstance(arg, Alias) else param
+
+    def aliases(self) -> dict[str, str]:
+        """{alias: the buffer it names}."""
+        return {k: a.target for k, a in self.args.items() if isinstance(a, Alias)}
 
     def outputs(self) -> dict[str, _Buffer]:
         return {k: a for k, a in self.args.items() if a.is_output}

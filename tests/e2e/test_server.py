@@ -215,6 +215,28 @@ async def test_spec_problems_show_in_the_spec_without_a_gpu(client: LanguageClie
     assert await diagnostics(client, u, until=lambda ds: len(ds) == 0) == []
 
 
+async def test_the_server_dry_runs_a_spec_without_a_gpu(client: LanguageClient, tmp_path):
+    """A reference that fails at the smallest size, n=1, is reported at its line, on the CPU; the
+    fix, saved from the editor, clears it."""
+    from fixture_sources import VADD
+
+    cu, spec = tmp_path / "vadd.cu", tmp_path / "vadd.spec.py"
+    cu.write_text(VADD)
+    broken = SPEC_OK.replace('{"c": a + b}', '{"c": a + b + 0 * a[1]}')
+    spec.write_text(broken)
+    await start(client, tmp_path)
+    open_file(client, cu)
+    u = open_file(client, spec, text=broken)
+    found = await diagnostics(client, u, until=lambda ds: len(ds) > 0)
+    assert found[0].range.start.line == broken.splitlines().index(
+        next(ln for ln in broken.splitlines() if "a[1]" in ln)
+    )
+    assert "dry run on the CPU: case n=1: the reference raised IndexError" in found[0].message
+    client.diagnostics.pop(u, None)
+    change_and_save(client, spec, SPEC_OK, version=2)
+    assert await diagnostics(client, u, until=lambda ds: len(ds) == 0) == []
+
+
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "kernel_lsp"],

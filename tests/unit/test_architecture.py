@@ -30,8 +30,10 @@ LAYERS: dict[str, int] = {
     "source": 1,
     "compile": 1,
     "include_graph": 1,
+    "index_expr": 1,
     "host_launch": 2,
     "host_entry": 2,
+    "kernel_use": 2,
     "config": 2,
     "spec": 2,
     # what runs and checks compiled code

@@ -23,7 +23,7 @@ SPEC = Spec(
     kernel="k",
     sizes=[{"n": 4}],
     args={"x": Out("float32", shape="n"), "n": Scalar("int32")},
-    reference=lambda n: {"x": None},
+    reference=lambda n: {"x": [1.0] * n},
 )
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import textwrap
+from pathlib import Path
 
 from kernel_lsp.cli import main
 from kernel_lsp.skeleton import spec_skeleton
@@ -65,7 +66,9 @@ def test_matmul_skeleton_reads_2d_shapes_and_stays_small(tmp_path):
 
 def test_shapes_it_cannot_read_are_marked_and_small(tmp_path):
     text, spec, _ = skeleton_for(OPAQUE, tmp_path)
-    assert text.count("TODO: shape") == 3  # x, idx and y
+    # x[m] reaches element m, idx[0] element 0; y's extent (indexed by idx's values) is a guess.
+    assert spec.args["x"].shape == "m + 1" and spec.args["idx"].shape == "1"
+    assert text.count("TODO(kernel-lsp): shape") == 1 and '"y": Out("float32", shape="y_rows")' in text
     assert most_elements(spec) <= 256 * 256
 
 
@@ -125,3 +128,40 @@ def test_optimize_takes_the_only_kernel_without_kernel_flag(capsys, tmp_path):
     two.write_text(MATMUL + VADD)
     assert main(["optimize", str(two)]) == 2
     assert "name one with --kernel" in capsys.readouterr().err
+
+
+def test_spec_command_writes_a_pipeline(capsys, tmp_path):
+    cu = tmp_path / "two.cu"
+    cu.write_text(MATMUL + VADD)
+    assert main(["spec", str(cu)]) == 2
+    assert "with --pipeline a,b" in capsys.readouterr().err
+    assert main(["spec", str(cu), "--pipeline", "matmul,nope"]) == 2
+    assert "no kernel nope (found: matmul, vadd)" in capsys.readouterr().err
+    assert main(["spec", str(cu), "--pipeline", "matmul,vadd"]) == 0
+    assert "pipeline matmul -> vadd" in capsys.readouterr().out
+    spec = load_specs(str(tmp_path / "two.spec.py")).specs[0]
+    assert spec.pipeline == ["matmul", "vadd"] and {"A", "B", "C", "a", "b", "c"} <= set(spec.args)
+
+
+def test_a_file_whose_launcher_runs_its_kernels_gets_the_pipeline(capsys, tmp_path):
+    corpus = Path(__file__).resolve().parents[1] / "fixtures" / "spec_corpus" / "llmc"
+    cu = tmp_path / "rmsnorm.cu"
+    cu.write_text(
+        (corpus / "rmsnorm.cu")
+        .read_text()
+        .replace('#include "common.h"', "#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))")
+    )
+    assert main(["spec", str(cu)]) == 0  # no --kernel: the launcher's two kernels, in order
+    assert "pipeline rms_kernel -> rmsnorm_apply_kernel" in capsys.readouterr().out
+    spec = load_specs(str(tmp_path / "rmsnorm.spec.py")).specs[0]
+    assert spec.pipeline == ["rms_kernel", "rmsnorm_apply_kernel"] and spec.aliases() == {"d_rms": "rms"}
+    # Two launchers of different kernels: which one is the user's to say, and the hint says how.
+    other = tmp_path / "two.cu"
+    other.write_text(
+        cu.read_text() + "\n__global__ void extra(float* y, int n) { y[0] = n; }\n"
+        "void run_extra(float* y, int n) { extra<<<1, 1>>>(y, n); rms_kernel<<<1, 1>>>(y, y, n, n); }\n"
+    )
+    assert main(["spec", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert "`rmsnorm_forward` launches rms_kernel -> rmsnorm_apply_kernel" in err
+    assert "--pipeline rms_kernel,rmsnorm_apply_kernel" in err

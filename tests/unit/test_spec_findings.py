@@ -80,3 +80,14 @@ def test_spec_that_never_returns_is_stopped(tmp_path: Path):
         "vadd.spec.py:1:1: error: vadd.spec.py did not return within 3 s while vadd.cu was checked"
         in out.stdout
     ), out.stdout
+
+
+def test_check_no_gpu_fails_on_the_skeleton_as_written(tmp_path: Path):
+    from kernel_lsp.skeleton import spec_skeleton
+    from kernel_lsp.source import find_kernels, parse_directives
+
+    (tmp_path / "vadd.cu").write_text(VADD)
+    (tmp_path / "vadd.spec.py").write_text(spec_skeleton(find_kernels(VADD)[0], parse_directives(VADD), VADD))
+    out = check(tmp_path)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "dry run on the CPU: the reference is not written yet" in out.stdout

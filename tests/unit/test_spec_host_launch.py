@@ -38,7 +38,7 @@ SPECS = [
          reference=lambda a, b: {"c": a + b}),
     Spec(kernel="scale_kernel", name="scale", sizes=[{"n": 1000}],
          args={"y": Out("float32"), "alpha": Scalar("float32", 2.0), "n": Scalar("int32")},
-         reference=lambda: {}),
+         reference=lambda n, alpha: {"y": [0.0] * n}),
     Spec(kernel="sum", pipeline=["partial_sums_kernel", "final_sum_kernel"], sizes=[{"n": 1000, "count": 4}],
          args={"x": In("float32"), "partial": Scratch("float32", shape="count"), "out": Out("float32", shape=1),
                "n": Scalar("int32"), "count": Scalar("int32")},
@@ -82,7 +82,7 @@ def test_a_host_launch_the_spec_cannot_use_says_why_at_the_spec(tmp_path):
         'SPEC = Spec(kernel="scaleRows", sizes=[{"width": 8, "height": 8}],\n'
         '            args={"data": Out("float32", shape="(height, width)"), "width": Scalar("int32"),\n'
         '                  "height": Scalar("int32"), "factor": Scalar("float32", 2.0)},\n'
-        "            reference=lambda: {})\n"
+        "            reference=lambda height, width: {'data': [[0.0] * width] * height})\n"
     )
     (d,) = spec_findings(str(cu), cu.read_text())
     assert d.line == 2 and d.code == "spec-launch"
@@ -148,7 +148,8 @@ def test_the_skeletons_launch_is_the_files_own(tmp_path, name, kernel):
     assert loaded.ok, loaded.diagnostics
     (spec,) = loaded.specs
     assert [d.message for d in spec_findings(str(cu), source) if d.code == "spec-launch"] == []
-    (d,) = with_host_launches(parse_directives(source), source, spec.kernels).launches_of(kernel)[:1]
+    # The skeleton names a template kernel by the instance the file launches (`fill<float>`).
+    (d,) = with_host_launches(parse_directives(source), source, spec.kernels).launches_of(spec.kernel)[:1]
     assert f"grid={d.grid} block={d.block}" in text
     constants = source_constants(source)
     for sizes in spec.verification_sizes():

@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from ...compile.files import read_text_file
 from ...safe_write import inside, replace_file
-from ...skeleton import spec_skeleton
+from ...skeleton import files_pipeline, skeleton_for, spec_skeleton
 from ...source import find_kernels, parse_directives
 from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
@@ -67,7 +67,14 @@ def register(server) -> None:
             return _reply(False, None, message)
         try:
             # Whole or not at all, never over a file or through a link there (safe_write.py).
-            replace_file(spec_path, spec_skeleton(kernel, parse_directives(source), source), overwrite=False)
+            # A kernel of the file's one pipeline gets the pipeline's spec, as `kernel-lsp spec` does.
+            pipeline = files_pipeline(source)
+            text = (
+                skeleton_for(source, pipeline, path)
+                if kernel.name in pipeline
+                else spec_skeleton(kernel, parse_directives(source), source)
+            )
+            replace_file(spec_path, text, overwrite=False)
         except FileExistsError:
             message = f"{os.path.basename(spec_path)} already exists; it was left as it is."
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
