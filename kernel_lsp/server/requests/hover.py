@@ -71,7 +71,9 @@ def resources_markdown(
 
 
 def _instances_line(kernels: list[KernelResources], names: list[str], sources: tuple[str, ...]) -> str:
-    line = f"{len(names)} instances: registers {span([k.registers for k in kernels])}"
+    # Overloads are named by their parameters (`relu(float*, int)`), instances by their arguments.
+    what = "overloads" if all(n.endswith(")") for n in names) else "instances"
+    line = f"{len(names)} {what}: registers {span([k.registers for k in kernels])}"
     occupancies = [k.occupancy.fraction for k in kernels if k.occupancy]
     if occupancies:
         line += f", occupancy {span(occupancies, lambda f: f'{f:.0%}')}"
