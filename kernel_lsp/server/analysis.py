@@ -240,7 +240,8 @@ class Analysis:
             while True:
                 self._again.discard(path)
                 await self._check_once(path)
-                if path not in self._again:
+                # After shutdown a cancelled check asks again: nothing may start then.
+                if path not in self._again or self._closed:
                     break
                 # A burst (saves while a check ran): wait for a quiet moment, then check the
                 # newest text once. A lone save starts at once; 50 saves in a second cost a
@@ -261,6 +262,8 @@ class Analysis:
             await asyncio.sleep(left)
 
     async def _check_once(self, path: str) -> None:
+        if self._closed:  # no workers may start after shutdown
+            return
         snap = self._snapshot(path)
         workspace = self._workspace()
         if workspace.settings_for(path).runs_specs and not self._may_run_spec(path):

@@ -63,6 +63,8 @@ async def slow_client(lsp_client: LanguageClient):
     SLOW.unlink(missing_ok=True)
     try:
         await asyncio.wait_for(lsp_client.shutdown_session(), EXIT_TIMEOUT_S)
+    except RuntimeError:  # the test shut the server down itself
+        pass
     except asyncio.TimeoutError:
         if lsp_client._server is not None:
             lsp_client._server.kill()
@@ -124,3 +126,27 @@ async def test_front_end_findings_come_first_and_an_edit_cancels_the_full_compil
     assert [lens.range.start.line for lens in lenses] == [1] and "regs" in lenses[0].command.title
     counters = await stats(slow_client)
     assert counters["cancels"] >= 1 and counters["inFlight"] == 0
+
+
+async def test_a_shutdown_during_a_compile_ends_the_server_and_the_compile(slow_client, tmp_path):
+    # A compile cancelled by the shutdown used to ask for a re-check, which started workers again
+    # on a closed server: it never exited, and wrote errors until its stderr filled.
+    FULL_PIDS.unlink(missing_ok=True)
+    SLOW.touch()
+    await start(slow_client, tmp_path)
+    path = tmp_path / "app.cu"
+    path.write_text(HOST_ERROR)
+    u = open_file(slow_client, path)
+    await diagnostics(slow_client, u, timeout=60)  # the first look
+    deadline = time.monotonic() + 30
+    while not FULL_PIDS.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    (full_pid,) = [int(p) for p in FULL_PIDS.read_text().split()]
+    server = slow_client._server
+    assert server is not None
+    await asyncio.wait_for(slow_client.shutdown_session(), EXIT_TIMEOUT_S)
+    await asyncio.wait_for(server.wait(), EXIT_TIMEOUT_S)
+    deadline = time.monotonic() + 10
+    while _alive(full_pid) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not _alive(full_pid), "the full compile outlived the server"

@@ -3,6 +3,8 @@ front end is well under the full compile, learned from clean checks; never for N
 
 from __future__ import annotations
 
+import asyncio
+
 from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
@@ -47,3 +49,19 @@ def test_nvrtc_files_get_no_first_look():
     a = _analysis()
     a._nvrtc_only.add("k.cu")
     assert not a._first_look_pays("k.cu")
+
+
+def test_nothing_starts_after_shutdown(tmp_path):
+    # A compile cancelled by the shutdown asked for a re-check, which started a worker pool again
+    # on a closed server (it then never exited).
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+
+    async def run() -> None:
+        a = _analysis()
+        a.shutdown()
+        a.request(str(path))
+        await a.wait(str(path), timeout=10)
+        assert not a.workers_running and a.compiles == 0
+
+    asyncio.run(run())
