@@ -7,7 +7,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field, replace
 
-from .compile import compile_source, decode_source, read_source
+from .compile import JOB_TIMEOUT_S, SKIPPED, compile_front_end, compile_source, decode_source, read_source
 from .compile.compile_commands import (
     CommandFlags,
     Database,
@@ -66,8 +66,29 @@ class FileCheck:
         fails `--check --strict` as a warning does."""
         return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
 
+    @property
+    def front_end_only(self) -> bool:
+        """A first look: nvcc's front end only, no resources yet."""
+        return bool(self.results) and all(r.stage == "front-end" for r in self.results)
+
     def result_for(self, arch: str) -> CompileResult | None:
         return next((r for r in self.results if r.arch == arch), None)
+
+
+def job_deadline(settings: Settings) -> float:
+    """How long one file's check may run in its worker: `checkTimeoutSeconds`; where the user
+    raised nvcc's own limit (`compileTimeoutSeconds`, KERNEL_LSP_NVCC_TIMEOUT_S) past it, long
+    enough for that limit on each arch, twice (a header is compiled again in its includer's
+    context), and a margin."""
+    from .compile import nvcc
+
+    raised = settings.compile_timeout_s or (
+        nvcc.NVCC_TIMEOUT_S if "KERNEL_LSP_NVCC_TIMEOUT_S" in os.environ else None
+    )
+    base = float(settings.check_timeout_s or JOB_TIMEOUT_S)
+    if raised is None:
+        return base
+    return max(base, raised * 2 * len(settings.archs()) + 30)
 
 
 def spec_owners(spec_path: str) -> list[str]:
@@ -166,9 +187,48 @@ def check_source(
     includers: tuple[Includer, ...] = (),
     project: Lookup | None = None,
 ) -> FileCheck:
-    """`includers`: files that include this one (a header), best first; a header that fails on
-    its own is checked in the first one's context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, project)
+    """`includers`: files that include this one (a header), best first; a header is compiled with
+    the first one's flags when it has no compile_commands.json entry of its own, and a header
+    that fails on its own is checked in its context (see `in_includer_context`)."""
+    check = compile_all_archs(source, path, settings, base_dir, project, includer=_first(includers))
+    assert check is not None  # only the front end has nothing to say
+    full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
+    assert full is not None
+    return full
+
+
+def front_end_check(
+    source: str,
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
+) -> FileCheck | None:
+    """The first look at a file nvcc compiles, for the editor while the full compile runs: the
+    front end's findings for the first arch (no resources), with the file's other findings (launch
+    comments, spec). None when there is nothing quicker to say than the full check (NVRTC files)."""
+    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), front_end=True)
+    if check is None:
+        return None
+    return _with_file_findings(check, source, path, settings, base_dir, spec_text, includers, front_end=True)
+
+
+def _first(includers: tuple[Includer, ...]) -> str | None:
+    return includers[0][0] if includers else None
+
+
+def _with_file_findings(
+    check: FileCheck,
+    source: str,
+    path: str,
+    settings: Settings,
+    base_dir: str | None,
+    spec_text: str | None,
+    includers: tuple[Includer, ...],
+    front_end: bool = False,
+) -> FileCheck | None:
     if "kernel-lsp:" in source:
         from .launch_check import launch_findings
 
@@ -181,7 +241,9 @@ def check_source(
             path, source, settings.defines, spec_text, settings.runs_specs, check.results
         )
     elif includers and check.errors:
-        check = in_includer_context(check, source, includers[0], settings, base_dir)
+        # None: the includer's front end has nothing quick to say, and the header's lone errors
+        # may be only that it needs its includer: no first look rather than a false one.
+        return in_includer_context(check, source, includers[0], settings, base_dir, front_end)
     return check
 
 
@@ -197,12 +259,22 @@ class FileFlags:
 
 
 def file_flags(
-    path: str, source: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
+    path: str,
+    source: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    project: Lookup | None = None,
+    includer: str | None = None,
 ) -> FileFlags:
     """The project flags `path` compiles with (every front end gets its flags here). `project`:
     its database lookup, when the caller has it (a worker that read a 300,000-entry database
-    itself took seconds and 400 MB)."""
+    itself took seconds and 400 MB). A file without an entry of its own (a header) takes
+    `includer`'s."""
     project = project if project is not None else settings.project_flags(path, base_dir)
+    if includer is not None and (project.flags is None or project.borrowed):
+        from_includer = settings.project_flags(includer, base_dir)
+        if from_includer.flags is not None and not from_includer.borrowed:
+            project = from_includer
     flags = project.flags
     problems: tuple[Diagnostic, ...] = ()
     if project.problem:
@@ -228,19 +300,31 @@ def file_flags(
 
 
 def compile_all_archs(
-    source: str, path: str, settings: Settings, base_dir: str | None = None, project: Lookup | None = None
-) -> FileCheck:
+    source: str,
+    path: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    project: Lookup | None = None,
+    includer: str | None = None,
+    front_end: bool = False,
+) -> FileCheck | None:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
-    settings; a database that cannot be used is one warning at the top of the file."""
-    found = file_flags(path, source, settings, base_dir, project)
+    settings; a database that cannot be used is one warning at the top of the file. A file
+    without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
+    the first arch only (None when NVRTC compiles the file)."""
+    found = file_flags(path, source, settings, base_dir, project, includer)
     if found.blocking is not None:
         return FileCheck(path, [found.blocking], checked=False)
     flags = found.flags
-    results = []
-    for arch in settings.archs(flags):
-        options = settings.compile_options(arch, base_dir, flags)
+    options = [settings.compile_options(arch, base_dir, flags) for arch in settings.archs(flags)]
+    if front_end:
+        first = compile_front_end(source, path, options[0])
+        if first is None or first.stage == SKIPPED or first.cancelled:
+            return None
+        results = [first]
+    else:
         # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
-        results.append(with_launch_occupancy(compile_source(source, path, options), source, options.defines))
+        results = [with_launch_occupancy(compile_source(source, path, o), source, o.defines) for o in options]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
@@ -254,20 +338,28 @@ def _alone_artifact(d: Diagnostic, header: str) -> bool:
 
 
 def in_includer_context(
-    alone: FileCheck, source: str, includer: Includer, settings: Settings, base_dir: str | None = None
-) -> FileCheck:
+    alone: FileCheck,
+    source: str,
+    includer: Includer,
+    settings: Settings,
+    base_dir: str | None = None,
+    front_end: bool = False,
+) -> FileCheck | None:
     """A header that fails on its own (its types, macros or includes come from the file that
     includes it) is compiled as the includer sees it: the header's findings are those of the
     includer's compile that lie in the header, exactly as the compiler reports them there, and its
     kernels are the includer's kernels defined in the header. The includer's own findings stay
     the includer's (its own check reports them). When the includer fails by itself and shows
-    nothing in the header, its compile says nothing about the header: the lone check stands."""
+    nothing in the header, its compile says nothing about the header: the lone check stands.
+    `front_end`: the includer's front end only (None when NVRTC compiles it: no quick answer)."""
     includer_path, includer_text = includer
     if includer_text is None:
         includer_text, _ = read_source(includer_path, settings.max_file_bytes)
     if includer_text is None:
         return alone
-    context = compile_all_archs(includer_text, includer_path, settings, base_dir)
+    context = compile_all_archs(includer_text, includer_path, settings, base_dir, front_end=front_end)
+    if context is None:
+        return None
     mine = [d for d in context.diagnostics if _same(d.path, alone.path)]
     includer_errors = sum(1 for d in context.diagnostics if d.severity == Severity.ERROR and d not in mine)
     if includer_errors and not any(d.severity == Severity.ERROR for d in mine):
@@ -294,7 +386,16 @@ def in_includer_context(
             path=alone.path,
             diagnostics=[d for d in r.diagnostics if _same(d.path, alone.path)],
             kernels=[
-                replace(k, line=lines[_base_name(k.name)]) for k in r.kernels if _base_name(k.name) in lines
+                replace(
+                    k,
+                    line=k.defined_at
+                    if k.defined_in and _same(k.defined_in, alone.path)
+                    else lines[_base_name(k.name)],
+                    defined_in="",
+                    defined_at=0,
+                )
+                for k in r.kernels
+                if _base_name(k.name) in lines
             ],
         )
         for r in context.results

@@ -48,6 +48,9 @@ class Settings:
     worker_idle_s: int = 300
     # One file's check (every arch and its spec) past this is stopped: "not checked in time".
     check_timeout_s: int = int(JOB_TIMEOUT_S)
+    # nvcc's time limit per compile, in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S, else 60). A file
+    # that runs out of time is "not checked in time", an information finding, never an error.
+    compile_timeout_s: float | None = None
     # The address-space limit of each compile worker and the compilers it runs (MiB; 0: none).
     compile_memory_mb: int = COMPILE_MEMORY_MB
     # A compile_commands.json over this is not read (one warning says so).
@@ -139,6 +142,7 @@ class Settings:
             default_device=self.default_device,
             compiler=self.compiler,
             host_check=self.host_check,
+            timeout_s=self.compile_timeout_s,
         )
         if project is None:
             return base
@@ -187,6 +191,8 @@ _KEYS: dict[str, str] = {
     "optimizer.candidates": "optimizer_candidates",
     "optimizer.proposer": "optimizer_proposer",
     "compiler": "compiler",
+    "compileTimeoutSeconds": "compile_timeout_s",
+    "compile-timeout-seconds": "compile_timeout_s",
     "hostCheck": "host_check",
     "host-check": "host_check",
     "compileCommands": "compile_commands",
@@ -257,6 +263,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
                 "llm_model",
                 "llm_api_key",
                 "compile_commands",
+                "compile_timeout_s",
                 "clangd_path",
             ):
                 changes[name] = None
@@ -306,6 +313,10 @@ def _coerce(name: str, value: Any) -> Any:
         if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
             raise ValueError('expected "all" or a positive number of GPUs')
         return text
+    if name == "compile_timeout_s":
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ValueError("expected a positive number of seconds")
+        return float(value)
     if name in (
         "max_file_bytes",
         "optimizer_rounds",

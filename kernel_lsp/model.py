@@ -59,6 +59,11 @@ class KernelResources:
     block_size: int | None = None  # of the first launch below that gives one
     occupancy: Occupancy | None = None
     function: str = ""  # the function's plain name in the source ("total"); "" means `name`
+    # A kernel defined in a header the checked file includes (a template instantiated here):
+    # the header's absolute path and the definition's line there. `line` is then a line of the
+    # checked file that leads to it: an explicit instantiation, else the #include.
+    defined_in: str = ""
+    defined_at: int = 0
     # Where block sizes come from: the launch comment (an override), else each launch in host
     # code (distinct configurations), else __launch_bounds__; unresolved launches say why.
     launches: tuple[LaunchOccupancy, ...] = ()
@@ -150,6 +155,11 @@ class CompileResult:
     duration_s: float = 0.0
     cached: bool = False
     compiler: str = "nvrtc"  # the backend that compiled it: "nvrtc" | "nvcc"
+    # "full" (code generation: resources, ptxas findings) or "front-end" (nvcc's front end only:
+    # its findings in a fraction of the time, no resources).
+    stage: str = "full"
+    timed_out: bool = False  # stopped at the compile time limit: not checked, not an error
+    cancelled: bool = False  # stopped because a newer text replaced it: says nothing
 
 
 def format_bytes(n: int) -> str:

@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .check import FileCheck, Includer, check_bytes, check_path, file_flags
+from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
 from .codes import apply_selection
-from .compile import CompileOptions, read_source
+from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
 from .model import CompileResult
@@ -189,6 +189,27 @@ class Workspace:
         settings = self.settings_for(check.path)
         check.diagnostics = apply_selection(check.diagnostics, settings.select, settings.ignored)
         return check
+
+    def first_look(
+        self,
+        path: str,
+        text: str | None = None,
+        spec_text: str | None = None,
+        includers: tuple[Includer, ...] = (),
+        project: Lookup | None = None,
+    ) -> FileCheck | None:
+        """For a file nvcc compiles: its front end's findings for the first arch (no resources),
+        in a fraction of the full compile's time. None when there is nothing quicker to say
+        (NVRTC files, text that is not compiled at all)."""
+        settings = self.settings_for(path)
+        if text is None:
+            source, _ = read_source(path, settings.max_file_bytes)
+        else:
+            source, _ = decode_source(text.encode("utf-8", "surrogatepass"), path, settings.max_file_bytes)
+        if source is None:
+            return None
+        found = front_end_check(source, path, settings, self.root, spec_text, includers, project)
+        return self.reported(found) if found is not None else None
 
     # --- GPUs -------------------------------------------------------------------------------------
 

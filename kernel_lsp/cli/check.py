@@ -1,7 +1,8 @@
 """`kernel-lsp check PATH...` (alias `kernel-lsp --check PATH...`): check files for pre-commit and CI.
 
-Exit codes (ruff's convention): 0 no errors, 1 errors (or warnings with --strict), 2 the tool itself
-failed (bad arguments, a path that does not exist or is not CUDA, no CUDA files found, NVRTC missing)."""
+Exit codes (ruff's convention): 0 no errors, 1 errors (or, with --strict, warnings and files not
+checked in time), 2 the tool itself failed (bad arguments, a path that does not exist or is not
+CUDA, no CUDA files found, NVRTC missing)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ import argparse
 import os
 import sys
 
-from ..check import CUDA_SUFFIXES, FileCheck, collect_files, failed_check, includers_for, report_once
+from ..check import (
+    CUDA_SUFFIXES,
+    FileCheck,
+    collect_files,
+    failed_check,
+    includers_for,
+    job_deadline,
+    report_once,
+)
+from ..check_jobs import lean_analyze
 from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
@@ -37,13 +47,19 @@ def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCh
     context = includers_for(files, settings)
     # The database flags here, before the workers fork: they inherit the database read once.
     jobs_args = [
-        (f, None, None, context.get(f, ()), workspace.settings_for(f).project_flags(f, workspace.root))
+        (
+            workspace,
+            f,
+            None,
+            None,
+            context.get(f, ()),
+            workspace.settings_for(f).project_flags(f, workspace.root),
+        )
         for f in files
     ]
     _load_the_rest()
-    results = run_jobs(
-        workspace.analyze, jobs_args, jobs, settings.check_timeout_s, settings.compile_memory_bytes
-    )
+    # Checks come back without their CUBINs (lean_analyze): GPU verification compiles again.
+    results = run_jobs(lean_analyze, jobs_args, jobs, job_deadline(settings), settings.compile_memory_bytes)
     return [_job_check(f, r, workspace) for f, r in zip(files, results, strict=True)]
 
 

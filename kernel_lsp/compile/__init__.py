@@ -18,7 +18,7 @@ from ..model import FAULT_CODES, CompileResult, Diagnostic, Severity, ran_out_of
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
-from .nvcc import compile_nvcc
+from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
 from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
 from .options import (
     FALLBACK_ARCH,
@@ -34,13 +34,17 @@ from .toolchain import find_toolchain
 __all__ = [
     "COMPILE_MEMORY_MB",
     "FALLBACK_ARCH",
+    "FRONT_END",
+    "FULL",
     "JOB_TIMEOUT_S",
     "MAX_FILE_BYTES",
+    "SKIPPED",
     "CompileOptions",
     "CompileResult",
     "check_arch",
     "choose_backend",
     "compile_file",
+    "compile_front_end",
     "compile_isolated",
     "compile_pool",
     "compile_source",
@@ -82,7 +86,9 @@ def choose_backend(source: str, options: CompileOptions) -> str:
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
     """Compile one file for one arch with the backend its options and text call for. A define
     that cannot be passed as written is left out, with an error at the top of the file. Headers no
-    compiler must be handed (a FIFO, a device, a huge file) are errors at their #include."""
+    compiler must be handed (a FIFO, a device, a huge file) are errors at their #include. With
+    `compiler = auto`, device-only text that NVRTC fails on because a header it includes has host
+    code (a header of a host+device project) goes to nvcc, as the project builds it."""
     if blocked := blocked_includes(source, path, options):
         return CompileResult(path, options.arch, False, blocked)
     options, refused = usable_macros(options)
@@ -90,14 +96,51 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         result = compile_nvcc(source, path, options, use_cache)
     else:
         result = compile_nvrtc(source, path, options, use_cache)
-    result = _memory_verdict(result)
-    if refused:  # a copy: the backends' caches hold `result`
-        found = [
-            Diagnostic(path, 1, 1, Severity.ERROR, f"{p}; left out", code="define", source="kernel-lsp")
-            for p in refused
-        ]
-        result = replace(result, diagnostics=found + result.diagnostics)
-    return result
+        if (
+            not result.ok
+            and options.compiler == "auto"
+            and any(_has_host_code_on_disk(h) for h in result.includes)
+            and find_toolchain(options.extra).problem is None
+        ):
+            result = compile_nvcc(source, path, options, use_cache)
+    return _with_refused(_memory_verdict(result), path, refused)
+
+
+def _with_refused(result: CompileResult, path: str, refused: list[str]) -> CompileResult:
+    if not refused:
+        return result
+    found = [
+        Diagnostic(path, 1, 1, Severity.ERROR, f"{p}; left out", code="define", source="kernel-lsp")
+        for p in refused
+    ]
+    return replace(result, diagnostics=found + result.diagnostics)  # a copy: the caches hold `result`
+
+
+def _has_host_code_on_disk(header: str) -> bool:
+    try:
+        st = os.stat(header)
+    except OSError:
+        return False
+    return _file_has_host_code(header, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_has_host_code(path: str, mtime_ns: int, size: int) -> bool:
+    """Memoised by the file's stamp: a header is read again only when it changes."""
+    source, _ = read_source(path)
+    return source is not None and bool(find_host_code(source))
+
+
+def compile_front_end(source: str, path: str, options: CompileOptions) -> CompileResult | None:
+    """A first look at a file nvcc compiles: its front end's findings, no resources (a full
+    result already cached comes back whole). None for a file NVRTC compiles (it is quick)."""
+    if blocked_includes(source, path, options):
+        return None  # the full check says so at once
+    options, refused = usable_macros(options)
+    if choose_backend(source, options) != "nvcc":
+        return None
+    result = compile_nvcc(source, path, options, stage=FRONT_END)
+    return _with_refused(_memory_verdict(result), path, refused)
 
 
 # What the compilers say when an allocation fails (the memory limit, or the machine's memory):

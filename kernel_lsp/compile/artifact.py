@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -13,7 +14,7 @@ from ..advice import INCLUDE_DIRS
 from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
-from .demangle import Demangled, demangle
+from .demangle import Demangled, demangle, fallback_name
 from .files import MAX_FILE_BYTES, read_text_prefix
 from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
@@ -147,7 +148,7 @@ def build_result(
                 )
             )
 
-    kernels = _kernel_resources(source, path, options, parsed.resources)
+    kernels = _kernel_resources(source, path, options, parsed.resources, headers)
     for k in kernels:
         if k.spills:
             diags.append(
@@ -210,21 +211,39 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
     )
 
 
-def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list) -> list[KernelResources]:
+def _kernel_resources(
+    source: str,
+    path: str,
+    options: CompileOptions,
+    raw: list,
+    headers: dict[str, tuple[int, str]] | None = None,
+) -> list[KernelResources]:
     signatures = find_kernels(source)
     directives = parse_directives(source)
     out = []
     for r in raw:
         parts = demangle(r.mangled)
+        # A symbol the demangler cannot read is `name<?>`: the raw symbol stays in `mangled`.
         function = parts.name if parts else source_name(r.mangled)
         sig = _definition_of(function, parts, signatures)
+        line, defined_in, defined_at = (sig.line if sig else 0), "", 0
+        if sig is None or not sig.definition:
+            # A template the file only instantiates: its definition is in a header it includes.
+            found = _header_definition(function, parts, headers or {})
+            if found is not None:
+                defined_in, defined_at = found
+                if sig is None:  # no explicit instantiation here: the #include that leads to it
+                    line = (headers or {})[defined_in][0]
+            elif sig is None and parts is not None:
+                # A library's kernel (CUB, Thrust): on the #include that brings the library in.
+                line = _library_include_line(source, parts.qualified, headers or {})
         launches = directives.launches_of(function)
         block = _literal_block_size(launches[0].block, options.defines, source) if launches else None
         dyn = _literal_block_size(launches[0].smem, options.defines, source) if launches else 0
         occ = archs.occupancy(r.arch, block, r.registers, r.shared_bytes, dyn or 0) if block else None
         out.append(
             KernelResources(
-                name=parts.instance if parts else function,
+                name=parts.instance if parts else fallback_name(r.mangled),
                 mangled=r.mangled,
                 arch=r.arch,
                 registers=r.registers,
@@ -234,10 +253,12 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
                 spill_load_bytes=r.spill_load_bytes,
                 barriers=r.barriers,
                 const_bytes=r.const_bytes,
-                line=sig.line if sig else 0,
+                line=line,
                 block_size=block,
                 occupancy=occ,
                 function=function,
+                defined_in=defined_in,
+                defined_at=defined_at,
             )
         )
     out = _distinct_names(out)
@@ -245,9 +266,64 @@ def _kernel_resources(source: str, path: str, options: CompileOptions, raw: list
     return out
 
 
+def _header_definition(
+    function: str, parts: Demangled | None, headers: dict[str, tuple[int, str]]
+) -> tuple[str, int] | None:
+    """(header, line) of the definition of `function` among the user headers a file reads."""
+    candidates: list[tuple[KernelSignature, str]] = []
+    for header in headers:
+        candidates += [(s, header) for s in _header_kernels(header) if s.name == function and s.definition]
+    if not candidates:
+        return None
+    sig = _definition_of(function, parts, [s for s, _ in candidates])
+    if sig is None:
+        return None
+    header = next(h for s, h in candidates if s is sig)
+    return header, sig.line
+
+
+def _library_include_line(source: str, qualified: str, headers: dict[str, tuple[int, str]]) -> int:
+    """The line of the file's #include that reaches `<ns/...>` for the kernel's outermost
+    namespace `ns` (`cub::...` -> `<cub/...>`), directly or through a user header; 0 if none."""
+    namespace = qualified.split("::", 1)[0]
+    if "::" not in qualified or not namespace.isidentifier():
+        return 0
+    prefix = namespace + "/"
+    for inc in find_includes(source):
+        if not inc.quoted and inc.target.startswith(prefix):
+            return inc.line
+    for header, (line, _) in sorted(headers.items(), key=lambda item: item[1][0]):
+        if any(not i.quoted and i.target.startswith(prefix) for i in _scan_header(header)[1]):
+            return line
+    return 0
+
+
+def _header_kernels(header: str) -> list[KernelSignature]:
+    return _scan_header(header)[0]
+
+
+def _scan_header(header: str) -> tuple[list[KernelSignature], list]:
+    try:
+        st = os.stat(header)
+    except OSError:
+        return [], []
+    return _scan_file(header, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _scan_file(path: str, mtime_ns: int, size: int) -> tuple[list[KernelSignature], list]:
+    """The kernels a header declares and its #include lines, read once per version of the file
+    (many files include it)."""
+    text = read_text_prefix(path, MAX_FILE_BYTES)  # a regular file only: never a FIFO
+    if text is None:
+        return [], []
+    return find_kernels(text), find_includes(text)
+
+
 def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:
     """Shared names get what tells them apart: the namespace (`a::k`, `b::k`), else the
-    parameters (overloads: `relu(float*, int)`), else the symbol itself."""
+    parameters (overloads: `relu(float*, int)`), else a number (`k<?> #2`); never the raw symbol,
+    which stays in `mangled`."""
 
     def qualified(k: KernelResources, parts: Demangled) -> str:
         return parts.qualified + k.name[len(parts.name) :]
@@ -272,7 +348,15 @@ def _distinct_names(kernels: list[KernelResources]) -> list[KernelResources]:
                 for i, name in labels.items():
                     kernels[i] = replace(kernels[i], name=name)
     shared = Counter(k.name for k in kernels)
-    return [replace(k, name=f"{k.name} [{k.mangled}]") if shared[k.name] > 1 else k for k in kernels]
+    seen: Counter[str] = Counter()
+    out = []
+    for k in kernels:
+        if shared[k.name] > 1:
+            seen[k.name] += 1
+            if seen[k.name] > 1:
+                k = replace(k, name=f"{k.name} #{seen[k.name]}")
+        out.append(k)
+    return out
 
 
 _TYPE_WORDS = {"unsigned": "unsigned int", "signed": "int", "long int": "long", "short int": "short"}

@@ -15,11 +15,15 @@ _OUT_OF_MEMORY = "out of memory"
 
 
 class CompileCache:
-    """LRU of results keyed by content, options and the stamps of the user headers read."""
+    """LRU of results keyed by content, options and the stamps of the user headers read; at most
+    `capacity` results and `max_bytes` of CUBINs and logs (a CUB-heavy file's CUBIN is MBs: 256
+    of them held a long-lived compile worker at hundreds of MB)."""
 
-    def __init__(self, capacity: int = 256) -> None:
+    def __init__(self, capacity: int = 256, max_bytes: int = 32 * 2**20) -> None:
         self._items: OrderedDict[str, CompileResult] = OrderedDict()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
 
     @staticmethod
@@ -40,15 +44,27 @@ class CompileCache:
 
     def put(self, key: str, result: CompileResult) -> None:
         """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
-        crash): that says nothing about the text, and the next check must try again."""
+        crash): that says nothing about the text, and the next check must try again. Nor one
+        larger than the whole byte budget."""
         compiled = getattr(result, "result", result)  # a shared-library build holds its compile
         if any(d.code in FAULT_CODES for d in compiled.diagnostics) or _OUT_OF_MEMORY in compiled.log:
             return
+        if _size(result) > self._max_bytes:
+            return
         with self._lock:
+            if (old := self._items.pop(key, None)) is not None:
+                self._bytes -= _size(old)
             self._items[key] = result
-            self._items.move_to_end(key)
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
+            self._bytes += _size(result)
+            while len(self._items) > self._capacity or self._bytes > self._max_bytes:
+                _, dropped = self._items.popitem(last=False)
+                self._bytes -= _size(dropped)
+
+
+def _size(item) -> int:
+    """The bytes a cached result holds: its CUBIN and log (and a shared-library build's library)."""
+    compiled = getattr(item, "result", item)
+    return len(getattr(item, "library", None) or b"") + len(compiled.cubin or b"") + len(compiled.log)
 
 
 _cache = CompileCache()

@@ -21,17 +21,28 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .. import procs
-from ..model import CompileResult, Diagnostic, Severity
+from ..model import CompileResult, Diagnostic, Severity, not_checked_in_time
 from .artifact import build_result
 from .cache import CompileCache
+from .cancel import cancelled
+from .files import MAX_FILE_BYTES, read_regular
 from .nvcc_args import NvccArgs
 from .options import CompileOptions
 from .toolchain import Toolchain, find_toolchain
 
 # nvcc on a large file takes seconds; one that takes this long is stuck (or a template recursion
-# without end) and is killed with everything it started.
+# without end) and is killed with everything it started. The `compileTimeoutSeconds` setting
+# (CompileOptions.timeout_s) overrides it.
 NVCC_TIMEOUT_S = float(os.environ.get("KERNEL_LSP_NVCC_TIMEOUT_S", "60"))
 PRE_INCLUDE = "--pre-include="
+
+# What raises nvcc's time limit, as "not checked in time" names it.
+TIMEOUT_SETTING = (
+    "compileTimeoutSeconds (`compile-timeout-seconds` in pyproject.toml, KERNEL_LSP_NVCC_TIMEOUT_S)"
+)
+
+# Stages of a compile (CompileResult.stage); SKIPPED: this nvcc cannot run the front end alone.
+FULL, FRONT_END, SKIPPED = "full", "front-end", "skipped"
 
 _cache = CompileCache()
 
@@ -122,9 +133,14 @@ def _line_directive(path: str) -> str:
     return f'#line 1 "{escaped}"\n'
 
 
-def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, str]:
-    """(exit code, stdout+stderr); exit code None after a timeout. The whole process group is
-    killed on a timeout: nvcc's children (cudafe++, cicc, ptxas, g++) would outlive it."""
+# How often a running nvcc is checked for a cancel request.
+_POLL_S = 0.1
+
+
+def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, str, str]:
+    """(exit code, stdout+stderr, how it ended: "done" | "timeout" | "cancelled"); the exit code
+    is None when it was stopped. The whole process group is killed: nvcc's children (cudafe++,
+    cicc, ptxas, g++) would outlive it."""
     # Its own session (killed as a group at the deadline); it dies with this process, and the
     # group with this worker (procs). Its memory limit is the worker's (RLIMIT_AS is inherited).
     proc = subprocess.Popen(
@@ -139,11 +155,18 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
         # is killed, and a full disk is the one this folder is on.
         env={**os.environ, "TMPDIR": cwd},
     )
-    try:
-        with procs.tracked_group(proc.pid):
-            out, _ = proc.communicate(timeout=timeout_s)
-        return proc.returncode, out.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
+    deadline = time.monotonic() + timeout_s
+    with procs.tracked_group(proc.pid):
+        while True:
+            wait_s = min(_POLL_S, max(0.0, deadline - time.monotonic()))
+            try:
+                out, _ = proc.communicate(timeout=wait_s)
+                return proc.returncode, out.decode("utf-8", "replace"), "done"
+            except subprocess.TimeoutExpired:
+                # communicate() keeps what it read: asking again loses no output.
+                stop = "cancelled" if cancelled() else "timeout" if time.monotonic() >= deadline else None
+                if stop is not None:
+                    break
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
@@ -152,29 +175,84 @@ def _run(command: list[str], cwd: str, timeout_s: float) -> tuple[int | None, st
             out, _ = proc.communicate(timeout=5)
         except subprocess.TimeoutExpired:
             out = b""
-        return None, out.decode("utf-8", "replace")
+        return None, out.decode("utf-8", "replace"), stop
 
 
-def compile_nvcc(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with nvcc. Never raises."""
+def compile_nvcc(
+    source: str, path: str, options: CompileOptions, use_cache: bool = True, stage: str = FULL
+) -> CompileResult:
+    """Compile one file for one arch with nvcc. Never raises. `stage="front-end"` runs the front
+    end alone (host and device code parsed, templates instantiated, CUDA's call checks; no
+    optimizer, no ptxas): the findings of a full compile's front end in a fraction of its time,
+    without resources. A full result already cached serves both stages."""
     toolchain = find_toolchain(options.extra)
     if toolchain.problem:
         return _tool_diagnostic(path, options, toolchain.problem)
     key = CompileCache.key(source, path, options) + str(toolchain) if use_cache else ""
     if use_cache and (hit := _cache.get(key)) is not None:
         return replace(hit, cached=True)
+    if use_cache and stage != FULL and (hit := _cache.get(key + stage)) is not None:
+        return replace(hit, cached=True)
     start = time.perf_counter()
     try:
-        result = _compile_in_temp_dir(source, path, options, toolchain)
+        result = _compile_in_temp_dir(source, path, options, toolchain, stage=stage)
     except OSError as e:  # no room or no permission for the temporary folder
         if e.errno == errno.ENOSPC:
             return _disk_full(path, options, tempfile.gettempdir())
         return _tool_diagnostic(path, options, f"nvcc could not run: {e}")
     result.duration_s = time.perf_counter() - start
-    # A crash or a hang says nothing about the text: try again next time.
-    if use_cache and not any(d.code in ("nvcc", "disk-full") for d in result.diagnostics):
-        _cache.put(key, result)
+    # A crash, a hang, a full disk or a cancel says nothing about the text: try again next time.
+    said_nothing = result.timed_out or result.cancelled or result.stage == SKIPPED
+    if (
+        use_cache
+        and not said_nothing
+        and not any(d.code in ("nvcc", "disk-full") for d in result.diagnostics)
+    ):
+        _cache.put(key if stage == FULL else key + stage, result)
     return result
+
+
+def _translation_unit(source: str, path: str, tmp: str) -> tuple[str, dict[str, str]]:
+    """The text nvcc compiles for `path`, and the folders to name back as the user's.
+
+    A `.cu` file is the main file: its text behind `#line 1 "<real path>"`. A header is checked
+    in place, included by a one-line file, so that `#pragma once` and include guards see one file:
+    the host compiler's preprocessor keys `#pragma once` on a file's size, time and bytes, so a
+    copy of a header that includes itself back (a.cuh -> b.cuh -> a.cuh) was read twice and every
+    definition in it "already defined". The real file is included when the editor's text is what
+    is on disk; else a mirror of its folder (links to the neighbours, the editor's text under the
+    header's own name), so that neighbours that include it back reach the editor's text."""
+    real = os.path.abspath(path)
+    folder = os.path.dirname(real)
+    if path.endswith(".cu") or '"' in real or "\n" in real or not os.path.isfile(real):
+        return _line_directive(path) + source, {}
+    try:  # a regular file only (never a FIFO), at most what the editor's text may be
+        on_disk = read_regular(real, 2 * MAX_FILE_BYTES).removeprefix(b"\xef\xbb\xbf")
+    except OSError:  # FileProblem too
+        return _line_directive(path) + source, {}
+    if on_disk == source.encode("utf-8", "surrogatepass"):
+        return f'#include "{real}"\n', {}
+    mirror = os.path.join(tmp, "mirror")
+    try:
+        os.mkdir(mirror)
+        with os.scandir(folder) as entries:
+            for n, entry in enumerate(entries):
+                if n > _MIRROR_LIMIT:
+                    raise OSError("too many files to mirror")
+                if entry.name != os.path.basename(real):
+                    os.symlink(entry.path, os.path.join(mirror, entry.name))
+        with open(
+            os.path.join(mirror, os.path.basename(real)), "w", encoding="utf-8", errors="surrogatepass"
+        ) as f:
+            f.write(source)
+    except (OSError, UnicodeEncodeError):
+        return _line_directive(path) + source, {}
+    return f'#include "{os.path.join(mirror, os.path.basename(real))}"\n', {mirror + os.sep: folder + os.sep}
+
+
+# A header's folder with more entries than this is not mirrored (its unsaved text is compiled as a
+# copy, as before): links cost little, but a folder of 100k generated files would.
+_MIRROR_LIMIT = 5000
 
 
 def _compile_in_temp_dir(
@@ -183,10 +261,12 @@ def _compile_in_temp_dir(
     options: CompileOptions,
     toolchain: Toolchain,
     with_object: Callable[[str], None] | None = None,
+    stage: str = FULL,
 ) -> CompileResult:
     """`with_object`: called with the host object's path (`host_check` compiles), inside the
     temporary folder, after a clean compile (the shared-library build links it there)."""
     assert toolchain.nvcc is not None
+    timeout_s = options.timeout_s or NVCC_TIMEOUT_S
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
         # nvcc runs its steps through a shell: a quote or space in the name would break them.
         name = re.sub(r"[^\w.+-]", "_", os.path.basename(path)) or "source.cu"
@@ -194,49 +274,69 @@ def _compile_in_temp_dir(
             name += ".cu"  # nvcc picks the language by suffix: a .cuh is CUDA too
         stem = name[: -len(".cu")]
         src = os.path.join(tmp, name)
+        text, folders = _translation_unit(source, path, tmp)
         try:
             with open(src, "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(_line_directive(path) + source)
+                f.write(text)
         except (OSError, UnicodeEncodeError) as e:
             if isinstance(e, OSError) and e.errno == errno.ENOSPC:
                 return _disk_full(path, options, os.path.dirname(tmp))
             return _tool_diagnostic(path, options, f"cannot write the temporary copy for nvcc: {e}")
-        if options.host_check:
+        cubin_path = os.path.join(tmp, stem + ".cubin")
+        if stage == FRONT_END:
+            # -ptx stops before ptxas; cicc's -lto writes the unoptimised IR, so the optimizer and
+            # the code generator never run. The front end (and its CUDA call checks) runs whole.
+            mode = ["-ptx", "-Xcicc", "-lto", "-o", os.path.join(tmp, stem + ".ir")]
+        elif options.host_check:
             # -c also runs the host compiler; --keep leaves the device CUBIN next to the object.
             keep = os.path.join(tmp, "keep")
             os.mkdir(keep)
             mode = ["-c", "-o", os.path.join(tmp, stem + ".o"), "--keep", "--keep-dir", keep]
             cubin_path = os.path.join(keep, f"{stem}.{options.arch}.cubin")
         else:
-            cubin_path = os.path.join(tmp, stem + ".cubin")
             mode = ["-cubin", "-o", cubin_path]
         safe = NvccArgs(tmp)
         command = [toolchain.nvcc, *mode, *nvcc_flags(path, options, toolchain, safe), src]
         try:
-            code, log = _run(command, tmp, NVCC_TIMEOUT_S)
+            code, log, ended = _run(command, tmp, timeout_s)
         except OSError as e:
             return _tool_diagnostic(
                 path, options, f"nvcc ({toolchain.nvcc}) could not run: {e.strerror or e}"
             )
-        if code is None:
-            return _tool_diagnostic(
-                path,
-                options,
-                f"nvcc took over {NVCC_TIMEOUT_S:.0f} s and was stopped (KERNEL_LSP_NVCC_TIMEOUT_S)",
-                log,
-            )
+        if ended != "done":
+            result = CompileResult(path, options.arch, False, log=log, compiler="nvcc", stage=stage)
+            if ended == "cancelled":
+                result.cancelled = True
+            else:
+                result.timed_out = True
+                result.diagnostics.append(not_checked_in_time(path, timeout_s, TIMEOUT_SETTING, "nvcc"))
+            return result
         ok = code == 0
         if not ok and _NO_ROOM.search(log) and _free_bytes(tmp) < LOW_DISK_BYTES:
             return _disk_full(path, options, os.path.dirname(tmp), log)
+        if stage == FRONT_END:
+            if code != 0 and "invalid option" in log and "-lto" in log:
+                # A cicc without -lto: no quick first look; the full compile says everything.
+                return CompileResult(path, options.arch, False, compiler="nvcc", stage=SKIPPED)
+            # After cicc, -ptx has ptxas read its output back as a check; the IR is no PTX, so
+            # ptxas always refuses it. Reaching ptxas means the front end passed.
+            ptxas = [line for line in log.splitlines() if line.startswith("ptxas")]
+            if ptxas:
+                ok = True
+                log = "\n".join(line for line in log.splitlines() if not line.startswith("ptxas")) + "\n"
         cubin = None
-        if ok and os.path.isfile(cubin_path):
+        if ok and stage == FULL and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:
                 cubin = f.read()
         if ok and with_object is not None and options.host_check:
             with_object(os.path.join(tmp, stem + ".o"))
-    # nvcc names the temporary copy in a few lines of its own ("... in the compilation of").
+    # nvcc names the temporary file in a few lines of its own ("... in the compilation of"), and
+    # a mirrored header's neighbours by their links.
     log = safe.restore(log.replace(src, os.path.abspath(path)))
+    for mirrored, real in folders.items():
+        log = log.replace(mirrored, real)
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
+    result.stage = stage
     # A header checked on its own is the main file here; its include guard is not a finding.
     result.diagnostics = [d for d in result.diagnostics if d.message != "#pragma once in main file"]
     result.diagnostics += [

@@ -85,10 +85,31 @@ def nvrtc_flags(path: str, options: CompileOptions) -> list[str]:
     return flags
 
 
+def _program(source: str, path: str) -> tuple[str, str, list[str], list[str]]:
+    """(text, name, header texts, header names) of the NVRTC program for `path`. A header is
+    checked in place: a one-line program includes it by its real path, and its editor text is
+    handed to NVRTC under that path, so a neighbour that includes it back reaches the same file
+    and `#pragma once` holds (compiled as the program itself, it was read twice)."""
+    real = os.path.abspath(path)
+    if path.endswith(".cu") or '"' in real or "\n" in real:
+        return source, real, [], []
+    return f'#include "{real}"\n', real + _HEADER_PROGRAM, [source], [real]
+
+
+_HEADER_PROGRAM = ".kernel-lsp.cu"  # the suffix of a header's one-line program (never on disk)
+
+
 def _run_nvrtc(source: str, path: str, flags: list[str]) -> tuple[bool, str, bytes | None]:
     from cuda.bindings import nvrtc
 
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode("utf-8"), os.path.abspath(path).encode(), 0, [], [])
+    text, name, headers, names = _program(source, path)
+    err, prog = nvrtc.nvrtcCreateProgram(
+        text.encode("utf-8", "surrogatepass"),
+        name.encode(),
+        len(headers),
+        [h.encode("utf-8", "surrogatepass") for h in headers],
+        [n.encode() for n in names],
+    )
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         return False, f"nvrtc: error: nvrtcCreateProgram failed: {err.name}", None
     try:
@@ -104,7 +125,8 @@ def _run_nvrtc(source: str, path: str, flags: list[str]) -> tuple[bool, str, byt
             nvrtc.nvrtcGetCUBIN(prog, cubin)
         elif result == nvrtc.nvrtcResult.NVRTC_ERROR_INVALID_OPTION and not log.strip(b" \x00"):
             log = f"nvrtc: error: invalid option in {' '.join(flags)}".encode()
-        return result == nvrtc.nvrtcResult.NVRTC_SUCCESS, log.decode("utf-8", "replace"), cubin
+        text_log = log.decode("utf-8", "replace").replace(name, os.path.abspath(path))
+        return result == nvrtc.nvrtcResult.NVRTC_SUCCESS, text_log, cubin
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 

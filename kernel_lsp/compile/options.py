@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 FALLBACK_ARCH = "sm_90"
 
@@ -34,6 +34,10 @@ class CompileOptions:
     compiler: str = "auto"
     # With nvcc: also compile the host side (`nvcc -c`), so the host compiler's own errors show.
     host_check: bool = False
+    # nvcc's time limit in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S or 60). Not part of what a
+    # result means: equal options and cache keys whatever it is (a result that ran out of time
+    # is never cached).
+    timeout_s: float | None = field(default=None, compare=False, repr=False)
 
     def with_arch(self, arch: str) -> CompileOptions:
         return replace(self, arch=arch)

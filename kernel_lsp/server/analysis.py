@@ -14,6 +14,12 @@ Invariants:
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
   NVRTC loaded) and start again with the next check.
+- An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
+  compile and its findings are published as soon as they land, where the front end is well under
+  the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
+  `--check` uses the full result only.
+- A newer text cancels the compile in flight: its token file is created and the worker kills
+  nvcc's process group within a tenth of a second; the newest text is checked after the burst.
 """
 
 from __future__ import annotations
@@ -23,15 +29,19 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, spec_owners
+from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, job_deadline, spec_owners
+from ..check_jobs import check_job, default_workers, front_end_job, warm_up
 from ..compile import header_stamps, include_closure
+from ..compile.cancel import cancel
 from ..compile.compile_commands import Lookup, database_stamp
 from ..compile.jobs import JobFailed, WorkerPool
 from ..config import Settings
-from ..model import Diagnostic
+from ..model import Diagnostic, KernelResources
 from ..spec import spec_path_for
 from ..workspace import Workspace
 
@@ -39,24 +49,8 @@ log = logging.getLogger(__name__)
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
-
-
-def _check_job(
-    text: str | None,
-    path: str,
-    workspace: Workspace,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    project: Lookup | None = None,
-) -> FileCheck:
-    return workspace.analyze(path, text, spec_text, includers, project)
-
-
-def _warm_up() -> None:
-    # Load NVRTC in the worker before the first real file arrives.
-    from ..compile import CompileOptions, compile_source
-
-    compile_source("", "warmup.cu", CompileOptions(), use_cache=False)
+# A first look runs beside the full compile while the front end took under this share of it.
+FIRST_LOOK_SHARE = 0.5
 
 
 @dataclass
@@ -77,6 +71,7 @@ class Analysis:
         on_checked: Callable[[str, FileCheck, Snapshot], None] = lambda path, check, snap: None,
         workers: int | None = None,
         may_run_spec: Callable[[str], bool] = lambda path: False,
+        on_definitions: Callable[[set[str]], None] = lambda headers: None,
     ) -> None:
         self._publish = publish
         self._snapshot = snapshot
@@ -84,7 +79,11 @@ class Analysis:
         self._on_busy = on_busy
         self._on_checked = on_checked
         self._may_run_spec = may_run_spec
-        self._workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self._on_definitions = on_definitions
+        # header -> {checked file -> the kernels it compiled that the header defines}: template
+        # instances get their resources where the template is written.
+        self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
+        self._workers = workers or default_workers()
         self._pool: WorkerPool | None = None
         self.results: dict[str, FileCheck] = {}
         self._cache: dict[str, FileCheck] = {}
@@ -100,6 +99,18 @@ class Analysis:
         # The files a header is checked in the context of, best first (the watcher's include graph).
         self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
         self.idle_stops = 0  # how often idle workers were ended
+        self.first_looks = 0  # how many front-end results were published (tests, benchmarks)
+        self.cancels = 0  # how many compiles in flight a newer text cancelled
+        # A check in flight: what it saw and the token that cancels its compiles.
+        self._inflight: dict[str, tuple[Snapshot, str]] = {}
+        self._cancel_dir: str | None = None
+        self._token_serial = 0
+        # Files whose last check used NVRTC only: their first phase would say nothing new.
+        self._nvrtc_only: set[str] = set()
+        # path -> (front end s, full compile s) of its last clean check: where the front end is
+        # most of the compile (CUB's headers), a first look beside the full compile only slows it.
+        self._phase_times: dict[str, tuple[float, float]] = {}
+        self.nvrtc_used = False  # a check used NVRTC: workers started later load it at once
 
     # --- pool ---------------------------------------------------------------------------------
 
@@ -112,13 +123,18 @@ class Analysis:
         pool = self._executor()
         settings = self._workspace().settings
         for _ in range(self._workers):
-            pool.submit(_warm_up, (), settings.check_timeout_s, settings.compile_memory_bytes)
+            pool.submit(warm_up, (self.nvrtc_used,), settings.check_timeout_s, settings.compile_memory_bytes)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
         self._closed = True  # checks still in flight must not write to a closed client
         self._cancel_idle_stop()
+        for _, token in self._inflight.values():
+            cancel(token)
         self._end_workers()
+        if self._cancel_dir is not None:
+            shutil.rmtree(self._cancel_dir, ignore_errors=True)
+            self._cancel_dir = None
 
     @property
     def workers_running(self) -> bool:
@@ -169,14 +185,37 @@ class Analysis:
         self._last_request[path] = asyncio.get_running_loop().time()
         if path in self._running:
             self._again.add(path)
+            self._cancel_if_outdated(path)
             return
         self._running[path] = asyncio.ensure_future(self._run(path))
         if len(self._running) == 1:
             self._on_busy(True)
 
+    def _cancel_if_outdated(self, path: str) -> None:
+        """A newer text makes the compile in flight worthless: stop it (a file on disk may have
+        changed whenever it is asked for again)."""
+        inflight = self._inflight.get(path)
+        if inflight is None:
+            return
+        seen, token = inflight
+        now = self._snapshot(path)
+        if now.text is None or now != seen:
+            log.debug(
+                "cancelling the check of %s in flight (version %s, now %s)", path, seen.version, now.version
+            )
+            self.cancels += 1
+            cancel(token)
+
+    def _new_token(self) -> str:
+        if self._cancel_dir is None:
+            self._cancel_dir = tempfile.mkdtemp(prefix="kernel-lsp-cancel-")
+        self._token_serial += 1
+        return os.path.join(self._cancel_dir, str(self._token_serial))
+
     def forget(self, path: str) -> None:
         """The file is gone: clear its findings everywhere."""
         self.results.pop(path, None)
+        self._index_definitions(path, None)
         self._again.discard(path)
         self.set_findings(path, [])
         ev = self._done.get(path)
@@ -201,7 +240,8 @@ class Analysis:
             while True:
                 self._again.discard(path)
                 await self._check_once(path)
-                if path not in self._again:
+                # After shutdown a cancelled check asks again: nothing may start then.
+                if path not in self._again or self._closed:
                     break
                 # A burst (saves while a check ran): wait for a quiet moment, then check the
                 # newest text once. A lone save starts at once; 50 saves in a second cost a
@@ -222,6 +262,8 @@ class Analysis:
             await asyncio.sleep(left)
 
     async def _check_once(self, path: str) -> None:
+        if self._closed:  # no workers may start after shutdown
+            return
         snap = self._snapshot(path)
         workspace = self._workspace()
         if workspace.settings_for(path).runs_specs and not self._may_run_spec(path):
@@ -243,23 +285,29 @@ class Analysis:
         check = self._cache.get(key) if key else None
         if check is None:
             self.compiles += 1
-            job = (snap.text, path, workspace, spec_text, includers, project)
-            result = await asyncio.wrap_future(
-                self._executor().submit(
-                    _check_job, job, settings.check_timeout_s, settings.compile_memory_bytes
-                )
-            )
-            if isinstance(result, JobFailed):
-                log.error(
-                    "checking %s did not finish: %s %s (%s)", path, result.reason, result.phase, result.detail
-                )
-                check = failed_check(path, result, settings)
-            else:
-                check = result
-            if key and check.checked:
+            token = self._new_token()
+            self._inflight[path] = (snap, token)
+            try:
+                job = (snap.text, path, workspace, spec_text, includers, project, token)
+                check = await self._compile(path, snap, settings, job, token)
+            finally:
+                # The token file (created only by a cancel) stays until shutdown: a first phase
+                # still running must see it.
+                self._inflight.pop(path, None)
+            if check is None:  # cancelled by a newer text: the loop checks that one
+                self._again.add(path)
+                return
+            said_nothing = check.incomplete or any(r.timed_out or r.cancelled for r in check.results)
+            if key and check.checked and not said_nothing:
                 if len(self._cache) > 512:
                     self._cache.pop(next(iter(self._cache)))
                 self._cache[key] = check
+            if check.results:
+                self.nvrtc_used = self.nvrtc_used or any(r.compiler == "nvrtc" for r in check.results)
+                if all(r.compiler == "nvrtc" for r in check.results):
+                    self._nvrtc_only.add(path)
+                else:
+                    self._nvrtc_only.discard(path)
         current = self._snapshot(path)
         if current.version != snap.version or (snap.text is not None and current.text != snap.text):
             log.debug(
@@ -271,8 +319,72 @@ class Analysis:
             self.forget(path)
             return
         self.results[path] = check
+        self._index_definitions(path, check)
         self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)
+
+    async def _compile(
+        self, path: str, snap: Snapshot, settings: Settings, job: tuple, token: str
+    ) -> FileCheck | None:
+        """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
+        published as soon as it lands. None when a newer text cancelled it."""
+        deadline_s, memory = job_deadline(settings), settings.compile_memory_bytes
+        pool = self._executor()
+        # The first phase is queued first: with one free worker it still comes first. A first
+        # look only where someone looks: an open document, not a project-wide check.
+        first = None
+        if snap.version is not None and self._first_look_pays(path):
+            first = asyncio.wrap_future(pool.submit(front_end_job, job, deadline_s, memory))
+        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory))
+        front_s = None
+        if first is not None:
+            await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
+            if first.done() and not full.done():
+                preview = first.result()
+                if isinstance(preview, FileCheck):
+                    self._publish_first_look(path, snap, preview)
+                    if preview.front_end_only:
+                        front_s = sum(r.duration_s for r in preview.results)
+        result = await full
+        if first is not None and not first.done():
+            cancel(token)  # the full result is in: the first look would come too late
+        if isinstance(result, JobFailed):
+            log.error(
+                "checking %s did not finish: %s %s (%s)", path, result.reason, result.phase, result.detail
+            )
+            return failed_check(path, result, settings)
+        if any(r.cancelled for r in result.results):
+            return None
+        self._time_phases(path, result, front_s)
+        return result
+
+    def _first_look_pays(self, path: str) -> bool:
+        """A first look is worth a worker and a core when the front end is well under the full
+        compile (templates that are slow to generate code for), not when it is most of it (a
+        file that includes CUB and instantiates little). NVRTC files have none."""
+        if path in self._nvrtc_only:
+            return False
+        front_s, full_s = self._phase_times.get(path, (0.0, 0.0))
+        return not full_s or front_s < FIRST_LOOK_SHARE * full_s
+
+    def _time_phases(self, path: str, check: FileCheck, front_s: float | None) -> None:
+        """Learn from clean checks only: a file with an error stops both phases at its front end."""
+        if check.errors or check.incomplete or not check.results:
+            return
+        full_s = sum(r.duration_s for r in check.results)
+        known_front_s = self._phase_times.get(path, (0.0, 0.0))[0]
+        self._phase_times[path] = (front_s if front_s is not None else known_front_s, full_s)
+
+    def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck) -> None:
+        """The front end's findings, while the full compile goes on; only for the text the editor
+        still has."""
+        if any(r.cancelled for r in preview.results):
+            return
+        current = self._snapshot(path)
+        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+            return
+        self.first_looks += 1
+        self.set_findings(path, preview.diagnostics)
 
     @classmethod
     def _prepare(
@@ -320,6 +432,26 @@ class Analysis:
         context = [(p, t if t is not None else header_stamps([p])) for p, t in includers]
         raw = repr((path, ident, settings, header_stamps(headers), spec, database, context))
         return hashlib.sha256(raw.encode()).hexdigest()
+
+    # --- where kernels are defined --------------------------------------------------------------
+
+    def _index_definitions(self, checked: str, check: FileCheck | None) -> None:
+        changed = {h for h, by_file in self._definitions.items() if by_file.pop(checked, None) is not None}
+        for k in check.kernels if check is not None else ():
+            if k.defined_in:
+                header = os.path.normpath(k.defined_in)
+                self._definitions.setdefault(header, {}).setdefault(checked, []).append(k)
+                changed.add(header)
+        for header in [h for h, by_file in self._definitions.items() if not by_file]:
+            del self._definitions[header]
+        if changed and not self._closed:
+            self._on_definitions(changed)
+
+    def instances_defined_in(self, path: str) -> list[tuple[str, KernelResources]]:
+        """(checked file, kernel) for each kernel other files compiled whose definition is in
+        `path` (a header's templates, instantiated by the files that include it)."""
+        by_file = self._definitions.get(os.path.normpath(os.path.abspath(path)), {})
+        return [(checked, k) for checked in sorted(by_file) for k in by_file[checked]]
 
     # --- publishing ---------------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ class KernelLanguageServer(LanguageServer):
             workspace=lambda: self.engine,
             on_busy=lambda busy: self.send_status("checking" if busy else None),
             on_checked=self._after_check,
+            on_definitions=self._definitions_changed,
             may_run_spec=self.may_run_spec,
         )
         # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
@@ -133,6 +134,18 @@ class KernelLanguageServer(LanguageServer):
                 hook(path, check, snap)
             except Exception:
                 log.exception("after-check hook failed for %s", path)
+
+    def _definitions_changed(self, headers: set[str]) -> None:
+        """Template instances compiled elsewhere changed for these headers: an open one asks the
+        client for its code lenses again (when the client can be asked)."""
+        if not any(self.open_document(h) is not None for h in headers):
+            return
+        caps = self.client_capabilities.workspace if self.client_capabilities else None
+        if caps and caps.code_lens and caps.code_lens.refresh_support:
+            try:
+                self.workspace_code_lens_refresh(None)
+            except Exception:  # the transport closed
+                log.debug("code lens refresh not sent", exc_info=True)
 
     # --- GPU figures (filled in by the GPU feature when a GPU is present) ----------------------
 

@@ -44,6 +44,9 @@ from .uris import uri_to_path
 log = logging.getLogger(__name__)
 
 STARTUP_CHECK_LIMIT = int(os.environ.get("KERNEL_LSP_STARTUP_CHECK_LIMIT", "50"))
+# A header opened in the editor: at most this many of the `.cu` files that include it are checked
+# (nearest first), so that its templates show the resources of their instances.
+INSTANCE_CHECK_LIMIT = int(os.environ.get("KERNEL_LSP_INSTANCE_CHECK_LIMIT", "32"))
 SCAN_LIMIT = 100_000
 STATS_REQUEST = "kernelLsp/watchStats"
 
@@ -96,6 +99,17 @@ class Watching:
         with self.graph_lock:
             found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
         return tuple((p, self.server.snapshot(p).text) for p in rank_includers(path, found)[:1])
+
+    def check_instances(self, header: str) -> int:
+        """Check the `.cu` files that include `header` and have no result yet (nearest first, at
+        most INSTANCE_CHECK_LIMIT): their template instances get their resources at the header's
+        definitions. Returns how many were queued."""
+        with self.graph_lock:
+            found = {f for f in self.graph.dependents(header) if f.endswith(".cu")}
+        results = self.server.analysis.results
+        todo = [f for f in rank_includers(header, found) if f not in results][:INSTANCE_CHECK_LIMIT]
+        self._enqueue(todo)
+        return len(todo)
 
     def folders(self) -> list[str]:
         ws = self.server.workspace

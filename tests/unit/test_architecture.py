@@ -49,6 +49,7 @@ LAYERS: dict[str, int] = {
     "watch": 5,
     # the front door, the optimizer over it, the front ends over both
     "workspace": 6,
+    "check_jobs": 6,  # what compile workers run, over the Workspace
     "gpu_check": 6,
     "optimizer": 7,
     "cli": 8,

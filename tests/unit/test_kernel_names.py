@@ -7,8 +7,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from kernel_lsp.cli import main
-from kernel_lsp.compile import CompileOptions, compile_source
+from kernel_lsp.compile import CompileOptions, compile_source, find_toolchain
 from kernel_lsp.source import find_kernels
 
 FILE = Path(__file__).parents[1] / "fixtures" / "real_projects" / "device_only" / "overloads_and_instances.cu"
@@ -109,3 +111,31 @@ def test_same_name_in_two_namespaces_gets_the_namespace_and_its_own_line():
         ("r(float*)", 6),
         ("r(int*)", 6),
     ]
+
+
+MANGLED = Path(__file__).parents[1] / "fixtures" / "mangled"
+
+
+@pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc backend unavailable")
+@pytest.mark.parametrize("name", ["pointer_args.cu", "lambda_kernels.cu", "cub_kernels.cu"])
+def test_every_kernel_nvcc_emits_is_named_without_its_symbol(name):
+    # Function and member pointers as template arguments, lambdas, CUB's policy types: each
+    # kernel by its readable instance, the symbol kept in `mangled` only.
+    path = MANGLED / name
+    result = compile_source(path.read_text(), str(path), CompileOptions(arch="sm_90", extended_lambda=True))
+    assert result.ok and result.compiler == "nvcc", result.diagnostics
+    corpus = set((MANGLED / "symbols.txt").read_text().split())
+    assert result.kernels and {k.mangled for k in result.kernels} <= corpus
+    for k in result.kernels:
+        assert "_Z" not in k.name and "<?>" not in k.name, k.name
+    names = {k.name for k in result.kernels}
+    assert len(names) == len(result.kernels)
+    if name == "pointer_args.cu":
+        assert {
+            "apply<&ops::square>",
+            "fold<float, &ops::add<float>>",
+            "field<ops::Particle, &ops::Particle::y>",
+        } <= names
+    if name == "cub_kernels.cu":
+        single_tile = [k for k in result.kernels if k.function == "DeviceReduceSingleTileKernel"]
+        assert single_tile and all(k.name.startswith("DeviceReduceSingleTileKernel<") for k in single_tile)

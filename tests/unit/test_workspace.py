@@ -110,13 +110,13 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
         optimize_main([str(cu), "--proposer", "tune", "--quiet"])
     assert {_what_matters(o) for o in recorded} == by_check
 
-    from kernel_lsp.server.analysis import _check_job
+    from kernel_lsp.check_jobs import check_job
     from kernel_lsp.server.app import KernelLanguageServer
 
     recorded.clear()
     server = KernelLanguageServer()
     server.apply_settings({"arch": ["sm_90"]}, "test")  # no workspace folder: a file opened alone
-    check = _check_job(None, str(cu), server.engine)
+    check = check_job(None, str(cu), server.engine)
     assert check.errors == 0, check.diagnostics
     assert {_what_matters(o) for o in recorded} == by_check
 

@@ -47,6 +47,8 @@ export interface KernelLspSettings {
     compileMemoryMB: number;
     /** A larger compile_commands.json is not read. */
     compileCommandsMaxBytes: number;
+    /** nvcc's time limit per compile in seconds; null: the server's default (60). */
+    compileTimeoutSeconds: number | null;
     checkOn: CheckOn;
     /** devices: "all" or a count of GPUs from `device` on (spec'd files verified in parallel); null: one. */
     gpu: { enabled: boolean; device: number | null; devices: string | null; achievedOccupancy: boolean };
@@ -78,6 +80,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     checkTimeoutSeconds: 120,
     compileMemoryMB: 8192,
     compileCommandsMaxBytes: 256 * 1024 * 1024,
+    compileTimeoutSeconds: null,
     checkOn: 'save',
     gpu: { enabled: true, device: null, devices: null, achievedOccupancy: true },
     evaluation: { backend: 'auto' },
@@ -119,6 +122,10 @@ function asPositiveInteger(value: unknown, fallback: number): number {
 
 function asNonNegativeInteger(value: unknown, fallback: number): number {
     return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : fallback;
+}
+
+function asPositiveNumberOrNull(value: unknown): number | null {
+    return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : null;
 }
 
 function asChoice<T extends string>(value: unknown, choices: readonly T[], fallback: T): T {
@@ -195,6 +202,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
             section.compileCommandsMaxBytes,
             DEFAULT_SETTINGS.compileCommandsMaxBytes,
         ),
+        compileTimeoutSeconds: asPositiveNumberOrNull(section.compileTimeoutSeconds),
         checkOn: asChoice(section.checkOn, ['save', 'change'], DEFAULT_SETTINGS.checkOn),
         gpu: {
             enabled: gpu.enabled !== false,

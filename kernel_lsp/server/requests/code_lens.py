@@ -1,14 +1,24 @@
 """textDocument/codeLens: one headline above each kernel — the GPU figures when it was checked on
 a GPU, else its compile resources — and, once a kernel is profiled, one lens on each of its
-hottest lines ("31% of stall samples: long scoreboard")."""
+hottest lines ("31% of stall samples: long scoreboard").
+
+A template's instances get their resources where the template is written: on its line in the
+header, from every file that instantiated it (the analysis' definition index), and on the line of
+each instance file that leads to it (its explicit instantiation, else its #include). A line with
+more instances than a few gets one summary lens (count, register and occupancy ranges); hover
+lists them."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
 from ...host_entry import find_host_function
+from ...model import KernelResources
 from ..profile_view import hot_line_lenses
 from ..uris import uri_to_path
+
+# More instances than this on one line: one summary lens instead of a lens each.
+LENSES_PER_LINE = 3
 
 
 def compile_headline(k) -> str:
@@ -22,6 +32,43 @@ def compile_headline(k) -> str:
     return " · ".join(parts) + f" · {k.arch}"
 
 
+def span(values: list, fmt=str) -> str:
+    """`24–40`, or `32` when all agree."""
+    lo, hi = min(values), max(values)
+    return fmt(lo) if lo == hi else f"{fmt(lo)}–{fmt(hi)}"
+
+
+def instances_summary(kernels: list[KernelResources]) -> str:
+    """One line for many instances: `12 instances: 24–40 regs · 50%–75% occupancy · sm_90`
+    (`kernels` where they are of several functions: a library's, brought in by one #include)."""
+    names = {k.name for k in kernels}
+    what = "instances" if len({k.source_function for k in kernels}) == 1 else "kernels"
+    parts = [f"{len(names)} {what}: {span([k.registers for k in kernels])} regs"]
+    spilling = {k.name for k in kernels if k.spills}
+    if spilling:
+        parts.append(f"{len(spilling)} spill")
+    occupancies = [k.occupancy.fraction for k in kernels if k.occupancy]
+    if occupancies:
+        parts.append(f"{span(occupancies, lambda f: f'{f:.0%}')} occupancy")
+    parts.append(", ".join(sorted({k.arch for k in kernels})))
+    return " · ".join(parts)
+
+
+def _distinct(kernels: list[KernelResources]) -> list[KernelResources]:
+    """One per instance name (several files may compile the same instance; the first arch)."""
+    seen: dict[str, KernelResources] = {}
+    for k in kernels:
+        seen.setdefault(k.name, k)
+    return list(seen.values())
+
+
+def _lens(line: int, title: str) -> types.CodeLens:
+    pos = types.Position(line=line - 1, character=0)
+    return types.CodeLens(
+        range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
+    )
+
+
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -29,27 +76,31 @@ def register(server) -> None:
         if not path:
             return []
         check = await ls.analysis.latest(path)
-        if not check:
-            return []
-        lenses, seen = [], set()
-        # Template instances and overloads on one line: a lens each, named.
-        per_line: dict[int, set[str]] = {}
-        for k in check.kernels:
-            per_line.setdefault(k.line, set()).add(k.name)
-        for k in check.kernels:
-            if k.name in seen or not k.line:
+        by_line: dict[int, list[KernelResources]] = {}
+        for k in check.kernels if check else ():
+            if k.line:
+                by_line.setdefault(k.line, []).append(k)
+        # Instances other files compiled from templates written here.
+        elsewhere = [k for _, k in ls.analysis.instances_defined_in(path)]
+        foreign = {id(k) for k in elsewhere}
+        for k in elsewhere:
+            by_line.setdefault(k.defined_at, []).append(k)
+        lenses = []
+        for line, kernels in sorted(by_line.items()):
+            all_archs = kernels
+            kernels = _distinct(kernels)
+            if len(kernels) > LENSES_PER_LINE:
+                lenses.append(_lens(line, instances_summary(all_archs)))
                 continue
-            seen.add(k.name)
-            title = ls.gpu_headline(path, k.name) or compile_headline(k)
-            if len(per_line[k.line]) > 1:
-                title = f"{k.name}: {title}"
-            pos = types.Position(line=k.line - 1, character=0)
-            lenses.append(
-                types.CodeLens(
-                    range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
-                )
-            )
+            for k in kernels:
+                title = ls.gpu_headline(path, k.name) or compile_headline(k)
+                # Named where a line holds several, or where the instance was compiled elsewhere.
+                if len(kernels) > 1 or k.defined_in or id(k) in foreign:
+                    title = f"{k.name}: {title}"
+                lenses.append(_lens(line, title))
         lenses += _entry_lenses(ls, path, params.text_document.uri)
+        if not lenses and check is None:
+            return []
         return lenses + hot_line_lenses(ls.hot_lines(path), path)
 
 
@@ -65,10 +116,5 @@ def _entry_lenses(ls, path: str, uri: str) -> list[types.CodeLens]:
         title = ls.gpu_headline(path, name)
         if function is None or not title:
             continue
-        pos = types.Position(line=function.line - 1, character=0)
-        lenses.append(
-            types.CodeLens(
-                range=types.Range(start=pos, end=pos), command=types.Command(title=title, command="")
-            )
-        )
+        lenses.append(_lens(function.line, title))
     return lenses

@@ -1,11 +1,13 @@
 """textDocument/hover: clangd's hover (what the symbol is: signature, documentation), and on a
 kernel's name its resources per arch, occupancy, and the GPU figures when the kernel has a spec
-and a GPU checked it."""
+and a GPU checked it. On a template, its instances — compiled by this file or by the files that
+include it — with their range of registers and occupancy."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 
 from lsprotocol import types
@@ -14,6 +16,10 @@ from ...host_launch.occupancy import NO_BLOCK, describe_launches
 from ...model import KernelResources, format_bytes
 from ...source import find_kernels
 from ..uris import uri_to_path
+from .code_lens import span
+
+# Rows shown in a hover's table; more instances are counted, not listed.
+INSTANCE_ROWS = 20
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +31,22 @@ def word_at(line: str, character: int) -> str | None:
     return None
 
 
-def resources_markdown(name: str, kernels: list[KernelResources], compiler: str = "nvrtc") -> str:
+def resources_markdown(
+    name: str, kernels: list[KernelResources], compiler: str = "nvrtc", sources: tuple[str, ...] = ()
+) -> str:
+    """`sources`: the files that compiled instances of a template written elsewhere."""
     # Template instances and overloads share the word under the cursor: a row each, named.
-    several = len({k.name for k in kernels}) > 1
+    names = sorted({k.name for k in kernels})
+    several = len(names) > 1
     rows = [
         ("| kernel " if several else "")
         + "| arch | registers | static smem | stack | spill st/ld | occupancy |",
         ("|---" if several else "") + "|---|---|---|---|---|---|",
     ]
+    shown = set(names[:INSTANCE_ROWS])
     for k in kernels:
+        if k.name not in shown:
+            continue
         occ = "n/a (see the launches below)" if k.launches else f"n/a ({NO_BLOCK})"
         if k.occupancy:
             occ = k.occupancy.describe()
@@ -45,11 +58,29 @@ def resources_markdown(name: str, kernels: list[KernelResources], compiler: str 
             f"| {k.spill_store_bytes} B / {k.spill_load_bytes} B | {occ} |"
         )
     title = name if several or not kernels else kernels[0].name
-    return (
-        f"**`{title}`** — compiled with {'nvcc' if compiler == 'nvcc' else 'NVRTC'} (theoretical occupancy from the arch's limits)\n\n"
-        + "\n".join(rows)
-        + launches_markdown(kernels, several)
-    )
+    text = f"**`{title}`** — compiled with {'nvcc' if compiler == 'nvcc' else 'NVRTC'} (theoretical occupancy from the arch's limits)\n\n"
+    if several:
+        text += _instances_line(kernels, names, sources) + "\n\n"
+    text += "\n".join(rows)
+    if len(names) > INSTANCE_ROWS:
+        text += f"\n\n… and {len(names) - INSTANCE_ROWS} more instances."
+    unread = [k for k in kernels if k.name.endswith("<?>") or "<?> #" in k.name]
+    if unread:
+        text += "\n\nNot demangled: " + ", ".join(f"`{k.mangled}`" for k in unread[:5])
+    return text + launches_markdown(kernels, several)
+
+
+def _instances_line(kernels: list[KernelResources], names: list[str], sources: tuple[str, ...]) -> str:
+    # Overloads are named by their parameters (`relu(float*, int)`), instances by their arguments.
+    what = "overloads" if all(n.endswith(")") for n in names) else "instances"
+    line = f"{len(names)} {what}: registers {span([k.registers for k in kernels])}"
+    occupancies = [k.occupancy.fraction for k in kernels if k.occupancy]
+    if occupancies:
+        line += f", occupancy {span(occupancies, lambda f: f'{f:.0%}')}"
+    if sources:
+        shown = ", ".join(os.path.basename(s) for s in sources[:5])
+        line += f" (compiled by {shown}{f' and {len(sources) - 5} more' if len(sources) > 5 else ''})"
+    return line
 
 
 def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
@@ -120,7 +151,8 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
     name = word_at(line, params.position.character)
     if not name or not path:
         return []
-    if name not in {k.name for k in find_kernels(doc.source)}:
+    signatures = {k.name: k for k in find_kernels(doc.source)}
+    if name not in signatures:
         if name in ls.gpu_entries(path):  # a host entry: the figures are the whole call's
             return [
                 f"**`{name}`** — host entry, called with the spec's buffers",
@@ -129,10 +161,18 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
         return []
     check = await ls.analysis.latest(path)
     kernels = [k for k in check.kernels if k.source_function == name] if check else []
+    # Instances of a template written here, compiled by the files that include it.
+    elsewhere = [(f, k) for f, k in ls.analysis.instances_defined_in(path) if k.source_function == name]
+    known = {(k.name, k.arch) for k in kernels}
+    for _, k in elsewhere:
+        if (k.name, k.arch) not in known:
+            known.add((k.name, k.arch))
+            kernels.append(k)
+    sources = tuple(dict.fromkeys(f for f, _ in elsewhere))
     parts = []
     if kernels:
-        compiler = check.results[0].compiler if check.results else "nvrtc"
-        parts.append(resources_markdown(name, kernels, compiler))
+        compiler = check.results[0].compiler if check and check.results else "nvcc" if elsewhere else "nvrtc"
+        parts.append(resources_markdown(name, kernels, compiler, sources))
     elif check and not check.checked:
         # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
         # promise something; say why instead.
@@ -140,6 +180,11 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
         parts.append(f"**`{name}`** — no resources: {why}")
     elif check and check.errors:
         parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
+    elif signatures[name].templated:
+        parts.append(
+            f"**`{name}`** — a template: no instance compiled yet (the files that instantiate it "
+            "show theirs here once they are checked)."
+        )
     else:
         parts.append(f"**`{name}`** — not compiled yet.")
     for section in ls.hover_sections(path, name):

@@ -19,5 +19,7 @@ def register(server) -> None:
             "pid": os.getpid(),
             "workersRunning": a.workers_running,
             "idleStops": a.idle_stops,
+            "firstLooks": a.first_looks,
+            "cancels": a.cancels,
             "clangd": ls.clangd.stats(),
         }

@@ -34,6 +34,7 @@ describe('normalizeSettings', () => {
             checkTimeoutSeconds: 30,
             compileMemoryMB: 0,
             compileCommandsMaxBytes: 1024,
+            compileTimeoutSeconds: 180,
             checkOn: 'change',
             gpu: { enabled: false, device: 1, devices: 'all', achievedOccupancy: false },
             evaluation: { backend: 'ray' },
@@ -66,6 +67,7 @@ describe('normalizeSettings', () => {
                 workerIdleSeconds: 1.5,
                 checkTimeoutSeconds: 0,
                 compileMemoryMB: -1,
+            compileTimeoutSeconds: 180,
                 gpu: { enabled: 'no', device: -1, devices: 0, achievedOccupancy: 'yes' },
                 evaluation: { backend: 'slurm' },
                 cluster: { address: '  ' },
@@ -89,6 +91,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.workerIdleSeconds, 300);
         assert.equal(settings.checkTimeoutSeconds, 120);
         assert.equal(settings.compileMemoryMB, 8192);
+            compileTimeoutSeconds: 180,
         assert.deepEqual(settings.gpu, { enabled: true, device: null, devices: null, achievedOccupancy: true });
         assert.deepEqual(settings.evaluation, { backend: 'auto' });
         assert.deepEqual(settings.cluster, { address: null });

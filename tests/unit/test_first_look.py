@@ -1,0 +1,67 @@
+"""When the server runs a first look (nvcc's front end beside the full compile): for files whose
+front end is well under the full compile, learned from clean checks; never for NVRTC files."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kernel_lsp.check import FileCheck
+from kernel_lsp.config import Settings
+from kernel_lsp.model import CompileResult, Diagnostic, Severity
+from kernel_lsp.server.analysis import Analysis, Snapshot
+from kernel_lsp.workspace import Workspace
+
+
+def _analysis() -> Analysis:
+    return Analysis(
+        publish=lambda path, diagnostics: None,
+        snapshot=lambda path: Snapshot(None, None),
+        workspace=lambda: Workspace.fixed(Settings()),
+        workers=1,
+    )
+
+
+def _check(seconds: float, error: bool = False) -> FileCheck:
+    result = CompileResult("k.cu", "sm_90", not error, compiler="nvcc", duration_s=seconds)
+    found = [Diagnostic("k.cu", 1, 1, Severity.ERROR, "x")] if error else []
+    return FileCheck("k.cu", found, [result])
+
+
+def test_a_first_look_runs_until_the_front_end_proves_most_of_the_compile():
+    a = _analysis()
+    assert a._first_look_pays("k.cu")
+    a._time_phases("k.cu", _check(20.0), front_s=1.0)  # templates slow to generate code for
+    assert a._first_look_pays("k.cu")
+    a._time_phases("k.cu", _check(10.0), front_s=9.0)  # CUB's headers: the front end is the compile
+    assert not a._first_look_pays("k.cu")
+    # Skipped since, but the full compile grew: the last front end is now well under it.
+    a._time_phases("k.cu", _check(30.0), front_s=None)
+    assert a._first_look_pays("k.cu")
+
+
+def test_a_check_with_an_error_teaches_nothing():
+    a = _analysis()
+    a._time_phases("k.cu", _check(2.0, error=True), front_s=2.0)
+    assert a._first_look_pays("k.cu")
+
+
+def test_nvrtc_files_get_no_first_look():
+    a = _analysis()
+    a._nvrtc_only.add("k.cu")
+    assert not a._first_look_pays("k.cu")
+
+
+def test_nothing_starts_after_shutdown(tmp_path):
+    # A compile cancelled by the shutdown asked for a re-check, which started a worker pool again
+    # on a closed server (it then never exited).
+    path = tmp_path / "k.cu"
+    path.write_text("__global__ void k(float* x) { x[0] = 1; }\n")
+
+    async def run() -> None:
+        a = _analysis()
+        a.shutdown()
+        a.request(str(path))
+        await a.wait(str(path), timeout=10)
+        assert not a.workers_running and a.compiles == 0
+
+    asyncio.run(run())
