@@ -67,7 +67,7 @@ describe('normalizeSettings', () => {
                 workerIdleSeconds: 1.5,
                 checkTimeoutSeconds: 0,
                 compileMemoryMB: -1,
-            compileTimeoutSeconds: 180,
+                compileTimeoutSeconds: -3,
                 gpu: { enabled: 'no', device: -1, devices: 0, achievedOccupancy: 'yes' },
                 evaluation: { backend: 'slurm' },
                 cluster: { address: '  ' },
@@ -91,7 +91,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.workerIdleSeconds, 300);
         assert.equal(settings.checkTimeoutSeconds, 120);
         assert.equal(settings.compileMemoryMB, 8192);
-            compileTimeoutSeconds: 180,
+        assert.equal(settings.compileTimeoutSeconds, null);
         assert.deepEqual(settings.gpu, { enabled: true, device: null, devices: null, achievedOccupancy: true });
         assert.deepEqual(settings.evaluation, { backend: 'auto' });
         assert.deepEqual(settings.cluster, { address: null });
