@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,7 +17,8 @@ from kernel_lsp.fence import sandbox as sb
 out = {"case": case}
 try:
     if "landlock" in case:
-        extra = {"shm": ["/dev/shm"], "devdir": ["/dev"], "proc": ["/dev", "/proc", "/sys"]}.get(case.split("-")[-1].split("+")[0], [])
+        extra = {"shm": ["/dev/shm"], "devdir": ["/dev"], "proc": ["/dev", "/proc", "/sys"], "sys": ["/sys"],
+                 "procall": ["/proc"]}.get(case.split("-")[-1].split("+")[0], [])
         if extra:
             import landlockpy
             from landlockpy import AccessFS, Ruleset
@@ -56,20 +58,34 @@ cases = [
     "landlock-shm",
     "landlock-devdir",
     "landlock-proc",
+    "landlock-sys",
+    "landlock-procall",
     "seccomp",
+    "landlock+seccomp",
     "bwrap",
     "bwrap+seccomp",
+    # compute-sanitizer over a confined process: around it (Landlock + seccomp in the child) and
+    # inside bubblewrap with it (the proof gate's two ways for host code an LLM wrote).
+    "sanitizer:landlock+seccomp",
+    "sanitizer:bwrap+seccomp",
 ]
+sanitizer = shutil.which("compute-sanitizer")
 for case in cases:
     folder = tempfile.mkdtemp(prefix="klsp-box-")
-    cmd = [sys.executable, "-c", CHILD, case.replace("bwrap", "").strip("+") or "none", folder]
-    if case.startswith("bwrap"):
+    inner = case.split(":")[-1]
+    cmd = [sys.executable, "-c", CHILD, inner.replace("bwrap", "").strip("+") or "none", folder]
+    if case.startswith("sanitizer:"):
+        if sanitizer is None:
+            print(case, "no compute-sanitizer on PATH")
+            continue
+        cmd = [sanitizer, "--tool", "memcheck", *cmd]
+    if "bwrap" in case:
         cmd = bwrap_command(find_bwrap() or "bwrap", folder, cmd)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": folder})
-    got = (
-        p.stdout.strip().splitlines()[-1]
-        if p.stdout.strip()
-        else json.dumps({"rc": p.returncode, "stderr": p.stderr[-300:]})
-    )
+    answers = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    got = answers[-1] if answers else json.dumps({"rc": p.returncode, "stderr": p.stderr[-300:]})
+    if case.startswith("sanitizer:"):  # and what the sanitizer said (its summary, or why it stopped)
+        said = [line for line in (p.stdout + p.stderr).splitlines() if line.startswith("=========")]
+        got += " | " + " / ".join(said[-2:])
     print(case, got, flush=True)
 print("after: /dev/shm has", sorted(os.listdir("/dev/shm"))[:10])

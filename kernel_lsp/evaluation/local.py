@@ -382,14 +382,20 @@ class LocalBackend:
         main_path: str,
         main_text: str | None = None,
     ) -> ProfileReport:
-        job = dict(job, device=self.device_index, fake=self.fake)
+        job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock:  # nothing else on this GPU while ncu replays the kernels
             return profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
+
+    def _sandbox_kind(self) -> str:
+        """How a one-launch process (ncu, compute-sanitizer) of this backend's untrusted host code
+        is confined: as its worker is, "bwrap" where the worker runs inside bubblewrap (the GPU
+        would not open under Landlock here), else "" (Landlock + seccomp in the process)."""
+        return "bwrap" if str((self.sandbox or {}).get("files", "")).startswith("bwrap") else ""
 
     def sanitize(
         self, sanitizer: str, job: dict[str, Any], blob: bytes, tools: tuple[str, ...]
     ) -> SanitizerReport:
         """The job's one launch under each compute-sanitizer tool (the proof gate), on this GPU."""
-        job = dict(job, device=self.device_index, fake=self.fake)
+        job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock:  # nothing else on this GPU while the sanitizer instruments the launch
             return sanitize(sanitizer, job, blob, tools)

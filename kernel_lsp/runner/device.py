@@ -115,6 +115,7 @@ class CudaDevice:
         self._helpers: dict[str, Any] | None = None
         self._sink = 0
         self._events: list[Any] = []
+        self._nvml: Any = None  # runner/nvml.ProcessMemory once tried; False where NVML has nothing
 
     # --- errors ---------------------------------------------------------------------------------
 
@@ -177,6 +178,23 @@ class CudaDevice:
 
     def free_memory(self) -> int:
         return int(self._ck(self.d.cuMemGetInfo())[0])
+
+    def used_memory(self) -> tuple[int, bool]:
+        """(bytes of device memory in use, whether they are this process's alone): NVML's
+        per-process figure where it has one, else the whole GPU's (total - free)."""
+        if self._nvml is None:
+            self._nvml = False
+            with contextlib.suppress(Exception):  # OSError, a missing symbol: the GPU's figure
+                from kernel_lsp.runner.nvml import ProcessMemory, pci_bus_id
+
+                where = pci_bus_id(*(self.attribute(f"PCI_{n}_ID") for n in ("DOMAIN", "BUS", "DEVICE")))
+                self._nvml = ProcessMemory(where)
+        if self._nvml:
+            used = self._nvml.used()
+            if used is not None:
+                return used, True
+        free, total = self._ck(self.d.cuMemGetInfo())
+        return int(total) - int(free), False
 
     def upload(self, ptr: int, data: np.ndarray) -> None:
         data = np.ascontiguousarray(data)

@@ -293,22 +293,30 @@ def _resident_bytes() -> int:
     return 0
 
 
-def memory_in_use(device: Any) -> tuple[int, int]:
-    """(device bytes free, host bytes resident) now."""
+def memory_in_use(device: Any) -> tuple[int, int, bool]:
+    """(device bytes in use, host bytes resident, whether the device figure is this process's
+    alone) now: NVML's per-process figure where the driver gives one, else the whole GPU's."""
     device.sync_all()
-    return int(device.free_memory()), _resident_bytes()
+    used, own = device.used_memory()
+    return int(used), _resident_bytes(), bool(own)
 
 
-def check_leaks(before: tuple[int, int], after: tuple[int, int], calls: int, case: str) -> None:
+def check_leaks(before: tuple[int, int, bool], after: tuple[int, int, bool], calls: int, case: str) -> None:
     """A launcher that allocates without freeing (cudaMalloc, malloc) fails the case: over
     thousands of timed calls it would exhaust the device or the host."""
     from kernel_lsp.runner.verify import Failed, Problem
 
-    lost_device = before[0] - after[0]
-    grown_host = after[1] - before[1]
-    for lost, limit, where, how in (
-        (lost_device, DEVICE_LEAK_BYTES, "device", "cudaMalloc without cudaFree"),
-        (grown_host, HOST_LEAK_BYTES, "host", "malloc/new without free/delete"),
+    whole_gpu = (
+        ""
+        if before[2] and after[2]
+        else (
+            "; measured on the whole GPU (NVML gave no per-process figure here), so another "
+            "process's allocations count too"
+        )
+    )
+    for lost, limit, where, how, scope in (
+        (after[0] - before[0], DEVICE_LEAK_BYTES, "device", "cudaMalloc without cudaFree", whole_gpu),
+        (after[1] - before[1], HOST_LEAK_BYTES, "host", "malloc/new without free/delete", ""),
     ):
         if lost > limit:
             raise Failed(
@@ -317,6 +325,6 @@ def check_leaks(before: tuple[int, int], after: tuple[int, int], calls: int, cas
                     case,
                     f"case {case}: {lost / 2**20:.0f} MiB of {where} memory were not given back over "
                     f"{calls} timed calls ({how}? a buffer kept in a static is allocated anew on each "
-                    "call here, because statics are reset between calls)",
+                    f"call here, because statics are reset between calls){scope}",
                 )
             )

@@ -106,6 +106,9 @@ class FakeDevice:
     def free_memory(self) -> int:
         return max(0, self.info()["total_mem_bytes"] - sum(b.size for b in self._mem.values()))
 
+    def used_memory(self) -> tuple[int, bool]:
+        return sum(b.size for b in self._mem.values()), True
+
     def free(self, ptr: int) -> None:
         self._mem.pop(ptr, None)
 

@@ -4,7 +4,8 @@ and compute-sanitizer (sanitizer.py) run `python -m kernel_lsp.runner.one_launch
 JOB_DIR holds `job.json` ({spec, steps, sizes, device, fake}) and `kernel.cubin` (the CUBIN, or a
 host entry's shared library). The process opens the GPU, makes the case's buffers and inputs,
 poisons the outputs, launches (or calls) once and synchronises. Host code the user did not write
-runs here only inside the sandbox (kernel_lsp/fence/sandbox.py), entered before CUDA starts.
+runs here only inside the sandbox (kernel_lsp/fence/sandbox.py), entered before CUDA starts;
+`tool_command` builds the tool's command line and environment for it.
 """
 
 from __future__ import annotations
@@ -12,18 +13,46 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
+
+from kernel_lsp.child_python import python_module
 
 
-def run_job(job_dir: str) -> int:
+def untrusted(job: dict[str, Any]) -> bool:
+    """Whether the job calls host code the user did not write (an LLM's entry)."""
+    return any(s.get("kind") == "entry" and not s.get("trusted") for s in job["steps"])
+
+
+def tool_command(tool: list[str], job: dict[str, Any], job_dir: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run `tool` (compute-sanitizer or ncu, with its options)
+    over one launch of the job written in `job_dir`. For host code the user did not write, the
+    environment keeps no secret, and the launch sandboxes itself as the job's GPU worker was
+    sandboxed (`job["sandbox"]`): in-process (Landlock + seccomp, entered by the launch once the
+    tool started it), or bubblewrap around the tool and the launch together (the tool's own
+    files then go to `job_dir`, the one writable folder)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    command = [*tool, *python_module("kernel_lsp.runner.one_launch"), job_dir]
+    if not untrusted(job):
+        return command, env
+    from kernel_lsp.fence.sandbox import KEPT_ENVIRONMENT, bwrap_command, find_bwrap
+
+    clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
+    clean.update(HOME=job_dir, TMPDIR=job_dir, CUDA_CACHE_DISABLE="1")
+    if job.get("sandbox") == "bwrap":
+        return bwrap_command(find_bwrap() or "bwrap", job_dir, [*command, "--sandbox-outer", "bwrap"]), clean
+    return command, clean
+
+
+def run_job(job_dir: str, outer: str = "") -> int:
     with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
         job = json.load(f)
     with open(os.path.join(job_dir, "kernel.cubin"), "rb") as f:
         blob = f.read()
-    untrusted = any(s.get("kind") == "entry" and not s.get("trusted") for s in job["steps"])
-    if untrusted:
+    if untrusted(job):
         from kernel_lsp.fence.sandbox import enter_sandbox
 
-        enter_sandbox(job_dir)
+        enter_sandbox(job_dir, outer)
 
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
@@ -35,7 +64,7 @@ def run_job(job_dir: str) -> int:
     fake = job.get("fake") or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
     device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])
     spec = load_spec(job["spec"])
-    steps = build_steps(device, blob, job["steps"], [], [], untrusted, job_dir)
+    steps = build_steps(device, blob, job["steps"], [], [], untrusted(job), job_dir)
     sizes = {k: int(v) for k, v in job["sizes"].items()}
     legacy = any(s.get("kind") == "entry" and "stream" not in s["codes"] for s in job["steps"])
     with device.legacy_stream(legacy):
@@ -49,5 +78,11 @@ def run_job(job_dir: str) -> int:
     return 0
 
 
+def main(argv: list[str]) -> int:
+    """`JOB_DIR [--sandbox-outer bwrap]`."""
+    outer = argv[argv.index("--sandbox-outer") + 1] if "--sandbox-outer" in argv else ""
+    return run_job(argv[0], outer)
+
+
 if __name__ == "__main__":
-    sys.exit(run_job(sys.argv[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -25,16 +25,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel_lsp.child_python import python_module
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
+from kernel_lsp.runner.one_launch import tool_command
 
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
 PROFILE_TIMEOUT_S = 120.0  # ncu replays each kernel ~34 times: GEMM of 16 ms took 14 s on an H200
@@ -126,7 +125,8 @@ def find_ncu() -> str | None:
     return shutil.which("ncu") or next((p for p in NCU_PLACES if os.access(p, os.X_OK)), None)
 
 
-def collect_command(ncu: str, symbols: list[str], job_dir: str, report: str) -> list[str]:
+def collect_command(ncu: str, symbols: list[str], report: str) -> list[str]:
+    """ncu and its options; `one_launch.tool_command` adds the profiled launch."""
     pattern = "|".join(sorted({s.replace("$", r"\$") for s in symbols}))
     sections = [a for s in SECTIONS for a in ("--section", s)]
     return [
@@ -141,8 +141,6 @@ def collect_command(ncu: str, symbols: list[str], job_dir: str, report: str) -> 
         "mangled",
         "-k",
         f"regex:^({pattern})$",
-        *python_module("kernel_lsp.runner.profile"),
-        job_dir,
     ]
 
 
@@ -229,8 +227,7 @@ def profile_kernels(
         with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
             f.write(cubin)
         report_base = os.path.join(job_dir, "report")
-        cmd = collect_command(ncu, list(symbol_to_kernel), job_dir, report_base)
-        env = dict(os.environ, PYTHONPATH=_package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
         try:
             code, output = _run(cmd, timeout_s, env)
         except subprocess.TimeoutExpired:
@@ -248,21 +245,3 @@ def profile_kernels(
             except (subprocess.TimeoutExpired, OSError) as e:
                 pages[page] = f"ncu could not print the {page} page: {e}"
     return done(build_report(pages["raw"], pages["source"], symbol_to_kernel, main_path, case, main_text))
-
-
-def _package_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-# --- the profiled process -----------------------------------------------------------------------
-
-
-def main(argv: list[str]) -> int:
-    """Launch the job's pipeline once on its timing inputs (ncu reads the counters)."""
-    from kernel_lsp.runner.one_launch import run_job
-
-    return run_job(argv[0])
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

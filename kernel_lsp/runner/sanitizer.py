@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel_lsp.child_python import python_module
+from kernel_lsp.runner.one_launch import tool_command
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SANITIZER_PLACES = ("/usr/local/cuda/bin/compute-sanitizer",)
@@ -128,10 +128,6 @@ def parse_findings(tool: str, output: str) -> list[SanitizerFinding]:
     return list(unique.values())
 
 
-def _package_root() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def sanitize(
     sanitizer: str,
     job: dict[str, Any],
@@ -146,19 +142,9 @@ def sanitize(
             json.dump(job, f)
         with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
             f.write(blob)
-        env = dict(os.environ, PYTHONPATH=_package_root() + os.pathsep + os.environ.get("PYTHONPATH", ""))
         for tool in tools:
-            cmd = [
-                sanitizer,
-                "--tool",
-                tool,
-                "--error-exitcode",
-                str(ERROR_EXIT),
-                "--print-limit",
-                "20",
-                *python_module("kernel_lsp.runner.one_launch"),
-                job_dir,
-            ]
+            options = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20"]
+            cmd, env = tool_command(options, job, job_dir)
             start = time.perf_counter()
             try:
                 proc = subprocess.run(

@@ -18,8 +18,10 @@ from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.runner.sanitizer import find_sanitizer
 from kernel_lsp.runner.timing import TimingSettings
 
-# A/B timings: one at a time with the other timing tests (.ci/gpu-run runs the rest side by side).
-pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("timing")]
+# A/B timings, one at a time, in a lane of their own beside the other A/B tests (.ci/gpu-run runs
+# the groups side by side: each comparison interleaves its two kernels, so the load of the other
+# lanes falls on both).
+pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("timing-entry")]
 
 ENTRIES = Path(__file__).resolve().parents[2] / "samples" / "entries"
 FAST = TimingSettings(budget_s=0.2)
@@ -50,9 +52,9 @@ def fsr(gpu: GpuSession, tmp_path: Path, sample: str, answers: list[str]):
     result = run(req, session=gpu, proposer=proposer)
     for name, o in zip(answers, result.outcomes, strict=True):
         speed = f" {o.speedup:.2f}x" if o.speedup else ""
-        print(
-            f"FSR-ENTRY {sample}.{name}: {o.status.value}{speed} {o.message.splitlines()[0] if o.message else ''}"
-        )
+        why = o.message.splitlines()[0] if o.message else ""
+        print(f"FSR-ENTRY {sample}.{name}: {o.status.value}{speed} in {o.seconds:.1f} s {why}")
+    print(f"FSR-ENTRY {sample} baseline in {result.baseline.seconds:.1f} s; A/B: {result.comparison}")
     print(f"FSR-ENTRY {sample} verdict: {result.verdict}")
     print(f"FSR-ENTRY {sample} sandbox: {result.sandbox}")
     return result

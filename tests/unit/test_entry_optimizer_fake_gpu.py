@@ -6,6 +6,7 @@ by compute-sanitizer (the stand-in in tests/fixtures/) before it is offered. The
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,8 +138,15 @@ def test_complete_files_are_verified_sandboxed_timed_and_the_right_one_offered(f
 
 
 def test_the_proof_gate_blocks_the_offer_with_the_sanitizers_message_at_the_line(folder, monkeypatch):
-    monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(FAKE_SANITIZER))
-    monkeypatch.setenv("FAKE_SANITIZER_FINDING", "initcheck:scale.cu:3:Uninitialized __global__ memory read")
+    # The tool over an LLM's launch gets a clean environment (no secrets): the stand-in's finding
+    # is set by a wrapper, as a real sanitizer's options would be.
+    wrapper = folder / "compute-sanitizer"
+    wrapper.write_text(
+        "#!/bin/sh\nFAKE_SANITIZER_FINDING='initcheck:scale.cu:3:Uninitialized __global__ memory read' "
+        f'exec "{sys.executable}" "{FAKE_SANITIZER}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(wrapper))
     result = fsr(folder, {(1, 1): answer(FAST_FILE)})
     (fast,) = result.outcomes
     assert fast.status is Status.SANITIZER and result.accepted is None, result.verdict

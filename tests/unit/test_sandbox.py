@@ -201,3 +201,61 @@ def test_the_sandboxed_worker_gets_no_secrets(tmp_path):
     command, clean = sandboxed_command(["python", "-m", "kernel_lsp.runner.worker"], env, str(tmp_path))
     assert "OPENAI_API_KEY" not in clean and clean["HOME"] == str(tmp_path) and clean["PATH"] == "/usr/bin"
     assert command[-2:] == ["--sandbox", str(tmp_path)] or "--sandbox-outer" in command
+
+
+def test_a_tool_over_a_candidates_launch_gets_no_secrets_and_its_workers_sandbox(tmp_path, monkeypatch):
+    from kernel_lsp.runner.one_launch import main, tool_command
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    entry = {"kind": "entry", "trusted": False}
+    tool = ["compute-sanitizer", "--tool", "memcheck"]
+    trusted_cmd, trusted_env = tool_command(tool, {"steps": [{**entry, "trusted": True}]}, str(tmp_path))
+    assert (
+        trusted_cmd[:3] == tool
+        and trusted_cmd[-1] == str(tmp_path)
+        and "kernel_lsp.runner.one_launch" in trusted_cmd
+    )
+    assert (
+        trusted_env["PYTHONPATH"].split(":")[0] and trusted_env["OPENAI_API_KEY"] == "sk-secret"
+    )  # the user's own
+    inside, env = tool_command(tool, {"steps": [entry]}, str(tmp_path))
+    assert inside == trusted_cmd  # the launch confines itself once the tool has started it
+    assert "OPENAI_API_KEY" not in env and env["HOME"] == env["TMPDIR"] == str(tmp_path)
+    assert env["PYTHONPATH"] == trusted_env["PYTHONPATH"]
+    wrapped, env = tool_command(tool, {"steps": [entry], "sandbox": "bwrap"}, str(tmp_path))
+    assert "--unshare-net" in wrapped and wrapped[wrapped.index("--") + 1 :][:3] == tool
+    assert wrapped[-2:] == ["--sandbox-outer", "bwrap"] and "OPENAI_API_KEY" not in env
+    with pytest.raises(FileNotFoundError):  # the arguments are read: JOB_DIR, then the outer sandbox
+        main([str(tmp_path / "missing"), "--sandbox-outer", "bwrap"])
+
+
+@needs_sandbox
+@needs_nvcc
+@pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
+def test_the_proof_gate_runs_a_candidate_confined_as_its_worker_is(tmp_path, monkeypatch, mechanism):
+    """On an H100 host the GPU would not open under Landlock: the worker ran inside bubblewrap,
+    and compute-sanitizer's launch of the candidate, confined in-process, failed before its first
+    CUDA call. The launch now follows the worker's mechanism."""
+    from pathlib import Path
+
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    if mechanism == "bwrap" and bwrap_available(str(tmp_path)):
+        pytest.skip(bwrap_available(str(tmp_path)))
+    monkeypatch.setenv("KERNEL_LSP_SANDBOX", mechanism)
+    fake_sanitizer = Path(__file__).resolve().parents[1] / "fixtures" / "fake_sanitizer.py"
+    monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(fake_sanitizer))
+    path = tmp_path / "probe.cu"
+    path.write_text(PROBE.replace("OUTSIDE", str(tmp_path / "outside.txt")))
+    (tmp_path / "probe.spec.py").write_text(PROBE_SPEC)
+    candidate = CANDIDATE.replace("extern", "// rewritten\nextern", 1)
+    spec = str(tmp_path / "probe.spec.py")
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as gpu:
+        build = gpu.build_library(candidate, str(path), OPTIONS, candidate_of=path.read_text())
+        assert build.fence == [] and not build.trusted
+        check = gpu.check(candidate, str(path), spec, "saxpy", build)
+        assert check.ok, check.message
+        assert gpu.backend.sandbox["files"].startswith("bwrap") is (mechanism == "bwrap")
+        report = gpu.prove(candidate, str(path), spec, "saxpy", build)
+    assert report.note == "" and report.findings == [], report.note
+    assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
