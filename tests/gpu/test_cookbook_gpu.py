@@ -26,7 +26,8 @@ def check_json(capsys, cu) -> tuple[int, dict]:
 @pytest.mark.parametrize("title", sorted(EXAMPLES))
 def test_each_example_verifies_on_the_gpu(capsys, tmp_path, title):
     code, report = check_json(capsys, write_example(tmp_path, title, EXAMPLES))
-    assert code == 0 and report["gpu"] and all(g["ok"] for g in report["gpu"]), report
+    said = [g.get("message") for g in report["gpu"]] + [d["message"] for d in report["diagnostics"]]
+    assert code == 0 and report["gpu"] and all(g["ok"] for g in report["gpu"]), said
 
 
 def test_two_buffers_where_the_launcher_passes_one_fail(capsys, tmp_path):
