@@ -131,10 +131,10 @@ def restrict_writes(folder: str) -> str:
         ruleset.allow_path(folder, write_rights)
         for device in writable_devices():
             ruleset.allow_path(device, AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
-        # This process's own /proc entries (its threads' names, /proc/self/task/*/comm): on an
-        # H100 host cuInit failed (CUDA_ERROR_OPERATING_SYSTEM) under Landlock with /dev and
-        # /dev/shm writable and started with /proc and /sys writable. Another process's entries
-        # (/proc/<pid>/mem) stay closed. benchmarks/sandbox_cuda_matrix.py tells what a host needs.
+        # This process's own /proc entries: on an H100 host (driver 580) cuInit failed with
+        # CUDA_ERROR_OPERATING_SYSTEM under Landlock without them (with /dev, /dev/shm or /sys
+        # writable too) and starts with them (benchmarks/sandbox_cuda_matrix.py, the `landlock`
+        # row). Another process's entries (/proc/<pid>/mem) stay closed.
         ruleset.allow_path(f"/proc/{os.getpid()}", AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
         ruleset.restrict()
     return f"landlock ABI {abi}"
