@@ -98,6 +98,7 @@ def test_tuner_makes_samples_measurably_faster(gpu, tmp_path, xdg):
     assert len(faster) == len(SAMPLES), f"only {faster} got measurably faster"
 
 
+@pytest.mark.xdist_group("cache")  # no timing claim: a lane of its own (the longest test, ~100 s)
 def test_second_run_is_served_from_the_cache(gpu, tmp_path):
     # A small space (9 points) searched to the end (no time budget), so both runs ask the same
     # questions.
