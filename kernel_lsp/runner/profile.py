@@ -4,7 +4,7 @@ When `ncu` is installed, kernel_lsp.gpu runs the largest timed case of a verifie
 more, in a fresh process under ncu, never on the timing path:
 
     ncu -f -o JOB_DIR/report --import-source yes --section SpeedOfLight ... --section SourceCounters
-        --kernel-name-base mangled -k regex:^(sym1|sym2)$ python -m kernel_lsp.runner.profile JOB_DIR
+        --kernel-name-base mangled -k regex:^(sym1|sym2)$ python -m kernel_lsp.runner.one_launch JOB_DIR
 
 That process (`main`) opens the GPU, loads the CUBIN (NVRTC builds it with `-lineinfo`), makes the
 timing case's buffers and inputs and launches the pipeline once; ncu replays each kernel to read
