@@ -6,7 +6,7 @@ more, in a fresh process under ncu, never on the timing path:
     ncu -f -o JOB_DIR/report --import-source yes --section SpeedOfLight ... --section SourceCounters
         --kernel-name-base mangled -k regex:^(sym1|sym2)$ python -m kernel_lsp.runner.one_launch JOB_DIR
 
-That process (`main`) opens the GPU, loads the CUBIN (NVRTC builds it with `-lineinfo`), makes the
+That process (`one_launch.run_job`) opens the GPU, loads the CUBIN (NVRTC builds it with `-lineinfo`), makes the
 timing case's buffers and inputs and launches the pipeline once; ncu replays each kernel to read
 its counters. The parent (`profile_kernels`) then prints two pages of the report:
 
