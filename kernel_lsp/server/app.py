@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..spec import spec_path_for
 from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
+from .snapshot import DocumentSnapshot, GpuFigures
 from .uris import path_to_uri, uri_to_path
 
 log = logging.getLogger(__name__)
@@ -147,21 +149,42 @@ class KernelLanguageServer(LanguageServer):
             except Exception:  # the transport closed
                 log.debug("code lens refresh not sent", exc_info=True)
 
-    # --- GPU figures (filled in by the GPU feature when a GPU is present) ----------------------
+    # --- what read-only requests see ---------------------------------------------------------
 
-    def hover_sections(self, path: str, kernel: str) -> list[str]:
+    async def document_snapshot(self, uri: str, *, wait_for_check: bool = True) -> DocumentSnapshot | None:
+        """`uri`'s text, latest check and GPU figures, frozen for one request (snapshot.py); None
+        for a URI that is not a file. `wait_for_check`: wait for the first check when there is no
+        result yet (a hover on a word that is not a kernel must not)."""
+        path = uri_to_path(uri)
+        if not path:
+            return None
+        doc = self.workspace.text_documents.get(uri) or self.open_document(path)
+        if doc is not None:
+            text, version = doc.source, doc.version
+        else:
+            text, version = read_text_prefix(path, MAX_FILE_BYTES) or "", None  # never blocks on a FIFO
+        check = await self.analysis.latest(path) if wait_for_check else self.analysis.results.get(path)
+        return DocumentSnapshot(
+            uri=uri,
+            path=path,
+            text=text,
+            version=version,
+            check=check,
+            instances_elsewhere=tuple(self.analysis.instances_defined_in(path)),
+            gpu=self.gpu_figures(path),
+        )
+
+    def gpu_figures(self, path: str) -> GpuFigures:
+        """The GPU feature's results for `path` (filled in when a GPU is present)."""
+        spec_exists = os.path.exists(spec_path_for(path))
         if self.gpu is None:
-            return [f"_No GPU figures ({self.gpu_absent_reason}); compile features keep working._"]
-        return self.gpu.hover_sections(path, kernel)
-
-    def gpu_headline(self, path: str, kernel: str) -> str | None:
-        return self.gpu.headline(path, kernel) if self.gpu is not None else None
-
-    def gpu_entries(self, path: str) -> list[str]:
-        return self.gpu.entries(path) if self.gpu is not None else []
-
-    def hot_lines(self, path: str) -> list:
-        return self.gpu.hot_lines(path) if self.gpu is not None else []
+            return GpuFigures(absent_reason=self.gpu_absent_reason, spec_exists=spec_exists)
+        session = self.gpu.session
+        return GpuFigures(
+            checks=tuple(self.gpu.results.get(path, ())),
+            device=session.device.name if session and session.device else "GPU",
+            spec_exists=spec_exists,
+        )
 
     # --- diagnostics --------------------------------------------------------------------------
 
