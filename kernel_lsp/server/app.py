@@ -11,7 +11,8 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..compile.files import MAX_FILE_BYTES, read_text_prefix
+from ..check import FileCheck
+from ..compile.files import MAX_FILE_BYTES, read_text_file, read_text_prefix
 from ..config import Settings
 from ..model import Diagnostic
 from ..spec import spec_path_for
@@ -151,39 +152,56 @@ class KernelLanguageServer(LanguageServer):
 
     # --- what read-only requests see ---------------------------------------------------------
 
-    async def document_snapshot(self, uri: str, *, wait_for_check: bool = True) -> DocumentSnapshot | None:
-        """`uri`'s text, latest check and GPU figures, frozen for one request (snapshot.py); None
-        for a URI that is not a file. `wait_for_check`: wait for the first check when there is no
-        result yet (a hover on a word that is not a kernel must not)."""
+    def document_snapshot_now(self, uri: str) -> DocumentSnapshot | None:
+        """`uri`'s text, the check at hand (None while the first one runs) and GPU figures, frozen
+        for one request (snapshot.py); None for a URI that is not a file."""
+        path = uri_to_path(uri)
+        return self._document_snapshot(uri, path, self.analysis.results.get(path)) if path else None
+
+    async def document_snapshot(self, uri: str) -> DocumentSnapshot | None:
+        """As `document_snapshot_now`, waiting for the file's first check when it has no result yet."""
         path = uri_to_path(uri)
         if not path:
             return None
-        doc = self.workspace.text_documents.get(uri) or self.open_document(path)
-        if doc is not None:
-            text, version = doc.source, doc.version
-        else:
-            text, version = read_text_prefix(path, MAX_FILE_BYTES) or "", None  # never blocks on a FIFO
-        check = await self.analysis.latest(path) if wait_for_check else self.analysis.results.get(path)
+        check = await self.analysis.latest(path)
+        return self._document_snapshot(uri, path, check)
+
+    def _document_snapshot(self, uri: str, path: str, check: FileCheck | None) -> DocumentSnapshot:
+        text, version, unreadable = self._document_text(uri, path)
+        spec_path = spec_path_for(path)
+        spec_text, _, spec_unreadable = self._document_text(path_to_uri(spec_path), spec_path)
         return DocumentSnapshot(
             uri=uri,
             path=path,
             text=text,
             version=version,
+            unreadable=unreadable,
             check=check,
             instances_elsewhere=tuple(self.analysis.instances_defined_in(path)),
             gpu=self.gpu_figures(path),
+            spec_text=spec_text if spec_unreadable is None else None,
+            spec_on_disk=os.path.exists(spec_path),
         )
+
+    def _document_text(self, uri: str, path: str) -> tuple[str, int | None, str | None]:
+        """(text, the editor's version, why it could not be read): the editor's text of an open
+        document, else the file's ("" when it cannot be read; a FIFO must not block the loop)."""
+        doc = self.workspace.text_documents.get(uri) or self.open_document(path)
+        if doc is not None:
+            return doc.source, doc.version, None
+        try:
+            return read_text_file(path), None, None
+        except (OSError, UnicodeDecodeError) as e:
+            return "", None, str(e)
 
     def gpu_figures(self, path: str) -> GpuFigures:
         """The GPU feature's results for `path` (filled in when a GPU is present)."""
-        spec_exists = os.path.exists(spec_path_for(path))
         if self.gpu is None:
-            return GpuFigures(absent_reason=self.gpu_absent_reason, spec_exists=spec_exists)
+            return GpuFigures(absent_reason=self.gpu_absent_reason)
         session = self.gpu.session
         return GpuFigures(
             checks=tuple(self.gpu.results.get(path, ())),
             device=session.device.name if session and session.device else "GPU",
-            spec_exists=spec_exists,
         )
 
     # --- diagnostics --------------------------------------------------------------------------

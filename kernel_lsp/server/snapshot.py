@@ -23,7 +23,6 @@ class GpuFigures:
     checks: tuple[KernelCheck, ...] = ()
     device: str = "GPU"  # the GPU's name, for "GPU check pending on <device>"
     absent_reason: str | None = None
-    spec_exists: bool = False  # the file's `X.spec.py` is on disk
 
     def check_for(self, kernel: str) -> KernelCheck | None:
         """A template's hover and lens show its instance's figures (`scale<float>` under `scale`)."""
@@ -50,12 +49,17 @@ class GpuFigures:
 class DocumentSnapshot:
     uri: str
     path: str
-    text: str  # the editor's text of an open document, else the file's (empty when unreadable)
+    text: str  # the editor's text of an open document, else the file's ("" when unreadable)
     version: int | None = None  # the editor's version; None for a file read from disk
+    unreadable: str | None = None  # why the file could not be read
     check: FileCheck | None = None  # the analysis' latest result for this file
     # (checked file, kernel): instances other files compiled from templates written here.
     instances_elsewhere: tuple[tuple[str, KernelResources], ...] = ()
     gpu: GpuFigures = field(default_factory=GpuFigures)
+    # The spec sidecar (`X.spec.py`): its text (the editor's when open; None when there is none
+    # or it cannot be read, never run) and whether it is on disk.
+    spec_text: str | None = None
+    spec_on_disk: bool = False
 
     @cached_property
     def lines(self) -> list[str]:

@@ -124,7 +124,7 @@ def register(server) -> None:
         asked = asyncio.ensure_future(ask(ls, types.TEXT_DOCUMENT_HOVER, params))
         try:
             uri = params.text_document.uri
-            snapshot = await ls.document_snapshot(uri, wait_for_check=False)
+            snapshot = ls.document_snapshot_now(uri)
             if snapshot is not None and needs_check(snapshot, params.position):
                 snapshot = await ls.document_snapshot(uri)  # a kernel's resources: wait for its check
         except BaseException:
@@ -217,7 +217,7 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     k = gpu.check_for(kernel)
     device = gpu.device
     if k is None:
-        if not gpu.spec_exists:
+        if not snapshot.spec_on_disk:
             return [
                 f"_No spec: add `{os.path.basename(spec_path_for(snapshot.path))}` (code action “Write a spec skeleton”) to verify and time this kernel on {device}._"
             ]
