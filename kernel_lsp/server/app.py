@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import Any
 
@@ -10,13 +11,15 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..compile.files import MAX_FILE_BYTES, read_text_prefix
+from ..check import FileCheck
+from ..compile.files import MAX_FILE_BYTES, read_text_file, read_text_prefix
 from ..config import Settings
 from ..model import Diagnostic
 from ..spec import spec_path_for
 from ..workspace import Workspace
 from .analysis import Analysis, Snapshot
 from .convert import to_lsp
+from .snapshot import DocumentSnapshot, GpuFigures
 from .uris import path_to_uri, uri_to_path
 
 log = logging.getLogger(__name__)
@@ -147,21 +150,59 @@ class KernelLanguageServer(LanguageServer):
             except Exception:  # the transport closed
                 log.debug("code lens refresh not sent", exc_info=True)
 
-    # --- GPU figures (filled in by the GPU feature when a GPU is present) ----------------------
+    # --- what read-only requests see ---------------------------------------------------------
 
-    def hover_sections(self, path: str, kernel: str) -> list[str]:
+    def document_snapshot_now(self, uri: str) -> DocumentSnapshot | None:
+        """`uri`'s text, the check at hand (None while the first one runs) and GPU figures, frozen
+        for one request (snapshot.py); None for a URI that is not a file."""
+        path = uri_to_path(uri)
+        return self._document_snapshot(uri, path, self.analysis.results.get(path)) if path else None
+
+    async def document_snapshot(self, uri: str) -> DocumentSnapshot | None:
+        """As `document_snapshot_now`, waiting for the file's first check when it has no result yet."""
+        path = uri_to_path(uri)
+        if not path:
+            return None
+        check = await self.analysis.latest(path)
+        return self._document_snapshot(uri, path, check)
+
+    def _document_snapshot(self, uri: str, path: str, check: FileCheck | None) -> DocumentSnapshot:
+        text, version, unreadable = self._document_text(uri, path)
+        spec_path = spec_path_for(path)
+        spec_text, _, spec_unreadable = self._document_text(path_to_uri(spec_path), spec_path)
+        return DocumentSnapshot(
+            uri=uri,
+            path=path,
+            text=text,
+            version=version,
+            unreadable=unreadable,
+            check=check,
+            instances_elsewhere=tuple(self.analysis.instances_defined_in(path)),
+            gpu=self.gpu_figures(path),
+            spec_text=spec_text if spec_unreadable is None else None,
+            spec_on_disk=os.path.exists(spec_path),
+        )
+
+    def _document_text(self, uri: str, path: str) -> tuple[str, int | None, str | None]:
+        """(text, the editor's version, why it could not be read): the editor's text of an open
+        document, else the file's ("" when it cannot be read; a FIFO must not block the loop)."""
+        doc = self.workspace.text_documents.get(uri) or self.open_document(path)
+        if doc is not None:
+            return doc.source, doc.version, None
+        try:
+            return read_text_file(path), None, None
+        except (OSError, UnicodeDecodeError) as e:
+            return "", None, str(e)
+
+    def gpu_figures(self, path: str) -> GpuFigures:
+        """The GPU feature's results for `path` (filled in when a GPU is present)."""
         if self.gpu is None:
-            return [f"_No GPU figures ({self.gpu_absent_reason}); compile features keep working._"]
-        return self.gpu.hover_sections(path, kernel)
-
-    def gpu_headline(self, path: str, kernel: str) -> str | None:
-        return self.gpu.headline(path, kernel) if self.gpu is not None else None
-
-    def gpu_entries(self, path: str) -> list[str]:
-        return self.gpu.entries(path) if self.gpu is not None else []
-
-    def hot_lines(self, path: str) -> list:
-        return self.gpu.hot_lines(path) if self.gpu is not None else []
+            return GpuFigures(absent_reason=self.gpu_absent_reason)
+        session = self.gpu.session
+        return GpuFigures(
+            checks=tuple(self.gpu.results.get(path, ())),
+            device=session.device.name if session and session.device else "GPU",
+        )
 
     # --- diagnostics --------------------------------------------------------------------------
 

@@ -14,11 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..compile.files import read_text_file
 from ..evaluation.pool import BackendPool, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
-from ..runner.hot_lines import HotLine
-from ..source import kernel_base_name
 from ..spec import spec_path_for
-from ..stats import format_seconds
-from .profile_view import profile_markdown
 
 log = logging.getLogger(__name__)
 
@@ -159,72 +155,3 @@ class GpuFeature:
         caps = self.server.client_capabilities.workspace
         if caps and caps.code_lens and caps.code_lens.refresh_support:
             self.server.workspace_code_lens_refresh(None)
-
-    # --- figures ------------------------------------------------------------------------------
-
-    def _check_for(self, path: str, kernel: str) -> KernelCheck | None:
-        # A template's hover and lens show its instance's figures (`scale<float>` under `scale`).
-        checks = self.results.get(path, [])
-        return next((k for k in checks if k.kernel == kernel), None) or next(
-            (k for k in checks if kernel_base_name(k.kernel) == kernel), None
-        )
-
-    def hot_lines(self, path: str) -> list[HotLine]:
-        """The hottest lines of every profiled kernel of this file."""
-        return [h for k in self.results.get(path, []) if k.profile for h in k.profile.hot_lines]
-
-    def entries(self, path: str) -> list[str]:
-        """The host entries of this file that have results (hover and lenses go on them too)."""
-        return [k.kernel for k in self.results.get(path, []) if k.entry]
-
-    def headline(self, path: str, kernel: str) -> str | None:
-        k = self._check_for(path, kernel)
-        return k.headline if k else None
-
-    def hover_sections(self, path: str, kernel: str) -> list[str]:
-        k = self._check_for(path, kernel)
-        device = self.session.device.name if self.session and self.session.device else "GPU"
-        if k is None:
-            if not os.path.exists(spec_path_for(path)):
-                return [
-                    f"_No spec: add `{os.path.basename(spec_path_for(path))}` (code action “Write a spec skeleton”) to verify and time this kernel on {device}._"
-                ]
-            return [f"_GPU check pending on {device}._"]
-        if not k.ok:
-            # Too fast to be true is its own verdict: the figure is not shown as a result.
-            status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
-            return [f"**GPU check ({device}): {status}** — {k.message}"]
-        rows = [
-            f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
-            "latency is the median of n cold-L2 samples, spread p10–p90",
-            "",
-            "| case | median | p10–p90 | n | bandwidth | FLOP/s | roofline |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for t in k.timings:
-            m = t.measurement
-            bw = f"{t.bandwidth_Bps / 1e9:.0f} GB/s" if t.bandwidth_Bps else "–"
-            fl = f"{t.flops_per_s / 1e12:.2f} TFLOP/s" if t.flops_per_s else "–"
-            roof = t.roofline_text or "–"
-            if t.over_bound or t.suspicious:
-                roof += f": {t.over_bound or t.suspicious}"
-            if t.bound_note:
-                roof += f" ({t.bound_note})"
-            cache = "" if m.cold_l2 else " (warm L2)"
-            rows.append(
-                f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
-            )
-        rows.append("")
-        if k.occupancy:
-            rows += [
-                f"Occupancy of `{o.kernel}` ({o.case}, ncu): achieved **{o.achieved:.0%}** of the "
-                f"SM's warp slots vs theoretical {o.theoretical:.0%}"
-                for o in k.occupancy
-            ]
-        elif k.occupancy_note:
-            rows.append(f"_Achieved occupancy: {k.occupancy_note}. The occupancy above is theoretical._")
-        else:
-            rows.append("_Occupancy above is theoretical; achieved occupancy (ncu) is being read or is off._")
-        if k.profile is not None and k.profile.kernels:
-            rows += ["", profile_markdown(k.profile)]
-        return ["\n".join(rows)]

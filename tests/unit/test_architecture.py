@@ -182,3 +182,39 @@ def test_the_worker_side_never_imports_the_client_side(part):
         if t in MODULES and _part(t) in higher
     ]
     assert found == []
+
+
+# The LSP requests that only read (server/requests/); execute_command.py starts FSR runs and
+# compares the document after one, so it keeps the server.
+REQUESTS = PACKAGE / "server" / "requests"
+ACTING = {"execute_command"}
+READ_ONLY = {"hover": "kernel_parts", "code_lens": "code_lenses", "code_action": "code_actions"}
+SERVER_NAMES = {"ls", "server"}
+
+
+def _top_level_functions(path: Path) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    tree = ast.parse(path.read_text())
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def test_request_handlers_are_functions_of_a_snapshot_not_of_the_server():
+    """In server/requests/, only `register` (the LSP binding) takes the server outside the
+    acting commands; a read-only request's logic takes a DocumentSnapshot first; and no module
+    but the acting ones asks the server for a document."""
+    takes_server, reads_documents = [], []
+    for path in sorted(REQUESTS.glob("*.py")):
+        if path.stem in ACTING:
+            continue
+        for function in _top_level_functions(path):
+            names = {a.arg for a in function.args.args + function.args.kwonlyargs}
+            if function.name not in ("register", "register_all") and names & SERVER_NAMES:
+                takes_server.append(f"{path.stem}.{function.name}")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("workspace", "open_document"):
+                reads_documents.append(f"{path.stem}:{node.lineno} .{node.attr}")
+    assert takes_server == []
+    assert reads_documents == []
+    for module, handler in READ_ONLY.items():
+        [function] = [f for f in _top_level_functions(REQUESTS / f"{module}.py") if f.name == handler]
+        first = function.args.args[0].annotation
+        assert first is not None and ast.unparse(first) == "DocumentSnapshot", f"{module}.{handler}"

@@ -11,16 +11,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 from lsprotocol import types
 
-from ...compile.files import read_text_file
 from ...optimizer.entry import entries_at
 from ...source import find_kernels
-from ...spec import spec_path_for
-from ..uris import uri_to_path
+from ..snapshot import DocumentSnapshot
 from .execute_command import OPTIMIZE_COMMAND, fsr_unavailable_message, gpu_absent_reason
 from .spec_skeleton import WRITE_SPEC_COMMAND
 
@@ -33,25 +30,10 @@ def _kernels_at(source: str, line: int):
     return [above[-1]] if above else kernels
 
 
-def _spec_text(ls, spec_path: str) -> str | None:
-    doc = ls.open_document(spec_path)
-    if doc is not None:
-        return doc.source
-    try:
-        return read_text_file(spec_path)  # a FIFO named x.spec.py must not block the loop
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def spec_mentions(spec_text: str, kernel: str) -> bool:
     """Whether a spec file describes `kernel` (as `kernel=` or in a pipeline), read as text: the
     spec is the user's code, and a code-action request should not run it."""
     return re.search(rf"""["']{re.escape(kernel)}["']""", spec_text) is not None
-
-
-def shows_disabled_actions(ls) -> bool:
-    caps = ls.client_capabilities.text_document
-    return bool(caps and caps.code_action and caps.code_action.disabled_support)
 
 
 def register(server) -> None:
@@ -63,56 +45,56 @@ def register(server) -> None:
         ),
     )
     def code_action(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
-        path = uri_to_path(params.text_document.uri)
-        if not path or not path.endswith(".cu"):
+        snapshot = ls.document_snapshot_now(params.text_document.uri)
+        if snapshot is None:
             return []
-        doc = ls.workspace.get_text_document(params.text_document.uri)
-        source = doc.source
-        spec_path = spec_path_for(path)
-        spec_text = _spec_text(ls, spec_path)
-        actions: list[types.CodeAction] = []
-        no_gpu = None
+        # Whether FSR can run is asked (nvidia-smi) only where an optimize action is offered.
+        blocked = None
+        if optimize_targets(snapshot, params.range.start.line) and (no_gpu := gpu_absent_reason(ls)):
+            blocked = fsr_unavailable_message(ls, no_gpu)
+        caps = ls.client_capabilities.text_document
+        shows_disabled = bool(caps and caps.code_action and caps.code_action.disabled_support)
+        return code_actions(snapshot, params.range.start.line, blocked, shows_disabled)
 
-        def optimize_action(name: str) -> types.CodeAction:
-            nonlocal no_gpu
-            title = f"Optimize {name} (FSR)"
-            if no_gpu is None:
-                no_gpu = gpu_absent_reason(ls) or ""
-            if no_gpu and shows_disabled_actions(ls):
-                return types.CodeAction(
-                    title=title,
-                    kind=types.CodeActionKind.RefactorRewrite,
-                    disabled=types.CodeActionDisabled(reason=fsr_unavailable_message(ls, no_gpu)),
-                )
+
+def optimize_targets(snapshot: DocumentSnapshot, line: int) -> list[str]:
+    """What "Optimize" offers at 0-based `line`: an entry spec's launcher, or a kernel it
+    launches (the entry, the whole file, is optimized), and the kernel there its spec describes."""
+    spec_text = snapshot.spec_text
+    if spec_text is None or not snapshot.path.endswith(".cu"):
+        return []
+    names = entries_at(snapshot.text, spec_text, line + 1)
+    return names + [k.name for k in _kernels_at(snapshot.text, line) if spec_mentions(spec_text, k.name)]
+
+
+def code_actions(
+    snapshot: DocumentSnapshot, line: int, fsr_blocked: str | None, shows_disabled: bool
+) -> list[types.CodeAction]:
+    """The actions at 0-based `line`. `fsr_blocked`: why FSR cannot run here (None: it can);
+    `shows_disabled`: the client shows a disabled action with its reason."""
+    if not snapshot.path.endswith(".cu"):
+        return []
+    uri = snapshot.uri
+
+    def optimize_action(name: str) -> types.CodeAction:
+        title = f"Optimize {name} (FSR)"
+        if fsr_blocked and shows_disabled:
             return types.CodeAction(
                 title=title,
                 kind=types.CodeActionKind.RefactorRewrite,
-                command=types.Command(
-                    title=title,
-                    command=OPTIMIZE_COMMAND,
-                    arguments=[{"uri": params.text_document.uri, "kernel": name}],
-                ),
+                disabled=types.CodeActionDisabled(reason=fsr_blocked),
             )
+        command = types.Command(
+            title=title, command=OPTIMIZE_COMMAND, arguments=[{"uri": uri, "kernel": name}]
+        )
+        return types.CodeAction(title=title, kind=types.CodeActionKind.RefactorRewrite, command=command)
 
-        # An entry spec's launcher, or a kernel it launches: the entry (the whole file) is optimized.
-        if spec_text is not None:
-            actions += [
-                optimize_action(name) for name in entries_at(source, spec_text, params.range.start.line + 1)
-            ]
-        for k in _kernels_at(source, params.range.start.line):
-            if spec_text is not None and spec_mentions(spec_text, k.name):
-                actions.append(optimize_action(k.name))
-            elif spec_text is None and not os.path.exists(spec_path):
-                title = f"Write a spec skeleton for {k.name}"
-                actions.append(
-                    types.CodeAction(
-                        title=title,
-                        kind=types.CodeActionKind.Source,
-                        command=types.Command(
-                            title=title,
-                            command=WRITE_SPEC_COMMAND,
-                            arguments=[{"uri": params.text_document.uri, "kernel": k.name}],
-                        ),
-                    )
-                )
-        return actions
+    actions = [optimize_action(name) for name in optimize_targets(snapshot, line)]
+    if snapshot.spec_text is None and not snapshot.spec_on_disk:
+        for k in _kernels_at(snapshot.text, line):
+            title = f"Write a spec skeleton for {k.name}"
+            command = types.Command(
+                title=title, command=WRITE_SPEC_COMMAND, arguments=[{"uri": uri, "kernel": k.name}]
+            )
+            actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.Source, command=command))
+    return actions

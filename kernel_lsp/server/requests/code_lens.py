@@ -15,7 +15,7 @@ from lsprotocol import types
 from ...host_entry import find_host_function
 from ...model import KernelResources
 from ..profile_view import hot_line_lenses
-from ..uris import uri_to_path
+from ..snapshot import DocumentSnapshot
 
 # More instances than this on one line: one summary lens instead of a lens each.
 LENSES_PER_LINE = 3
@@ -72,48 +72,48 @@ def _lens(line: int, title: str) -> types.CodeLens:
 def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS)
     async def code_lens(ls, params: types.CodeLensParams) -> list[types.CodeLens]:
-        path = uri_to_path(params.text_document.uri)
-        if not path:
-            return []
-        check = await ls.analysis.latest(path)
-        by_line: dict[int, list[KernelResources]] = {}
-        for k in check.kernels if check else ():
-            if k.line:
-                by_line.setdefault(k.line, []).append(k)
-        # Instances other files compiled from templates written here.
-        elsewhere = [k for _, k in ls.analysis.instances_defined_in(path)]
-        foreign = {id(k) for k in elsewhere}
-        for k in elsewhere:
-            by_line.setdefault(k.defined_at, []).append(k)
-        lenses = []
-        for line, kernels in sorted(by_line.items()):
-            all_archs = kernels
-            kernels = _distinct(kernels)
-            if len(kernels) > LENSES_PER_LINE:
-                lenses.append(_lens(line, instances_summary(all_archs)))
-                continue
-            for k in kernels:
-                title = ls.gpu_headline(path, k.name) or compile_headline(k)
-                # Named where a line holds several, or where the instance was compiled elsewhere.
-                if len(kernels) > 1 or k.defined_in or id(k) in foreign:
-                    title = f"{k.name}: {title}"
-                lenses.append(_lens(line, title))
-        lenses += _entry_lenses(ls, path, params.text_document.uri)
-        if not lenses and check is None:
-            return []
-        return lenses + hot_line_lenses(ls.hot_lines(path), path)
+        snapshot = await ls.document_snapshot(params.text_document.uri)
+        return code_lenses(snapshot) if snapshot is not None else []
 
 
-def _entry_lenses(ls, path: str, uri: str) -> list[types.CodeLens]:
-    """The headline of each checked host entry, above its function."""
-    entries = ls.gpu_entries(path)
-    if not entries:
-        return []
-    source = ls.workspace.get_text_document(uri).source
+def code_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
+    """The lenses of one document: headlines above its kernels and host entries, its templates'
+    instances compiled elsewhere, its hottest lines."""
+    check, gpu = snapshot.check, snapshot.gpu
+    by_line: dict[int, list[KernelResources]] = {}
+    for k in check.kernels if check else ():
+        if k.line:
+            by_line.setdefault(k.line, []).append(k)
+    # Instances other files compiled from templates written here.
+    elsewhere = [k for _, k in snapshot.instances_elsewhere]
+    foreign = {id(k) for k in elsewhere}
+    for k in elsewhere:
+        by_line.setdefault(k.defined_at, []).append(k)
     lenses = []
-    for name in entries:
-        function = find_host_function(source, name)
-        title = ls.gpu_headline(path, name)
+    for line, kernels in sorted(by_line.items()):
+        all_archs = kernels
+        kernels = _distinct(kernels)
+        if len(kernels) > LENSES_PER_LINE:
+            lenses.append(_lens(line, instances_summary(all_archs)))
+            continue
+        for k in kernels:
+            title = gpu.headline(k.name) or compile_headline(k)
+            # Named where a line holds several, or where the instance was compiled elsewhere.
+            if len(kernels) > 1 or k.defined_in or id(k) in foreign:
+                title = f"{k.name}: {title}"
+            lenses.append(_lens(line, title))
+    lenses += _entry_lenses(snapshot)
+    if not lenses and check is None:
+        return []
+    return lenses + hot_line_lenses(gpu.hot_lines, snapshot.path)
+
+
+def _entry_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
+    """The headline of each checked host entry, above its function."""
+    lenses = []
+    for name in snapshot.gpu.entries:
+        function = find_host_function(snapshot.text, name)
+        title = snapshot.gpu.headline(name)
         if function is None or not title:
             continue
         lenses.append(_lens(function.line, title))

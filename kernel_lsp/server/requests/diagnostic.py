@@ -21,8 +21,8 @@ def register(server) -> None:
         if path not in ls.analysis.results and path.endswith((".cu", ".cuh")):
             ls.analysis.request(path)
         await ls.analysis.wait(path)
-        doc = ls.open_document(path)
-        lines = doc.lines if doc is not None else None
+        # The text the findings are placed in: the editor's, else the file's (as when pushed).
+        snapshot = ls.document_snapshot_now(params.text_document.uri)
         return types.FullDocumentDiagnosticReport(
-            items=ls.lsp_diagnostics(path, ls.analysis.findings_for(path), lines)
+            items=ls.lsp_diagnostics(path, ls.analysis.findings_for(path), snapshot.lines)
         )

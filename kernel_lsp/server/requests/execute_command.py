@@ -18,7 +18,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...compile.files import read_text_file
 from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 from .kernel_argument import uri_and_kernel
@@ -150,14 +149,10 @@ def register(server) -> None:
             message = fsr_unavailable_message(ls, reason)
             ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
             return _reply(False, None, message)
-        doc = ls.open_document(path)
-        if doc is not None:
-            source, version = doc.source, doc.version
-        else:
-            try:
-                source, version = read_text_file(path), None
-            except (OSError, UnicodeDecodeError) as e:
-                return _reply(False, None, f"cannot read {path}: {e}")
+        snapshot = ls.document_snapshot_now(uri)
+        if snapshot.unreadable:
+            return _reply(False, None, f"cannot read {path}: {snapshot.unreadable}")
+        source, version = snapshot.text, snapshot.version
         spec_doc = ls.open_document(spec_path_for(path))
 
         cancel = threading.Event()

@@ -15,7 +15,10 @@ from lsprotocol import types
 from ...host_launch.occupancy import NO_BLOCK, describe_launches
 from ...model import KernelResources, format_bytes
 from ...source import find_kernels
-from ..uris import uri_to_path
+from ...spec import spec_path_for
+from ...stats import format_seconds
+from ..profile_view import profile_markdown
+from ..snapshot import DocumentSnapshot
 from .code_lens import span
 
 # Rows shown in a hover's table; more instances are counted, not listed.
@@ -120,7 +123,10 @@ def register(server) -> None:
 
         asked = asyncio.ensure_future(ask(ls, types.TEXT_DOCUMENT_HOVER, params))
         try:
-            parts = await kernel_parts(ls, params)
+            uri = params.text_document.uri
+            snapshot = ls.document_snapshot_now(uri)
+            if snapshot is not None and needs_check(snapshot, params.position):
+                snapshot = await ls.document_snapshot(uri)  # a kernel's resources: wait for its check
         except BaseException:
             asked.cancel()
             raise
@@ -129,40 +135,53 @@ def register(server) -> None:
         except Exception as e:  # clangd's error must not cost kernel-lsp's part
             log.info("clangd's hover failed: %s", e)
             answer = None
-        signature = clangd_markdown(answer)
-        # clangd's part first (what the symbol is), a rule, then kernel-lsp's as it always read.
-        text = "\n\n---\n\n".join(p for p in (signature, "\n\n".join(parts)) if p)
-        if not text:
-            return None
-        r = answer.get("range") if signature and isinstance(answer, dict) else None
-        return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-            range=types.Range(start=types.Position(**r["start"]), end=types.Position(**r["end"]))
-            if r
-            else None,
-        )
+        return hover_answer(snapshot, params.position, answer)
 
 
-async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
+def hover_answer(
+    snapshot: DocumentSnapshot | None, position: types.Position, clangd_answer: object
+) -> types.Hover | None:
+    """clangd's part first (what the symbol is), a rule, then kernel-lsp's as it always read."""
+    signature = clangd_markdown(clangd_answer)
+    parts = kernel_parts(snapshot, position) if snapshot is not None else []
+    text = "\n\n---\n\n".join(p for p in (signature, "\n\n".join(parts)) if p)
+    if not text:
+        return None
+    r = clangd_answer.get("range") if signature and isinstance(clangd_answer, dict) else None
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+        range=types.Range(start=types.Position(**r["start"]), end=types.Position(**r["end"])) if r else None,
+    )
+
+
+def _word(snapshot: DocumentSnapshot, position: types.Position) -> str | None:
+    lines = snapshot.lines
+    return word_at(lines[position.line] if position.line < len(lines) else "", position.character)
+
+
+def needs_check(snapshot: DocumentSnapshot, position: types.Position) -> bool:
+    """Whether the hover is on a kernel of the file: only then does it wait for the file's check."""
+    name = _word(snapshot, position)
+    return bool(name) and any(k.name == name for k in find_kernels(snapshot.text))
+
+
+def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[str]:
     """kernel-lsp's part: a kernel's resources and GPU figures; nothing for other words."""
-    path = uri_to_path(params.text_document.uri)
-    doc = ls.workspace.get_text_document(params.text_document.uri)
-    line = doc.lines[params.position.line] if params.position.line < len(doc.lines) else ""
-    name = word_at(line, params.position.character)
-    if not name or not path:
+    name = _word(snapshot, position)
+    if not name:
         return []
-    signatures = {k.name: k for k in find_kernels(doc.source)}
+    signatures = {k.name: k for k in find_kernels(snapshot.text)}
     if name not in signatures:
-        if name in ls.gpu_entries(path):  # a host entry: the figures are the whole call's
+        if name in snapshot.gpu.entries:  # a host entry: the figures are the whole call's
             return [
                 f"**`{name}`** — host entry, called with the spec's buffers",
-                *ls.hover_sections(path, name),
+                *gpu_sections(snapshot, name),
             ]
         return []
-    check = await ls.analysis.latest(path)
+    check = snapshot.check
     kernels = [k for k in check.kernels if k.source_function == name] if check else []
     # Instances of a template written here, compiled by the files that include it.
-    elsewhere = [(f, k) for f, k in ls.analysis.instances_defined_in(path) if k.source_function == name]
+    elsewhere = [(f, k) for f, k in snapshot.instances_elsewhere if k.source_function == name]
     known = {(k.name, k.arch) for k in kernels}
     for _, k in elsewhere:
         if (k.name, k.arch) not in known:
@@ -187,6 +206,57 @@ async def kernel_parts(ls, params: types.HoverParams) -> list[str]:
         )
     else:
         parts.append(f"**`{name}`** — not compiled yet.")
-    for section in ls.hover_sections(path, name):
-        parts.append(section)
-    return parts
+    return parts + gpu_sections(snapshot, name)
+
+
+def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
+    """The GPU's verdict and figures for `kernel` (a kernel or a host entry), or why there are none."""
+    gpu = snapshot.gpu
+    if gpu.absent_reason is not None:
+        return [f"_No GPU figures ({gpu.absent_reason}); compile features keep working._"]
+    k = gpu.check_for(kernel)
+    device = gpu.device
+    if k is None:
+        if not snapshot.spec_on_disk:
+            return [
+                f"_No spec: add `{os.path.basename(spec_path_for(snapshot.path))}` (code action “Write a spec skeleton”) to verify and time this kernel on {device}._"
+            ]
+        return [f"_GPU check pending on {device}._"]
+    if not k.ok:
+        # Too fast to be true is its own verdict: the figure is not shown as a result.
+        status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
+        return [f"**GPU check ({device}): {status}** — {k.message}"]
+    rows = [
+        f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
+        "latency is the median of n cold-L2 samples, spread p10–p90",
+        "",
+        "| case | median | p10–p90 | n | bandwidth | FLOP/s | roofline |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in k.timings:
+        m = t.measurement
+        bw = f"{t.bandwidth_Bps / 1e9:.0f} GB/s" if t.bandwidth_Bps else "–"
+        fl = f"{t.flops_per_s / 1e12:.2f} TFLOP/s" if t.flops_per_s else "–"
+        roof = t.roofline_text or "–"
+        if t.over_bound or t.suspicious:
+            roof += f": {t.over_bound or t.suspicious}"
+        if t.bound_note:
+            roof += f" ({t.bound_note})"
+        cache = "" if m.cold_l2 else " (warm L2)"
+        rows.append(
+            f"| {t.case} | {format_seconds(m.median_s)}{cache} | {m.spread} | {m.n} | {bw} | {fl} | {roof} |"
+        )
+    rows.append("")
+    if k.occupancy:
+        rows += [
+            f"Occupancy of `{o.kernel}` ({o.case}, ncu): achieved **{o.achieved:.0%}** of the "
+            f"SM's warp slots vs theoretical {o.theoretical:.0%}"
+            for o in k.occupancy
+        ]
+    elif k.occupancy_note:
+        rows.append(f"_Achieved occupancy: {k.occupancy_note}. The occupancy above is theoretical._")
+    else:
+        rows.append("_Occupancy above is theoretical; achieved occupancy (ncu) is being read or is off._")
+    if k.profile is not None and k.profile.kernels:
+        rows += ["", profile_markdown(k.profile)]
+    return ["\n".join(rows)]

@@ -15,12 +15,11 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...compile.files import read_text_file
 from ...safe_write import inside, replace_file
 from ...skeleton import files_pipeline, skeleton_for, spec_skeleton
 from ...source import find_kernels, parse_directives
 from ...spec import spec_path_for
-from ..uris import path_to_uri, uri_to_path
+from ..uris import path_to_uri
 from .kernel_argument import uri_and_kernel
 
 log = logging.getLogger(__name__)
@@ -32,16 +31,6 @@ def _reply(created: bool, spec_uri: str | None, message: str) -> dict[str, Any]:
     return {"created": created, "specUri": spec_uri, "message": message}
 
 
-def _source(ls, path: str) -> str | None:
-    doc = ls.open_document(path)
-    if doc is not None:
-        return doc.source
-    try:
-        return read_text_file(path, errors="replace")
-    except OSError:
-        return None
-
-
 def register(server) -> None:
     @server.command(WRITE_SPEC_COMMAND)
     async def write_spec_skeleton(ls, *args) -> dict[str, Any]:
@@ -49,10 +38,10 @@ def register(server) -> None:
         if parsed is None:
             return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')
         uri, name = parsed
-        path = uri_to_path(uri)
-        source = _source(ls, path) if path else None
-        if source is None:
+        snapshot = ls.document_snapshot_now(uri)
+        if snapshot is None or snapshot.unreadable:
             return _reply(False, None, f"cannot read {uri}")
+        path, source = snapshot.path, snapshot.text
         kernel = next((k for k in find_kernels(source) if k.name == name), None)
         if kernel is None:
             return _reply(False, None, f"no kernel named {name!r} in {os.path.basename(path)}")
