@@ -400,7 +400,8 @@ class Analysis:
         """In a thread: the cache key and the file's database flags (handed to the worker, which
         then need not read the database itself)."""
         project = settings.project_flags(path, base_dir)
-        return cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir), project
+        key = cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir, project)
+        return key, project
 
     @staticmethod
     def _cache_key(
@@ -411,7 +412,9 @@ class Analysis:
         spec_text: str | None = None,
         includers: tuple[Includer, ...] = (),
         base_dir: str | None = None,
+        project: Lookup | None = None,
     ) -> str | None:
+        """`project`: the file's database flags when the caller has them (a lookup per check)."""
         if text is None:
             return None  # files on disk are re-read each time: the watcher says when they change
         if len(text) > settings.max_file_bytes:
@@ -419,8 +422,8 @@ class Analysis:
         ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         # Headers found through the project's -I folders too (not its -isystem ones: torch's or a
         # toolkit's headers change with an install, and scanning them here would block the loop).
-        project = settings.project_flags(path, base_dir).flags
-        dirs = tuple(settings.include_dirs) + (project.include_dirs if project else ())
+        flags = (project or settings.project_flags(path, base_dir)).flags
+        dirs = tuple(settings.include_dirs) + (flags.include_dirs if flags else ())
         try:
             headers = include_closure(text, path, dirs)
         except Exception:
