@@ -98,6 +98,9 @@ def _serve_jobs(conn: Connection, stderr_path: str) -> None:
             conn.send(("done", False, f"{type(e).__name__}: {e}"))
 
 
+IDLE_LEAVE_S = 2.0  # an idle worker asked to leave gets this long before it is killed
+
+
 @dataclass
 class _Job:
     fn: Callable
@@ -138,15 +141,21 @@ class _Worker:
         self.process.join(5)
         self._release()
 
-    def stop(self) -> None:
-        """Ask an idle worker to leave; kill it if it does not."""
+    def ask_to_leave(self) -> None:
         with contextlib.suppress(Exception):
             self.conn.send(None)
-        self.process.join(2)
+
+    def wait_or_kill(self, timeout_s: float) -> None:
+        self.process.join(max(0.0, timeout_s))
         if self.process.is_alive():
             self.kill()
         else:
             self._release()
+
+    def stop(self) -> None:
+        """Ask an idle worker to leave; kill it if it does not."""
+        self.ask_to_leave()
+        self.wait_or_kill(IDLE_LEAVE_S)
 
     def _release(self) -> None:
         with contextlib.suppress(OSError):
@@ -339,8 +348,14 @@ class WorkerPool:
             w.kill()
             if w.job is not None and not w.job.future.done():
                 w.job.future.set_result(JobFailed("closed"))
+        # All idle workers are asked at once and waited for together: one after another, each
+        # still starting (spawn under load) cost its 2 s and then the kill's join, and the
+        # server's exit waits on this (an e2e teardown once passed its 15 s).
         for w in idle:
-            w.stop()
+            w.ask_to_leave()
+        deadline = time.monotonic() + IDLE_LEAVE_S
+        for w in idle:
+            w.wait_or_kill(deadline - time.monotonic())
         for end in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 end.close()

@@ -174,3 +174,22 @@ def test_entries_share_their_flags_only_when_only_their_file_and_outputs_differ(
     assert (a.file, b.file, c.file) == tuple(str(tmp_path / f"{n}.cu") for n in "abc")
     assert db.entries[a.file] is db.entries[b.file]  # parsed once
     assert len(db.distinct_flags()) == 3
+
+
+def test_closing_waits_for_the_idle_workers_together_not_one_after_another(monkeypatch):
+    # The server's exit waits on this: idle workers that do not leave at once (still starting,
+    # under load) each cost their wait and then the kill's, one after another.
+    import kernel_lsp.compile.jobs as jobs
+
+    pool = WorkerPool(3, "spawn")
+    waits: list[float] = []
+    real_wait = jobs._Worker.wait_or_kill
+    monkeypatch.setattr(jobs._Worker, "ask_to_leave", lambda self: None)  # none leaves by itself
+    monkeypatch.setattr(jobs._Worker, "wait_or_kill", lambda self, t: waits.append(t) or real_wait(self, t))
+    try:
+        done = [pool.submit(sleep_in_phase, ("x", 0.5), 30) for _ in range(3)]
+        assert all(f.result(60) is None for f in done)  # three workers, now idle
+    finally:
+        pool.close()
+    assert len(waits) == 3
+    assert sum(waits) <= jobs.IDLE_LEAVE_S + 0.5, waits  # one shared deadline, not 3 x 2 s
