@@ -390,7 +390,7 @@ class LocalBackend:
         """How a one-launch process (ncu, compute-sanitizer) of this backend's untrusted host code
         is confined: as its worker is, "bwrap" where the worker runs inside bubblewrap (the GPU
         would not open under Landlock here), else "" (Landlock + seccomp in the process)."""
-        return "bwrap" if str((self.sandbox or {}).get("files", "")).startswith("bwrap") else ""
+        return str((self.sandbox or {}).get("outer", ""))
 
     def sanitize(
         self, sanitizer: str, job: dict[str, Any], blob: bytes, tools: tuple[str, ...]

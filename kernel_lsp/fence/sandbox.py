@@ -92,9 +92,16 @@ class SandboxReport:
     network: str = ""  # "seccomp", "bwrap --unshare-net", "network namespace"
     memory: str = ""  # "RLIMIT_DATA" once applied
     tried: dict[str, str] = field(default_factory=dict)  # mechanism -> why it did not work
+    outer: str = ""  # "bwrap" when the process runs inside bubblewrap, else "" (confined in-process)
 
     def to_dict(self) -> dict[str, object]:
-        return {"files": self.files, "network": self.network, "memory": self.memory, "tried": self.tried}
+        return {
+            "files": self.files,
+            "network": self.network,
+            "memory": self.memory,
+            "tried": self.tried,
+            "outer": self.outer,
+        }
 
 
 def writable_devices() -> list[str]:
@@ -173,7 +180,7 @@ def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
     writes, and cut its network. Call it first thing, before CUDA starts threads. `outer`:
     "bwrap" when the process already runs inside bubblewrap (files and network held there).
     Raises SandboxUnavailable when writes or network cannot be confined."""
-    report = SandboxReport()
+    report = SandboxReport(outer=outer)
     if outer == "bwrap":
         # bubblewrap holds the writes (a read-only root): Landlock on top is not needed, and on
         # some hosts it keeps the CUDA driver from starting (cuInit: CUDA_ERROR_OPERATING_SYSTEM).

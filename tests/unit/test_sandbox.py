@@ -256,6 +256,7 @@ def test_the_proof_gate_runs_a_candidate_confined_as_its_worker_is(tmp_path, mon
         check = gpu.check(candidate, str(path), spec, "saxpy", build)
         assert check.ok, check.message
         assert gpu.backend.sandbox["files"].startswith("bwrap") is (mechanism == "bwrap")
+        assert gpu.backend._sandbox_kind() == ("bwrap" if mechanism == "bwrap" else "")
         report = gpu.prove(candidate, str(path), spec, "saxpy", build)
     assert report.note == "" and report.findings == [], report.note
     assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
