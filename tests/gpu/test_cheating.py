@@ -98,7 +98,7 @@ def _median(result) -> float:
     return result.timings[-1].measurement.median_s
 
 
-@pytest.mark.xdist_group("ncu")
+@pytest.mark.xdist_group("timing")  # medians compared: one timing test at a time
 @pytest.mark.parametrize("name", STATEFUL)
 def test_state_between_launches_buys_no_speed(gpu, name):
     honest = _median(check(gpu, "good"))

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.cli.bench import bench_main
-from kernel_lsp.compile import CompileOptions, compile_file
 from kernel_lsp.gpu import GpuSession, check_file
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.timing import TimingSettings
@@ -98,29 +97,3 @@ def test_bench_prints_table(capsys):
     assert "n=4194304" in out and "GB/s" in out and "device:" in out
     if find_ncu():
         assert "occupancy vadd (n=4194304): achieved" in out, out
-
-
-@pytest.mark.xdist_group("ncu")
-@pytest.mark.parametrize(
-    "path, spec",
-    [
-        (FIXTURES / "good.cu", FIXTURES / "vadd.spec.py"),  # a C++ (mangled) entry
-        (SAMPLES / "reduce_sum" / "reduce_sum_fp32.cu", None),  # a two-kernel pipeline
-    ],
-)
-def test_achieved_occupancy_from_ncu(gpu, path, spec):
-    if find_ncu() is None:
-        pytest.skip("ncu (Nsight Compute) is not installed on this GPU machine")
-    source, spec_arg = path.read_text(), str(spec) if spec else None
-    result = gpu.add_occupancy(gpu.check(source, str(path), spec_arg), source, str(path), spec_arg)
-    assert result.ok, result.message
-    assert result.occupancy, result.occupancy_note
-    compiled = {
-        k.name: k.occupancy for k in compile_file(str(path), CompileOptions(arch=gpu.device.arch)).kernels
-    }
-    assert sorted(o.kernel for o in result.occupancy) == sorted(compiled)  # every kernel of the pipeline
-    for o in result.occupancy:
-        assert o.case == result.timings[-1].case
-        # ncu's theoretical figure is ours (same limits); achieved can only be lower.
-        assert o.theoretical == pytest.approx(compiled[o.kernel].fraction, abs=0.01), o
-        assert 0.0 < o.achieved <= o.theoretical + 0.02, o
