@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,12 +50,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_logreport(report):
-    """With KERNEL_LSP_TEST_TIMES=FILE, each test's time is appended as it ends (setup + call +
-    teardown), so a run stopped at a time limit still says where its time went."""
+    """With KERNEL_LSP_TEST_TIMES=FILE, each test's phase (setup, call, teardown) is appended as it
+    ends: the wall clock at its end, the pytest-xdist worker, its seconds. A run stopped at a time
+    limit still says where its time went, and each worker's lane can be drawn from it."""
     out = os.environ.get("KERNEL_LSP_TEST_TIMES")
-    if out:
+    if out and not hasattr(report, "node"):  # pytest-xdist's controller gets a copy of each report
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(out, "a") as f:
-            f.write(f"{report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n")
+            f.write(
+                f"{time.time():.1f} {worker} {report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n"
+            )
         if report.failed:  # the reason too: a run cut off at its limit prints no summary
             with open(out + ".failures", "a") as f:
                 f.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext[-6000:]}\n")

@@ -47,7 +47,7 @@ def kernel_position(path: Path, name: str) -> types.Position:
     raise AssertionError(f"{name} not found in {path}")
 
 
-@pytest.mark.xdist_group("ncu")
+@pytest.mark.xdist_group("ncu-server")  # ncu runs beside ncu (profile_cost.py --concurrent)
 async def test_gpu_figures_and_mismatch(client, workspace: Path):
     await start(client, workspace, options=GPU_OPTIONS)
     cu = workspace / "vector_add" / "vector_add_fp32.cu"
