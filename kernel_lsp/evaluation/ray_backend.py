@@ -23,6 +23,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -95,8 +96,22 @@ def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
     return ray
 
 
+FREE_GRACE_S = 5.0
+
+
 def cluster_gpus(ray: Any) -> int:
     return int(ray.cluster_resources().get("GPU", 0))
+
+
+def free_gpus(ray: Any, want: int = 0, grace_s: float = 0.0) -> int:
+    """GPUs no actor or task holds (a fraction held counts the GPU as taken), waiting up to
+    `grace_s` for `want` of them: an actor just killed gives its GPU back a moment later."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        free = int(ray.available_resources().get("GPU", 0))
+        if free >= want or time.monotonic() >= deadline:
+            return free
+        time.sleep(0.2)
 
 
 class EvaluationActor:
@@ -406,15 +421,23 @@ def open_ray_backends(
     local_gpus: int | None = None,
     log: Any = print,
 ) -> list[RayBackend]:
-    """`count` actors (None: every GPU of the cluster), never more than the cluster's GPUs (an
-    actor that cannot be placed would wait forever). Raises RayUnavailable."""
+    """`count` actors (None: every free GPU of the cluster), never more than the GPUs free now: an
+    actor that cannot be placed waits for a GPU, as long as another actor holds it (another
+    editor's kernel-lsp, a training job). Raises RayUnavailable."""
     ray = connect(address, local_gpus)
     gpus = cluster_gpus(ray)
+    free = free_gpus(ray, want=gpus if count is None else min(count, gpus), grace_s=FREE_GRACE_S)
+    where = cluster_address(address) or "this machine"
     if gpus == 0:
-        where = cluster_address(address) or "this machine"
         raise RayUnavailable(f"the Ray cluster at {where} has no GPUs")
+    if free == 0:
+        raise RayUnavailable(
+            f"all {gpus} GPU(s) of the Ray cluster at {where} are held by other actors or tasks; "
+            "an evaluation actor would wait until one is let go"
+        )
     wanted = gpus if count is None else count
-    if wanted > gpus:
-        log(f"kernel-lsp: the Ray cluster has {gpus} GPUs; using {gpus}, not {wanted}")
-        wanted = gpus
+    if wanted > free:
+        held = f", {gpus - free} held by other work" if free < gpus else ""
+        log(f"kernel-lsp: the Ray cluster has {gpus} GPUs{held}; using {free}, not {wanted}")
+        wanted = free
     return [RayBackend(launch_timeout_s, timing, fake, start_timeout_s, address) for _ in range(wanted)]

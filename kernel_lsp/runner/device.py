@@ -196,20 +196,29 @@ class CudaDevice:
         free, total = self._ck(self.d.cuMemGetInfo())
         return int(total) - int(free), False
 
+    # Copies and fills go on the timing stream and are waited for. On the legacy default stream
+    # (cuMemcpyHtoD, cuMemsetD8) they are not ordered with the launches on a non-blocking stream:
+    # a memset returns before it runs, a copy from pageable memory may return before its DMA
+    # lands, and with other processes loading the GPU a correct kernel read half-copied inputs
+    # and had its outputs poisoned after it wrote them (GPU suite, 8 workers on one H100).
+
     def upload(self, ptr: int, data: np.ndarray) -> None:
         data = np.ascontiguousarray(data)
         if data.nbytes:
-            self._ck(self.d.cuMemcpyHtoD(ptr, data.ctypes.data, data.nbytes))
+            self._ck(self.d.cuMemcpyHtoDAsync(ptr, data.ctypes.data, data.nbytes, self.stream))
+            self.sync()
 
     def download(self, ptr: int, nbytes: int) -> np.ndarray:
         out = np.empty(nbytes, np.uint8)
         if nbytes:
-            self._ck(self.d.cuMemcpyDtoH(out.ctypes.data, ptr, nbytes))
+            self._ck(self.d.cuMemcpyDtoHAsync(out.ctypes.data, ptr, nbytes, self.stream))
+            self.sync()
         return out
 
     def fill(self, ptr: int, byte: int, nbytes: int) -> None:
         if nbytes:
-            self._ck(self.d.cuMemsetD8(ptr, byte & 0xFF, nbytes))
+            self._ck(self.d.cuMemsetD8Async(ptr, byte & 0xFF, nbytes, self.stream))
+            self.sync()
 
     def fill_async(self, ptr: int, byte: int, nbytes: int) -> None:
         """A byte fill queued on the timing stream (ordered with the launches around it)."""
@@ -303,7 +312,7 @@ class CudaDevice:
             # Twice the L2, at least 64 MiB: reading it evicts every line the kernel could reuse.
             nbytes = max(2 * self.attribute("L2_CACHE_SIZE"), 64 << 20)
             ptr = self.alloc(nbytes)
-            self._ck(self.d.cuMemsetD32(ptr, 0x5A5A5A5A, nbytes // 4))
+            self._ck(self.d.cuMemsetD32Async(ptr, 0x5A5A5A5A, nbytes // 4, self.stream))
             self._flush = (ptr, nbytes)
         return self._flush
 

@@ -100,12 +100,12 @@ def test_tuner_makes_samples_measurably_faster(gpu, tmp_path, xdg):
 
 @pytest.mark.xdist_group("cache")  # no timing claim: a lane of its own
 def test_second_run_is_served_from_the_cache(gpu, tmp_path):
-    # A small space (4 points) searched to the end (no time budget), so both runs ask the same
-    # questions.
+    # A space of two points searched to the end (no time budget), so both runs ask the same
+    # questions (four points took 75 s beside the other tests on an H100).
     path = _copy(tmp_path, "transpose/transpose_fp32.cu")
     tune = "// kernel-lsp: tune TILE=32,16,64 BLOCK_ROWS=8,4,16"
     assert tune in path.read_text(), "the sample's tune line changed: update this test"
-    path.write_text(path.read_text().replace(tune, "// kernel-lsp: tune TILE=32,16 BLOCK_ROWS=8,4"))
+    path.write_text(path.read_text().replace(tune, "// kernel-lsp: tune TILE=32,16 BLOCK_ROWS=8"))
     req = RunRequest(
         path=str(path),
         kernel="transpose",

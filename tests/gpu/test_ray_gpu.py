@@ -27,14 +27,21 @@ SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 @pytest.fixture(scope="module")
-def actor_gpu():
+def cluster():
     ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture
+def actor_gpu(cluster):
+    """An actor on the machine's one GPU, for one test: while it lives, the GPU is held, and a
+    second actor (bench's) would find none free."""
     backends = open_backends("ray", "1", timing=TimingSettings(budget_s=0.3))
     assert type(backends[0]).__name__ == "RayBackend"
     with GpuSession(backend=backends[0]) as session:
         assert session.available, session.reason
         yield session
-    ray.shutdown()
 
 
 def test_vadd_verified_and_timed_through_a_ray_actor(actor_gpu):
@@ -50,7 +57,7 @@ def test_vadd_verified_and_timed_through_a_ray_actor(actor_gpu):
     assert comparison.host == socket.gethostname() and comparison.device_index == 0
 
 
-def test_bench_through_ray():
+def test_bench_through_ray(cluster):
     out = io.StringIO()
     code = bench_main(
         [

@@ -137,6 +137,36 @@ def test_a_killed_actor_costs_only_its_request_and_is_replaced(fake_gpus, tmp_pa
     gpu_other.close()
 
 
+def test_actors_only_on_free_gpus_and_a_clear_error_when_none_is_free(cluster):
+    """A GPU another actor holds (another editor's kernel-lsp, a training job) gets no actor:
+    one placed there would wait as long as the other holds it."""
+    from kernel_lsp.evaluation.ray_backend import RayUnavailable, open_ray_backends
+
+    @ray.remote(num_gpus=1)
+    class Holder:
+        def ready(self) -> bool:
+            return True
+
+    holders = [Holder.remote()]
+    ray.get(holders[0].ready.remote(), timeout=60)
+    lines: list[str] = []
+    t0 = time.monotonic()
+    backends = open_ray_backends(None, fake=True, log=lines.append)
+    assert len(backends) == 1 and "1 held by other work; using 1, not 2" in lines[0], lines
+    assert backends[0].available, backends[0].reason
+    holders.append(Holder.remote())  # the first is held by the backend: this one waits for it
+    for b in backends:
+        b.close()
+    ray.get(holders[1].ready.remote(), timeout=60)
+    with pytest.raises(
+        RayUnavailable, match=r"all 2 GPU\(s\) of the Ray cluster .* are held by other actors"
+    ):
+        open_ray_backends(1, fake=True, log=lines.append)
+    assert time.monotonic() - t0 < 60  # said, not waited out
+    for h in holders:
+        ray.kill(h)
+
+
 def test_ray_backend_setting_and_flags():
     settings, problems = settings_from_dict(
         {"evaluation": {"backend": "ray"}, "cluster": {"address": "h:6379"}}
