@@ -77,10 +77,10 @@ class PhaseClock:
         self.seconds: dict[str, list[float]] = {}
 
     def __enter__(self) -> PhaseClock:
-        def timed(cmd, timeout_s, env=None):
+        def timed(cmd, timeout_s, env=None, runs=None):
             t0 = time.perf_counter()
             try:
-                return self.real(cmd, timeout_s, env)
+                return self.real(cmd, timeout_s, env, runs)
             finally:
                 part = "collect" if "-o" in cmd else "pages"
                 self.seconds.setdefault(part, []).append(time.perf_counter() - t0)

@@ -11,6 +11,9 @@ inside a memory limit, and take what they started with them. One module, used by
 - A tool a worker runs in a session of its own (nvcc, killed with its children at a deadline)
   gets PR_SET_PDEATHSIG=SIGKILL (`tool_preexec`) and is registered (`tracked_group`), so the
   worker's end kills that group too.
+- A tool run from a long-lived process (ncu, compute-sanitizer from the server's GPU backend) goes
+  through `ToolRuns`: in a session of its own, so that closing its owner kills it and the launch
+  it watches at once instead of waiting out a profile.
 - Memory: RLIMIT_AS (no cgroups needed), set in the worker for each job (`limit_memory`) and
   inherited by the tools it runs; the GPU worker gets none (CUDA reserves far more address space
   than it uses).
@@ -22,6 +25,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -161,3 +165,48 @@ def limit_memory(max_bytes: int) -> None:
 def memory_limit() -> int:
     """The limit `limit_memory` set in this process (bytes; 0: none)."""
     return _memory_limit
+
+
+class ToolRuns:
+    """The tool processes (ncu, compute-sanitizer) one owner runs, each the leader of a session of
+    its own with whatever it starts (the profiled launch). `end_all` kills them all, and refuses
+    new ones from then on: closing a GPU backend must not wait out a 20 s profile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[int] = set()
+        self.ended = False
+
+    def run(self, cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+        """(exit code, stdout + stderr). Raises subprocess.TimeoutExpired (the tool's group
+        killed) and OSError (also when the owner has ended its runs)."""
+        with self._lock:
+            if self.ended:
+                raise OSError("its owner was closed")
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                start_new_session=True,
+                preexec_fn=tool_preexec(),
+            )
+            self._running.add(proc.pid)
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid)
+            proc.communicate()
+            raise
+        finally:
+            with self._lock:
+                self._running.discard(proc.pid)
+        return proc.returncode, out + ("\n" + err if err.strip() else "")
+
+    def end_all(self) -> None:
+        with self._lock:
+            self.ended = True
+            running = list(self._running)
+        for pid in running:
+            kill_group(pid)

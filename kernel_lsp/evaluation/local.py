@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
 from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
@@ -33,6 +34,7 @@ GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
 
 
 SANDBOX_REFUSED = "host code an LLM wrote does not run here: no sandbox: "
+CLOSE_WAIT_S = 1.0  # close() waits this long for a call in flight before it kills the worker
 
 
 def no_gpu_message(reason: str) -> str:
@@ -108,17 +110,33 @@ class LocalBackend:
         self._reason: str | None = None
         self._device: DeviceInfo | None = None
         self._retry_at = 0.0
+        self._closed = False
+        self._tools = ToolRuns()  # ncu, compute-sanitizer: ended by close()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        with self._lock:
+        """End the worker and the tools it runs now: a check, profile or proof in flight is cut
+        short (its caller gets a crash or a note), never waited out; nothing starts after."""
+        self._closed = True
+        self._tools.end_all()
+        if not self._lock.acquire(timeout=CLOSE_WAIT_S):
+            worker = self._worker
+            if worker is not None:
+                worker.kill()  # the call in flight sees its worker die and returns
+            self._lock.acquire()
+        try:
             if self._worker is not None:
                 self._worker.close()
                 self._worker = None
+        finally:
+            self._lock.release()
 
     def _ensure_worker(self) -> WorkerProcess | None:
         """A live worker, starting one if needed; None (with _reason set) when there is no GPU."""
+        if self._closed:
+            self._reason = "the GPU backend was closed"
+            return None
         if self._worker is not None and self._worker.alive:
             return self._worker
         if self._worker is not None:
@@ -384,7 +402,9 @@ class LocalBackend:
     ) -> ProfileReport:
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock:  # nothing else on this GPU while ncu replays the kernels
-            return profile_kernels(ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text)
+            return profile_kernels(
+                ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text, runs=self._tools
+            )
 
     def _sandbox_kind(self) -> str:
         """How a one-launch process (ncu, compute-sanitizer) of this backend's untrusted host code
@@ -398,4 +418,4 @@ class LocalBackend:
         """The job's one launch under each compute-sanitizer tool (the proof gate), on this GPU."""
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock:  # nothing else on this GPU while the sanitizer instruments the launch
-            return sanitize(sanitizer, job, blob, tools)
+            return sanitize(sanitizer, job, blob, tools, runs=self._tools)

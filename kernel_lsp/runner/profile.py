@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
@@ -198,10 +199,11 @@ def _why_no_rows(output: str) -> str:
     return f"ncu gave no figures: {tail[:300]}" if tail else "ncu gave no output"
 
 
-def _run(cmd: list[str], timeout_s: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+def _run(
+    cmd: list[str], timeout_s: float, env: dict[str, str] | None = None, runs: ToolRuns | None = None
+) -> tuple[int, str]:
     """(exit code, stdout + stderr); raises only TimeoutExpired and OSError."""
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
-    return proc.returncode, proc.stdout + ("\n" + proc.stderr if proc.stderr.strip() else "")
+    return (runs or ToolRuns()).run(cmd, timeout_s, env)
 
 
 def profile_kernels(
@@ -212,9 +214,10 @@ def profile_kernels(
     main_path: str,
     timeout_s: float = PROFILE_TIMEOUT_S,
     main_text: str | None = None,
+    runs: ToolRuns | None = None,
 ) -> ProfileReport:
     """Run the job (spec desc, steps, sizes, device index) once under ncu and read its report.
-    Never raises."""
+    `runs`: the owner's running tools (ended when it closes). Never raises."""
     case = str(job.get("case", ""))
     start = time.perf_counter()
 
@@ -230,7 +233,7 @@ def profile_kernels(
         report_base = os.path.join(job_dir, "report")
         cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
         try:
-            code, output = _run(cmd, timeout_s, env)
+            code, output = _run(cmd, timeout_s, env, runs)
         except subprocess.TimeoutExpired:
             return done(ProfileReport(note=f"ncu did not finish in {timeout_s:.0f} s"))
         except OSError as e:
@@ -241,12 +244,12 @@ def profile_kernels(
             return done(ProfileReport(note=note + (f" (ncu exit {code})" if code else "")))
         # Each `ncu -i` loads the report on its own (about a second): both pages at once.
         with ThreadPoolExecutor(2) as pool:
-            raw, source = pool.map(lambda page: _print_page(ncu, report_file, page), ("raw", "source"))
+            raw, source = pool.map(lambda page: _print_page(ncu, report_file, page, runs), ("raw", "source"))
     return done(build_report(raw, source, symbol_to_kernel, main_path, case, main_text))
 
 
-def _print_page(ncu: str, report_file: str, page: str) -> str:
+def _print_page(ncu: str, report_file: str, page: str, runs: ToolRuns | None) -> str:
     try:
-        return _run(page_command(ncu, report_file, page), PAGE_TIMEOUT_S)[1]
+        return _run(page_command(ncu, report_file, page), PAGE_TIMEOUT_S, None, runs)[1]
     except (subprocess.TimeoutExpired, OSError) as e:
         return f"ncu could not print the {page} page: {e}"

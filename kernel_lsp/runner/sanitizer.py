@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.one_launch import tool_command
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
@@ -134,8 +135,10 @@ def sanitize(
     blob: bytes,
     tools: tuple[str, ...] = TOOLS,
     timeout_s: float = TOOL_TIMEOUT_S,
+    runs: ToolRuns | None = None,
 ) -> SanitizerReport:
-    """Run the job (spec desc, steps, sizes, device, fake) once under each tool. Never raises."""
+    """Run the job (spec desc, steps, sizes, device, fake) once under each tool. `runs`: the
+    owner's running tools (ended when it closes). Never raises."""
     report = SanitizerReport(case=str(job.get("case", "")))
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-") as job_dir:
         with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
@@ -147,9 +150,7 @@ def sanitize(
             cmd, env = tool_command(options, job, job_dir)
             start = time.perf_counter()
             try:
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env
-                )
+                code, output = (runs or ToolRuns()).run(cmd, timeout_s, env)
             except subprocess.TimeoutExpired:
                 report.note += f"{tool} did not finish in {timeout_s:.0f} s; "
                 continue
@@ -157,12 +158,11 @@ def sanitize(
                 report.note = f"cannot run compute-sanitizer ({sanitizer}): {e}"
                 return report
             report.tools[tool] = time.perf_counter() - start
-            output = proc.stdout + "\n" + proc.stderr
             found = parse_findings(tool, output)
             report.findings += found
-            if proc.returncode not in (0, ERROR_EXIT) and not found:
+            if code not in (0, ERROR_EXIT) and not found:
                 tail = " ".join(output.strip().splitlines()[-2:])[:300]
-                report.note += f"{tool} ended with exit code {proc.returncode}: {tail}; "
+                report.note += f"{tool} ended with exit code {code}: {tail}; "
     report.note = report.note.rstrip("; ")
     return report
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -81,9 +82,11 @@ class KernelLanguageServer(LanguageServer):
     def close(self) -> None:
         """End every process and thread the server started (also when the client went away
         without shutdown): compile workers, the GPU worker, the watchers."""
-        for step in (self.analysis.shutdown, self.gpu_feature.stop, *self.shutdown_hooks):
+        for step in (self.analysis.shutdown, self.gpu_feature.stop, self.clangd.kill, *self.shutdown_hooks):
             try:
-                step()
+                result = step()
+                if inspect.iscoroutine(result):  # no loop to await it in: clangd.kill did its work
+                    result.close()
             except Exception:
                 log.exception("closing the server: %s", step)
 

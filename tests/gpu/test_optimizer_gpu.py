@@ -125,6 +125,9 @@ def test_second_run_is_served_from_the_cache(gpu, tmp_path):
     print(f"\nFSR-GPU cache: first run {first.seconds:.1f} s, second run {took:.2f} s")
 
 
+# Its claim is the tuner's: 1.009x [1.008, 1.011] beside 7 other tests on an H100. After the test
+# above in the quiet part, it reuses that test's measurements (the module's result cache).
+@pytest.mark.quiet
 def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, monkeypatch, xdg):
     path = _copy(tmp_path, "reduce_sum/reduce_sum_fp32.cu")
     before = path.read_text()

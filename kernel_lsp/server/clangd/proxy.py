@@ -228,6 +228,13 @@ class ClangdProxy:
         """The `initialized` hook: clangd's start is not waited for."""
         self.start()
 
+    def kill(self) -> None:
+        """The server's last step, with no event loop left to stop it politely: end clangd."""
+        self._stopping = True
+        if self.session is not None and self.session.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.session.process.kill()
+
     async def stop(self) -> None:
         self._stopping = True
         session, self.session = self.session, None
