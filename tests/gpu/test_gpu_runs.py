@@ -87,7 +87,6 @@ def test_samples_verify(gpu, name):
         assert r.ok, f"{r.kernel}: {r.message}"
 
 
-@pytest.mark.xdist_group("ncu")
 def test_bench_prints_table(capsys):
     code = bench_main(str(FIXTURES / "good.cu"), spec=str(FIXTURES / "vadd.spec.py"), budget=0.2)
     out = capsys.readouterr().out

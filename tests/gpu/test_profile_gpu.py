@@ -7,6 +7,7 @@ quotes (run with `-s`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import shutil
 import time
@@ -18,7 +19,9 @@ from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions, compile_file
 from kernel_lsp.runner.profile import find_ncu
 
-pytestmark = [pytest.mark.gpu, pytest.mark.xdist_group("ncu")]
+# No lane of their own: ncu runs beside other ncu runs at 1.2x the wall time of one alone
+# (benchmarks/profile_cost.py --concurrent 2 on an H100).
+pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITERS = {"memory-bound", "compute-bound", "latency-bound", "launch-bound"}
@@ -78,8 +81,9 @@ def test_profile_of_a_sample(gpu, rel, kernel, hottest):
         assert o.case == check.timings[-1].case
         assert o.theoretical == pytest.approx(compiled[o.kernel].fraction, abs=0.01), o
         assert 0.0 < o.achieved <= o.theoretical + 0.02, o
-    # Cached per source version: a second call does not run ncu again.
-    again = gpu.check(source, str(path), loaded, kernel)
+    # Cached per source version: a second check of it (its verdict copied: verifying again
+    # costs seconds and tells nothing here) does not run ncu again.
+    again = dataclasses.replace(check, profile=None, occupancy=[])
     t0 = time.perf_counter()
     gpu.add_occupancy(again, source, str(path), loaded)
     assert again.profile is report and time.perf_counter() - t0 < min(1.0, first_s)
