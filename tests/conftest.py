@@ -33,6 +33,13 @@ def gpu_absent_reason() -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    # The long GPU tests first, longest first: pytest-xdist hands out work in this order, and
+    # the workers then end close together. A stable sort: the rest keep their order.
+    def seconds(item) -> float:
+        long = item.get_closest_marker("long")
+        return -float(long.args[0]) if long and long.args else 0.0
+
+    items.sort(key=seconds)
     gpu_reason = gpu_absent_reason()
     for item in items:
         if gpu_reason and "gpu" in item.keywords:

@@ -47,6 +47,7 @@ def kernel_position(path: Path, name: str) -> types.Position:
     raise AssertionError(f"{name} not found in {path}")
 
 
+@pytest.mark.long(29)
 async def test_gpu_figures_and_mismatch(client, workspace: Path):
     await start(client, workspace, options=GPU_OPTIONS)
     cu = workspace / "vector_add" / "vector_add_fp32.cu"
@@ -104,6 +105,7 @@ async def test_gpu_figures_and_mismatch(client, workspace: Path):
     assert hover is not None
 
 
+@pytest.mark.long(26)
 def test_check_cli_verifies_on_gpu(tmp_path: Path):  # no --occupancy: no ncu
     out = subprocess.run(
         [sys.executable, "-m", "kernel_lsp", "check", "-v", str(REPO / "samples" / "vector_add")],

@@ -19,6 +19,7 @@ from kernel_lsp.runner.profile import find_ncu
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.long(26)
 async def test_hot_line_lenses_and_limiter_hover(client, tmp_path: Path):
     if find_ncu() is None:
         pytest.skip("ncu (Nsight Compute) is not installed on this GPU machine")

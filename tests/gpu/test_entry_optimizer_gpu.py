@@ -60,6 +60,7 @@ def fsr(gpu: GpuSession, tmp_path: Path, sample: str, answers: list[str]):
     return result
 
 
+@pytest.mark.long(68)
 def test_a_fused_layernorm_written_as_a_complete_file_is_accepted_and_the_race_is_not(gpu, tmp_path):
     """The original: three kernels, temporaries and a cudaMemset between them. The fused
     rewrite (one kernel, no temporaries, a renamed kernel) is verified against the spec and the

@@ -66,6 +66,7 @@ def test_a_rewritten_launcher_agrees_with_the_original_and_is_compared_on_one_gp
     print(f"bf16 add rewrite vs original: {ab.speedup:.3f}x [{ab.ci_low:.3f}, {ab.ci_high:.3f}], n={ab.n}")
 
 
+@pytest.mark.long(28)
 def test_a_layernorm_with_host_steps_between_three_kernels(gpu):
     result = check(gpu, "layernorm_host")
     assert result.ok, result.message

@@ -50,7 +50,7 @@ def gpu():
 
 @pytest.fixture(scope="module")
 def xdg(tmp_path_factory) -> Path:
-    """One result cache for the module (the CLI test reuses what the first test measured)."""
+    """One result cache for the module, out of the user's ~/.cache."""
     return tmp_path_factory.mktemp("xdg")
 
 
@@ -98,6 +98,7 @@ def test_tuner_makes_samples_measurably_faster(gpu, tmp_path, xdg):
     assert len(faster) == len(SAMPLES), f"only {faster} got measurably faster"
 
 
+@pytest.mark.long(45)
 @pytest.mark.xdist_group("cache")  # no timing claim: a lane of its own
 def test_second_run_is_served_from_the_cache(gpu, tmp_path):
     # A space of two points searched to the end (no time budget), so both runs ask the same
@@ -125,11 +126,14 @@ def test_second_run_is_served_from_the_cache(gpu, tmp_path):
     print(f"\nFSR-GPU cache: first run {first.seconds:.1f} s, second run {took:.2f} s")
 
 
-# Its claim is the tuner's: 1.009x [1.008, 1.011] beside 7 other tests on an H100. After the test
-# above in the quiet part, it reuses that test's measurements (the module's result cache).
+# The speed-up it applies is 1.8x alone on an H100, 1.009x [1.008, 1.011] beside 7 other tests.
 @pytest.mark.quiet
 def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, monkeypatch, xdg):
     path = _copy(tmp_path, "reduce_sum/reduce_sum_fp32.cu")
+    # One tuned point beside the written one (the search is the test above's): ITEMS=2.
+    tune = "// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8 VEC=1,4"
+    assert tune in path.read_text(), "the sample's tune line changed: update this test"
+    path.write_text(path.read_text().replace(tune, "// kernel-lsp: tune BLOCK=256 ITEMS=1,2 VEC=1"))
     before = path.read_text()
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     code = optimize_main(

@@ -47,6 +47,7 @@ def gpu():
     session.close()
 
 
+@pytest.mark.long(28)
 @pytest.mark.parametrize(("rel", "kernel", "hottest"), SAMPLES)
 def test_profile_of_a_sample(gpu, rel, kernel, hottest):
     from kernel_lsp.profile_text import profile_lines
@@ -93,6 +94,7 @@ def test_profile_of_a_sample(gpu, rel, kernel, hottest):
     print("\n".join("PROFILE-GPU   " + line for line in profile_lines(report)))
 
 
+@pytest.mark.long(26)
 def test_bench_profile_text_and_json():
     if find_ncu() is None:
         pytest.skip("no Nsight Compute (ncu) here")
@@ -103,6 +105,7 @@ def test_bench_profile_text_and_json():
     assert "profile stencil2d: " in text and "top stalls:" in text and "line 39:" in text, text
 
 
+@pytest.mark.long(39)
 def test_tuner_report_names_the_limiter_of_its_best_point(gpu, tmp_path):
     from kernel_lsp.config import Settings
     from kernel_lsp.optimizer.session import RunRequest, run
