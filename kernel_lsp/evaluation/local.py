@@ -203,7 +203,10 @@ class LocalBackend:
     @property
     def device(self) -> DeviceInfo | None:
         """Attributes, measured memory bandwidth, peak FLOP/s per dtype: measured once per device
-        and cached on disk."""
+        and cached on disk. Once known it is answered at once, also while a check holds the
+        GPU: the server reads it on its event loop (hover, code lenses)."""
+        if self._device is not None:
+            return self._device
         with self._lock:
             if self._device is not None:
                 return self._device

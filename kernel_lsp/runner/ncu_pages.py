@@ -16,6 +16,7 @@ A header file the kernel uses appears as its own block with its own "File Path".
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -37,11 +38,13 @@ class RawKernel:
 
 
 def number(text: str) -> float | None:
-    """ncu's numbers: thousands separators, `-` or `n/a` for none."""
+    """ncu's numbers: thousands separators, `-` or `n/a` for none. `nan` (a counter ncu could
+    not read, as when two profiles ran at once on one GPU) is none too."""
     try:
-        return float(text.replace(",", ""))
+        value = float(text.replace(",", ""))
     except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def _csv_rows(text: str) -> list[list[str]]:

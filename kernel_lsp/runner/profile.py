@@ -20,6 +20,8 @@ this ncu lacks) becomes a note or an entry of `missing`, never an exception.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -27,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +43,7 @@ from kernel_lsp.runner.one_launch import tool_command
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
 PROFILE_TIMEOUT_S = 120.0  # ncu replays each kernel ~34 times: GEMM of 16 ms took 14 s on an H200
 PAGE_TIMEOUT_S = 60.0
+PROFILE_LOCK = os.path.join(tempfile.gettempdir(), "kernel-lsp-ncu.lock")
 SECTIONS = (
     "SpeedOfLight",
     "ComputeWorkloadAnalysis",
@@ -206,6 +210,36 @@ def _run(
     return (runs or ToolRuns()).run(cmd, timeout_s, env)
 
 
+@contextlib.contextmanager
+def one_profile_at_a_time(timeout_s: float, runs: ToolRuns | None = None) -> Iterator[str]:
+    """Held while ncu collects: one profile at a time on this machine, from any kernel-lsp
+    process (two at once on one H100 disturbed each other's counters: ncu printed `nan`). Yields
+    "" once held (or where there is no lock to take), else why not: waited out, or its owner
+    closed while it waited."""
+    try:
+        fd = os.open(PROFILE_LOCK, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError:  # another user's file we cannot read, a link: profile without it
+        yield ""
+        return
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if runs is not None and runs.ended:
+                    yield "not profiled: closed while another profile ran"
+                    return
+                if time.monotonic() >= deadline:
+                    yield f"not profiled: another profile held this machine's GPU for {timeout_s:.0f} s"
+                    return
+                time.sleep(0.1)
+        yield ""
+    finally:
+        os.close(fd)  # and with it the lock
+
+
 def profile_kernels(
     ncu: str,
     job: dict[str, Any],
@@ -232,12 +266,15 @@ def profile_kernels(
             f.write(cubin)
         report_base = os.path.join(job_dir, "report")
         cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
-        try:
-            code, output = _run(cmd, timeout_s, env, runs)
-        except subprocess.TimeoutExpired:
-            return done(ProfileReport(note=f"ncu did not finish in {timeout_s:.0f} s"))
-        except OSError as e:
-            return done(ProfileReport(note=f"cannot run ncu ({ncu}): {e}"))
+        with one_profile_at_a_time(timeout_s, runs) as busy:
+            if busy:
+                return done(ProfileReport(note=busy))
+            try:
+                code, output = _run(cmd, timeout_s, env, runs)
+            except subprocess.TimeoutExpired:
+                return done(ProfileReport(note=f"ncu did not finish in {timeout_s:.0f} s"))
+            except OSError as e:
+                return done(ProfileReport(note=f"cannot run ncu ({ncu}): {e}"))
         report_file = report_base + ".ncu-rep"
         if not os.path.exists(report_file):
             note = _why_no_rows(output)
@@ -245,7 +282,10 @@ def profile_kernels(
         # Each `ncu -i` loads the report on its own (about a second): both pages at once.
         with ThreadPoolExecutor(2) as pool:
             raw, source = pool.map(lambda page: _print_page(ncu, report_file, page, runs), ("raw", "source"))
-    return done(build_report(raw, source, symbol_to_kernel, main_path, case, main_text))
+    try:
+        return done(build_report(raw, source, symbol_to_kernel, main_path, case, main_text))
+    except Exception as e:  # a page this reader does not understand: said in the hover, not lost in a log
+        return done(ProfileReport(note=f"kernel-lsp could not read ncu's report: {type(e).__name__}: {e}"))
 
 
 def _print_page(ncu: str, report_file: str, page: str, runs: ToolRuns | None) -> str:

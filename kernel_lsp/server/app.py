@@ -201,11 +201,8 @@ class KernelLanguageServer(LanguageServer):
         """The GPU feature's results for `path` (filled in when a GPU is present)."""
         if self.gpu is None:
             return GpuFigures(absent_reason=self.gpu_absent_reason)
-        session = self.gpu.session
-        return GpuFigures(
-            checks=tuple(self.gpu.results.get(path, ())),
-            device=session.device.name if session and session.device else "GPU",
-        )
+        # The name kept at start: asking the session would wait for the GPU while a check runs.
+        return GpuFigures(checks=tuple(self.gpu.results.get(path, ())), device=self.device_name or "GPU")
 
     # --- diagnostics --------------------------------------------------------------------------
 

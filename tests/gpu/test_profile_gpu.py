@@ -19,8 +19,8 @@ from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions, compile_file
 from kernel_lsp.runner.profile import find_ncu
 
-# No lane of their own: ncu runs beside other ncu runs at 1.2x the wall time of one alone
-# (benchmarks/profile_cost.py --concurrent 2 on an H100).
+# No lane of their own: the other parts of these tests run beside anything, and ncu's collecting
+# runs one at a time on a machine by itself (runner/profile.py's lock).
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]

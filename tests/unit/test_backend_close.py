@@ -1,5 +1,6 @@
-"""Closing a GPU backend never waits out the work in flight: the tools it runs (ncu,
-compute-sanitizer, with the launch they watch) and its worker end at once, so the server answers
+"""A GPU backend never makes its caller wait out the work in flight: closing it ends the tools it
+runs (ncu, compute-sanitizer, with the launch they watch) and its worker at once, and its device,
+once known, is answered while a check holds the GPU. So the server answers hover, code lenses and
 `shutdown` in time even while a 20 s profile or a hung kernel is running. Fake GPU, no CUDA."""
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def test_closing_a_session_cuts_a_hung_check_short(tmp_path, monkeypatch):
         fake=True, launch_timeout_s=120.0, timing=TimingSettings(cold_l2=False, budget_s=0.1)
     )
     assert session.available, session.reason
+    device = session.device
+    assert device is not None
     source = with_behaviour("hang")
     results: list = []
     thread = threading.Thread(
@@ -90,6 +93,9 @@ def test_closing_a_session_cuts_a_hung_check_short(tmp_path, monkeypatch):
     )
     thread.start()
     time.sleep(2.0)  # the worker is inside the hung launch (its timeout: 120 s)
+    t0 = time.monotonic()
+    assert session.device is device  # the server asks on its event loop: answered at once
+    assert time.monotonic() - t0 < 0.5
     t0 = time.monotonic()
     session.close()
     closed_in = time.monotonic() - t0

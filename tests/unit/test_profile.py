@@ -6,6 +6,8 @@ the recordings."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from test_runner_protocol import SPEC, STEPS
 from kernel_lsp.cli.formats import format_gpu_check
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.runner.fake import fake_cubin
-from kernel_lsp.runner.limiter import kernel_profile
+from kernel_lsp.runner.limiter import SHARED_WAVEFRONTS, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
 from kernel_lsp.runner.profile import ProfileReport, build_report
 from kernel_lsp.runner.timing import TimingSettings
@@ -114,6 +116,22 @@ def test_compute_bound_and_missing_metrics():
     assert p.limiter == "unknown" and p.stalls == []
     assert any("warp stall reasons" in x for x in p.missing)
     assert any("SM throughput" in x for x in p.missing)
+
+
+def test_a_counter_ncu_could_not_read_is_missing_not_an_exception():
+    # ncu printed `nan` for the shared wavefronts of a stencil profiled beside another ncu run.
+    raw = recorded("stencil2d_fp32", "raw")
+    header = next(line for line in raw.splitlines() if "Kernel Name" in line)
+    column = next(i for i, name in enumerate(header.split('","')) if name.strip('"') == SHARED_WAVEFRONTS)
+    lines = raw.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith('"0"'))
+    cells = lines[row].split('","')
+    cells[column] = "nan"
+    lines[row] = '","'.join(cells)
+    [k] = parse_raw_page("\n".join(lines))
+    assert SHARED_WAVEFRONTS not in k.metrics
+    p = kernel_profile("stencil2d", k.metrics)
+    assert p.shared_wavefronts is None and p.limiter == "latency-bound"
 
 
 # --- line mapping ---------------------------------------------------------------------------------
@@ -237,6 +255,51 @@ def test_a_hanging_ncu_times_out_into_a_note(spec, monkeypatch):
     job = {"spec": {}, "steps": [], "sizes": {}, "case": "n=1", "device": 0, "fake": True}
     report = profile.profile_kernels(str(FAKE_NCU), job, b"", {"k": "k"}, "x.cu", timeout_s=1.0)
     assert report.kernels == [] and report.note == "ncu did not finish in 1 s"
+
+
+def test_one_profile_at_a_time_on_a_machine(monkeypatch, tmp_path):
+    import fcntl
+
+    from kernel_lsp.procs import ToolRuns
+    from kernel_lsp.runner import profile
+
+    monkeypatch.setattr(profile, "PROFILE_LOCK", str(tmp_path / "ncu.lock"))
+    with profile.one_profile_at_a_time(1.0) as busy:
+        assert busy == ""
+        # Another process's profile: an open file description of its own on the same lock.
+        other = os.open(profile.PROFILE_LOCK, os.O_RDONLY)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(other)
+    held = os.open(profile.PROFILE_LOCK, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        t0 = time.monotonic()
+        with profile.one_profile_at_a_time(0.5) as busy:
+            assert busy.startswith("not profiled: another profile held") and time.monotonic() - t0 < 2
+        closed = ToolRuns()
+        closed.end_all()
+        with profile.one_profile_at_a_time(30.0, closed) as busy:
+            assert busy == "not profiled: closed while another profile ran"
+    finally:
+        os.close(held)
+
+
+def test_a_report_the_reader_chokes_on_is_a_note(spec, monkeypatch):
+    from kernel_lsp.runner import profile
+
+    def choke(*args, **kwargs):
+        raise ValueError("cannot convert float NaN to integer")
+
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    monkeypatch.setattr(profile, "build_report", choke)
+    with fake_session() as s:
+        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
+        assert check.ok and check.profile is not None and check.profile.kernels == []
+        assert (
+            check.profile.note
+            == "kernel-lsp could not read ncu's report: ValueError: cannot convert float NaN to integer"
+        )
 
 
 def test_stand_in_without_source_counters_still_gives_the_verdict(spec, monkeypatch):
