@@ -8,8 +8,9 @@ long the hover waits for its "what limits it" table.
 Live: each sample is verified once, then profiled n times, each time in a fresh GpuSession (no
 cache), and the median, min-max and n printed, with the two parts of a run: ncu collecting
 (the launch replayed per section pass) and the printing of the report's pages. --concurrent K
-then starts K profiles of the same job at once (separate ncu processes, as separate editors or
-test workers would) and prints their wall time against one alone: whether ncu serializes them.
+then starts K profiles of the same job at once (as separate editors or test workers would) and
+prints their wall time against one alone: kernel-lsp lets one ncu collect at a time on a
+machine (runner/profile.py), so this is what the queue costs.
 --recorded prints the one-shot table that benchmarks/record_ncu.py measured on the device (n=1
 per column).
 """

@@ -147,8 +147,14 @@ def test_actors_only_on_free_gpus_and_a_clear_error_when_none_is_free(cluster):
         def ready(self) -> bool:
             return True
 
+    def settle(free: int) -> None:  # Ray's count of free resources lags behind placements
+        deadline = time.monotonic() + 30
+        while ray.available_resources().get("GPU", 0) != free and time.monotonic() < deadline:
+            time.sleep(0.1)
+
     holders = [Holder.remote()]
     ray.get(holders[0].ready.remote(), timeout=60)
+    settle(1)
     lines: list[str] = []
     t0 = time.monotonic()
     backends = open_ray_backends(None, fake=True, log=lines.append)
@@ -158,6 +164,7 @@ def test_actors_only_on_free_gpus_and_a_clear_error_when_none_is_free(cluster):
     for b in backends:
         b.close()
     ray.get(holders[1].ready.remote(), timeout=60)
+    settle(0)
     with pytest.raises(
         RayUnavailable, match=r"all 2 GPU\(s\) of the Ray cluster .* are held by other actors"
     ):
