@@ -35,6 +35,9 @@ class RawKernel:
     metrics: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     launches: int = 1
+    # Metrics (unit__counter names) ncu printed as `nan`: counters it could not read on this run.
+    # Its own helper columns (derived_*) are `nan` on any run and are not listed.
+    unread: set[str] = field(default_factory=set)
 
 
 def number(text: str) -> float | None:
@@ -85,6 +88,8 @@ def parse_raw_page(text: str) -> list[RawKernel]:
             value = number(cell)
             if value is not None:
                 sums[name].setdefault(metric, []).append(value)
+            elif "__" in metric and cell.strip().lower() in ("nan", "-nan"):
+                kernels[name].unread.add(metric)
     for name, k in kernels.items():
         k.metrics = {m: sum(v) / len(v) for m, v in sums[name].items()}
     return list(kernels.values())

@@ -213,7 +213,7 @@ def _run(
 @contextlib.contextmanager
 def one_profile_at_a_time(timeout_s: float, runs: ToolRuns | None = None) -> Iterator[str]:
     """Held while ncu collects: one profile at a time on this machine, from any kernel-lsp
-    process (two at once on one H100 disturbed each other's counters: ncu printed `nan`). Yields
+    process (two replaying at once disturb each other's counters). Yields
     "" once held (or where there is no lock to take), else why not: waited out, or its owner
     closed while it waited."""
     try:
@@ -250,8 +250,8 @@ def profile_kernels(
     main_text: str | None = None,
     runs: ToolRuns | None = None,
 ) -> ProfileReport:
-    """Run the job (spec desc, steps, sizes, device index) once under ncu and read its report.
-    `runs`: the owner's running tools (ended when it closes). Never raises."""
+    """Run the job (spec desc, steps, sizes, device index) once under ncu (twice when ncu could
+    not read some counters) and read its report. `runs`: the owner's running tools (ended when it closes). Never raises."""
     case = str(job.get("case", ""))
     start = time.perf_counter()
 
@@ -266,26 +266,39 @@ def profile_kernels(
             f.write(cubin)
         report_base = os.path.join(job_dir, "report")
         cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
-        with one_profile_at_a_time(timeout_s, runs) as busy:
-            if busy:
-                return done(ProfileReport(note=busy))
-            try:
-                code, output = _run(cmd, timeout_s, env, runs)
-            except subprocess.TimeoutExpired:
-                return done(ProfileReport(note=f"ncu did not finish in {timeout_s:.0f} s"))
-            except OSError as e:
-                return done(ProfileReport(note=f"cannot run ncu ({ncu}): {e}"))
-        report_file = report_base + ".ncu-rep"
-        if not os.path.exists(report_file):
-            note = _why_no_rows(output)
-            return done(ProfileReport(note=note + (f" (ncu exit {code})" if code else "")))
-        # Each `ncu -i` loads the report on its own (about a second): both pages at once.
-        with ThreadPoolExecutor(2) as pool:
-            raw, source = pool.map(lambda page: _print_page(ncu, report_file, page, runs), ("raw", "source"))
+        pages = _collect(ncu, cmd, env, report_base, timeout_s, runs)
+        if isinstance(pages, tuple) and any(k.unread for k in parse_raw_page(pages[0])):
+            # Counters ncu could not read (`nan`: seen on an H100 busy with 7 other processes'
+            # work): once more, and what is still unread is listed as missing.
+            pages = _collect(ncu, cmd, env, report_base, timeout_s, runs)
+    if isinstance(pages, str):
+        return done(ProfileReport(note=pages))
     try:
-        return done(build_report(raw, source, symbol_to_kernel, main_path, case, main_text))
+        return done(build_report(*pages, symbol_to_kernel, main_path, case, main_text))
     except Exception as e:  # a page this reader does not understand: said in the hover, not lost in a log
         return done(ProfileReport(note=f"kernel-lsp could not read ncu's report: {type(e).__name__}: {e}"))
+
+
+def _collect(
+    ncu: str, cmd: list[str], env: dict[str, str], report_base: str, timeout_s: float, runs: ToolRuns | None
+) -> tuple[str, str] | str:
+    """ncu's raw and source pages of one collecting run, or why there are none."""
+    with one_profile_at_a_time(timeout_s, runs) as busy:
+        if busy:
+            return busy
+        try:
+            code, output = _run(cmd, timeout_s, env, runs)
+        except subprocess.TimeoutExpired:
+            return f"ncu did not finish in {timeout_s:.0f} s"
+        except OSError as e:
+            return f"cannot run ncu ({ncu}): {e}"
+    report_file = report_base + ".ncu-rep"
+    if not os.path.exists(report_file):
+        return _why_no_rows(output) + (f" (ncu exit {code})" if code else "")
+    # Each `ncu -i` loads the report on its own (about a second): both pages at once.
+    with ThreadPoolExecutor(2) as pool:
+        raw, source = pool.map(lambda page: _print_page(ncu, report_file, page, runs), ("raw", "source"))
+    return raw, source
 
 
 def _print_page(ncu: str, report_file: str, page: str, runs: ToolRuns | None) -> str:

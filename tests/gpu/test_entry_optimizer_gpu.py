@@ -27,6 +27,13 @@ ENTRIES = Path(__file__).resolve().parents[2] / "samples" / "entries"
 FAST = TimingSettings(budget_s=0.2)
 
 
+@pytest.fixture(autouse=True)
+def no_profiles(monkeypatch):
+    """The rounds here are about the fence and the gates; a profile of each baseline and best
+    (seconds of ncu, one at a time on the machine) is tested in test_profile_gpu.py."""
+    monkeypatch.setenv("KERNEL_LSP_NCU", "/nonexistent/ncu")
+
+
 @pytest.fixture(scope="module")
 def gpu():
     with GpuSession(timing=FAST) as session:

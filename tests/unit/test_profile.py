@@ -119,8 +119,9 @@ def test_compute_bound_and_missing_metrics():
 
 
 def test_a_counter_ncu_could_not_read_is_missing_not_an_exception():
-    # ncu printed `nan` for the shared wavefronts of a stencil profiled beside another ncu run.
+    # ncu printed `nan` for the shared wavefronts of a stencil profiled beside other GPU work.
     raw = recorded("stencil2d_fp32", "raw")
+    assert parse_raw_page(raw)[0].unread == set()  # its helper column derived_* is nan on any run
     header = next(line for line in raw.splitlines() if "Kernel Name" in line)
     column = next(i for i, name in enumerate(header.split('","')) if name.strip('"') == SHARED_WAVEFRONTS)
     lines = raw.splitlines()
@@ -129,7 +130,7 @@ def test_a_counter_ncu_could_not_read_is_missing_not_an_exception():
     cells[column] = "nan"
     lines[row] = '","'.join(cells)
     [k] = parse_raw_page("\n".join(lines))
-    assert SHARED_WAVEFRONTS not in k.metrics
+    assert SHARED_WAVEFRONTS not in k.metrics and k.unread == {SHARED_WAVEFRONTS}
     p = kernel_profile("stencil2d", k.metrics)
     assert p.shared_wavefronts is None and p.limiter == "latency-bound"
 
@@ -283,6 +284,22 @@ def test_one_profile_at_a_time_on_a_machine(monkeypatch, tmp_path):
             assert busy == "not profiled: closed while another profile ran"
     finally:
         os.close(held)
+
+
+@pytest.mark.parametrize(("mode", "collects"), [("nan-once", 2), ("nan", 2)])
+def test_counters_ncu_could_not_read_are_collected_once_more(spec, monkeypatch, tmp_path, mode, collects):
+    count = tmp_path / "count"
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    monkeypatch.setenv("FAKE_NCU_COUNT", str(count))
+    with fake_session() as s:
+        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
+    assert count.read_text().count("collect") == collects
+    [k] = check.profile.kernels
+    dram = "DRAM throughput (gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed)"
+    # Read the second time: nothing missing. Still unread: listed, and the verdict from the rest.
+    assert k.missing == ([dram] if mode == "nan" else []), k.missing
+    assert k.limiter == "memory-bound"
 
 
 def test_a_report_the_reader_chokes_on_is_a_note(spec, monkeypatch):
