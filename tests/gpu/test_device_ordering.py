@@ -45,20 +45,14 @@ def device():
     dev.free(wrong)
 
 
+def count_wrong(dev, fn, buf: int, wrong: int, want: int, nbytes: int) -> None:
+    """Queue the count right after whatever was queued last."""
+    params = [np.uint64(buf), np.uint64(nbytes), np.uint8(want), np.uint64(wrong)]
+    dev.launch(fn, (4 * dev.info()["sm_count"], 1, 1), (256, 1, 1), 0, [np.array([p]) for p in params])
+
+
 def wrong_bytes(dev, fn, buf: int, wrong: int, want: int, nbytes: int) -> int:
-    """Launch the count right after whatever was queued last, then read it."""
-    dev.launch(
-        fn,
-        (4 * dev.info()["sm_count"], 1, 1),
-        (256, 1, 1),
-        0,
-        [
-            np.array([np.uint64(buf)]),
-            np.array([np.uint64(nbytes)]),
-            np.array([np.uint8(want)]),
-            np.array([np.uint64(wrong)]),
-        ],
-    )
+    count_wrong(dev, fn, buf, wrong, want, nbytes)
     dev.sync()
     return int(dev.download(wrong, 8).view(np.uint64)[0])
 
@@ -87,16 +81,5 @@ def test_a_download_waits_for_the_launch(device):
     dev.fill(buf, 0x5A, NBYTES)
     dev.fill(wrong, 0, 8)
     # Count bytes that are not 0x00 (all of them): the download must see the finished count.
-    dev.launch(
-        fn,
-        (4 * dev.info()["sm_count"], 1, 1),
-        (256, 1, 1),
-        0,
-        [
-            np.array([np.uint64(buf)]),
-            np.array([np.uint64(NBYTES)]),
-            np.array([np.uint8(0)]),
-            np.array([np.uint64(wrong)]),
-        ],
-    )
+    count_wrong(dev, fn, buf, wrong, 0, NBYTES)
     assert int(dev.download(wrong, 8).view(np.uint64)[0]) == NBYTES
