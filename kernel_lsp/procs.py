@@ -167,6 +167,9 @@ def memory_limit() -> int:
     return _memory_limit
 
 
+TOOL_POLL_S = 0.2  # how often a running tool's owner is checked for `end_all`
+
+
 class ToolRuns:
     """The tool processes (ncu, compute-sanitizer) one owner runs, each the leader of a session of
     its own with whatever it starts (the profiled launch). `end_all` kills them all, and refuses
@@ -193,12 +196,24 @@ class ToolRuns:
                 preexec_fn=tool_preexec(),
             )
             self._running.add(proc.pid)
+        deadline = time.monotonic() + timeout_s
         try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            kill_group(proc.pid)
-            proc.communicate()
-            raise
+            while True:
+                try:  # in short waits, so that `end_all` is seen even if the pipes stay open
+                    out, err = proc.communicate(
+                        timeout=min(TOOL_POLL_S, max(0.0, deadline - time.monotonic()))
+                    )
+                    break
+                except subprocess.TimeoutExpired:
+                    if not self.ended and time.monotonic() < deadline:
+                        continue
+                    kill_group(proc.pid)
+                    # A child that left the group could hold the pipes open: do not wait for it.
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.communicate(timeout=5)
+                    if self.ended:
+                        raise OSError("its owner was closed") from None
+                    raise subprocess.TimeoutExpired(cmd, timeout_s) from None
         finally:
             with self._lock:
                 self._running.discard(proc.pid)

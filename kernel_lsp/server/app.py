@@ -155,11 +155,14 @@ class KernelLanguageServer(LanguageServer):
 
     # --- what read-only requests see ---------------------------------------------------------
 
-    def document_snapshot_now(self, uri: str) -> DocumentSnapshot | None:
+    def document_snapshot_now(self, uri: str, spec_text: bool = False) -> DocumentSnapshot | None:
         """`uri`'s text, the check at hand (None while the first one runs) and GPU figures, frozen
-        for one request (snapshot.py); None for a URI that is not a file."""
+        for one request (snapshot.py); None for a URI that is not a file. `spec_text`: read the
+        spec sidecar's text too (code actions; hover and lenses need not read it on each request)."""
         path = uri_to_path(uri)
-        return self._document_snapshot(uri, path, self.analysis.results.get(path)) if path else None
+        return (
+            self._document_snapshot(uri, path, self.analysis.results.get(path), spec_text) if path else None
+        )
 
     async def document_snapshot(self, uri: str) -> DocumentSnapshot | None:
         """As `document_snapshot_now`, waiting for the file's first check when it has no result yet."""
@@ -169,10 +172,14 @@ class KernelLanguageServer(LanguageServer):
         check = await self.analysis.latest(path)
         return self._document_snapshot(uri, path, check)
 
-    def _document_snapshot(self, uri: str, path: str, check: FileCheck | None) -> DocumentSnapshot:
+    def _document_snapshot(
+        self, uri: str, path: str, check: FileCheck | None, with_spec_text: bool = False
+    ) -> DocumentSnapshot:
         text, version, unreadable = self._document_text(uri, path)
         spec_path = spec_path_for(path)
-        spec_text, _, spec_unreadable = self._document_text(path_to_uri(spec_path), spec_path)
+        spec_text, spec_unreadable = None, None
+        if with_spec_text:
+            spec_text, _, spec_unreadable = self._document_text(path_to_uri(spec_path), spec_path)
         return DocumentSnapshot(
             uri=uri,
             path=path,
@@ -188,13 +195,16 @@ class KernelLanguageServer(LanguageServer):
 
     def _document_text(self, uri: str, path: str) -> tuple[str, int | None, str | None]:
         """(text, the editor's version, why it could not be read): the editor's text of an open
-        document, else the file's ("" when it cannot be read; a FIFO must not block the loop)."""
+        document, else the file's ("" when it cannot be read; a FIFO must not block the loop; a
+        file that is not UTF-8 is its text with the bad bytes replaced, and says why)."""
         doc = self.workspace.text_documents.get(uri) or self.open_document(path)
         if doc is not None:
             return doc.source, doc.version, None
         try:
             return read_text_file(path), None, None
-        except (OSError, UnicodeDecodeError) as e:
+        except UnicodeDecodeError as e:
+            return read_text_file(path, errors="replace"), None, str(e)
+        except OSError as e:
             return "", None, str(e)
 
     def gpu_figures(self, path: str) -> GpuFigures:

@@ -51,13 +51,13 @@ class DocumentSnapshot:
     path: str
     text: str  # the editor's text of an open document, else the file's ("" when unreadable)
     version: int | None = None  # the editor's version; None for a file read from disk
-    unreadable: str | None = None  # why the file could not be read
+    unreadable: str | None = None  # why the file could not be read (or not as UTF-8: `text` has U+FFFD)
     check: FileCheck | None = None  # the analysis' latest result for this file
     # (checked file, kernel): instances other files compiled from templates written here.
     instances_elsewhere: tuple[tuple[str, KernelResources], ...] = ()
     gpu: GpuFigures = field(default_factory=GpuFigures)
-    # The spec sidecar (`X.spec.py`): its text (the editor's when open; None when there is none
-    # or it cannot be read, never run) and whether it is on disk.
+    # The spec sidecar (`X.spec.py`): its text (the editor's when open; None when there is none,
+    # it cannot be read, or the request did not ask for it; never run) and whether it is on disk.
     spec_text: str | None = None
     spec_on_disk: bool = False
 

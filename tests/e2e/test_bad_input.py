@@ -33,6 +33,16 @@ async def test_not_utf8_file_on_disk(client: LanguageClient, tmp_path):
     (d,) = await diagnostics(client, uri(path))  # checked: the clean kernel adds nothing
     assert d.severity == types.DiagnosticSeverity.Information
     assert "not UTF-8" in d.message and "0xe9" in d.message and "save it as UTF-8" in d.message
+    # Read with the bad byte replaced, the file still gets its spec skeleton (the kernel's line is
+    # plain ASCII), and the byte on disk is left as it was.
+    made = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="kernelLsp.writeSpecSkeleton", arguments=[{"uri": uri(path), "kernel": "k"}]
+        )
+    )
+    made = made if isinstance(made, dict) else made._asdict()
+    assert made["created"], made
+    assert (tmp_path / "latin1.spec.py").exists() and path.read_bytes().startswith(b"// caf\xe9")
     await still_serving(client)
 
 

@@ -45,7 +45,7 @@ def register(server) -> None:
         ),
     )
     def code_action(ls, params: types.CodeActionParams) -> list[types.CodeAction]:
-        snapshot = ls.document_snapshot_now(params.text_document.uri)
+        snapshot = ls.document_snapshot_now(params.text_document.uri, spec_text=True)
         if snapshot is None:
             return []
         # Whether FSR can run is asked (nvidia-smi) only where an optimize action is offered.

@@ -39,7 +39,7 @@ def register(server) -> None:
             return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')
         uri, name = parsed
         snapshot = ls.document_snapshot_now(uri)
-        if snapshot is None or snapshot.unreadable:
+        if snapshot is None or (not snapshot.text and snapshot.unreadable):  # not UTF-8 is readable here
             return _reply(False, None, f"cannot read {uri}")
         path, source = snapshot.path, snapshot.text
         kernel = next((k for k in find_kernels(source) if k.name == name), None)
