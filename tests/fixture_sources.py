@@ -63,3 +63,24 @@ def write_example(folder, title: str, examples: dict[str, tuple[str, str]]):
     cu.write_text(cu_text)
     (folder / f"{stem}.spec.py").write_text(spec_text)
     return cu
+
+
+def narrow_tune(path, narrowed: str) -> None:
+    """Replace the file's `// kernel-lsp: tune ...` line with a smaller space (`BLOCK=256 ITEMS=1,2`)
+    whose every value is one of the original's: a GPU test then searches it to the end in
+    seconds, and stops being meaningful loudly if the sample's space changes."""
+    import re
+    from pathlib import Path
+
+    path = Path(path)
+    text = path.read_text()
+    [line] = re.findall(r"^// kernel-lsp: tune .*$", text, re.MULTILINE)
+
+    def space(spec: str) -> dict[str, set[str]]:
+        return {name: set(values.split(",")) for name, values in (t.split("=") for t in spec.split())}
+
+    original, smaller = space(line.removeprefix("// kernel-lsp: tune ")), space(narrowed)
+    assert all(name in original and values <= original[name] for name, values in smaller.items()), (
+        f"{path.name}: {narrowed!r} is not inside its tune line {line!r}: update this test"
+    )
+    path.write_text(text.replace(line, f"// kernel-lsp: tune {narrowed}"))

@@ -42,7 +42,7 @@ class RawKernel:
 
 def number(text: str) -> float | None:
     """ncu's numbers: thousands separators, `-` or `n/a` for none. `nan` (a counter ncu could
-    not read, as when two profiles ran at once on one GPU) is none too."""
+    not read, as on a GPU busy with other processes' work) is none too."""
     try:
         value = float(text.replace(",", ""))
     except ValueError:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixture_sources import narrow_tune
 
 from kernel_lsp.cli.optimize import optimize_main
 from kernel_lsp.config import Settings
@@ -107,9 +108,7 @@ def test_second_run_is_served_from_the_cache(gpu, tmp_path):
     # A space of two points searched to the end (no time budget), so both runs ask the same
     # questions (four points took 75 s beside the other tests on an H100).
     path = _copy(tmp_path, "transpose/transpose_fp32.cu")
-    tune = "// kernel-lsp: tune TILE=32,16,64 BLOCK_ROWS=8,4,16"
-    assert tune in path.read_text(), "the sample's tune line changed: update this test"
-    path.write_text(path.read_text().replace(tune, "// kernel-lsp: tune TILE=32,16 BLOCK_ROWS=8"))
+    narrow_tune(path, "TILE=32,16 BLOCK_ROWS=8")
     req = RunRequest(
         path=str(path),
         kernel="transpose",
@@ -134,9 +133,7 @@ def test_second_run_is_served_from_the_cache(gpu, tmp_path):
 def test_cli_apply_writes_the_faster_file_after_a_backup(gpu, tmp_path, capsys, monkeypatch, xdg):
     path = _copy(tmp_path, "reduce_sum/reduce_sum_fp32.cu")
     # One tuned point beside the written one (the search is the test above's): ITEMS=2.
-    tune = "// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8 VEC=1,4"
-    assert tune in path.read_text(), "the sample's tune line changed: update this test"
-    path.write_text(path.read_text().replace(tune, "// kernel-lsp: tune BLOCK=256 ITEMS=1,2 VEC=1"))
+    narrow_tune(path, "BLOCK=256 ITEMS=1,2 VEC=1")
     before = path.read_text()
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
     code = optimize_main(

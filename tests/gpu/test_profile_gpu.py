@@ -1,9 +1,8 @@
 """Issue 15 on a real GPU with Nsight Compute: the profile of a two-kernel reduction (limiter,
 speed of light, stalls, hot lines that are the files' real lines, achieved occupancy of each
 kernel), `bench --profile` text of a stencil, the cache, and the tuner's report naming its best
-point's limiter. Skipped
-without a GPU or without ncu. The `PROFILE-GPU ...` lines printed here are what the closing note
-quotes (run with `-s`)."""
+point's limiter. Skipped without a GPU or without ncu. The `PROFILE-GPU ...` lines printed here
+are what the closing note quotes (run with `-s`)."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixture_sources import narrow_tune
 
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions, compile_file
@@ -31,7 +31,6 @@ LIMITERS = {"memory-bound", "compute-bound", "latency-bound", "launch-bound"}
 SAMPLES = [
     ("reduce_sum/reduce_sum_fp32.cu", "reduce_sum", {35, 63}),
 ]
-TUNE_LINE = "// kernel-lsp: tune BLOCK=256,128,512,1024 ITEMS=1,2,4,8 VEC=1,4"
 
 
 @pytest.fixture(scope="module")
@@ -114,9 +113,7 @@ def test_tuner_report_names_the_limiter_of_its_best_point(gpu, tmp_path):
     path = tmp_path / "reduce_sum" / "reduce_sum_fp32.cu"
     # Two tuned points beside the written one, searched to the end (no time budget, which the
     # profiles would eat into when the GPU is shared): ITEMS=2 is the fastest on H100 and H200.
-    text = path.read_text()
-    assert TUNE_LINE in text, "the sample's tune line changed: update this test"
-    path.write_text(text.replace(TUNE_LINE, "// kernel-lsp: tune BLOCK=256 ITEMS=1,2,4 VEC=1"))
+    narrow_tune(path, "BLOCK=256 ITEMS=1,2,4 VEC=1")
     req = RunRequest(
         path=str(path),
         kernel="reduce_sum",
