@@ -168,6 +168,7 @@ def memory_limit() -> int:
 
 
 TOOL_POLL_S = 0.2  # how often a running tool's owner is checked for `end_all`
+OWNER_CLOSED = "its owner was closed"  # the OSError of a run that `end_all` refused or ended
 
 
 class ToolRuns:
@@ -185,7 +186,7 @@ class ToolRuns:
         killed) and OSError (also when the owner has ended its runs)."""
         with self._lock:
             if self.ended:
-                raise OSError("its owner was closed")
+                raise OSError(OWNER_CLOSED)
             proc = subprocess.Popen(
                 cmd,
                 stdout=subprocess.PIPE,
@@ -212,11 +213,13 @@ class ToolRuns:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.communicate(timeout=5)
                     if self.ended:
-                        raise OSError("its owner was closed") from None
+                        raise OSError(OWNER_CLOSED) from None
                     raise subprocess.TimeoutExpired(cmd, timeout_s) from None
         finally:
             with self._lock:
                 self._running.discard(proc.pid)
+        if self.ended and proc.returncode < 0:  # killed by end_all: the same answer as above
+            raise OSError(OWNER_CLOSED)
         return proc.returncode, out + ("\n" + err if err.strip() else "")
 
     def end_all(self) -> None:
