@@ -168,21 +168,11 @@ class LocalBackend:
         return worker
 
     def _start_worker(self) -> tuple[WorkerProcess, dict]:
-        """A worker and its hello. A sandboxed one is started under the mechanism this machine
-        offers first; where the GPU cannot be opened inside it (an H100 host's driver failed
-        cuInit under Landlock) the other mechanism is tried before giving up (fail closed)."""
-        mechanisms = [""] + (["bwrap", "landlock"] if self.sandboxed else [])
-        tried: list[str] = []
-        for mechanism in mechanisms:
-            env = {**os.environ, "KERNEL_LSP_SANDBOX": mechanism} if mechanism else None
-            worker = WorkerProcess(self.device_index, self.fake, env=env, sandboxed=self.sandboxed)
-            hello = worker.request({"op": "hello"}, None, self.start_timeout_s)
-            if hello.get("available") or not self.sandboxed or self.fake:
-                return worker, hello
-            tried.append(f"{mechanism or 'default'}: {hello.get('sandbox_error') or hello.get('reason')}")
-            worker.close()
-        hello = {**hello, "reason": "; ".join(tried)}
-        return worker, hello
+        """A worker and its hello. A sandboxed one is a judge: it tries the sandbox mechanisms
+        itself, in its first accused process (an H100 host's driver failed cuInit under
+        Landlock, not in bwrap), and answers unavailable where none works (fail closed)."""
+        worker = WorkerProcess(self.device_index, self.fake, sandboxed=self.sandboxed)
+        return worker, worker.request({"op": "hello"}, None, self.start_timeout_s)
 
     @property
     def available(self) -> bool:

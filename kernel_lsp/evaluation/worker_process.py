@@ -15,7 +15,7 @@ from typing import Any
 
 from kernel_lsp import procs
 from kernel_lsp.child_python import python_module
-from kernel_lsp.fence.sandbox import sandboxed_command
+from kernel_lsp.fence.sandbox import without_secrets
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 
 ProgressFn = Callable[[str, str], None]
@@ -47,12 +47,12 @@ class WorkerProcess:
         cmd = [*python_module("kernel_lsp.runner.worker"), "--device", str(device)]
         if fake:
             cmd.append("--fake")
-        # A sandboxed worker (host code an LLM wrote): its own folder, no secrets in its
-        # environment, and bubblewrap around it where Landlock/seccomp are missing.
+        # For code an LLM wrote (`sandboxed`): a judge, which runs each candidate in a confined
+        # process of its own (runner/judge.py) and holds no secret itself either.
         self.folder: str | None = None
         if sandboxed:
-            self.folder = tempfile.mkdtemp(prefix="kernel-lsp-sandbox-")
-            cmd, child_env = sandboxed_command(cmd, child_env, self.folder)
+            cmd.append("--judge")
+            child_env = without_secrets(child_env)
         # Lives as long as the worker; closed in close().
         self.log = tempfile.TemporaryFile(prefix="kernel-lsp-worker-")  # noqa: SIM115
         # A session of its own: a kill (a hang) takes whatever the spec started with it.

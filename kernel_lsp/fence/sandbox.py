@@ -326,6 +326,16 @@ KEPT_ENVIRONMENT = (
 )
 
 
+SECRET_NAME = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def without_secrets(env: dict[str, str]) -> dict[str, str]:
+    """The environment less what names a secret (OPENAI_API_KEY, *_TOKEN, ...): for the judge,
+    which confines the candidate but is its parent (a /proc read of a parent's environment is
+    one slip away)."""
+    return {k: v for k, v in env.items() if not any(word in k.upper() for word in SECRET_NAME)}
+
+
 def sandboxed_command(
     command: list[str], env: dict[str, str], folder: str
 ) -> tuple[list[str], dict[str, str]]:

@@ -295,9 +295,11 @@ class GpuEvaluator(Evaluator):
         return self._hw
 
     def _sessions(self, trusted: bool) -> BackendPool | None:
-        """Where a source runs: the caller's sessions, or for host code an LLM wrote the
-        sandboxed ones (None, with `_no_sandbox` saying why, where the backend has none)."""
-        if trusted or not self.spec.is_entry:
+        """Where a source runs: the caller's sessions for the user's own code, else the judged
+        ones, whose worker runs each candidate's kernels and host code in a confined process of
+        its own (runner/judge.py): None, with `_no_sandbox` saying why, where the backend has
+        none."""
+        if trusted:
             return self.pool
         if self._boxed is None and not self._no_sandbox:
             boxed = [m.sandboxed_session() for m in self.pool.members]

@@ -116,6 +116,8 @@ class CudaDevice:
         self._sink = 0
         self._events: list[Any] = []
         self._nvml: Any = None  # runner/nvml.ProcessMemory once tried; False where NVML has nothing
+        # Allocations another process can map (judge.py): pointer -> (handle, mapped bytes).
+        self._shared: dict[int, tuple[Any, int]] = {}
 
     # --- errors ---------------------------------------------------------------------------------
 
@@ -174,7 +176,91 @@ class CudaDevice:
         return int(self._ck(self.d.cuMemAlloc(max(1, nbytes))))
 
     def free(self, ptr: int) -> None:
+        if ptr in self._shared:
+            self._unmap(ptr)
+            return
         self._ck(self.d.cuMemFree(ptr))
+
+    # --- memory another process maps (the judge's buffers, the accused's view of them) -----------
+    # Virtual memory management with POSIX file descriptors: the judge exports a buffer as an fd,
+    # sends it over its socket pair, and the accused maps it into its own context. The accused
+    # gets exactly the buffers it is sent; nothing else of the judge's context is addressable
+    # from its kernels (contexts of two processes share no address space).
+
+    def _vmm_prop(self) -> Any:
+        prop = self.d.CUmemAllocationProp()
+        prop.type = self.d.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = self.d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = self.index
+        prop.requestedHandleTypes = self.d.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        return prop
+
+    def shared_size(self, nbytes: int) -> int:
+        """`nbytes` rounded up to the granularity a shareable allocation has (2 MiB on Hopper)."""
+        gran = int(
+            self._ck(
+                self.d.cuMemGetAllocationGranularity(
+                    self._vmm_prop(),
+                    self.d.CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+                )
+            )
+        )
+        return -(-max(1, nbytes) // gran) * gran
+
+    def _map(self, handle: Any, nbytes: int) -> int:
+        ptr = int(self._ck(self.d.cuMemAddressReserve(nbytes, 0, 0, 0)))
+        try:
+            self._ck(self.d.cuMemMap(ptr, nbytes, 0, handle, 0))
+            access = self.d.CUmemAccessDesc()
+            access.location.type = self.d.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            access.location.id = self.index
+            access.flags = self.d.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+            self._ck(self.d.cuMemSetAccess(ptr, nbytes, [access], 1))
+        except DeviceFault:
+            self.d.cuMemAddressFree(ptr, nbytes)
+            raise
+        self._shared[ptr] = (handle, nbytes)
+        return ptr
+
+    def _unmap(self, ptr: int) -> None:
+        handle, nbytes = self._shared.pop(ptr)
+        self.d.cuMemUnmap(ptr, nbytes)
+        self.d.cuMemAddressFree(ptr, nbytes)
+        self.d.cuMemRelease(handle)
+
+    def alloc_shared(self, nbytes: int) -> int:
+        """Device memory another process can map (see `export`); `shared_size(nbytes)` long."""
+        size = self.shared_size(nbytes)
+        handle = self._ck(self.d.cuMemCreate(size, self._vmm_prop(), 0))
+        try:
+            return self._map(handle, size)
+        except DeviceFault:
+            self.d.cuMemRelease(handle)
+            raise
+
+    def export(self, ptr: int) -> tuple[int, int]:
+        """(a new file descriptor for the allocation at `ptr`, its bytes): the caller sends and
+        closes it."""
+        handle, nbytes = self._shared[ptr]
+        fd = self._ck(
+            self.d.cuMemExportToShareableHandle(
+                handle, self.d.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0
+            )
+        )
+        return int(fd), nbytes
+
+    def import_shared(self, fd: int, nbytes: int) -> int:
+        """Map an allocation another process exported (`export`) into this context."""
+        handle = self._ck(
+            self.d.cuMemImportFromShareableHandle(
+                fd, self.d.CUmemAllocationHandleType.CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+            )
+        )
+        try:
+            return self._map(handle, nbytes)
+        except DeviceFault:
+            self.d.cuMemRelease(handle)
+            raise
 
     def free_memory(self) -> int:
         return int(self._ck(self.d.cuMemGetInfo())[0])

@@ -31,6 +31,9 @@ from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_input
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
+# A candidate judged from another process (runner/judge.py) gets more sets, none it has seen in
+# verification: its runs on new inputs are the yardstick for its runs on inputs seen before.
+JUDGED_SETS = 6
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
 
@@ -114,14 +117,14 @@ class InputSet:
     reference: dict[str, np.ndarray] | None = None  # known already (a verification run's)
 
 
-def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int) -> int:
-    """How many input sets of this case fit the memory share (at least one, at most MAX_SETS)."""
+def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int, most: int = MAX_SETS) -> int:
+    """How many input sets of this case fit the memory share (at least one, at most `most`)."""
     case_bytes = sum(
         math.prod(eval_shape(a.shape, sizes)) * DTYPES[a.dtype].itemsize for a in spec.buffers().values()
     )
     if device_bytes <= 0 or case_bytes <= 0:
-        return MAX_SETS
-    return max(1, min(MAX_SETS, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
+        return most
+    return max(1, min(most, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
 
 
 def _numpy_reference(
@@ -156,10 +159,14 @@ class TimedSets:
         # The outputs a set's inputs must give, where verification did not already say: the
         # spec's reference, or (differential testing) the baseline run on those inputs.
         self.oracle: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+        # Judged from another process (the worker sets `warming`): warm up on set 0 alone, then
+        # note per side (A/B) which sets each run had seen before, for judge.seen_inputs_faster.
+        self.warming = False
+        self._seen: dict[int, set[int]] = {}
         given = list(verified)[: max(0, count - 1)]
         try:
             for k in range(max(1, count)):
-                bufs = Buffers(device, spec, sizes)
+                bufs = Buffers(device, spec, sizes, timed=True)
                 self.sets.append(InputSet(bufs, {}, {}))
                 if 1 <= k <= len(given):
                     inputs, self.sets[-1].reference = given[k - 1]
@@ -184,7 +191,7 @@ class TimedSets:
     def prepare(self) -> None:
         """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
         buffers back to their initial values, globals back to the loaded image."""
-        self.current = (self.current + 1) % len(self.sets)
+        self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
         s = self.sets[self.current]
         s.launched = True
         byte = self.rng.randrange(256)
@@ -195,6 +202,16 @@ class TimedSets:
             elif name in s.pristine:
                 self.device.copy_async(ptr, s.pristine[name], nbytes)
         self.restore_globals()
+
+    def stop_warming(self) -> None:
+        self.warming = False
+
+    def new_to(self, side: int) -> bool:
+        """Whether the set the last `prepare` chose is new to side `side`; marks it seen."""
+        seen = self._seen.setdefault(side, set())
+        new = self.current not in seen
+        seen.add(self.current)
+        return new
 
     def runner(self, steps: list[Step]) -> Callable[[], None]:
         """The timed part for `steps`: zeroing the scratch the spec asks for, then the launch, on

@@ -84,7 +84,12 @@ class Failed(Exception):
 
 @dataclass
 class Buffers:
-    """The device buffers of one case, each with guard bytes on both sides."""
+    """The device buffers of one case, each with guard bytes on both sides.
+
+    On a device that shares buffers (`share_buffers`: the judge, runner/judge.py) each buffer is
+    an allocation another process can map, its tail guard running to the allocation's end, and
+    `settle()` copies them into memory of the judge's own after a run: reads then see what was
+    there when the run was declared done, not what the other process writes afterwards."""
 
     device: Any
     spec: Spec
@@ -92,36 +97,89 @@ class Buffers:
     ptrs: dict[str, int] = field(default_factory=dict)
     nbytes: dict[str, int] = field(default_factory=dict)
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    timed: bool = False  # a timing set: a run settles its outputs only
+    on_free: list[Callable[[], None]] = field(default_factory=list)
     _bases: list[int] = field(default_factory=list)
+    _sizes: dict[int, int] = field(default_factory=dict)  # base -> bytes allocated
+    _tails: dict[str, np.ndarray] = field(default_factory=dict)
     _guard: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    _mirror: dict[int, int] = field(default_factory=dict)  # base -> the judge's own copy
+    _settled: bool = False
 
     def __post_init__(self) -> None:
         rng = np.random.default_rng(0x6A4D)
         self._guard = rng.integers(0, 256, FRONT_GUARD + TAIL_GUARD, dtype=np.uint8)
+        shared = bool(getattr(self.device, "share_buffers", False))
         for name, arg in self.spec.buffers().items():
             shape = eval_shape(arg.shape, self.sizes)
             nbytes = math.prod(shape) * DTYPES[arg.dtype].itemsize
-            base = self.device.alloc(FRONT_GUARD + nbytes + TAIL_GUARD)
+            want = FRONT_GUARD + nbytes + TAIL_GUARD
+            size = self.device.shared_size(want) if shared else want
+            base = self.device.alloc_shared(want) if shared else self.device.alloc(want)
             self._bases.append(base)
+            self._sizes[base] = size
             self.ptrs[name], self.nbytes[name], self.shapes[name] = base + FRONT_GUARD, nbytes, shape
+            tail = self._guard[FRONT_GUARD:]
+            if size > want:  # the rest of a shared allocation is guard too: the other process maps it all
+                tail = np.concatenate([tail, rng.integers(0, 256, size - want, dtype=np.uint8)])
+            self._tails[name] = tail
             self.device.upload(base, self._guard[:FRONT_GUARD])
-            self.device.upload(base + FRONT_GUARD + nbytes, self._guard[FRONT_GUARD:])
+            self.device.upload(base + FRONT_GUARD + nbytes, tail)
+            if shared:  # made and touched now: a first settle must cost what every later one does
+                self._mirror[base] = self.device.alloc(size)
+                self.device.fill(self._mirror[base], 0, size)
+
+    @property
+    def bases(self) -> list[int]:
+        return list(self._bases)
+
+    def base_of(self, ptr: int) -> int:
+        for base in self._bases:
+            if base <= ptr < base + self._sizes[base]:
+                return base
+        raise ValueError("not a pointer into this case's buffers")
+
+    def settle(self, outputs_only: bool = False) -> None:
+        """Copy the buffers (or the outputs' only) into the judge's own memory and wait: later
+        reads see them as they are now."""
+        names = self.spec.outputs() if outputs_only else self.spec.buffers()
+        bases = [self.base_of(self.ptrs[n]) for n in names] if outputs_only else self._bases
+        for base in bases:
+            if base not in self._mirror:
+                self._mirror[base] = self.device.alloc(self._sizes[base])
+            self.device.copy_async(self._mirror[base], base, self._sizes[base])
+        self.device.sync()
+        self._settled = True
+
+    def _download(self, ptr: int, nbytes: int) -> np.ndarray:
+        if self._settled:
+            base = self.base_of(ptr)
+            if base in self._mirror:
+                return self.device.download(self._mirror[base] + (ptr - base), nbytes)
+        return self.device.download(ptr, nbytes)
 
     def free(self) -> None:
+        for callback in self.on_free:
+            callback()
+        self.on_free.clear()
         for base in self._bases:
             self.device.free(base)
+        for copy in self._mirror.values():
+            self.device.free(copy)
         self._bases.clear()
+        self._mirror.clear()
 
     def broken_guards(self) -> list[str]:
         broken = []
         for name, ptr in self.ptrs.items():
-            front = self.device.download(ptr - FRONT_GUARD, FRONT_GUARD)
-            tail = self.device.download(ptr + self.nbytes[name], TAIL_GUARD)
+            guard = self._tails[name]
+            front = self._download(ptr - FRONT_GUARD, FRONT_GUARD)
+            tail = self._download(ptr + self.nbytes[name], guard.size)
             if not np.array_equal(front, self._guard[:FRONT_GUARD]):
                 off = int(np.flatnonzero(front != self._guard[:FRONT_GUARD])[0]) - FRONT_GUARD
                 broken.append(f"`{name}`: wrote {-off} bytes before its start")
-            if not np.array_equal(tail, self._guard[FRONT_GUARD:]):
-                diff = np.flatnonzero(tail != self._guard[FRONT_GUARD:])
+            if not np.array_equal(tail, guard):
+                diff = np.flatnonzero(tail != guard)
                 item = DTYPES[self.spec.args[name].dtype].itemsize
                 broken.append(
                     f"`{name}`: wrote past its end (element {self.nbytes[name] // item + diff[0] // item}"
@@ -130,14 +188,16 @@ class Buffers:
         return broken
 
     def upload(self, name: str, array: np.ndarray) -> None:
+        self._settled = False
         self.device.upload(self.ptrs[name], array)
 
     def read(self, name: str) -> np.ndarray:
         dtype = DTYPES[self.spec.args[name].dtype]
-        raw = self.device.download(self.ptrs[name], self.nbytes[name])
+        raw = self._download(self.ptrs[name], self.nbytes[name])
         return raw.view(dtype).reshape(self.shapes[name])
 
     def poison(self, byte: int) -> None:
+        self._settled = False
         for name, arg in self.spec.buffers().items():
             if isinstance(arg, Scratch):
                 self.device.fill(self.ptrs[name], 0 if arg.zero else byte, self.nbytes[name])

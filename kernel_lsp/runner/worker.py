@@ -19,6 +19,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
@@ -36,7 +37,15 @@ from kernel_lsp.runner.entry import (
 )
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
-from kernel_lsp.runner.isolation import ModuleState, TimedSets, restorer, set_count
+from kernel_lsp.runner.isolation import JUDGED_SETS, ModuleState, TimedSets, restorer, set_count
+from kernel_lsp.runner.judge import (
+    AccusedProcess,
+    HostClock,
+    RemotePipeline,
+    ratio_seen_to_new,
+    seen_inputs_faster,
+    start_accused,
+)
 from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
@@ -144,18 +153,40 @@ def _entry_step(
     )
 
 
+def _judged(steps: list[Any] | None) -> bool:
+    return any(isinstance(s, RemotePipeline) for s in steps or [])
+
+
 def _on_legacy_stream(*step_lists: list[Any] | None) -> bool:
     """An entry without a stream parameter launches on the legacy default stream: time there."""
     return any(isinstance(s, EntryStep) and not s.takes_stream for steps in step_lists for s in steps or [])
 
 
+@dataclass
+class Judging:
+    """A judge worker's way to start accused processes (runner/judge.py): which GPU, and the
+    sandbox mechanism that opened it there at hello."""
+
+    device: int
+    fake: bool
+    mechanism: str
+
+
 class Worker:
     def __init__(
-        self, device: Any, send: Send, sandbox: SandboxReport | None = None, folder: str | None = None
+        self,
+        device: Any,
+        send: Send,
+        sandbox: SandboxReport | None = None,
+        folder: str | None = None,
+        judging: Judging | None = None,
     ):
         self.device = device
         self.send = send
         self.sandbox = sandbox  # how this process is confined (None: not sandboxed)
+        # A judge runs no candidate code itself: candidates run in accused processes.
+        self.judging = judging
+        self.accused: list[AccusedProcess] = []
         if folder is None:  # entry libraries are written here (a sandboxed worker's: its own folder)
             folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
             atexit.register(shutil.rmtree, folder, True)
@@ -193,14 +224,38 @@ class Worker:
         modules: list[Any] = []
         states: list[Any] = []
         self.progress("load", "", timeout)
-        steps = build_steps(self.device, blobs[0], msg["steps"], modules, states, *self._confined)
-        baseline = (
-            build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states, *self._confined)
-            if msg.get("baseline_steps")
-            else None
+        try:
+            steps = self._candidate(blobs[0], msg["steps"], modules, states, timeout)
+            baseline = (
+                build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states, *self._confined)
+                if msg.get("baseline_steps")
+                else None
+            )
+            with self.device.legacy_stream(_on_legacy_stream(steps, baseline)):
+                return self._check(spec, msg, steps, baseline, modules, states, timeout)
+        finally:
+            self._release_accused()
+
+    def _candidate(
+        self, image: bytes, steps: list[dict[str, Any]], modules: list[Any], states: list[Any], timeout: float
+    ) -> list[Any]:
+        """The steps of the code under judgement: loaded here, or, in a judge, in an accused
+        process of its own (one per request: nothing of one candidate's process outlives it)."""
+        if self.judging is None:
+            return build_steps(self.device, image, steps, modules, states, *self._confined)
+        self.progress("starting the candidate's process", "", None)
+        accused, _mechanism, why = start_accused(
+            self.judging.device, self.judging.fake, [self.judging.mechanism]
         )
-        with self.device.legacy_stream(_on_legacy_stream(steps, baseline)):
-            return self._check(spec, msg, steps, baseline, modules, states, timeout)
+        if accused is None:
+            raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
+        self.accused.append(accused)
+        return [RemotePipeline(accused, image, steps, timeout)]
+
+    def _release_accused(self) -> None:
+        for accused in self.accused:
+            accused.close()
+        self.accused.clear()
 
     @property
     def _confined(self) -> tuple[bool, str]:
@@ -274,10 +329,15 @@ class Worker:
         reset: Callable[[], None],
         verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
         baseline: list[Any] | None = None,
+        judged: bool = False,
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
-        count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)))
-        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
+        most = JUDGED_SETS if judged else None
+        count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)), *([most] if most else []))
+        # A judged candidate is timed on inputs it never saw in verification.
+        given = [] if judged else (verified or [])
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given)
+        sets.warming = judged
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
         return sets
@@ -295,7 +355,8 @@ class Worker:
         baseline: list[Any] | None = None,
     ) -> dict[str, Any]:
         label = case_label(sizes)
-        sets = self._timed_sets(spec, sizes, reset, verified or [], baseline)
+        judged = _judged(steps)
+        sets = self._timed_sets(spec, sizes, reset, verified or [], baseline, judged)
         try:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
@@ -305,7 +366,12 @@ class Worker:
                 # or the launcher would be blamed for it (100 MiB on an H100).
                 self.device.flush_l2()
             before = memory_in_use(self.device)
-            samples = measure(self.device, run, settings, tick, sets.prepare)
+            clock = self._clock(sets) if judged else self.device
+            samples = measure(clock, run, settings, tick, sets.prepare)
+            if judged:
+                why = seen_inputs_faster(samples, clock.fresh[0])
+                if why:
+                    raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
             if any(isinstance(s, EntryStep) for s in steps):
                 check_leaks(before, memory_in_use(self.device), len(samples), label)
             sets.check_outputs(label, self.progress)
@@ -316,6 +382,11 @@ class Worker:
             return result
         finally:
             sets.free()
+
+    def _clock(self, sets: TimedSets) -> HostClock:
+        """The judge's clock for runs in another process, tagging each run by whether its
+        inputs were new to that side (A or B)."""
+        return HostClock(self.device, sets.new_to, sets.stop_warming)
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -328,10 +399,14 @@ class Worker:
         modules: list[Any] = []
         states: list[Any] = []
         self.progress("load", "", timeout)
-        steps_a = build_steps(self.device, blobs[0], msg["steps_a"], modules, states, *self._confined)
-        steps_b = build_steps(self.device, blobs[1], msg["steps_b"], modules, states, *self._confined)
-        with self.device.legacy_stream(_on_legacy_stream(steps_a, steps_b)):
-            return self._compare(spec, msg, steps_a, steps_b, modules, states, settings, timeout)
+        try:
+            # In a judge both sides run in processes of their own: the same road for A and B.
+            steps_a = self._candidate(blobs[0], msg["steps_a"], modules, states, timeout)
+            steps_b = self._candidate(blobs[1], msg["steps_b"], modules, states, timeout)
+            with self.device.legacy_stream(_on_legacy_stream(steps_a, steps_b)):
+                return self._compare(spec, msg, steps_a, steps_b, modules, states, settings, timeout)
+        finally:
+            self._release_accused()
 
     def _compare(
         self,
@@ -346,14 +421,21 @@ class Worker:
     ) -> dict[str, Any]:
         reset = restorer(states)
         cases, problems = [], []
+        judged = _judged(steps_b)
         for sizes in spec.timing_cases():
             label = case_label(sizes)
-            sets = self._timed_sets(spec, sizes, reset, baseline=steps_a)
+            sets = self._timed_sets(spec, sizes, reset, baseline=steps_a, judged=judged)
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
                 tick()
-                a, b = measure_interleaved(self.device, [run_a, run_b], settings, tick, sets.prepare)
+                clock = self._clock(sets) if judged else self.device
+                a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
+                if judged:
+                    calibration = ratio_seen_to_new(a, clock.fresh[0])
+                    why = seen_inputs_faster(b, clock.fresh[1], calibration)
+                    if why:
+                        problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()
                 run_b()
                 try:
@@ -380,6 +462,19 @@ class Worker:
         raise ValueError(f"unknown op {op!r}")
 
 
+def _probe_accused(device: int, fake: bool) -> tuple[Judging | None, dict[str, Any] | None, str]:
+    """Start one accused process to learn which sandbox opens the GPU here (fail closed: none
+    is no judging at all): (how to start them, how they are confined, why none started)."""
+    forced = os.environ.get("KERNEL_LSP_SANDBOX", "")
+    mechanisms = [forced] if forced else ["", "bwrap", "landlock"]
+    accused, mechanism, why = start_accused(device, fake, mechanisms)
+    if accused is None:
+        return None, None, why
+    confinement = dict(accused.hello.get("sandbox") or {})
+    accused.close()
+    return Judging(device, fake, mechanism), confinement, ""
+
+
 def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
     """Keep the real stdout for frames only; anything printed later goes to stderr."""
     out = os.fdopen(os.dup(1), "wb")
@@ -395,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     # Host code an LLM wrote runs only in a worker started with --sandbox (fence/sandbox.py).
     parser.add_argument("--sandbox", metavar="FOLDER", help="confine this worker to FOLDER for writes")
     parser.add_argument("--sandbox-outer", default="", help="'bwrap' when started inside bubblewrap")
+    # A judge runs code it did not write only in accused processes (runner/judge.py).
+    parser.add_argument("--judge", action="store_true", help="run candidates in confined processes")
     args = parser.parse_args(argv)
     fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
     # Ends with the server or CLI that started it (a killed editor too), with whatever a spec
@@ -409,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     reason = ""
     sandbox: SandboxReport | None = None
     sandbox_error = ""
+    confinement: dict[str, Any] | None = None  # how this worker, or a judge's accused, is confined
     if args.sandbox:
         try:  # before CUDA starts: every thread the driver creates inherits the confinement
             sandbox = enter_sandbox(args.sandbox, args.sandbox_outer)
@@ -427,7 +525,15 @@ def main(argv: list[str] | None = None) -> int:
             limit_memory(sandbox)
         except SandboxUnavailable as e:
             sandbox_error, reason, device = str(e), f"no sandbox for host code an LLM wrote: {e}", None
-    worker = Worker(device, send, sandbox, args.sandbox) if device is not None else None
+    confinement = sandbox.to_dict() if sandbox is not None else None
+    judging: Judging | None = None
+    if args.judge and device is not None:
+        judging, confinement, sandbox_error = _probe_accused(args.device, fake)
+        if judging is None:
+            reason, device = f"no sandbox for host code an LLM wrote: {sandbox_error}", None
+        else:
+            device.share_buffers = True  # the case's buffers are mapped by the accused
+    worker = Worker(device, send, sandbox, args.sandbox, judging) if device is not None else None
 
     while True:
         try:
@@ -447,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
                     "reason": reason,
                     "device": device.info() if device is not None else None,
                     "pid": os.getpid(),
-                    "sandbox": sandbox.to_dict() if sandbox is not None else None,
+                    "sandbox": confinement,
                     "sandbox_error": sandbox_error,
                 }
             )

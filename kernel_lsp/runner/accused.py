@@ -1,0 +1,226 @@
+"""The accused: the one process that runs a candidate's code (its kernels, and a host entry's
+launcher), confined, and nothing else. Started by the judge (runner/judge.py) as
+
+    python -m kernel_lsp.runner.accused --fd N --device D [--fake] --sandbox FOLDER [--sandbox-outer bwrap]
+
+It enters the sandbox before CUDA starts, opens its own CUDA context, and then only answers
+the judge over the inherited socket pair (fd N, SOCK_SEQPACKET: one JSON message per packet,
+file descriptors beside it): `hello`, `load` (a CUBIN or an entry's library from its folder),
+`map` (buffers the judge exported, as file descriptors), `bind` (the exact launches or the
+entry call on mapped buffers), `run` (a bound plan, then wait for the whole context), `unmap`,
+`shutdown`.
+
+Nothing it says is believed. The judge reads outputs from its own mapping of the buffers and
+times every run itself, end to end; a reply only says "done" or which CUDA error name or
+status number ended the run, and the judge writes the words. So this module holds no verdict,
+no reference, no timer and no spec: patching any of it changes nothing that is judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+MAX_PACKET = 1 << 20
+MAX_FDS = 64
+
+
+def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.sendall(data)
+
+
+def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """One message and the descriptors that came with it. EOFError when the peer is gone."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, MAX_PACKET, MAX_FDS)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        raise EOFError("the peer closed the socket")
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("a message is not a JSON object")
+    return message, list(fds)
+
+
+class Accused:
+    """What the accused holds: its device, the candidate's loaded code, the mapped buffers."""
+
+    def __init__(self, device: Any, folder: str):
+        self.device = device
+        self.folder = folder
+        self.functions: list[Any] = []  # per step: a kernel function, or an EntryStep
+        self.states: list[Any] = []  # globals put back before each run (see runner/isolation.py)
+        self.modules: list[Any] = []
+        self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
+        self.plans: dict[int, list[Callable[[], None]]] = {}
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from kernel_lsp.runner.worker import build_steps
+
+        name = os.path.basename(str(msg["image"]))
+        with open(os.path.join(self.folder, name), "rb") as f:
+            image = f.read()
+        # A step list marked trusted by the judge is the user's own; here, every step runs
+        # confined anyway (this process is the sandbox).
+        steps = build_steps(self.device, image, msg["steps"], self.modules, self.states, True, self.folder)
+        self.functions = [s.fn if not hasattr(s, "bind") else s for s in steps]
+        return {"status": "ok", "globals": [n for st in self.states for n in st.names]}
+
+    def map(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        for buf_id, nbytes, fd in zip(msg["ids"], msg["sizes"], fds, strict=True):
+            self.buffers[int(buf_id)] = self.device.import_shared(fd, int(nbytes))
+        return {"status": "ok"}
+
+    def unmap(self, msg: dict[str, Any]) -> dict[str, Any]:
+        for buf_id in msg["ids"]:
+            ptr = self.buffers.pop(int(buf_id), None)
+            if ptr is not None:
+                self.device.free(ptr)
+        self.plans.clear()  # a plan over unmapped buffers must not run
+        return {"status": "ok"}
+
+    def _address(self, ref: dict[str, Any]) -> int:
+        return self.buffers[int(ref["buf"])] + int(ref["off"])
+
+    def bind(self, msg: dict[str, Any]) -> dict[str, Any]:
+        plan: list[Callable[[], None]] = []
+        for call in msg["calls"]:
+            target = self.functions[int(call["step"])]
+            if call["kind"] == "entry":
+                plan.append(self._entry_call(target, call["values"]))
+                continue
+            args = []
+            for a in call["args"]:
+                if "buf" in a:
+                    args.append(np.array([self._address(a)], np.uint64))
+                else:
+                    args.append(np.frombuffer(bytes.fromhex(a["bytes"]), np.uint8).copy())
+            plan.append(
+                functools.partial(
+                    self.device.launch, target, tuple(call["grid"]), tuple(call["block"]), int(call["smem"]), args
+                )
+            )
+        self.plans[int(msg["binding"])] = plan
+        return {"status": "ok"}
+
+    def _entry_call(self, step: Any, values: list[dict[str, Any]]) -> Callable[[], None]:
+        args: list[Any] = []
+        for v in values:
+            if "stream" in v:
+                args.append(self.device.stream_handle())
+            elif "buf" in v:
+                args.append(self._address(v))
+            else:
+                args.append(v["value"])
+
+        def call() -> None:
+            step.check(step.fn(*args))
+
+        return call
+
+    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        for state in self.states:
+            state.restore()
+        for call in self.plans[int(msg["binding"])]:
+            call()
+        self.device.sync_all()
+        return {"status": "ok"}
+
+
+def fault_reply(e: BaseException) -> dict[str, Any]:
+    """What a failed request says: an error's code name and a status number, never free text
+    (the judge words the verdict; a message the candidate could steer carries nothing)."""
+    from kernel_lsp.runner.device import DeviceFault
+
+    if isinstance(e, DeviceFault):
+        status = None
+        if e.code == "entry_status":
+            digits = str(e).rsplit(" returned ", 1)[-1].split()[0] if " returned " in str(e) else ""
+            status = int(digits) if digits.lstrip("-").isdigit() else None
+        return {"status": "fault", "code": e.code, "sticky": e.sticky, "entry_status": status}
+    return {"status": "fault", "code": type(e).__name__, "sticky": False, "entry_status": None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernel_lsp.runner.accused")
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--device", type=int, default=0)
+    parser.add_argument("--fake", action="store_true")
+    parser.add_argument("--sandbox", metavar="FOLDER", required=True)
+    parser.add_argument("--sandbox-outer", default="")
+    args = parser.parse_args(argv)
+
+    from kernel_lsp import procs
+    from kernel_lsp.fence.sandbox import SandboxUnavailable, enter_sandbox, limit_memory
+
+    procs.become_worker(die_with_thread=False)
+    sock = socket.socket(fileno=args.fd)
+    fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    hello: dict[str, Any] = {"status": "ok", "pid": os.getpid(), "available": False}
+    accused: Accused | None = None
+    try:  # before CUDA starts: every thread the driver creates inherits the confinement
+        report = enter_sandbox(args.sandbox, args.sandbox_outer)
+        hello["sandbox"] = report.to_dict()
+        from kernel_lsp.runner.device import CudaDevice
+        from kernel_lsp.runner.fake import FakeDevice
+
+        device = FakeDevice(args.device) if fake else CudaDevice(args.device)
+        limit_memory(report)
+        hello["sandbox"] = report.to_dict()
+        accused = Accused(device, args.sandbox)
+        hello["available"] = True
+    except SandboxUnavailable as e:
+        hello["sandbox_error"] = str(e)
+    except Exception as e:  # no GPU in here: the judge says so, in its own words
+        hello["reason"] = type(e).__name__
+    handlers: dict[str, Callable[..., dict[str, Any]]] = {}
+    if accused is not None:
+        handlers = {
+            "load": lambda m, f: accused.load(m),
+            "map": accused.map,
+            "unmap": lambda m, f: accused.unmap(m),
+            "bind": lambda m, f: accused.bind(m),
+            "run": lambda m, f: accused.run(m),
+        }
+    while True:
+        try:
+            msg, fds = receive(sock)
+        except (EOFError, OSError, ValueError):
+            return 0
+        op = msg.get("op")
+        if op == "hello":
+            send(sock, hello)
+            continue
+        if op == "shutdown":
+            send(sock, {"status": "ok"})
+            return 0
+        handler = handlers.get(str(op))
+        if handler is None:
+            send(sock, {"status": "fault", "code": "unavailable", "sticky": True, "entry_status": None})
+            continue
+        try:
+            reply = handler(msg, fds)
+        except BaseException as e:  # a fault of the candidate's code, or of its image
+            reply = fault_reply(e)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        send(sock, reply)
+        if reply.get("sticky"):
+            return 3  # the context is gone
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""The judge's side of a candidate's run: the judge (the GPU worker started with `--judge`) never
+loads or runs a candidate's code. It starts an accused process (runner/accused.py) per request,
+confined (fence/sandbox.py), hands it the case's buffers as file descriptors, and asks it to run
+the candidate's launches or entry on them. Everything that decides lives here, in the judge:
+
+- inputs, references, poison and guard bytes are written and read by the judge, in its own
+  mapping of the buffers (the accused's kernels can address those buffers and nothing else of
+  the judge's: two processes' CUDA contexts share no address space);
+- after each run the judge copies the buffers into memory of its own (`Buffers.settle`): what
+  is checked is what was there when the accused said "done", whatever it writes later;
+- the clock is the judge's: each timed run is measured end to end, from the request to the
+  judge's own copy of the outputs (`HostClock`), so a run that answers before its work is done
+  gains nothing (the copy waits for the GPU, or reads unfinished outputs, which fail);
+- a reply carries a CUDA error's name or a status number, never text: the judge words verdicts
+  (`fault_message`), so nothing the candidate prints reaches a report or a prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import select
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kernel_lsp import procs
+from kernel_lsp.child_python import python_module
+from kernel_lsp.fence.sandbox import sandboxed_command
+from kernel_lsp.runner.accused import receive, send
+from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
+from kernel_lsp.runner.verify import Failed, Problem
+from kernel_lsp.spec import SpecError, case_label, launch_dims
+
+START_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
+_CODE_NAME = re.compile(r"(CUDA_ERROR_[A-Z_]{1,48}|cuda[A-Z][A-Za-z]{1,48})")
+
+
+class AccusedGone(RuntimeError):
+    """The accused did not answer in time, or exited; `hung` tells which."""
+
+    def __init__(self, message: str, hung: bool):
+        super().__init__(message)
+        self.hung = hung
+
+
+def fault_message(reply: dict[str, Any], what: str) -> tuple[str, str, bool]:
+    """(message, code, sticky) for a fault reply, in the judge's words: a known CUDA error name
+    is translated, another name-shaped code is quoted, anything else is not repeated."""
+    code = str(reply.get("code") or "")
+    sticky = bool(reply.get("sticky"))
+    status = reply.get("entry_status")
+    if code == "entry_status" and isinstance(status, int):
+        return f"`{what}` returned {status}", code, False
+    if code in STICKY_ERRORS:
+        return STICKY_ERRORS[code], code, True
+    if code in FRIENDLY:
+        return FRIENDLY[code], code, sticky
+    match = _CODE_NAME.fullmatch(code.split(" ", 1)[0]) if code else None
+    if match:
+        return f"a CUDA call in `{what}` failed: {match.group(0)}", match.group(0), sticky
+    return f"`{what}` failed in the candidate's process", "candidate_fault", sticky
+
+
+class AccusedProcess:
+    """One confined process that runs one candidate's code; the judge's socket pair to it."""
+
+    def __init__(self, device: int, fake: bool, mechanism: str = "", start_timeout_s: float = START_TIMEOUT_S):
+        self.folder = tempfile.mkdtemp(prefix="kernel-lsp-accused-")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+        if mechanism:
+            env["KERNEL_LSP_SANDBOX"] = mechanism
+        cmd = [*python_module("kernel_lsp.runner.accused"), "--fd", str(theirs.fileno()), "--device", str(device)]
+        if fake:
+            cmd.append("--fake")
+        cmd, env = sandboxed_command(cmd, env, self.folder)
+        self.sock = ours
+        self._next_id = 0
+        try:
+            # Its output goes nowhere: nothing it prints can reach a report, a log or a prompt.
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                pass_fds=[theirs.fileno()],
+                start_new_session=True,
+            )
+        except OSError:
+            ours.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self.hello = self.request({"op": "hello"}, timeout_s=start_timeout_s)
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    @property
+    def available(self) -> bool:
+        return bool(self.hello.get("available"))
+
+    def request(self, message: dict[str, Any], fds: list[int] | None = None, timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+        try:
+            send(self.sock, message, fds)
+            ready, _, _ = select.select([self.sock], [], [], timeout_s)
+            if not ready:
+                self.kill()
+                raise AccusedGone(f"no answer within {timeout_s:g} s", hung=True)
+            reply, stray = receive(self.sock)
+        except (OSError, EOFError, ValueError) as e:
+            self.kill()
+            raise AccusedGone(f"the candidate's process ended ({type(e).__name__})", hung=False) from None
+        for fd in stray:  # it has nothing to send us: close whatever came
+            os.close(fd)
+        return reply
+
+    def put_image(self, image: bytes) -> str:
+        name = f"image-{self.new_id()}.bin"
+        with open(os.path.join(self.folder, name), "wb") as f:
+            f.write(image)
+        return name
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            procs.kill_group(self.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(AccusedGone):
+                self.request({"op": "shutdown"}, timeout_s=5.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        self.kill()
+        self.sock.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_accused(device: int, fake: bool, mechanisms: list[str]) -> tuple[AccusedProcess | None, str, str]:
+    """(a confined process that opened the GPU, the mechanism it runs under, why none did):
+    the mechanisms in turn (an H100 host's driver failed cuInit under Landlock, not in bwrap)."""
+    tried = []
+    for mechanism in mechanisms:
+        try:
+            accused = AccusedProcess(device, fake, mechanism)
+        except (OSError, AccusedGone) as e:
+            tried.append(f"{mechanism or 'default'}: {e}")
+            continue
+        if accused.available:
+            return accused, mechanism, ""
+        why = accused.hello.get("sandbox_error") or accused.hello.get("reason") or "no GPU in the sandbox"
+        tried.append(f"{mechanism or 'default'}: {why}")
+        accused.close()
+    return None, "", "; ".join(tried)
+
+
+class RemotePipeline:
+    """A candidate's steps as one step of `verify.launcher`: bound to a case's buffers, it asks
+    the accused to run them there, waits for the answer (at most `timeout_s`), and settles."""
+
+    def __init__(self, accused: AccusedProcess, image: bytes, steps: list[dict[str, Any]], timeout_s: float):
+        self.accused = accused
+        self.steps = steps
+        self.timeout_s = timeout_s
+        self.kernel = str(steps[0].get("kernel", "the candidate")) if steps else "the candidate"
+        self.entry = bool(steps) and steps[0].get("kind") == "entry"
+        self._mapped: dict[int, int] = {}  # the judge's base address -> id the accused knows
+        reply = accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
+        if reply.get("status") != "ok":
+            message, _code, _sticky = fault_message(reply, self.kernel)
+            raise Failed(Problem("launch_error", "", f"the candidate does not load: {message}"))
+        self.globals = [str(n) for n in reply.get("globals", [])]
+
+    def _map(self, device: Any, bufs: Any) -> None:
+        fresh = [b for b in bufs.bases if b not in self._mapped]
+        if not fresh:
+            return
+        ids, sizes, fds = [], [], []
+        try:
+            for base in fresh:
+                fd, nbytes = device.export(base)
+                fds.append(fd)
+                ids.append(self.accused.new_id())
+                sizes.append(nbytes)
+            reply = self.accused.request({"op": "map", "ids": ids, "sizes": sizes}, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if reply.get("status") != "ok":
+            raise Failed(Problem("crash", case_label(bufs.sizes), "the candidate's process could not map the case's buffers"))
+        self._mapped.update(zip(fresh, ids, strict=True))
+        bufs.on_free.append(lambda: self._unmap(fresh))
+
+    def _unmap(self, bases: list[int]) -> None:
+        ids = [self._mapped.pop(b) for b in bases if b in self._mapped]
+        if ids and self.accused.proc.poll() is None:
+            with contextlib.suppress(AccusedGone):
+                self.accused.request({"op": "unmap", "ids": ids})
+
+    def _ref(self, bufs: Any, ptr: int) -> dict[str, int]:
+        base = bufs.base_of(ptr)
+        return {"buf": self._mapped[base], "off": ptr - base}
+
+    def _calls(self, device: Any, bufs: Any) -> list[dict[str, Any]]:
+        spec, sizes = bufs.spec, bufs.sizes
+        calls: list[dict[str, Any]] = []
+        for index, step in enumerate(self.steps):
+            if step.get("kind") == "entry":
+                values: list[dict[str, Any]] = []
+                for name, code in zip(step["params"], step["codes"], strict=True):
+                    if code == "stream":
+                        values.append({"stream": True})
+                    elif code == "ptr":
+                        values.append(self._ref(bufs, bufs.ptrs[name]))
+                    else:
+                        value = spec.scalar_value(name, sizes)
+                        if code in ("h16", "b16"):
+                            value = int(np.asarray(value).view(np.uint16))
+                        values.append({"value": value.item() if hasattr(value, "item") else value})
+                calls.append({"kind": "entry", "step": index, "values": values})
+                continue
+            try:
+                names = {**dict(step.get("constants") or {}), **sizes}
+                grid, block, smem = launch_dims(step["grid"], step["block"], str(step.get("smem") or "0"), names)
+            except SpecError as e:
+                raise Failed(Problem("spec_error", case_label(sizes), str(e))) from None
+            args: list[dict[str, Any]] = []
+            for p in step["params"]:
+                if spec.args[p].kind == "scalar":
+                    args.append({"bytes": np.array([spec.scalar_value(p, sizes)]).tobytes().hex()})
+                else:  # an Alias gets the pointer of the buffer it names
+                    args.append(self._ref(bufs, bufs.ptrs[spec.buffer_name(p)]))
+            calls.append({"kind": "kernel", "step": index, "grid": grid, "block": block, "smem": smem, "args": args})
+        return calls
+
+    def bind(self, device: Any, bufs: Any) -> Callable[[], None]:
+        self._map(device, bufs)
+        binding = self.accused.new_id()
+        case = case_label(bufs.sizes)
+        try:
+            reply = self.accused.request({"op": "bind", "binding": binding, "calls": self._calls(device, bufs)})
+        except AccusedGone:
+            raise Failed(Problem("crash", case, f"`{self.kernel}`: its process ended before case {case}")) from None
+        if reply.get("status") != "ok":
+            self._fail(reply, case)
+        request = {"op": "run", "binding": binding}
+
+        def run() -> None:
+            try:
+                answer = self.accused.request(request, timeout_s=self.timeout_s)
+            except AccusedGone as e:
+                if e.hung:
+                    raise Failed(
+                        Problem("timeout", case, f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}")
+                    ) from None
+                raise Failed(Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")) from None
+            if answer.get("status") != "ok":
+                self._fail(answer, case)
+            bufs.settle(outputs_only=bufs.timed)
+
+        return run
+
+    def _fail(self, reply: dict[str, Any], case: str) -> None:
+        """A fault of the candidate's run, as the verdict of this case (the judge's own context
+        is untouched: a sticky error ended the accused, not the judge)."""
+        message, _code, sticky = fault_message(reply, self.kernel)
+        raise Failed(Problem("crash" if sticky else "launch_error", case, f"{message} in case {case}"))
+
+
+class HostClock:
+    """`time_rounds` for runs another process executes: the judge's wall clock around each whole
+    run (the request, the accused's work, the judge's copy of the outputs), after the judge has
+    prepared the inputs, flushed the L2 and waited for its own stream. CUDA events of the judge
+    cannot see another context's work, and the accused's own are not believed."""
+
+    host_clock = True
+
+    def __init__(
+        self, device: Any, tag: Callable[[int], bool] | None = None, start: Callable[[], None] | None = None
+    ):
+        self.device = device
+        self._tag = tag  # after each run of side j: were its inputs new to that side?
+        self._start = start
+        self.fresh: list[list[bool]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.device, name)
+
+    def start_counting(self) -> None:
+        """Called after the warm-up: the samples from here on are the measured ones."""
+        self.fresh = []
+        if self._start is not None:
+            self._start()
+
+    def time_rounds(
+        self,
+        runs: list[Callable[[], None]],
+        rounds: int,
+        cold_l2: bool,
+        prepare: Callable[[], None] | None = None,
+    ) -> list[list[float]]:
+        if len(self.fresh) < len(runs):
+            self.fresh = [[] for _ in runs]
+        out: list[list[float]] = [[] for _ in runs]
+        for r in range(rounds):
+            order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
+            for j in order:
+                if prepare is not None:
+                    prepare()
+                if cold_l2:
+                    self.device.flush_l2()
+                self.device.sync()
+                start = time.perf_counter()
+                runs[j]()
+                out[j].append(time.perf_counter() - start)
+                self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
+        return out
+
+
+CACHE_RATIO = 0.7  # repeated inputs this much faster than new ones: a result kept between runs
+
+
+def seen_inputs_faster(samples: list[float], fresh: list[bool], calibration: float = 1.0) -> str | None:
+    """Why the samples look like a result kept between launches, or None: runs on inputs the
+    candidate had seen before must not be much faster than runs on inputs it had not.
+    `calibration`: the same ratio for the trusted original (an honest kernel's own effect of
+    first use, such as cold TLBs), which the candidate's is judged against."""
+    new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
+    old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
+    if len(new) < 2 or len(old) < 4:
+        return None
+    m_new, m_old = new[len(new) // 2], old[len(old) // 2]
+    ratio = m_old / m_new if m_new > 0 else 1.0
+    if ratio >= CACHE_RATIO * min(1.0, calibration):
+        return None
+    return (
+        f"runs on inputs it had already seen took {m_old * 1e6:.1f} us (median of {len(old)}), runs on "
+        f"new inputs {m_new * 1e6:.1f} us (median of {len(new)}): a result kept between launches?"
+    )
+
+
+def ratio_seen_to_new(samples: list[float], fresh: list[bool]) -> float:
+    new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
+    old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
+    if not new or not old or new[len(new) // 2] <= 0:
+        return 1.0
+    return old[len(old) // 2] / new[len(new) // 2]
