@@ -202,9 +202,13 @@ class GpuSession:
         )
 
     def sandboxed_session(self) -> GpuSession | None:
-        """A session over the same GPU whose worker is sandboxed, for host code an LLM wrote
-        (this one where it already is); None where the backend cannot sandbox (Ray's actors)."""
+        """A session over the same GPU whose worker is a judge, for code an LLM wrote (this one
+        where it already is): each candidate runs in a confined process of its own; on Ray, in
+        the judge of the same actor. None where the backend has no judge."""
         backend = self.backend
+        twin = getattr(backend, "judged_twin", None)
+        if twin is not None:
+            return GpuSession(backend=twin())
         if not isinstance(backend, LocalBackend):
             return None
         if backend.sandboxed:

@@ -133,6 +133,27 @@ class EvaluationActor:
             start_timeout_s=start_timeout_s,
         )
         self.host = socket.gethostname()
+        self._settings = (launch_timeout_s, TimingSettings(**timing), fake, start_timeout_s)
+        self.judged_local: LocalBackend | None = None
+
+    def _backend(self, judged: bool) -> Any:
+        """The actor's plain worker, or its judge (runner/judge.py: each candidate in a confined
+        process of its own on this node's GPU), started when first asked for."""
+        if not judged:
+            return self.local
+        if self.judged_local is None:
+            from .local import LocalBackend
+
+            timeout, timing, fake, start = self._settings
+            self.judged_local = LocalBackend(
+                0, launch_timeout_s=timeout, timing=timing, fake=fake, start_timeout_s=start, sandboxed=True
+            )
+        return self.judged_local
+
+    def judged_sandbox(self) -> dict[str, Any]:
+        judge = self._backend(True)
+        available = judge.available
+        return {"available": available, "reason": judge.reason, "sandbox": judge.sandbox}
 
     def describe(self) -> dict[str, Any]:
         available = self.local.available
@@ -165,13 +186,14 @@ class EvaluationActor:
         built: Built,
         measure: bool,
         baseline: Built | None,
+        judged: bool = False,
     ) -> KernelCheck:
         spec = self._spec(spec_path, spec_source, name)
         if spec is None:
             return self._stamp(
                 KernelCheck(name, "spec_error", message=f"the spec {spec_path} did not load on {self.host}")
             )
-        return self._stamp(self.local.check(spec, spec_source, built, measure, baseline))
+        return self._stamp(self._backend(judged).check(spec, spec_source, built, measure, baseline))
 
     def compare(
         self,
@@ -181,6 +203,7 @@ class EvaluationActor:
         baseline: Built,
         candidate: Built,
         min_speedup: float,
+        judged: bool = False,
     ) -> Comparison:
         spec = self._spec(spec_path, spec_source, name)
         if spec is None:
@@ -189,7 +212,7 @@ class EvaluationActor:
                     1.0, 1.0, 1.0, 0, None, None, error=f"the spec {spec_path} did not load on {self.host}"
                 )
             )
-        return self._stamp(self.local.compare(spec, spec_source, baseline, candidate, min_speedup))
+        return self._stamp(self._backend(judged).compare(spec, spec_source, baseline, candidate, min_speedup))
 
     def profile(
         self,
@@ -208,6 +231,8 @@ class EvaluationActor:
 
     def close(self) -> None:
         self.local.close()
+        if self.judged_local is not None:
+            self.judged_local.close()
 
 
 def _read(path: str) -> str | None:
@@ -347,6 +372,7 @@ class RayBackend:
         measure: bool = True,
         baseline: Built | None = None,
         on_progress: ProgressFn | None = None,  # progress frames stay in the actor
+        judged: bool = False,
     ) -> KernelCheck:
         with self._lock:
             if not self.available:
@@ -355,7 +381,7 @@ class RayBackend:
                 )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
-            result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline)
+            result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged)
             if isinstance(result, str):
                 p = Problem("crash", "", result)
                 return self._stamp(
@@ -371,6 +397,7 @@ class RayBackend:
         candidate: Built,
         min_speedup: float = 1.02,
         on_progress: ProgressFn | None = None,
+        judged: bool = False,
     ) -> Comparison:
         with self._lock:
             empty = Comparison(1.0, 1.0, 1.0, 0, None, None)
@@ -379,7 +406,7 @@ class RayBackend:
             text = spec_source if spec_source is not None else _read(spec.path)
             # Both sides in one request: one actor, one GPU, interleaved there.
             result = self._call(
-                "compare", spec.path, text, spec.name or spec.kernel, baseline, candidate, min_speedup
+                "compare", spec.path, text, spec.name or spec.kernel, baseline, candidate, min_speedup, judged
             )
             if isinstance(result, str):
                 return self._stamp(replace(empty, error=result))
@@ -404,6 +431,39 @@ class RayBackend:
             if isinstance(result, str):
                 return ProfileReport(note=result)
             return result
+
+
+    def judged_twin(self) -> JudgedRayBackend:
+        return JudgedRayBackend(self)
+
+
+class JudgedRayBackend:
+    """The same actor and GPU as a RayBackend, through the actor's judge: code an LLM wrote runs
+    there as it does locally (runner/judge.py), on the node that holds the GPU."""
+
+    def __init__(self, plain: RayBackend):
+        self.plain = plain
+        self._sandbox: dict[str, Any] | None = None
+
+    def __getattr__(self, name: str) -> Any:  # host, device, device_index, restarts, ...
+        return getattr(self.plain, name)
+
+    @property
+    def sandbox(self) -> dict[str, Any] | None:
+        if self._sandbox is None:
+            with self.plain._lock:
+                answer = self.plain._call("judged_sandbox")
+            self._sandbox = answer.get("sandbox") if isinstance(answer, dict) else None
+        return self._sandbox
+
+    def check(self, *args: Any, **kwargs: Any) -> KernelCheck:
+        return self.plain.check(*args, **kwargs, judged=True)
+
+    def compare(self, *args: Any, **kwargs: Any) -> Comparison:
+        return self.plain.compare(*args, **kwargs, judged=True)
+
+    def close(self) -> None:
+        """The plain backend owns the actor."""
 
 
 def _first_line(e: BaseException) -> str:

@@ -312,6 +312,11 @@ class GpuEvaluator(Evaluator):
             self._boxed = BackendPool(boxed)
         return self._boxed
 
+    @property
+    def judged_sessions(self) -> list[Any]:
+        """The judged sessions opened so far (one per GPU), where code an LLM wrote ran."""
+        return list(self._boxed.members) if self._boxed is not None else []
+
     def _artifact(
         self, session: Any, source: str, original: str | None = None, trusted: bool = True
     ) -> tuple[str, Any]:

@@ -67,7 +67,7 @@ class Accused:
         self.plans: dict[int, list[Callable[[], None]]] = {}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from kernel_lsp.runner.worker import build_steps
+        from kernel_lsp.runner.loading import build_steps
 
         name = os.path.basename(str(msg["image"]))
         with open(os.path.join(self.folder, name), "rb") as f:
@@ -109,7 +109,12 @@ class Accused:
                     args.append(np.frombuffer(bytes.fromhex(a["bytes"]), np.uint8).copy())
             plan.append(
                 functools.partial(
-                    self.device.launch, target, tuple(call["grid"]), tuple(call["block"]), int(call["smem"]), args
+                    self.device.launch,
+                    target,
+                    tuple(call["grid"]),
+                    tuple(call["block"]),
+                    int(call["smem"]),
+                    args,
                 )
             )
         self.plans[int(msg["binding"])] = plan

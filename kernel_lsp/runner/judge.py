@@ -73,15 +73,25 @@ def fault_message(reply: dict[str, Any], what: str) -> tuple[str, str, bool]:
 class AccusedProcess:
     """One confined process that runs one candidate's code; the judge's socket pair to it."""
 
-    def __init__(self, device: int, fake: bool, mechanism: str = "", start_timeout_s: float = START_TIMEOUT_S):
+    def __init__(
+        self, device: int, fake: bool, mechanism: str = "", start_timeout_s: float = START_TIMEOUT_S
+    ):
         self.folder = tempfile.mkdtemp(prefix="kernel-lsp-accused-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([pkg_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [pkg_root, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+        )
         if mechanism:
             env["KERNEL_LSP_SANDBOX"] = mechanism
-        cmd = [*python_module("kernel_lsp.runner.accused"), "--fd", str(theirs.fileno()), "--device", str(device)]
+        cmd = [
+            *python_module("kernel_lsp.runner.accused"),
+            "--fd",
+            str(theirs.fileno()),
+            "--device",
+            str(device),
+        ]
         if fake:
             cmd.append("--fake")
         cmd, env = sandboxed_command(cmd, env, self.folder)
@@ -114,7 +124,9 @@ class AccusedProcess:
     def available(self) -> bool:
         return bool(self.hello.get("available"))
 
-    def request(self, message: dict[str, Any], fds: list[int] | None = None, timeout_s: float = REQUEST_TIMEOUT_S) -> dict[str, Any]:
+    def request(
+        self, message: dict[str, Any], fds: list[int] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
+    ) -> dict[str, Any]:
         try:
             send(self.sock, message, fds)
             ready, _, _ = select.select([self.sock], [], [], timeout_s)
@@ -203,7 +215,13 @@ class RemotePipeline:
             for fd in fds:
                 os.close(fd)
         if reply.get("status") != "ok":
-            raise Failed(Problem("crash", case_label(bufs.sizes), "the candidate's process could not map the case's buffers"))
+            raise Failed(
+                Problem(
+                    "crash",
+                    case_label(bufs.sizes),
+                    "the candidate's process could not map the case's buffers",
+                )
+            )
         self._mapped.update(zip(fresh, ids, strict=True))
         bufs.on_free.append(lambda: self._unmap(fresh))
 
@@ -237,7 +255,9 @@ class RemotePipeline:
                 continue
             try:
                 names = {**dict(step.get("constants") or {}), **sizes}
-                grid, block, smem = launch_dims(step["grid"], step["block"], str(step.get("smem") or "0"), names)
+                grid, block, smem = launch_dims(
+                    step["grid"], step["block"], str(step.get("smem") or "0"), names
+                )
             except SpecError as e:
                 raise Failed(Problem("spec_error", case_label(sizes), str(e))) from None
             args: list[dict[str, Any]] = []
@@ -246,7 +266,9 @@ class RemotePipeline:
                     args.append({"bytes": np.array([spec.scalar_value(p, sizes)]).tobytes().hex()})
                 else:  # an Alias gets the pointer of the buffer it names
                     args.append(self._ref(bufs, bufs.ptrs[spec.buffer_name(p)]))
-            calls.append({"kind": "kernel", "step": index, "grid": grid, "block": block, "smem": smem, "args": args})
+            calls.append(
+                {"kind": "kernel", "step": index, "grid": grid, "block": block, "smem": smem, "args": args}
+            )
         return calls
 
     def bind(self, device: Any, bufs: Any) -> Callable[[], None]:
@@ -254,9 +276,13 @@ class RemotePipeline:
         binding = self.accused.new_id()
         case = case_label(bufs.sizes)
         try:
-            reply = self.accused.request({"op": "bind", "binding": binding, "calls": self._calls(device, bufs)})
+            reply = self.accused.request(
+                {"op": "bind", "binding": binding, "calls": self._calls(device, bufs)}
+            )
         except AccusedGone:
-            raise Failed(Problem("crash", case, f"`{self.kernel}`: its process ended before case {case}")) from None
+            raise Failed(
+                Problem("crash", case, f"`{self.kernel}`: its process ended before case {case}")
+            ) from None
         if reply.get("status") != "ok":
             self._fail(reply, case)
         request = {"op": "run", "binding": binding}
@@ -267,9 +293,15 @@ class RemotePipeline:
             except AccusedGone as e:
                 if e.hung:
                     raise Failed(
-                        Problem("timeout", case, f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}")
+                        Problem(
+                            "timeout",
+                            case,
+                            f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}",
+                        )
                     ) from None
-                raise Failed(Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")) from None
+                raise Failed(
+                    Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")
+                ) from None
             if answer.get("status") != "ok":
                 self._fail(answer, case)
             bufs.settle(outputs_only=bufs.timed)

@@ -56,8 +56,9 @@ def run_job(job_dir: str, outer: str = "") -> int:
 
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
+    from kernel_lsp.runner.loading import build_steps
     from kernel_lsp.runner.verify import Buffers, launcher
-    from kernel_lsp.runner.worker import build_steps, load_spec
+    from kernel_lsp.runner.worker import load_spec
     from kernel_lsp.spec import make_inputs
     from kernel_lsp.spec.inputs import TIMING_SEED
 

@@ -25,19 +25,10 @@ from typing import Any, BinaryIO
 from kernel_lsp import procs
 from kernel_lsp.fence.sandbox import SandboxReport, SandboxUnavailable, enter_sandbox, limit_memory
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
-from kernel_lsp.runner.entry import (
-    EntryLibrary,
-    EntryStep,
-    LibraryState,
-    check_leaks,
-    library_globals,
-    load_library,
-    load_runtime,
-    memory_in_use,
-)
+from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
-from kernel_lsp.runner.isolation import JUDGED_SETS, ModuleState, TimedSets, restorer, set_count
+from kernel_lsp.runner.isolation import JUDGED_SETS, TimedSets, restorer, set_count
 from kernel_lsp.runner.judge import (
     AccusedProcess,
     HostClock,
@@ -46,6 +37,7 @@ from kernel_lsp.runner.judge import (
     seen_inputs_faster,
     start_accused,
 )
+from kernel_lsp.runner.loading import build_steps
 from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
@@ -82,75 +74,6 @@ def load_spec(desc: dict[str, Any]) -> Spec:
         if want in (None, spec.kernel, spec.name):
             return spec
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
-
-
-def build_steps(
-    device: Any,
-    cubin: bytes,
-    steps: list[dict[str, Any]],
-    modules: list[Any],
-    states: list[Any] | None = None,
-    sandboxed: bool = False,
-    folder: str | None = None,
-) -> list[Any]:
-    """Load the CUBIN and resolve each step's function; with `states`, also keep the image of
-    the module's mutable globals for restoring before launches (runner/isolation.py). A host
-    entry's step (`kind: entry`) loads the blob as a shared library instead (runner/entry.py);
-    code that is not the user's own (`trusted` false) loads only in a sandboxed worker."""
-    if steps and steps[0].get("kind") == "entry":
-        return [_entry_step(device, cubin, steps[0], modules, states, sandboxed, folder)]
-    module = device.load(cubin)
-    modules.append(module)
-    if states is not None:
-        states.append(ModuleState.snapshot(device, module, cubin))
-    return [
-        Step(
-            s["kernel"],
-            device.function(module, s["symbol"]),
-            list(s["params"]),
-            s["grid"],
-            s["block"],
-            str(s.get("smem") or "0"),
-            dict(s.get("constants") or {}),
-        )
-        for s in steps
-    ]
-
-
-def _entry_step(
-    device: Any,
-    image: bytes,
-    step: dict[str, Any],
-    modules: list[Any],
-    states: list[Any] | None,
-    sandboxed: bool,
-    folder: str | None,
-) -> EntryStep:
-    if not step.get("trusted", False) and not sandboxed:
-        raise Failed(
-            Problem(
-                "sandbox",
-                "",
-                f"`{step['kernel']}` is host code the user did not write: it runs only in a sandboxed "
-                "GPU worker (sandboxed=True), and this worker is not",
-            )
-        )
-    runtime = load_runtime() if b"libcudart" in image else None
-    library, fn = load_library(image, folder or tempfile.gettempdir(), step["symbol"], runtime)
-    modules.append(library)
-    checks = None if device.fake else runtime
-    if states is not None:
-        variables = library_globals(library, list(step.get("globals") or []), checks)
-        states.append(LibraryState(library, ModuleState.of(device, variables)))
-    return EntryStep(
-        step["kernel"],
-        fn,
-        list(step["params"]),
-        list(step["codes"]),
-        str(step.get("returns", "void")),
-        checks,
-        library,
-    )
 
 
 def _judged(steps: list[Any] | None) -> bool:
