@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import select
 import shutil
 import socket
@@ -41,7 +40,111 @@ from kernel_lsp.spec import SpecError, case_label, launch_dims
 
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
-_CODE_NAME = re.compile(r"(CUDA_ERROR_[A-Z_]{1,48}|cuda[A-Z][A-Za-z]{1,48})")
+# The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
+# all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
+RUNTIME_ERRORS = frozenset(
+    "cudaError" + n
+    for n in (
+        "InvalidValue",
+        "MemoryAllocation",
+        "InitializationError",
+        "CudartUnloading",
+        "ProfilerDisabled",
+        "InvalidConfiguration",
+        "InvalidPitchValue",
+        "InvalidSymbol",
+        "InvalidHostPointer",
+        "InvalidDevicePointer",
+        "InvalidTexture",
+        "InvalidTextureBinding",
+        "InvalidChannelDescriptor",
+        "InvalidMemcpyDirection",
+        "InvalidFilterSetting",
+        "InvalidNormSetting",
+        "StubLibrary",
+        "InsufficientDriver",
+        "CallRequiresNewerDriver",
+        "InvalidSurface",
+        "DuplicateVariableName",
+        "DuplicateTextureName",
+        "DuplicateSurfaceName",
+        "DevicesUnavailable",
+        "IncompatibleDriverContext",
+        "MissingConfiguration",
+        "LaunchMaxDepthExceeded",
+        "LaunchFileScopedTex",
+        "LaunchFileScopedSurf",
+        "SyncDepthExceeded",
+        "LaunchPendingCountExceeded",
+        "InvalidDeviceFunction",
+        "NoDevice",
+        "InvalidDevice",
+        "DeviceNotLicensed",
+        "SoftwareValidityNotEstablished",
+        "StartupFailure",
+        "InvalidKernelImage",
+        "DeviceUninitialized",
+        "MapBufferObjectFailed",
+        "UnmapBufferObjectFailed",
+        "ArrayIsMapped",
+        "AlreadyMapped",
+        "NoKernelImageForDevice",
+        "AlreadyAcquired",
+        "NotMapped",
+        "NotMappedAsArray",
+        "NotMappedAsPointer",
+        "ECCUncorrectable",
+        "UnsupportedLimit",
+        "DeviceAlreadyInUse",
+        "PeerAccessUnsupported",
+        "InvalidPtx",
+        "InvalidGraphicsContext",
+        "NvlinkUncorrectable",
+        "JitCompilerNotFound",
+        "UnsupportedPtxVersion",
+        "JitCompilationDisabled",
+        "UnsupportedExecAffinity",
+        "InvalidSource",
+        "FileNotFound",
+        "SharedObjectSymbolNotFound",
+        "SharedObjectInitFailed",
+        "OperatingSystem",
+        "InvalidResourceHandle",
+        "IllegalState",
+        "SymbolNotFound",
+        "NotReady",
+        "IllegalAddress",
+        "LaunchOutOfResources",
+        "LaunchTimeout",
+        "LaunchIncompatibleTexturing",
+        "PeerAccessAlreadyEnabled",
+        "PeerAccessNotEnabled",
+        "SetOnActiveProcess",
+        "ContextIsDestroyed",
+        "Assert",
+        "TooManyPeers",
+        "HostMemoryAlreadyRegistered",
+        "HostMemoryNotRegistered",
+        "HardwareStackError",
+        "IllegalInstruction",
+        "MisalignedAddress",
+        "InvalidAddressSpace",
+        "InvalidPc",
+        "LaunchFailure",
+        "CooperativeLaunchTooLarge",
+        "NotPermitted",
+        "NotSupported",
+        "SystemNotReady",
+        "SystemDriverMismatch",
+        "CompatNotSupportedOnDevice",
+        "StreamCaptureUnsupported",
+        "StreamCaptureInvalidated",
+        "Timeout",
+        "GraphExecUpdateFailure",
+        "Unknown",
+    )
+)
+STATUS_SHOWN = 1000  # a status number is quoted only below this: a large one can carry bytes
 
 
 class AccusedGone(RuntimeError):
@@ -59,14 +162,15 @@ def fault_message(reply: dict[str, Any], what: str) -> tuple[str, str, bool]:
     sticky = bool(reply.get("sticky"))
     status = reply.get("entry_status")
     if code == "entry_status" and isinstance(status, int):
-        return f"`{what}` returned {status}", code, False
+        shown = str(status) if -STATUS_SHOWN < status < STATUS_SHOWN else "a non-zero status"
+        return f"`{what}` returned {shown}", code, False
     if code in STICKY_ERRORS:
         return STICKY_ERRORS[code], code, True
     if code in FRIENDLY:
         return FRIENDLY[code], code, sticky
-    match = _CODE_NAME.fullmatch(code.split(" ", 1)[0]) if code else None
-    if match:
-        return f"a CUDA call in `{what}` failed: {match.group(0)}", match.group(0), sticky
+    name = code.split(" ", 1)[0]
+    if name in RUNTIME_ERRORS:
+        return f"a CUDA call in `{what}` failed: {name}", name, sticky
     return f"`{what}` failed in the candidate's process", "candidate_fault", sticky
 
 

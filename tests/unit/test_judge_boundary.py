@@ -1,0 +1,241 @@
+"""Hostile candidates against the judge's boundary (runner/judge.py), on the fake GPU: the
+launcher runs for real (host loops over host memory), with no fence in front of it (these
+libraries are built as the user's own code), as if an LLM's answer had slipped past every
+static check. What decides correctness and speed lives in the judge's process; the candidate's
+code runs in an accused process of its own, so patching Python, the clock or the verdict text
+there changes nothing that is judged.
+
+Each attack is also run in a plain (unjudged) session where it shows what it would win
+in-process: that is why the boundary exists, and it proves each test can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
+from kernel_lsp.fence.sandbox import in_process_available
+from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.runner.timing import TimingSettings
+
+pytestmark = [
+    pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing"),
+    pytest.mark.skipif(
+        in_process_available() is not None, reason=f"no sandbox here: {in_process_available()}"
+    ),
+]
+
+FAST = TimingSettings(warmup_s=0.0, budget_s=0.05, min_samples=30, max_samples=30)
+OPTIONS = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())
+SECRET = "KLSP-SECRET-7f3a9c"
+
+SPEC = """from kernel_lsp.spec import Spec, In, Out, Scalar
+SPEC = Spec(
+    entry="scale",
+    sizes=[{"n": 1000}, {"n": 20000}],
+    args={"x": In("float32", shape="n"), "y": Out("float32", shape="n"), "n": Scalar("int32")},
+    reference=lambda x: {"y": 2.0 * x},
+)
+"""
+
+HEAD = """#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <cstdio>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+// Python's C API, found at run time in whichever process loaded this library.
+static void run_python(const char* code)
+{
+    typedef int (*ensure_t)(void);
+    typedef void (*release_t)(int);
+    typedef int (*run_t)(const char*);
+    ensure_t ensure = (ensure_t)dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    release_t release = (release_t)dlsym(RTLD_DEFAULT, "PyGILState_Release");
+    run_t run = (run_t)dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
+    if (!ensure || !release || !run) return;
+    int state = ensure();
+    run(code);
+    release(state);
+}
+"""
+
+# Wrong outputs (zeros), after patching the verifier (and the clock, in PATCHES_THE_JUDGE) of
+# the process it runs in.
+PATCHES_THE_VERIFIER = (
+    HEAD
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    run_python(
+        "import sys, time\n"
+        "for name, mod in list(sys.modules.items()):\n"
+        "    if name.startswith('kernel_lsp'):\n"
+        "        for attr in ('compare_output', 'constant_output'):\n"
+        "            if hasattr(mod, attr): setattr(mod, attr, lambda *a, **k: None)\n"
+        "import kernel_lsp.runner.verify as v\n"
+        "v.CaseRunner.check_against = lambda *a, **k: None\n");
+    for (int i = 0; i < n; ++i) y[i] = 0.0f;
+}
+"""
+)
+
+PATCHES_THE_JUDGE = PATCHES_THE_VERIFIER.replace(
+    'check_against = lambda *a, **k: None\\n"',
+    'check_against = lambda *a, **k: None\\n"\n        "time.perf_counter = lambda: 0.0\\n"',
+)
+assert "perf_counter" in PATCHES_THE_JUDGE
+
+# Says "done" at once and writes the outputs a moment later, from a thread of its own.
+ANSWERS_EARLY = (
+    HEAD
+    + r"""
+struct job { const float* x; float* y; int n; };
+static void* later(void* p)
+{
+    job* j = (job*)p;
+    usleep(20000);
+    for (int i = 0; i < j->n; ++i) j->y[i] = 2.0f * j->x[i];
+    free(j);
+    return 0;
+}
+extern "C" void scale(const float* x, float* y, int n)
+{
+    job* j = (job*)malloc(sizeof(job));
+    j->x = x; j->y = y; j->n = n;
+    pthread_t t;
+    pthread_create(&t, 0, later, j);
+    pthread_detach(t);
+}
+"""
+)
+
+# Right, slow, and remembers its answers between calls, keyed by a fingerprint of the inputs, in
+# memory it keeps through the environment (statics are put back before every call).
+CACHES = (
+    HEAD
+    + r"""
+struct entry { float key[4]; int n; float* out; };
+extern "C" void scale(const float* x, float* y, int n)
+{
+    const char* kept = getenv("KLSP_CACHE");
+    entry* table = kept ? (entry*)strtoull(kept, 0, 16) : 0;
+    if (!table) {
+        table = (entry*)calloc(64, sizeof(entry));
+        char text[32];
+        snprintf(text, sizeof text, "%llx", (unsigned long long)table);
+        setenv("KLSP_CACHE", text, 1);
+    }
+    for (int k = 0; k < 64 && table[k].out; ++k) {
+        if (table[k].n == n && n >= 4 && memcmp(table[k].key, x, sizeof table[k].key) == 0) {
+            memcpy(y, table[k].out, n * sizeof(float));
+            return;
+        }
+    }
+    for (int i = 0; i < n; ++i) {  // the honest work, made slow
+        volatile float acc = 0.0f;
+        for (int r = 0; r < 40; ++r) acc += 2.0f * x[i] / 40.0f;
+        y[i] = acc;
+    }
+    for (int k = 0; k < 64; ++k) {
+        if (!table[k].out && n >= 4) {
+            table[k].n = n;
+            memcpy(table[k].key, x, sizeof table[k].key);
+            table[k].out = (float*)malloc(n * sizeof(float));
+            memcpy(table[k].out, y, n * sizeof(float));
+            break;
+        }
+    }
+}
+"""
+)
+
+# Fails on purpose, with a secret where the verdict would quote an error: as the status it
+# returns, and as the text of the fault its (patched) process reports.
+LEAKS = (
+    HEAD
+    + r"""
+extern "C" int scale(const float* x, float* y, int n)
+{
+    run_python(
+        "import kernel_lsp.runner.accused as a\n"
+        "a.fault_reply = lambda e: {'status': 'fault', 'code': 'cudaError'"
+        " + '@SECRET@', 'sticky': False, 'entry_status': 0x7f3a9c}\n");
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+    return 0x7f3a9c;
+}
+"""
+).replace("@SECRET@", SECRET.replace("-", ""))
+
+HONEST = r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def judged():
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as session:
+        assert session.available, session.reason
+        yield session
+
+
+@pytest.fixture
+def plain():
+    """A fresh one per test: an attack that succeeds patches this worker for good."""
+    with GpuSession(fake=True, timing=FAST) as session:
+        yield session
+
+
+def check(session: GpuSession, tmp_path: Path, source: str):
+    (tmp_path / "scale.cu").write_text(source)
+    (tmp_path / "scale.spec.py").write_text(SPEC)
+    (result,) = check_file(session, str(tmp_path / "scale.cu"), compile_options=OPTIONS)
+    return result
+
+
+def words(result) -> str:
+    return " ".join([result.message, *(p.message for p in result.problems)])
+
+
+def test_an_honest_launcher_gets_the_same_verdict_judged_and_plain(judged, plain, tmp_path):
+    a, b = check(judged, tmp_path, HONEST), check(plain, tmp_path, HONEST)
+    assert a.ok and b.ok, (words(a), words(b))
+    assert [c["case"] for c in a.cases] == [c["case"] for c in b.cases]
+    (timing,) = a.timings
+    assert timing.measurement.n >= 30 and timing.measurement.median_s > 0
+
+
+def test_patching_the_verifier_and_the_clock_in_its_process_changes_nothing(judged, plain, tmp_path):
+    fooled = check(plain, tmp_path, PATCHES_THE_VERIFIER)
+    assert fooled.ok, "in-process, the patch should have fooled the verifier: " + words(fooled)
+    result = check(judged, tmp_path, PATCHES_THE_JUDGE)
+    assert not result.ok
+    assert result.problems[0].kind == "mismatch" and "constant" in words(result), words(result)
+
+
+def test_answering_before_the_work_is_done_fails(judged, tmp_path):
+    result = check(judged, tmp_path, ANSWERS_EARLY)
+    assert not result.ok
+    assert result.problems[0].kind == "mismatch" and "poison" in words(result), words(result)
+
+
+def test_a_result_kept_between_timed_runs_is_suspicious(judged, plain, tmp_path):
+    fooled = check(plain, tmp_path, CACHES)
+    assert fooled.ok, "in-process, the cache should have gone unnoticed: " + words(fooled)
+    result = check(judged, tmp_path, CACHES)
+    assert not result.ok and result.problems[0].kind == "suspicious", words(result)
+    assert "already seen" in words(result)
+
+
+def test_the_verdict_never_quotes_what_the_candidate_says(judged, tmp_path):
+    result = check(judged, tmp_path, LEAKS)
+    assert not result.ok
+    text = words(result)
+    assert SECRET.replace("-", "") not in text and str(0x7F3A9C) not in text, text
+    assert "non-zero status" in text or "failed in the candidate's process" in text, text
