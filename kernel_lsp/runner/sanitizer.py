@@ -140,17 +140,27 @@ def sanitize(
     """Run the job (spec desc, steps, sizes, device, fake) once under each tool. `runs`: the
     owner's running tools (ended when it closes). Never raises."""
     report = SanitizerReport(case=str(job.get("case", "")))
-    with tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-") as job_dir:
+    # The tool's report goes to a file in a folder of its own, not beside the launch's output: what
+    # the launched code prints (a candidate's text) never reads as a finding, reaches no note and
+    # no prompt. Under bubblewrap the launch and the tool share one writable folder, so the
+    # report is kept there (the launch could write it: see SECURITY.md).
+    with (
+        tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-") as job_dir,
+        tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-log-") as log_dir,
+    ):
         with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
             json.dump(job, f)
         with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
             f.write(blob)
+        logs = job_dir if job.get("sandbox") == "bwrap" else log_dir
         for tool in tools:
+            log = os.path.join(logs, f"{tool}.log")
             options = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20"]
+            options += ["--log-file", log]
             cmd, env = tool_command(options, job, job_dir)
             start = time.perf_counter()
             try:
-                code, output = (runs or ToolRuns()).run(cmd, timeout_s, env)
+                code, _printed = (runs or ToolRuns()).run(cmd, timeout_s, env)
             except subprocess.TimeoutExpired:
                 report.note += f"{tool} did not finish in {timeout_s:.0f} s; "
                 continue
@@ -158,13 +168,21 @@ def sanitize(
                 report.note = f"cannot run compute-sanitizer ({sanitizer}): {e}"
                 return report
             report.tools[tool] = time.perf_counter() - start
+            output = _read_log(log)
             found = parse_findings(tool, output)
             report.findings += found
             if code not in (0, ERROR_EXIT) and not found:
-                tail = " ".join(output.strip().splitlines()[-2:])[:300]
-                report.note += f"{tool} ended with exit code {code}: {tail}; "
+                report.note += f"{tool} ended with exit code {code}; "
     report.note = report.note.rstrip("; ")
     return report
+
+
+def _read_log(path: str, limit: int = 1 << 20) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(limit)
+    except OSError:
+        return ""
 
 
 def smallest_case(sizes: list[dict[str, int]]) -> dict[str, int]:
