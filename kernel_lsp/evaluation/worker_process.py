@@ -15,7 +15,7 @@ from typing import Any
 
 from kernel_lsp import procs
 from kernel_lsp.child_python import python_module
-from kernel_lsp.fence.sandbox import sandboxed_command
+from kernel_lsp.fence.sandbox import READ_EVERYTHING, sandboxed_command
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 
 ProgressFn = Callable[[str, str], None]
@@ -52,7 +52,8 @@ class WorkerProcess:
         self.folder: str | None = None
         if sandboxed:
             self.folder = tempfile.mkdtemp(prefix="kernel-lsp-sandbox-")
-            cmd, child_env = sandboxed_command(cmd, child_env, self.folder)
+            # Reads stay open under bubblewrap too: the worker runs the user's spec.
+            cmd, child_env = sandboxed_command(cmd, child_env, self.folder, readable=READ_EVERYTHING)
         # Lives as long as the worker; closed in close().
         self.log = tempfile.TemporaryFile(prefix="kernel-lsp-worker-")  # noqa: SIM115
         # A session of its own: a kill (a hang) takes whatever the spec started with it.

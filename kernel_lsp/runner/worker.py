@@ -22,7 +22,13 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
-from kernel_lsp.fence.sandbox import SandboxReport, SandboxUnavailable, enter_sandbox, limit_memory
+from kernel_lsp.fence.sandbox import (
+    READ_EVERYTHING,
+    SandboxReport,
+    SandboxUnavailable,
+    enter_sandbox,
+    limit_memory,
+)
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import (
     EntryLibrary,
@@ -411,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     sandbox_error = ""
     if args.sandbox:
         try:  # before CUDA starts: every thread the driver creates inherits the confinement
-            sandbox = enter_sandbox(args.sandbox, args.sandbox_outer)
+            # Reads stay open: this process also runs the user's spec, read from the workspace.
+            sandbox = enter_sandbox(args.sandbox, args.sandbox_outer, readable=READ_EVERYTHING)
         except SandboxUnavailable as e:
             sandbox_error = str(e)
             reason = f"no sandbox for host code an LLM wrote: {e}"
