@@ -181,7 +181,7 @@ AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64 = 0xC000003E, 0xC00000B7
 
 # Read-only roots every sandboxed process needs beside Python: the system's libraries (the CUDA
 # driver, libstdc++), /sys (the driver reads /sys/bus/pci, OpenBLAS the CPU topology).
-SYSTEM_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sys")
+SYSTEM_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys")  # /sbin/ldconfig: find_library
 # /etc is narrowed to what the loader and the libraries read: no /etc/shadow, no keys.
 ETC_FILES = (
     "/etc/ld.so.cache",
