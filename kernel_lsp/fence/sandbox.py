@@ -33,6 +33,10 @@ and UTS namespaces, no capabilities; seccomp is still entered inside. Not covere
 exhaustion through a shared map of /dev/zero or files the folder's filesystem keeps in memory
 (tmpfs); a cgroup memory limit would be needed for that. `benchmarks/sandbox_probe.py` tells which
 mechanisms work on a machine, `benchmarks/sandbox_cuda_matrix.py` which of them let CUDA start.
+
+The parent's part: seal the memfds it sends (F_SEAL_GROW | F_SEAL_SHRINK: the accused could
+grow them, and RLIMIT_DATA does not count them), take nothing from the accused but its socket's
+messages, and close any file descriptor that comes with them.
 """
 
 from __future__ import annotations
@@ -180,8 +184,9 @@ UNIFIED_NUMBERS = {
 AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64 = 0xC000003E, 0xC00000B7
 
 # Read-only roots every sandboxed process needs beside Python: the system's libraries (the CUDA
-# driver, libstdc++), /sys (the driver reads /sys/bus/pci, OpenBLAS the CPU topology).
-SYSTEM_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys")  # /sbin/ldconfig: find_library
+# driver, libstdc++), /sbin/ldconfig (ctypes.util.find_library runs it), /sys (the driver reads
+# /sys/bus/pci, OpenBLAS the CPU topology).
+SYSTEM_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys")
 # /etc is narrowed to what the loader and the libraries read: no /etc/shadow, no keys.
 ETC_FILES = (
     "/etc/ld.so.cache",
@@ -525,17 +530,23 @@ def restrict_syscalls(
     ]
 
 
-def lock_limits() -> None:
+def lock_limits(all_threads: bool = True) -> None:
     """seccomp, once the limits are set: no resource limit may change again (a root process
-    could raise its hard limit back)."""
+    could raise its hard limit back). Where the driver's threads cannot be synchronised, the
+    calling thread and those it starts are locked (the hard limit already holds for all)."""
     import pyseccomp as sc
 
-    f = _new_filter(sc)
+    f = _new_filter(sc) if all_threads else sc.SyscallFilter(defaction=sc.ALLOW)
     deny = sc.ERRNO(errno.EPERM)
     with contextlib.suppress(OSError, ValueError):  # not a syscall on aarch64
         f.add_rule(deny, "setrlimit")
     f.add_rule(deny, "prlimit64", sc.Arg(2, sc.NE, 0))  # a new limit given: a change
-    f.load()
+    try:
+        f.load()
+    except OSError:
+        if not all_threads:
+            raise
+        lock_limits(all_threads=False)
 
 
 # --- capabilities --------------------------------------------------------------------------------
