@@ -1,7 +1,9 @@
 """The sandbox around host code an LLM wrote, proven on the CPU: a sandboxed process cannot write
 outside its folder, open a network socket or start a program; a sandboxed GPU worker (fake GPU)
 runs a launcher that tries both and finds them refused; code that is not the user's runs only in
-a sandboxed worker; and a worker that cannot sandbox itself refuses to run anything (fail closed)."""
+a sandboxed worker; and a worker that cannot sandbox itself refuses to run anything (fail closed).
+Issue 30's escapes (io_uring, other processes, signals, the terminal, metadata, unix sockets,
+reads, uncounted memory) are tried by one hostile child further down, with harmless markers."""
 
 from __future__ import annotations
 
@@ -412,6 +414,14 @@ HOSTILE = textwrap.dedent(
 )
 
 
+def xattrs(path: Path) -> list[str]:
+    """The file's extended attributes; none where its filesystem has none."""
+    try:
+        return os.listxattr(path)
+    except OSError:
+        return []
+
+
 def accepted(listener: socket.socket) -> bool:
     """Whether a connection waits on the (non-blocking) listening socket."""
     try:
@@ -475,7 +485,7 @@ def hostile(tmp_path_factory):
         if mode != "landlock only":  # seccomp refuses what Landlock cannot see: metadata
             after = outside.stat()
             assert outside.read_text() == "untouched" and stat.S_IMODE(after.st_mode) == 0o640
-            assert after.st_mtime_ns == before.st_mtime_ns and not os.listxattr(outside)
+            assert after.st_mtime_ns == before.st_mtime_ns and not xattrs(outside)
         return verdicts[-1]
 
     try:
