@@ -7,7 +7,8 @@ Run it on the GPU machine (possibly gVisor): it prints one table row per check. 
 bubblewrap around it, else refuses host code an LLM wrote. Each "CUDA ..." row runs the real path
 in a child process: the sandbox entered first, then the GPU opened, memory allocated, a kernel
 launched, a host entry (an nvcc-built shared library) called through the worker, and writes
-outside the folder / a TCP socket / exec tried from inside.
+outside the folder, sockets, exec, the parent's environ, chmod, io_uring and a shared anonymous
+map tried from inside (each should say "refused").
 """
 
 from __future__ import annotations
@@ -44,7 +45,17 @@ CHILD = textwrap.dedent(
             out[what] = f"refused ({type(e).__name__})"
     attempt("write outside", lambda: open(outside, "w").write("x"))
     attempt("tcp socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+    attempt("unix socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
     attempt("exec", lambda: os.execv("/bin/true", ["true"]))
+    attempt("read the parent's environ", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
+    attempt("chmod outside", lambda: os.chmod(outside, 0o600))  # EPERM: refused; ENOENT: let through
+    import ctypes, mmap
+    libc = ctypes.CDLL(None, use_errno=True)
+    def io_uring():
+        if libc.syscall(425, 1, ctypes.create_string_buffer(120)) < 0:  # io_uring_setup
+            raise OSError(ctypes.get_errno(), "io_uring_setup")
+    attempt("io_uring", io_uring)
+    attempt("shared anonymous map", lambda: mmap.mmap(-1, 1 << 20, flags=mmap.MAP_SHARED))
     if cuda:
         from kernel_lsp.runner.device import CudaDevice
         try:
@@ -52,6 +63,7 @@ CHILD = textwrap.dedent(
             limit_memory(report)
             p = d.alloc(1 << 20); d.fill(p, 7, 1 << 20); d.flush_l2(); d.sync(); d.free(p)
             out["cuda"] = f"ok ({d.info()['name']}); {report.memory}"
+            out["protections"] = report.protections
         except Exception as e:
             out["cuda"] = f"FAILED: {type(e).__name__}: {e}"
     print(json.dumps(out))

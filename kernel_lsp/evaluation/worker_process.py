@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -49,7 +48,6 @@ class WorkerProcess:
             cmd.append("--fake")
         # For code an LLM wrote (`sandboxed`): a judge, which runs each candidate in a confined
         # process of its own (runner/judge.py) and holds no secret itself either.
-        self.folder: str | None = None
         if sandboxed:
             cmd.append("--judge")
             child_env = without_secrets(child_env)
@@ -163,5 +161,3 @@ class WorkerProcess:
                 self.kill()
         with contextlib.suppress(Exception):
             self.log.close()
-        if self.folder:
-            shutil.rmtree(self.folder, ignore_errors=True)

@@ -1,55 +1,127 @@
-"""The sandbox a GPU worker enters before it runs host code an LLM wrote (`sandboxed=True`).
+"""The sandbox a process enters before it runs host code an LLM wrote ("the accused").
 
-Three things must hold, or the code does not run (fail closed):
-- files: no writes outside the worker's temporary folder (reads stay open: Python, numpy, the
-  CUDA libraries). Landlock (`landlockpy`), in the worker itself, before CUDA starts, so every
-  thread the driver creates later inherits it; or bubblewrap (`bwrap`: a read-only bind of `/`,
-  the folder bound writable, /dev passed through) around the worker where Landlock is missing.
-- network: no socket but AF_UNIX (local IPC: the CUDA driver's MPS client, compute-sanitizer).
-  seccomp (`pyseccomp`, over the system's libseccomp), which also refuses starting programs,
-  new processes (threads stay allowed), ptrace, mounts, namespaces, kernel modules and eBPF;
-  or, under bubblewrap, a new network namespace (`--unshare-net`).
-- memory: `RLIMIT_DATA` set, once CUDA is up, to what the process maps then plus the limit, so
-  a runaway host allocation fails (malloc returns NULL) instead of exhausting the machine; the
-  file-size limit keeps the folder from filling the disk.
+The sandbox assumes the fence (kernel_lsp/fence/) was bypassed: the code may make any system
+call. Each protection below says what it stops and how; "essential" ones fail closed (the
+process refuses to run the code, SandboxUnavailable names what is missing), "best-effort" ones
+are recorded in `SandboxReport.tried` where the kernel lacks them, because another layer covers
+the same attack.
 
-Why these: Landlock and seccomp need no privilege, no extra binary and no change to how the
-worker talks to the GPU (the device files and the driver's threads are untouched); bubblewrap
-needs user or mount namespaces, which gVisor-like hosts may lack, and is the fallback where
-Landlock is not in the kernel. `benchmarks/sandbox_probe.py` tells which work on a machine.
+| protection | stops | how | |
+|---|---|---|---|
+| file writes | writing, creating, removing, truncating outside the folder | Landlock; bwrap: read-only binds | essential |
+| file reads | reading $HOME, the workspace, other processes' /proc (their environ: secrets), /etc/shadow | Landlock: only Python, system libraries, the folder, /sys, GPU devices, own /proc; bwrap: only those bound | essential |
+| network | any socket (TCP, UDP, raw, netlink, unix sockets to local daemons) | seccomp: socket() refused; the process talks over its inherited socket only | essential |
+| programs, processes | exec, fork (threads stay allowed) | seccomp; Landlock: EXECUTE granted nowhere | essential |
+| io_uring | its SOCKET/OPENAT ops, which no socket() or open() filter sees | seccomp | essential |
+| other processes | ptrace, process_vm_*, pidfd_*, kcmp, process_madvise, prlimit of others | seccomp | essential |
+| signals | kill/tgkill/sigqueue to any pid but its own (kill(0) too: the process group may hold the parent) | seccomp (own pid compared); Landlock scope (ABI 6) | essential (seccomp), scope best-effort |
+| abstract unix sockets | connecting to a daemon's abstract socket | seccomp (no socket()); Landlock scope (ABI 6) | best-effort second layer |
+| TCP by Landlock | bind/connect TCP even if socket() were allowed | Landlock net (ABI 4) | best-effort second layer |
+| terminal injection | TIOCSTI/TIOCLINUX on an inherited terminal; F_SETOWN signal redirection | seccomp on ioctl's and fcntl's command | essential |
+| metadata | chmod, chown, utime, xattrs, truncate(path), mknod anywhere (Landlock cannot restrict these) | seccomp | essential |
+| administration | mount, namespaces, modules, eBPF, keys, clocks, reboot, ... | seccomp | essential |
+| capabilities | root's CAP_SYS_RESOURCE (raising limits), CAP_SYS_ADMIN ioctls, CAP_MKNOD, ... | capset to none; bwrap --cap-drop ALL | best-effort (seccomp covers the known uses) |
+| memory | a runaway allocation exhausting the machine | RLIMIT_DATA (soft and hard) once CUDA is up; limits then locked by seccomp; shared anonymous maps, memfd_create and SysV shm refused (RLIMIT_DATA does not count them) | essential |
+| disk | filling the disk through the folder | RLIMIT_FSIZE per file | essential |
+
+Landlock (`landlockpy`) and seccomp (`pyseccomp`, over the system's libseccomp) need no privilege
+and leave the GPU's device files and the driver's threads alone; they are entered first thing,
+before CUDA starts, so every thread the driver creates inherits them. bubblewrap (`bwrap`) around
+the process is the fallback where Landlock is missing or keeps CUDA from starting: only the
+readable roots bound read-only, the folder writable, /dev passed through, new network, PID, IPC
+and UTS namespaces, no capabilities; seccomp is still entered inside. Not covered: a memory
+exhaustion through a shared map of /dev/zero or files the folder's filesystem keeps in memory
+(tmpfs); a cgroup memory limit would be needed for that. `benchmarks/sandbox_probe.py` tells which
+mechanisms work on a machine, `benchmarks/sandbox_cuda_matrix.py` which of them let CUDA start.
+
+The parent's part: seal the memfds it sends (F_SEAL_GROW | F_SEAL_SHRINK: the accused could
+grow them, and RLIMIT_DATA does not count them), take nothing from the accused but its socket's
+messages, and close any file descriptor that comes with them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import glob
 import os
+import pwd
 import resource
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-DEFAULT_MEMORY_BYTES = 8 << 30  # host memory a sandboxed worker may map beyond its CUDA setup
+DEFAULT_MEMORY_BYTES = 8 << 30  # host memory a sandboxed process may map beyond its CUDA setup
 MAX_FILE_BYTES = 1 << 30  # the largest file it may write in its folder
 CLONE_THREAD = 0x00010000
-CLONE_NEWNET = 0x40000000
-# Syscalls a launcher never needs; each fails with EPERM (clone3: ENOSYS, so glibc falls back to
-# clone, whose flags seccomp can read).
-DENIED_SYSCALLS = [
-    "execve",
-    "execveat",
-    "fork",
-    "vfork",
+MAP_SHARED = 0x01
+MAP_ANONYMOUS = 0x20
+LOW_32_BITS = 0xFFFFFFFF  # the kernel reads ioctl/fcntl commands as 32-bit ints: compare only those
+TIOCSTI, TIOCLINUX = 0x5412, 0x541C  # push input into a terminal; the Linux console's tricks
+FIOSETOWN, SIOCSPGRP = 0x8901, 0x8902  # direct a file's SIGIO to another process
+F_SETOWN, F_SETOWN_EX = 8, 15
+
+# Syscall groups seccomp refuses (EPERM), by the protection they give. Each fails closed when
+# a syscall of it cannot be put in the filter (an unknown name with no known number).
+PROGRAMS = ("execve", "execveat", "fork", "vfork", "uselib")
+IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+OTHER_PROCESSES = (
     "ptrace",
     "process_vm_readv",
     "process_vm_writev",
+    "pidfd_open",
+    "pidfd_getfd",
+    "pidfd_send_signal",  # which process a pidfd names cannot be read: none may be signalled
+    "kcmp",
+    "process_madvise",
+    "process_mrelease",
+    "tkill",  # a bare thread id may be another process's thread; glibc signals with tgkill
+)
+METADATA = (
+    "chmod",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "chown",
+    "fchown",
+    "lchown",
+    "fchownat",
+    "utime",
+    "utimes",
+    "futimesat",
+    "utimensat",
+    "setxattr",
+    "lsetxattr",
+    "fsetxattr",
+    "setxattrat",
+    "removexattr",
+    "lremovexattr",
+    "fremovexattr",
+    "removexattrat",
+    "file_setattr",
+    "truncate",  # by path: Landlock before ABI 3 does not see it (ftruncate needs a writable fd)
+    "mknod",  # a device node in the folder would open any disk for a root process
+    "mknodat",
+)
+ADMINISTRATION = (
     "mount",
     "umount2",
     "pivot_root",
     "chroot",
+    "open_tree",
+    "open_tree_attr",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
     "reboot",
     "kexec_load",
     "kexec_file_load",
@@ -71,6 +143,7 @@ DENIED_SYSCALLS = [
     "settimeofday",
     "clock_settime",
     "adjtimex",
+    "clock_adjtime",
     "iopl",
     "ioperm",
     "userfaultfd",
@@ -79,20 +152,92 @@ DENIED_SYSCALLS = [
     "quotactl",
     "syslog",
     "vhangup",
-]
+)
+# Memory RLIMIT_DATA does not count: shared anonymous maps (mmap below), memfds, SysV shm.
+UNCOUNTED_MEMORY = ("memfd_create", "memfd_secret", "shmget", "shmat")
+SIGNALLING = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: the pid
+# Syscalls newer than some libseccomp: the same number on every architecture since 424
+# (x86_64 and aarch64 here), used where libseccomp does not know the name.
+UNIFIED_NUMBERS = {
+    "pidfd_send_signal": 424,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "pidfd_open": 434,
+    "pidfd_getfd": 438,
+    "process_madvise": 440,
+    "mount_setattr": 442,
+    "memfd_secret": 447,
+    "process_mrelease": 448,
+    "fchmodat2": 452,
+    "setxattrat": 463,
+    "removexattrat": 466,
+    "open_tree_attr": 467,
+    "file_setattr": 469,
+}
+AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64 = 0xC000003E, 0xC00000B7
+
+# Read-only roots every sandboxed process needs beside Python: the system's libraries (the CUDA
+# driver, libstdc++), /sbin/ldconfig (ctypes.util.find_library runs it), /sys (the driver reads
+# /sys/bus/pci, OpenBLAS the CPU topology).
+SYSTEM_ROOTS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys")
+# /etc is narrowed to what the loader and the libraries read: no /etc/shadow, no keys.
+ETC_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/os-release",
+    "/etc/nvidia",
+    "/etc/OpenCL",
+)
+# /proc: this process's own entries and the system-wide files the driver and libraries read;
+# never another pid's (its environ holds secrets, its mem its memory).
+PROC_FILES = (
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/sys",
+    "/proc/driver",
+    "/proc/devices",
+    "/proc/modules",
+    "/proc/version",
+    "/proc/filesystems",
+    "/proc/uptime",
+    "/proc/loadavg",
+)
+DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# `readable` for a sandboxed process that runs the user's own spec (read from the workspace) as
+# well as host code an LLM wrote: the GPU worker and one_launch, until the accused process (which
+# runs only the LLM's library) takes that code out of them.
+READ_EVERYTHING = ("/",)
 
 
 class SandboxUnavailable(RuntimeError):
-    """No mechanism could establish one of the three guarantees; the message says what was tried."""
+    """A mechanism an essential protection needs is missing; the message says which and why."""
 
 
 @dataclass
 class SandboxReport:
     files: str = ""  # the mechanism that keeps writes in the folder ("landlock ABI 7", "bwrap")
-    network: str = ""  # "seccomp", "bwrap --unshare-net", "network namespace"
-    memory: str = ""  # "RLIMIT_DATA" once applied
-    tried: dict[str, str] = field(default_factory=dict)  # mechanism -> why it did not work
+    network: str = ""  # "seccomp", "seccomp + bwrap --unshare-net"
+    memory: str = ""  # "RLIMIT_DATA 8192 MiB + no shared anonymous maps (seccomp)" once applied
+    tried: dict[str, str] = field(default_factory=dict)  # protection -> why it is missing
     outer: str = ""  # "bwrap" when the process runs inside bubblewrap, else "" (confined in-process)
+    reads: str = ""  # the mechanism that limits reads ("landlock", "bwrap binds")
+    protections: list[str] = field(default_factory=list)  # each protection applied, in words
+    shared_maps: str = ""  # "no shared anonymous maps (seccomp)" where those are refused
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -101,7 +246,12 @@ class SandboxReport:
             "memory": self.memory,
             "tried": self.tried,
             "outer": self.outer,
+            "reads": self.reads,
+            "protections": self.protections,
         }
+
+
+# --- what the sandboxed process may read ------------------------------------------------------
 
 
 def writable_devices() -> list[str]:
@@ -111,103 +261,405 @@ def writable_devices() -> list[str]:
     return [p for p in found if os.path.exists(p) and not os.path.isdir(p)]
 
 
-def restrict_writes(folder: str) -> str:
-    """Landlock: every write-like right is handled (denied) except beneath `folder` and on the
-    device files. Returns the mechanism's name; raises OSError/ImportError where unavailable."""
+def gpu_device_paths() -> list[str]:
+    """The GPU's device files and folders (/dev/nvidia-caps), which the driver opens read-write."""
+    return [p for p in glob.glob("/dev/nvidia*") + glob.glob("/dev/dxg") if os.path.exists(p)]
+
+
+def _home_folders() -> set[str]:
+    homes = {os.path.expanduser("~")}
+    with contextlib.suppress(KeyError):
+        homes.add(pwd.getpwuid(os.getuid()).pw_dir)
+    return {os.path.realpath(h) for h in homes if h and h != "/"}
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def python_roots(folder: str = "") -> list[str]:
+    """The Python installation: prefixes, the existing sys.path entries, kernel_lsp's own
+    folder. Left out: entries in the current folder (the workspace, where the server runs) and
+    any entry that contains it, a home folder or `folder` (granting it would grant them, and
+    the folder's neighbours: other sandboxes' folders)."""
+    cwd = os.path.realpath(os.getcwd())
+    guarded = {cwd, *_home_folders(), *([os.path.realpath(folder)] if folder else [])}
+    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    for entry in sys.path:
+        if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
+            continue
+        real = os.path.realpath(entry)
+        if _is_within(real, cwd) or any(_is_within(g, real) for g in guarded):
+            continue  # the workspace's own folders (the prefixes, added above, may lie in it)
+        roots.append(entry)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # kernel_lsp/
+    return [*roots, package]
+
+
+def _ld_so_conf_dirs(path: str = "/etc/ld.so.conf", depth: int = 0) -> list[str]:
+    """The loader's library folders (where libcuda.so usually is), `include` lines followed."""
+    found: list[str] = []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.split("#", 1)[0].strip() for line in f]
+    except OSError:
+        return found
+    for line in filter(None, lines):
+        if line.startswith("include") and depth < 3:
+            pattern = line.split(None, 1)[1] if " " in line else ""
+            pattern = pattern if os.path.isabs(pattern) else os.path.join(os.path.dirname(path), pattern)
+            for included in sorted(glob.glob(pattern)):
+                found += _ld_so_conf_dirs(included, depth + 1)
+        elif os.path.isabs(line):
+            found.append(line)
+    return found
+
+
+def library_roots() -> list[str]:
+    """Where the CUDA driver and runtime libraries may live outside /usr and Python: the
+    loader's folders, LD_LIBRARY_PATH, CUDA_HOME / CUDA_PATH."""
+    roots = _ld_so_conf_dirs()
+    roots += [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if os.path.isabs(p)]
+    roots += [os.environ[k] for k in ("CUDA_HOME", "CUDA_PATH") if os.path.isabs(os.environ.get(k, ""))]
+    return roots
+
+
+def readable_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
+    """Every path a sandboxed process may read, existing ones only, without duplicates."""
+    candidates = [
+        folder,
+        *python_roots(folder),
+        *SYSTEM_ROOTS,
+        *library_roots(),
+        *ETC_FILES,
+        *DEVICE_FILES,
+        *gpu_device_paths(),
+        f"/proc/{os.getpid()}",
+        *PROC_FILES,
+        *extra,
+    ]
+    seen: list[str] = []
+    for path in candidates:
+        path = os.path.abspath(path)
+        if path not in seen and os.path.exists(path):
+            seen.append(path)
+    return seen
+
+
+# --- Landlock: files, TCP, signals, abstract sockets --------------------------------------------
+
+
+def _landlock_rights(abi: int) -> dict[str, Any]:
+    from landlockpy import AccessFS
+
+    read = AccessFS.READ_FILE | AccessFS.READ_DIR
+    write = AccessFS.WRITE_FILE | AccessFS.REMOVE_DIR | AccessFS.REMOVE_FILE | AccessFS.MAKE_DIR
+    write |= AccessFS.MAKE_REG | AccessFS.MAKE_SYM | AccessFS.REFER | AccessFS.TRUNCATE
+    special = AccessFS.MAKE_CHAR | AccessFS.MAKE_BLOCK | AccessFS.MAKE_SOCK | AccessFS.MAKE_FIFO
+    file_only = AccessFS.READ_FILE | AccessFS.WRITE_FILE | AccessFS.TRUNCATE | AccessFS.EXECUTE
+    # EXECUTE is handled and granted nowhere: no program starts even where seccomp is missing.
+    return {
+        "handled": read | write | special | AccessFS.EXECUTE,
+        "read": read,
+        "write": write,
+        "special": special,
+        "file_only": file_only,
+    }
+
+
+def _allow(ruleset: Any, path: str, rights: Any, file_only: Any) -> None:
+    """A rule on `path`; a file takes only file rights (Landlock refuses directory rights there)."""
+    if not os.path.isdir(path):
+        rights &= file_only
+    with contextlib.suppress(OSError):  # gone since it was listed, or not openable as O_PATH
+        ruleset.allow_path(path, rights)
+
+
+def restrict_files(
+    folder: str, readable: Sequence[str] = (), allow_unix_sockets: bool = False
+) -> tuple[list[str], dict[str, str]]:
+    """Landlock: reads only beneath `readable_roots`, writes only in `folder`, the GPU devices
+    and this process's /proc; TCP bind/connect refused (ABI 4); signals and abstract unix
+    sockets kept inside the sandbox (ABI 6). Returns the protections applied and the
+    best-effort ones missing; raises OSError/ImportError where Landlock is unavailable."""
     import landlockpy
-    from landlockpy import AccessFS, Ruleset
+    from landlockpy import AccessFS, AccessNet, RestrictFlag, Ruleset, Scope
 
     abi = landlockpy.abi_version()
     if abi < 1:
         raise OSError(errno.ENOSYS, "Landlock is not enabled in this kernel")
-    write_rights = (
-        AccessFS.WRITE_FILE
-        | AccessFS.REMOVE_DIR
-        | AccessFS.REMOVE_FILE
-        | AccessFS.MAKE_CHAR
-        | AccessFS.MAKE_DIR
-        | AccessFS.MAKE_REG
-        | AccessFS.MAKE_SOCK
-        | AccessFS.MAKE_FIFO
-        | AccessFS.MAKE_BLOCK
-        | AccessFS.MAKE_SYM
-        | AccessFS.REFER
-        | AccessFS.TRUNCATE
-    )
-    with Ruleset(handled_fs=write_rights) as ruleset:
-        ruleset.allow_path(folder, write_rights)
-        for device in writable_devices():
-            ruleset.allow_path(device, AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
+    rights = _landlock_rights(abi)
+    scopes = Scope.SIGNAL | (Scope.NONE if allow_unix_sockets else Scope.ABSTRACT_UNIX_SOCKET)
+    net = AccessNet.BIND_TCP | AccessNet.CONNECT_TCP | AccessNet.BIND_UDP | AccessNet.CONNECT_SEND_UDP
+    folder_rights = rights["read"] | rights["write"]
+    if allow_unix_sockets:  # a tool's own sockets and pipes in the folder (compute-sanitizer)
+        folder_rights |= AccessFS.MAKE_SOCK | AccessFS.MAKE_FIFO
+    with Ruleset(handled_fs=rights["handled"], handled_net=net, scoped=scopes) as ruleset:
+        for path in readable_roots(folder, readable):
+            _allow(ruleset, path, rights["read"], rights["file_only"])
+        ruleset.allow_path(folder, folder_rights)  # no folder, no sandbox: OSError
+        for device in [*writable_devices(), *gpu_device_paths()]:
+            _allow(
+                ruleset, device, rights["read"] | AccessFS.WRITE_FILE | AccessFS.TRUNCATE, rights["file_only"]
+            )
         # This process's own /proc entries: on an H100 host (driver 580) cuInit failed with
-        # CUDA_ERROR_OPERATING_SYSTEM under Landlock without them (with /dev, /dev/shm or /sys
-        # writable too) and starts with them (benchmarks/sandbox_cuda_matrix.py, the `landlock`
-        # row). Another process's entries (/proc/<pid>/mem) stay closed.
-        ruleset.allow_path(f"/proc/{os.getpid()}", AccessFS.WRITE_FILE | AccessFS.TRUNCATE)
-        ruleset.restrict()
-    return f"landlock ABI {abi}"
+        # CUDA_ERROR_OPERATING_SYSTEM under Landlock without write access to them, and starts
+        # with it (benchmarks/sandbox_cuda_matrix.py). Another process's entries stay closed.
+        own = rights["read"] | AccessFS.WRITE_FILE | AccessFS.TRUNCATE
+        _allow(ruleset, f"/proc/{os.getpid()}", own, rights["file_only"])
+        ruleset.restrict(RestrictFlag.TSYNC)  # every thread, where the kernel can (ABI 8)
+        handled_net, scoped = ruleset.handled_net, ruleset.scoped
+    applied = [f"file writes: landlock ABI {abi}", f"file reads: landlock ABI {abi}"]
+    missing: dict[str, str] = {}
+    if handled_net & AccessNet.CONNECT_TCP:
+        applied.append("tcp bind/connect: landlock")
+    else:
+        missing["tcp (landlock)"] = f"needs Landlock ABI 4, the kernel has {abi}"
+    if scoped & Scope.SIGNAL:
+        applied.append("signals outside the sandbox: landlock scope")
+    else:
+        missing["signal scope (landlock)"] = f"needs Landlock ABI 6, the kernel has {abi}"
+    if scoped & Scope.ABSTRACT_UNIX_SOCKET:
+        applied.append("abstract unix sockets outside the sandbox: landlock scope")
+    elif not allow_unix_sockets:
+        missing["abstract unix socket scope (landlock)"] = f"needs Landlock ABI 6, the kernel has {abi}"
+    return applied, missing
 
 
-def restrict_syscalls() -> str:
-    """seccomp: no socket but AF_UNIX, none of DENIED_SYSCALLS, no new process (threads only)."""
+# --- seccomp: syscalls ---------------------------------------------------------------------------
+
+
+def _syscall_number(sc: Any, name: str) -> int | None:
+    """The syscall's number for the filter: libseccomp's, a pseudo number where the syscall is
+    not on this architecture (the rule is then a no-op), the unified number where libseccomp
+    is older than the syscall; None where none is known."""
+    number = sc.resolve_syscall(0, name)  # 0: the native architecture
+    if number != -1:
+        return int(number)
+    if sc.system_arch() in (AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64):
+        return UNIFIED_NUMBERS.get(name)
+    return None
+
+
+def _new_filter(sc: Any) -> Any:
+    """A filter that allows what no rule refuses, loaded into every thread of the process: the
+    CUDA driver's threads too, where they exist already (limit_memory runs after cuInit)."""
+    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    with contextlib.suppress(OSError):  # a libseccomp without TSYNC: the calling thread only
+        f.set_attr(sc.Attr.CTL_TSYNC, 1)
+    return f
+
+
+def _deny_all(sc: Any, f: Any, names: Iterable[str], action: int) -> list[str]:
+    """Refuse each syscall; returns those that could not be put in the filter."""
+    failed = []
+    for name in names:
+        number = _syscall_number(sc, name)
+        try:
+            if number is None:
+                raise ValueError("unknown to libseccomp")
+            f.add_rule(action, number)
+        except (OSError, ValueError) as e:
+            failed.append(f"{name} ({e})")
+    return failed
+
+
+def _deny_signals_to_others(sc: Any, f: Any, pid: int, deny: int) -> None:
+    """kill/tgkill/sigqueue only to this process itself. kill(0, ...) and kill(-1, ...) are
+    refused too: the process group may hold the parent, -1 is everyone."""
+    for name in SIGNALLING:
+        f.add_rule(deny, name, sc.Arg(0, sc.NE, pid))
+    # Another process's resource limits (prlimit64(0, ...) is the process's own, as glibc calls it).
+    f.add_rule(deny, "prlimit64", sc.Arg(0, sc.NE, 0))
+
+
+def _deny_commands(sc: Any, f: Any, deny: int) -> None:
+    """Terminal injection and SIGIO redirection: refused by ioctl's and fcntl's command."""
+    for command in (TIOCSTI, TIOCLINUX, FIOSETOWN, SIOCSPGRP):
+        f.add_rule(deny, "ioctl", sc.Arg(1, sc.MASKED_EQ, LOW_32_BITS, command))
+    for command in (F_SETOWN, F_SETOWN_EX):
+        f.add_rule(deny, "fcntl", sc.Arg(1, sc.MASKED_EQ, LOW_32_BITS, command))
+
+
+def restrict_syscalls(
+    allow_unix_sockets: bool = False, deny_shared_anonymous: bool = True, pid: int | None = None
+) -> list[str]:
+    """seccomp: no socket (AF_UNIX too, unless `allow_unix_sockets`), no program or process
+    (threads stay allowed), none of the groups above, signals only to `pid` (this process),
+    and, with `deny_shared_anonymous`, no memory RLIMIT_DATA does not count. Returns the
+    protections applied; raises OSError/ImportError where seccomp cannot be used, or where a
+    syscall of a group cannot be put in the filter (fail closed)."""
     import pyseccomp as sc
 
-    f = sc.SyscallFilter(defaction=sc.ALLOW)
+    pid = os.getpid() if pid is None else pid
+    f = _new_filter(sc)
     deny = sc.ERRNO(errno.EPERM)
-    f.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
-    for name in DENIED_SYSCALLS:
-        with contextlib.suppress(OSError, ValueError):  # not a syscall on this arch (iopl, aarch64)
-            f.add_rule(deny, name)
+    groups = {
+        "programs (exec, fork)": PROGRAMS,
+        "io_uring": IO_URING,
+        "other processes (ptrace, process memory, pidfds)": OTHER_PROCESSES,
+        "metadata outside Landlock (chmod, chown, utime, xattrs, mknod)": METADATA,
+        "administration (mount, namespaces, modules, eBPF, keys)": ADMINISTRATION,
+    }
+    if deny_shared_anonymous:
+        groups["memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm)"] = (
+            UNCOUNTED_MEMORY
+        )
+    failed = [bad for names in groups.values() for bad in _deny_all(sc, f, names, deny)]
+    if failed:
+        raise OSError(errno.ENOSYS, f"seccomp cannot refuse {', '.join(failed)}")
+    if allow_unix_sockets:
+        f.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+    else:
+        f.add_rule(sc.ERRNO(errno.EACCES), "socket")
     f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError):  # ENOSYS: glibc falls back to clone, readable
         f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    _deny_signals_to_others(sc, f, pid, deny)
+    _deny_commands(sc, f, deny)
+    if deny_shared_anonymous:
+        both = MAP_SHARED | MAP_ANONYMOUS  # MAP_SHARED_VALIDATE has the MAP_SHARED bit too
+        f.add_rule(deny, "mmap", sc.Arg(3, sc.MASKED_EQ, both, both))
     f.load()
-    return "seccomp"
+    sockets = "sockets but AF_UNIX" if allow_unix_sockets else "sockets (all families)"
+    return [
+        f"{sockets}: seccomp",
+        *(f"{name}: seccomp" for name in groups),
+        "signals and limits of other processes: seccomp",
+        "terminal injection (TIOCSTI, TIOCLINUX), SIGIO redirection: seccomp",
+    ]
 
 
-def new_network_namespace() -> str:
-    """An empty network namespace (no interface but a down loopback); needs CAP_SYS_ADMIN."""
-    import ctypes
+def lock_limits(all_threads: bool = True) -> None:
+    """seccomp, once the limits are set: no resource limit may change again (a root process
+    could raise its hard limit back). Where the driver's threads cannot be synchronised, the
+    calling thread and those it starts are locked (the hard limit already holds for all)."""
+    import pyseccomp as sc
 
+    f = _new_filter(sc) if all_threads else sc.SyscallFilter(defaction=sc.ALLOW)
+    deny = sc.ERRNO(errno.EPERM)
+    with contextlib.suppress(OSError, ValueError):  # not a syscall on aarch64
+        f.add_rule(deny, "setrlimit")
+    f.add_rule(deny, "prlimit64", sc.Arg(2, sc.NE, 0))  # a new limit given: a change
+    try:
+        f.load()
+    except OSError:
+        if not all_threads:
+            raise
+        lock_limits(all_threads=False)
+
+
+# --- capabilities --------------------------------------------------------------------------------
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def drop_capabilities() -> str:
+    """No capability left (a root process keeps none of root's powers; no exec can regain them)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET) != 0:
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (_CapData * 2)()  # all zero
+    if libc.capset(ctypes.byref(header), data) != 0:
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
-    return "network namespace"
+    return "capabilities: none left"
 
 
-def enter_sandbox(folder: str, outer: str = "") -> SandboxReport:
-    """Confine this process (and every thread and child it creates later) to `folder` for
-    writes, and cut its network. Call it first thing, before CUDA starts threads. `outer`:
-    "bwrap" when the process already runs inside bubblewrap (files and network held there).
-    Raises SandboxUnavailable when writes or network cannot be confined."""
-    report = SandboxReport(outer=outer)
-    if outer == "bwrap":
-        # bubblewrap holds the writes (a read-only root): Landlock on top is not needed, and on
-        # some hosts it keeps the CUDA driver from starting (cuInit: CUDA_ERROR_OPERATING_SYSTEM).
-        report.files, report.network = "bwrap (read-only root)", "bwrap --unshare-net"
-    else:
-        try:
-            report.files = restrict_writes(folder)
-        except Exception as e:  # ImportError, OSError, the binding's own errors
-            report.tried["landlock"] = f"{type(e).__name__}: {e}"
+# --- entering it -----------------------------------------------------------------------------------
+
+
+def _missing_essentials(report: SandboxReport, seccomp: bool) -> list[str]:
+    missing = [what for what, got in (("file writes", report.files), ("file reads", report.reads)) if not got]
+    if not seccomp:
+        missing += ["network", "programs", "io_uring", "other processes", "metadata"]
+    return missing
+
+
+def _confine_files(report: SandboxReport, folder: str, readable: Sequence[str], unix: bool) -> None:
+    """Landlock in the process, or what bubblewrap around it holds already."""
+    if report.outer == "bwrap":
+        # bubblewrap holds files and reads (only the allowed roots bound, read-only): Landlock on
+        # top is not needed, and on some hosts it keeps the driver from starting (cuInit:
+        # CUDA_ERROR_OPERATING_SYSTEM).
+        report.files, report.reads = "bwrap (read-only binds)", "bwrap binds"
+        report.network = "bwrap --unshare-net"
+        report.protections.append("file writes, reads, network, other pids: bwrap")
+        return
     try:
-        report.network = " + ".join(filter(None, (report.network, restrict_syscalls())))
+        applied, missing = restrict_files(folder, readable, unix)
+    except Exception as e:  # ImportError, OSError, the binding's own errors
+        report.tried["landlock"] = f"{type(e).__name__}: {e}"
+        return
+    report.files = report.reads = applied[0].split(": ", 1)[1]
+    if "/" in readable:  # the caller runs the user's own code as well: reads stay open
+        report.reads = "open (readable: /)"
+    report.protections += applied
+    report.tried.update(missing)
+
+
+def _confine_syscalls(report: SandboxReport, unix: bool, deny_shared_anonymous: bool) -> bool:
+    try:
+        report.protections += restrict_syscalls(unix, deny_shared_anonymous)
     except Exception as e:
         report.tried["seccomp"] = f"{type(e).__name__}: {e}"
-        if not report.network:
-            try:
-                report.network = new_network_namespace()
-            except Exception as e2:
-                report.tried["network namespace"] = f"{type(e2).__name__}: {e2}"
-    missing = [what for what, got in (("file writes", report.files), ("network", report.network)) if not got]
+        return False
+    report.network = " + ".join(filter(None, ("seccomp", report.network)))
+    if deny_shared_anonymous:
+        report.shared_maps = "no shared anonymous maps (seccomp)"
+    else:
+        report.tried["shared anonymous maps"] = "allowed by the caller: RLIMIT_DATA does not count them"
+    return True
+
+
+def _prepare_environment(folder: str) -> None:
+    """Temporary files, HOME and the CUDA cache go to the one writable place (cuda.bindings
+    writes a file at import); set before CUDA reads them."""
+    os.environ.update(TMPDIR=folder, HOME=folder, CUDA_CACHE_DISABLE="1")
+    tempfile.tempdir = folder
+
+
+def enter_sandbox(
+    folder: str,
+    outer: str = "",
+    *,
+    readable: Sequence[str] | None = None,
+    allow_unix_sockets: bool = False,
+    deny_shared_anonymous: bool = True,
+) -> SandboxReport:
+    """Confine this process (and every thread it creates later) as the module's table says.
+    Call it first thing, before CUDA starts threads, then `limit_memory` once CUDA is up.
+    `outer`: "bwrap" when the process already runs inside bubblewrap (files, reads and network
+    held there). `readable`: paths to read besides the defaults (READ_EVERYTHING: every read,
+    for a process that runs the user's own spec). `allow_unix_sockets`: AF_UNIX sockets stay
+    allowed (a tool's IPC). `deny_shared_anonymous`: refuse memory RLIMIT_DATA does not count.
+    Raises SandboxUnavailable naming each essential protection that could not be applied."""
+    report = SandboxReport(outer=outer)
+    with contextlib.suppress(Exception):  # restrict_syscalls says why, if it cannot load
+        import pyseccomp  # noqa: F401  # finds libseccomp with a subprocess: before exec is refused
+    _confine_files(report, folder, readable or (), allow_unix_sockets)
+    seccomp = _confine_syscalls(report, allow_unix_sockets, deny_shared_anonymous)
+    missing = _missing_essentials(report, seccomp)
     if missing:
         tried = "; ".join(f"{k}: {v}" for k, v in report.tried.items()) or "nothing available"
-        raise SandboxUnavailable(f"cannot confine {' and '.join(missing)} ({tried})")
+        raise SandboxUnavailable(f"cannot confine {', '.join(missing)} ({tried})")
+    try:
+        report.protections.append(drop_capabilities())
+    except OSError as e:
+        report.tried["capabilities"] = str(e)
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    # Temporary files go to the one writable place (cuda.bindings writes one at import).
-    os.environ["TMPDIR"] = folder
-    tempfile.tempdir = folder
+    report.protections.append(f"files of at most {MAX_FILE_BYTES >> 20} MiB: RLIMIT_FSIZE")
+    _prepare_environment(folder)
     return report
 
 
@@ -220,20 +672,23 @@ def _mapped_data_bytes() -> int:
 
 
 def limit_memory(report: SandboxReport, extra_bytes: int = DEFAULT_MEMORY_BYTES) -> None:
-    """RLIMIT_DATA at what is mapped now (the CUDA driver's own setup) plus `extra_bytes`."""
+    """RLIMIT_DATA, soft and hard, at what is mapped now (the CUDA driver's own setup) plus
+    `extra_bytes`; then no limit may change again."""
     try:
         limit = _mapped_data_bytes() + extra_bytes
         _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-        report.memory = f"RLIMIT_DATA {limit >> 20} MiB"
-    except (OSError, ValueError) as e:
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        lock_limits()
+    except (OSError, ValueError, ImportError) as e:
         report.tried["RLIMIT_DATA"] = str(e)
         raise SandboxUnavailable(f"cannot limit memory: {e}") from None
+    report.memory = " + ".join(filter(None, (f"RLIMIT_DATA {limit >> 20} MiB", report.shared_maps)))
+    report.protections += [f"memory: {report.memory}", "resource limits locked: seccomp"]
 
 
-# --- the client side: which mechanism a worker is started under ---------------------------------
+# --- the client side: which mechanism a process is started under ---------------------------------
 
 
 def find_bwrap() -> str | None:
@@ -249,12 +704,35 @@ def find_bwrap() -> str | None:
     return candidate if os.access(candidate, os.X_OK) else None
 
 
-def bwrap_command(bwrap: str, folder: str, command: list[str]) -> list[str]:
+def _bwrap_binds(folder: str, readable: Sequence[str] | None) -> list[str]:
+    """Read-only binds of the readable roots, parents first, nested ones left out; /dev, /proc
+    and the folder are bound by the caller (--dev-bind, --proc: a new PID namespace's /proc
+    shows no outside process; the folder writable)."""
+    roots = readable_roots(folder, readable or ())
+    if "/" in roots:
+        return ["--ro-bind", "/", "/"]
+    binds: list[str] = []
+    kept: list[str] = []
+    for path in sorted(roots):
+        if path == folder or path.startswith(("/dev/", "/proc/")) or any(_is_within(path, k) for k in kept):
+            continue
+        kept.append(path)
+        binds += ["--ro-bind", path, path]
+    return binds
+
+
+def bwrap_command(
+    bwrap: str, folder: str, command: list[str], readable: Sequence[str] | None = None
+) -> list[str]:
+    """`command` inside bubblewrap: only the readable roots (`readable_roots`, plus `readable`)
+    bound read-only, the folder writable, new network, PID, IPC and UTS namespaces, no
+    capabilities, its own session (no terminal injection)."""
+    binds = _bwrap_binds(folder, readable)
+    # Without / bound, the current folder (the workspace) is not there: start in the folder.
+    chdir = [] if binds[1:2] == ["/"] else ["--chdir", folder]
     return [
         bwrap,
-        "--ro-bind",
-        "/",
-        "/",
+        *binds,
         "--dev-bind",
         "/dev",
         "/dev",
@@ -263,7 +741,13 @@ def bwrap_command(bwrap: str, folder: str, command: list[str]) -> list[str]:
         "--bind",
         folder,
         folder,
+        *chdir,
         "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--cap-drop",
+        "ALL",
         "--die-with-parent",
         "--new-session",
         "--",
@@ -337,11 +821,12 @@ def without_secrets(env: dict[str, str]) -> dict[str, str]:
 
 
 def sandboxed_command(
-    command: list[str], env: dict[str, str], folder: str
+    command: list[str], env: dict[str, str], folder: str, readable: Sequence[str] | None = None
 ) -> tuple[list[str], dict[str, str]]:
-    """The worker's command and environment for a sandbox in `folder`: Landlock and seccomp in
-    the worker itself where both work here, else the worker inside bubblewrap, else the worker is
-    asked to sandbox itself anyway and answers why it cannot (fail closed)."""
+    """The command and environment for a sandbox in `folder`: Landlock and seccomp in the
+    process itself where both work here, else the process inside bubblewrap (`readable`: what
+    it may read besides the defaults), else the process is asked to sandbox itself anyway and
+    answers why it cannot (fail closed)."""
     clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
     clean.update(HOME=folder, TMPDIR=folder, CUDA_CACHE_DISABLE="1")
     command = [*command, "--sandbox", folder]
@@ -351,5 +836,5 @@ def sandboxed_command(
         return command, clean
     if forced == "bwrap" or bwrap_available(folder) is None:
         bwrap = find_bwrap() or "bwrap"
-        return bwrap_command(bwrap, folder, [*command, "--sandbox-outer", "bwrap"]), clean
+        return bwrap_command(bwrap, folder, [*command, "--sandbox-outer", "bwrap"], readable), clean
     return command, clean

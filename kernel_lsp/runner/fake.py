@@ -24,6 +24,7 @@ Behaviours with state get a fake module global `<symbol>_state` (see `module_glo
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import mmap
 import os
@@ -138,8 +139,11 @@ class FakeDevice:
 
     def alloc_shared(self, nbytes: int) -> int:
         size = self.shared_size(nbytes)
-        fd = os.memfd_create("kernel-lsp-buffer", os.MFD_CLOEXEC)
+        fd = os.memfd_create("kernel-lsp-buffer", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(fd, size)
+        # Its size is fixed: the process it is sent to can neither grow it (memory the limits do
+        # not count) nor shrink it under the judge's mapping (a SIGBUS in the judge).
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
         return self._map_fd(fd, size)
 
     def export(self, ptr: int) -> tuple[int, int]:

@@ -35,12 +35,13 @@ def tool_command(tool: list[str], job: dict[str, Any], job_dir: str) -> tuple[li
     command = [*tool, *python_module("kernel_lsp.runner.one_launch"), job_dir]
     if not untrusted(job):
         return command, env
-    from kernel_lsp.fence.sandbox import KEPT_ENVIRONMENT, bwrap_command, find_bwrap
+    from kernel_lsp.fence.sandbox import KEPT_ENVIRONMENT, READ_EVERYTHING, bwrap_command, find_bwrap
 
     clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
     clean.update(HOME=job_dir, TMPDIR=job_dir, CUDA_CACHE_DISABLE="1")
     if job.get("sandbox") == "bwrap":
-        return bwrap_command(find_bwrap() or "bwrap", job_dir, [*command, "--sandbox-outer", "bwrap"]), clean
+        wrapped = [*command, "--sandbox-outer", "bwrap"]
+        return bwrap_command(find_bwrap() or "bwrap", job_dir, wrapped, readable=READ_EVERYTHING), clean
     return command, clean
 
 
@@ -50,9 +51,11 @@ def run_job(job_dir: str, outer: str = "") -> int:
     with open(os.path.join(job_dir, "kernel.cubin"), "rb") as f:
         blob = f.read()
     if untrusted(job):
-        from kernel_lsp.fence.sandbox import enter_sandbox
+        from kernel_lsp.fence.sandbox import READ_EVERYTHING, enter_sandbox
 
-        enter_sandbox(job_dir, outer)
+        # As before issue 30 where a tool may need it: reads open (the launch runs the user's
+        # spec) and AF_UNIX sockets allowed (the watching tool's IPC, compute-sanitizer's).
+        enter_sandbox(job_dir, outer, readable=READ_EVERYTHING, allow_unix_sockets=True)
 
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
-from kernel_lsp.fence.sandbox import SandboxReport, SandboxUnavailable, enter_sandbox, limit_memory
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
@@ -100,20 +99,16 @@ class Worker:
         self,
         device: Any,
         send: Send,
-        sandbox: SandboxReport | None = None,
-        folder: str | None = None,
         judging: Judging | None = None,
     ):
         self.device = device
         self.send = send
-        self.sandbox = sandbox  # how this process is confined (None: not sandboxed)
         # A judge runs no candidate code itself: candidates run in accused processes.
         self.judging = judging
         self.accused: list[AccusedProcess] = []
-        if folder is None:  # entry libraries are written here (a sandboxed worker's: its own folder)
-            folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
-            atexit.register(shutil.rmtree, folder, True)
-        self.folder = folder
+        # The user's entry libraries are written here.
+        self.folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+        atexit.register(shutil.rmtree, self.folder, True)
         self.phase = ""
         self.case = ""
         self._dev_info: dict[str, Any] | None = None
@@ -182,7 +177,9 @@ class Worker:
 
     @property
     def _confined(self) -> tuple[bool, str]:
-        return self.sandbox is not None, self.folder
+        """(confined, folder) for build_steps: this worker is never confined, so it refuses an
+        untrusted entry (only an accused process runs one)."""
+        return False, self.folder
 
     def _check(
         self,
@@ -410,10 +407,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel_lsp.runner.worker")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--fake", action="store_true")
-    # Host code an LLM wrote runs only in a worker started with --sandbox (fence/sandbox.py).
-    parser.add_argument("--sandbox", metavar="FOLDER", help="confine this worker to FOLDER for writes")
-    parser.add_argument("--sandbox-outer", default="", help="'bwrap' when started inside bubblewrap")
-    # A judge runs code it did not write only in accused processes (runner/judge.py).
+    # A judge runs code it did not write only in accused processes (runner/judge.py), confined;
+    # the worker itself runs the user's spec and the user's code, unconfined.
     parser.add_argument("--judge", action="store_true", help="run candidates in confined processes")
     args = parser.parse_args(argv)
     fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
@@ -427,28 +422,14 @@ def main(argv: list[str] | None = None) -> int:
 
     device: Any = None
     reason = ""
-    sandbox: SandboxReport | None = None
     sandbox_error = ""
-    confinement: dict[str, Any] | None = None  # how this worker, or a judge's accused, is confined
-    if args.sandbox:
-        try:  # before CUDA starts: every thread the driver creates inherits the confinement
-            sandbox = enter_sandbox(args.sandbox, args.sandbox_outer)
-        except SandboxUnavailable as e:
-            sandbox_error = str(e)
-            reason = f"no sandbox for host code an LLM wrote: {e}"
-    if not sandbox_error:
-        try:
-            device = FakeDevice(args.device) if fake else CudaDevice(args.device)
-        except NoDevice as e:
-            reason = str(e)
-        except Exception as e:  # a broken driver install must still give a plain reason
-            reason = f"cannot open the GPU: {type(e).__name__}: {e}"
-    if sandbox is not None and device is not None:
-        try:  # the memory limit counts from what CUDA itself has mapped
-            limit_memory(sandbox)
-        except SandboxUnavailable as e:
-            sandbox_error, reason, device = str(e), f"no sandbox for host code an LLM wrote: {e}", None
-    confinement = sandbox.to_dict() if sandbox is not None else None
+    confinement: dict[str, Any] | None = None  # how a judge's accused processes are confined
+    try:
+        device = FakeDevice(args.device) if fake else CudaDevice(args.device)
+    except NoDevice as e:
+        reason = str(e)
+    except Exception as e:  # a broken driver install must still give a plain reason
+        reason = f"cannot open the GPU: {type(e).__name__}: {e}"
     judging: Judging | None = None
     if args.judge and device is not None:
         judging, confinement, sandbox_error = _probe_accused(args.device, fake)
@@ -456,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             reason, device = f"no sandbox for host code an LLM wrote: {sandbox_error}", None
         else:
             device.share_buffers = True  # the case's buffers are mapped by the accused
-    worker = Worker(device, send, sandbox, args.sandbox, judging) if device is not None else None
+    worker = Worker(device, send, judging=judging) if device is not None else None
 
     while True:
         try:

@@ -1,13 +1,21 @@
 """The sandbox around host code an LLM wrote, proven on the CPU: a sandboxed process cannot write
 outside its folder, open a network socket or start a program; a sandboxed GPU worker (fake GPU)
 runs a launcher that tries both and finds them refused; code that is not the user's runs only in
-a sandboxed worker; and a worker that cannot sandbox itself refuses to run anything (fail closed)."""
+a sandboxed worker; and a worker that cannot sandbox itself refuses to run anything (fail closed).
+Issue 30's escapes (io_uring, other processes, signals, the terminal, metadata, unix sockets,
+reads, uncounted memory) are tried by one hostile child further down, with harmless markers."""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import stat
 import subprocess
 import sys
 import textwrap
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +31,7 @@ needs_sandbox = pytest.mark.skipif(
 needs_nvcc = pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing")
 FAST = TimingSettings(warmup_s=0.0, budget_s=0.01, min_samples=5, max_samples=5)
 OPTIONS = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())
+REPO = str(Path(__file__).resolve().parents[2])
 
 CHILD = textwrap.dedent(
     """
@@ -43,6 +52,7 @@ CHILD = textwrap.dedent(
     attempt("tcp socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
     attempt("udp socket", lambda: socket.socket(socket.AF_INET6, socket.SOCK_DGRAM))
     attempt("unix socket", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close())
+    attempt("socketpair", lambda: [s.close() for s in socket.socketpair()])
     attempt("exec", lambda: os.execv("/bin/true", ["true"]))
     attempt("fork", lambda: os.fork() or None)
     attempt("big allocation", lambda: bytearray(1 << 30))
@@ -64,9 +74,9 @@ def test_a_sandboxed_process_cannot_write_outside_its_folder_or_reach_the_networ
         for verdict in ("allowed", "refused"):
             if f" {verdict}" in line:
                 lines[line.split(f" {verdict}")[0]] = verdict
-    assert lines["write inside"] == "allowed"
-    assert lines["unix socket"] == "allowed"
+    assert lines["write inside"] == lines["socketpair"] == "allowed"
     for refused in (
+        "unix socket",
         "write outside",
         "mkdir outside",
         "tcp socket",
@@ -86,12 +96,26 @@ def test_no_mechanism_means_no_sandbox(monkeypatch):
     def broken(*args):
         raise OSError("not here")
 
-    for name in ("restrict_writes", "restrict_syscalls", "new_network_namespace"):
+    for name in ("restrict_files", "restrict_syscalls", "drop_capabilities"):
         monkeypatch.setattr(sandbox, name, broken)
     with pytest.raises(SandboxUnavailable) as e:
         enter_sandbox("/tmp")
-    assert "cannot confine file writes and network" in str(e.value)
-    assert "landlock: OSError: not here" in str(e.value) and "seccomp" in str(e.value)
+    message = str(e.value)
+    assert message.startswith(
+        "cannot confine file writes, file reads, network, programs, io_uring, other processes"
+    )
+    assert "landlock: OSError: not here" in message and "seccomp: OSError: not here" in message
+
+
+@needs_sandbox
+def test_seccomp_fails_closed_where_a_syscall_cannot_be_refused(monkeypatch):
+    """A libseccomp that does not know a syscall of an essential group (and no known number):
+    no filter is loaded and the protection is reported missing."""
+    import kernel_lsp.fence.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "IO_URING", (*sandbox.IO_URING, "io_uring_of_the_future"))
+    with pytest.raises(OSError, match="seccomp cannot refuse io_uring_of_the_future"):
+        sandbox.restrict_syscalls()  # raises before the filter is loaded into this process
 
 
 def test_a_worker_that_cannot_sandbox_itself_runs_nothing(tmp_path):
@@ -236,8 +260,6 @@ def test_the_proof_gate_runs_a_candidate_confined_as_its_worker_is(tmp_path, mon
     """On an H100 host the GPU would not open under Landlock: the worker ran inside bubblewrap,
     and compute-sanitizer's launch of the candidate, confined in-process, failed before its first
     CUDA call. The launch now follows the worker's mechanism."""
-    from pathlib import Path
-
     from kernel_lsp.fence.sandbox import bwrap_available
 
     if mechanism == "bwrap" and bwrap_available(str(tmp_path)):
@@ -260,3 +282,387 @@ def test_the_proof_gate_runs_a_candidate_confined_as_its_worker_is(tmp_path, mon
         report = gpu.prove(candidate, str(path), spec, "saxpy", build)
     assert report.note == "" and report.findings == [], report.note
     assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
+
+
+# --- issue 30: the sandbox assumes the fence was bypassed ---------------------------------------
+# One child enters the sandbox and tries each escape with a harmless marker (signal 0, a victim
+# process the test owns, files the test made); the tests below read its verdicts. "refused EPERM"
+# is seccomp's answer (or Landlock scope's), "refused EACCES" Landlock's or socket()'s.
+
+HOSTILE = textwrap.dedent(
+    r"""
+    import ctypes, errno, fcntl, json, mmap, os, resource, signal, socket, stat, sys, termios, threading
+    import pyseccomp
+    from kernel_lsp.fence.sandbox import UNIFIED_NUMBERS, enter_sandbox, limit_memory, restrict_files
+
+    cfg = json.loads(sys.argv[1])
+    folder, victim, outside = cfg["folder"], cfg["victim"], cfg["outside"]
+    master, tty = os.openpty()  # before: /dev/ptmx is not readable inside
+    parent_memfd = os.memfd_create("as-the-parent-sends-it")
+    os.ftruncate(parent_memfd, 1 << 20)
+    libc = ctypes.CDLL(None, use_errno=True)
+    results = {}
+    if cfg["mode"] == "landlock only":
+        results["protections"], results["tried"] = restrict_files(folder)
+    else:
+        report = enter_sandbox(folder, cfg["outer"], deny_shared_anonymous=cfg["deny_shared_anonymous"])
+        limit_memory(report, 256 << 20)
+        results.update(report.to_dict())
+
+    def attempt(what, fn):
+        try:
+            fn()
+            results[what] = "allowed"
+        except (MemoryError, ValueError) as e:  # setrlimit says EPERM as ValueError
+            results[what] = "refused " + type(e).__name__
+        except OSError as e:
+            results[what] = "refused " + errno.errorcode.get(e.errno, str(e.errno))
+
+    def syscall(name, *args):
+        number = pyseccomp.resolve_syscall(0, name)
+        number = UNIFIED_NUMBERS.get(name, number) if number == -1 else number
+        args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+        if libc.syscall(ctypes.c_long(number), *args) == -1:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+
+    def connect(family, address):
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(2)
+            s.connect(address)
+
+    # io_uring: its SOCKET/SENDMSG ops would bypass the socket() filter.
+    attempt("io_uring_setup", lambda: syscall("io_uring_setup", 4, ctypes.create_string_buffer(120)))
+    attempt("io_uring_enter", lambda: syscall("io_uring_enter", 0x7FFFFFFF, 0, 0, 0, 0, 0))
+    attempt("io_uring_register", lambda: syscall("io_uring_register", 0x7FFFFFFF, 0, 0, 0))
+    # Other processes: trace, read, grab their files.
+    local = ctypes.create_string_buffer(8)
+    mine = (ctypes.c_void_p * 2)(ctypes.addressof(local), 8)
+    theirs = (ctypes.c_void_p * 2)(0, 8)  # address 0 in the victim: EFAULT were it let through
+    attempt("ptrace attach", lambda: syscall("ptrace", 16, victim, 0, 0))
+    attempt("process_vm_readv", lambda: syscall("process_vm_readv", victim, mine, 1, theirs, 1, 0))
+    attempt("process_vm_writev", lambda: syscall("process_vm_writev", victim, mine, 1, theirs, 1, 0))
+    attempt("pidfd_open", lambda: syscall("pidfd_open", victim, 0))
+    attempt("pidfd_getfd", lambda: syscall("pidfd_getfd", 0x7FFFFFFF, 0, 0))
+    attempt("pidfd_send_signal", lambda: syscall("pidfd_send_signal", 0x7FFFFFFF, 0, 0, 0))
+    attempt("kcmp", lambda: syscall("kcmp", os.getpid(), victim, 0, 0, 0))
+    attempt("process_madvise", lambda: syscall("process_madvise", 0x7FFFFFFF, 0, 0, 0, 0))
+    # The terminal: push input into it, the console's tricks, SIGIO to another process.
+    attempt("TIOCSTI", lambda: fcntl.ioctl(tty, termios.TIOCSTI, b"#"))
+    attempt("TIOCSTI with high bits", lambda: syscall("ioctl", tty, (1 << 32) | 0x5412, ctypes.c_char_p(b"#")))
+    attempt("TIOCLINUX", lambda: fcntl.ioctl(tty, 0x541C, b"\x06\x00"))
+    attempt("F_SETOWN", lambda: fcntl.fcntl(master, fcntl.F_SETOWN, victim))
+    # Metadata outside the folder (Landlock does not see it), a device node inside.
+    attempt("chmod outside", lambda: os.chmod(outside, 0o777))
+    attempt("chown outside", lambda: os.chown(outside, os.getuid(), os.getgid()))
+    attempt("utime outside", lambda: os.utime(outside, (0, 0)))
+    attempt("setxattr outside", lambda: os.setxattr(outside, "user.kernel_lsp", b"1"))
+    attempt("removexattr outside", lambda: os.removexattr(outside, "user.kernel_lsp"))
+    attempt("truncate outside", lambda: os.truncate(outside, 0))
+    # Newer than some libseccomp (2.5.4 knows neither): refused by their unified numbers.
+    attempt("setxattrat", lambda: syscall("setxattrat", 0x7FFFFFFF, 0, 0, 0, 0, 0))
+    attempt("fchmodat2", lambda: syscall("fchmodat2", 0x7FFFFFFF, 0, 0o777, 0))
+    inside = os.path.join(folder, "made-inside")
+    attempt("write inside", lambda: open(inside, "w").write("x"))
+    attempt("read inside", lambda: open(inside).read())
+    attempt("chmod inside", lambda: os.chmod(inside, 0o600))
+    attempt("mknod inside", lambda: os.mknod(os.path.join(folder, "null"), 0o600 | stat.S_IFCHR, os.makedev(1, 3)))
+    # Signals: only to itself.
+    queued = ctypes.create_string_buffer(128)
+    ctypes.c_int.from_buffer(queued, 8).value = -1  # si_code SI_QUEUE
+    attempt("kill victim", lambda: os.kill(victim, signal.SIGTERM))
+    attempt("kill parent", lambda: os.kill(os.getppid(), 0))
+    attempt("kill own group", lambda: os.kill(0, 0))
+    attempt("kill everyone", lambda: os.kill(-1, 0))
+    attempt("tgkill victim", lambda: syscall("tgkill", victim, victim, 0))
+    attempt("tkill victim", lambda: syscall("tkill", victim, 0))
+    attempt("sigqueue victim", lambda: syscall("rt_sigqueueinfo", victim, 0, queued))
+    attempt("prlimit victim", lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE))
+    attempt("kill self", lambda: os.kill(os.getpid(), 0))
+    attempt("signal own thread", lambda: signal.pthread_kill(threading.get_ident(), 0))
+    # Sockets: none but the inherited ones and socketpair().
+    attempt("connect unix path", lambda: connect(socket.AF_UNIX, cfg["unix_path"]))
+    attempt("connect unix abstract", lambda: connect(socket.AF_UNIX, "\0" + cfg["abstract"]))
+    attempt("connect tcp", lambda: connect(socket.AF_INET, ("127.0.0.1", cfg["tcp_port"])))
+    attempt("netlink socket", lambda: socket.socket(socket.AF_NETLINK, socket.SOCK_RAW).close())
+    attempt("socketpair", lambda: [s.close() for s in socket.socketpair()])
+    # Reads: what the run needs, not the home folder, the workspace, another process's /proc.
+    attempt("read home", lambda: open(cfg["home_secret"]).read())
+    attempt("read another temp folder", lambda: open(cfg["temp_secret"]).read())
+    attempt("read the workspace", lambda: open(cfg["workspace_file"]).read())
+    attempt("list the current folder", lambda: os.listdir("."))
+    attempt("read parent environ", lambda: open(f"/proc/{os.getppid()}/environ", "rb").read())
+    attempt("read victim environ", lambda: open(f"/proc/{victim}/environ", "rb").read())
+    attempt("read the test's environ", lambda: open(f"/proc/{cfg['test_pid']}/environ", "rb").read())
+    attempt("read own status", lambda: open("/proc/self/status").read())
+    attempt("read ld.so.cache", lambda: open("/etc/ld.so.cache", "rb").read(16))
+    attempt("import numpy", lambda: __import__("numpy").ones(2).sum())
+    # Memory RLIMIT_DATA does not count, and the limit itself.
+    attempt("shared anonymous 12 GiB", lambda: mmap.mmap(-1, 12 << 30, flags=mmap.MAP_SHARED).close())
+    attempt("memfd_create", lambda: os.close(os.memfd_create("mine")))
+    attempt("map the parent's memfd", lambda: mmap.mmap(parent_memfd, 1 << 20, flags=mmap.MAP_SHARED).close())
+    attempt("private 1 MiB", lambda: mmap.mmap(-1, 1 << 20, flags=mmap.MAP_PRIVATE).close())
+    attempt("big allocation", lambda: bytearray(1 << 30))
+    infinite = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    attempt("raise the memory limit", lambda: resource.setrlimit(resource.RLIMIT_DATA, infinite))
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    lower = (ctypes.c_uint64 * 2)(soft - (1 << 20), hard)  # a change the kernel alone would allow
+    attempt("change the memory limit", lambda: syscall("prlimit64", 0, resource.RLIMIT_DATA, lower, 0))
+    attempt("exec", lambda: os.execv(sys.executable, [sys.executable, "-c", "print('escaped')"]))
+    print(json.dumps(results))
+    """
+)
+
+
+def xattrs(path: Path) -> list[str]:
+    """The file's extended attributes; none where its filesystem has none."""
+    try:
+        return os.listxattr(path)
+    except OSError:
+        return []
+
+
+def accepted(listener: socket.socket) -> bool:
+    """Whether a connection waits on the (non-blocking) listening socket."""
+    try:
+        listener.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """Targets the test owns (a victim process, listening sockets, secrets outside the folder)
+    and a runner of HOSTILE against them; checks afterwards that none was touched."""
+    root = tmp_path_factory.mktemp("hostile")
+    home, temp, workspace = root / "home", root / "elsewhere", root / "workspace"
+    for d in (home, temp, workspace):
+        d.mkdir()
+    (home / "secret").write_text("home secret")
+    (temp / "secret").write_text("temp secret")
+    (workspace / "main.cu").write_text("// the user's code")
+    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    listeners = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX), socket.socket(socket.AF_INET)]
+    abstract = f"kernel-lsp-test-{uuid.uuid4().hex}"
+    listeners[0].bind(str(root / "daemon.sock"))
+    listeners[1].bind("\0" + abstract)
+    listeners[2].bind(("127.0.0.1", 0))
+    for s in listeners:
+        s.listen()
+        s.setblocking(False)
+    cfg = {
+        "victim": victim.pid,
+        "unix_path": str(root / "daemon.sock"),
+        "abstract": abstract,
+        "tcp_port": listeners[2].getsockname()[1],
+        "home_secret": str(home / "secret"),
+        "temp_secret": str(temp / "secret"),
+        "workspace_file": str(workspace / "main.cu"),
+        "test_pid": os.getpid(),  # the parent under bubblewrap is bwrap's, in its PID namespace
+    }
+    runs = iter(range(1000))
+    verdicts: list[dict] = []
+
+    def run(mode: str = "sandbox", outer: str = "", deny_shared_anonymous: bool = True) -> dict:
+        n = next(runs)
+        folder, outside = root / f"box{n}", root / f"outside{n}.txt"
+        folder.mkdir()
+        outside.write_text("untouched")
+        outside.chmod(0o640)
+        before = outside.stat()
+        run_cfg = dict(cfg, folder=str(folder), outside=str(outside), mode=mode, outer=outer)
+        child = json.dumps(dict(run_cfg, deny_shared_anonymous=deny_shared_anonymous))
+        command = [sys.executable, "-c", HOSTILE, child]
+        if outer == "bwrap":
+            from kernel_lsp.fence.sandbox import bwrap_command, find_bwrap
+
+            command = bwrap_command(find_bwrap() or "bwrap", str(folder), command)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(home), "PYTHONPATH": REPO}
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=workspace, env=env)
+        assert proc.returncode == 0 and "escaped" not in proc.stdout, proc.stdout + proc.stderr
+        verdicts.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        if mode != "landlock only":  # seccomp refuses what Landlock cannot see: metadata
+            after = outside.stat()
+            assert outside.read_text() == "untouched" and stat.S_IMODE(after.st_mode) == 0o640
+            assert after.st_mtime_ns == before.st_mtime_ns and not xattrs(outside)
+        return verdicts[-1]
+
+    try:
+        yield run
+        # Nothing outside was touched: the victim lives, a listening socket was connected to only
+        # where a run said "allowed" (Landlock alone, before ABI 9, does not see pathname unix
+        # sockets).
+        assert victim.poll() is None
+        for s, call in zip(
+            listeners, ("connect unix path", "connect unix abstract", "connect tcp"), strict=True
+        ):
+            assert accepted(s) == any(v[call] == "allowed" for v in verdicts), call
+    finally:
+        victim.kill()
+        victim.wait()
+        for s in listeners:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def sandboxed(hostile):
+    """The verdicts of one fully sandboxed child (Landlock + seccomp, in-process)."""
+    return hostile()
+
+
+@needs_sandbox
+def test_io_uring_is_refused(sandboxed):
+    for call in ("io_uring_setup", "io_uring_enter", "io_uring_register"):
+        assert sandboxed[call] == "refused EPERM", call
+
+
+@needs_sandbox
+def test_other_processes_cannot_be_traced_read_or_grabbed(sandboxed):
+    for call in (
+        "ptrace attach",
+        "process_vm_readv",
+        "process_vm_writev",
+        "pidfd_open",
+        "pidfd_getfd",
+        "pidfd_send_signal",
+        "kcmp",
+        "process_madvise",
+    ):
+        assert sandboxed[call] == "refused EPERM", call
+
+
+@needs_sandbox
+def test_no_terminal_injection(sandboxed):
+    for call in ("TIOCSTI", "TIOCSTI with high bits", "TIOCLINUX", "F_SETOWN"):
+        assert sandboxed[call] == "refused EPERM", call
+
+
+@needs_sandbox
+def test_no_metadata_change_outside_and_writes_inside_still_work(sandboxed):
+    for call in (
+        "chmod outside",
+        "chown outside",
+        "utime outside",
+        "setxattr outside",
+        "removexattr outside",
+        "truncate outside",
+        "setxattrat",
+        "fchmodat2",
+        "mknod inside",
+        "chmod inside",  # the accused needs no chmod at all
+    ):
+        assert sandboxed[call] == "refused EPERM", call
+    assert sandboxed["write inside"] == sandboxed["read inside"] == "allowed"
+
+
+@needs_sandbox
+def test_signals_reach_only_the_process_itself(sandboxed):
+    for call in (
+        "kill victim",
+        "kill parent",
+        "kill own group",  # the process group may hold the parent
+        "kill everyone",
+        "tgkill victim",
+        "tkill victim",
+        "sigqueue victim",
+        "prlimit victim",
+    ):
+        assert sandboxed[call] == "refused EPERM", call
+    assert sandboxed["kill self"] == sandboxed["signal own thread"] == "allowed"
+
+
+@needs_sandbox
+def test_no_socket_reaches_a_listening_unix_or_tcp_socket(sandboxed):
+    for call in ("connect unix path", "connect unix abstract", "connect tcp", "netlink socket"):
+        assert sandboxed[call] == "refused EACCES", call  # socket() itself
+    assert sandboxed["socketpair"] == "allowed"
+
+
+@needs_sandbox
+def test_reads_are_limited_to_what_the_run_needs(sandboxed):
+    for call in ("read home", "read another temp folder", "read the workspace", "list the current folder"):
+        assert sandboxed[call] == "refused EACCES", call
+    for call in ("read inside", "read own status", "read ld.so.cache", "import numpy"):
+        assert sandboxed[call] == "allowed", call
+
+
+@needs_sandbox
+def test_no_secret_in_another_process_environ(sandboxed):
+    for call in ("read parent environ", "read victim environ", "read the test's environ"):
+        assert sandboxed[call] == "refused EACCES", call
+
+
+@needs_sandbox
+def test_memory_rlimit_data_does_not_count_is_refused(sandboxed):
+    assert sandboxed["shared anonymous 12 GiB"] == sandboxed["memfd_create"] == "refused EPERM"
+    assert sandboxed["big allocation"] == "refused MemoryError"
+    assert sandboxed["raise the memory limit"] == "refused ValueError"  # Python's word for EPERM
+    assert sandboxed["change the memory limit"] == "refused EPERM"  # locked by seccomp
+    # What the accused does need: the parent's memfds mapped shared, private maps.
+    assert sandboxed["map the parent's memfd"] == sandboxed["private 1 MiB"] == "allowed"
+    assert sandboxed["exec"] == "refused EPERM"
+
+
+@needs_sandbox
+def test_the_report_names_each_protection(sandboxed):
+    said = "\n".join(sandboxed["protections"])
+    for protection in (
+        "file writes: landlock",
+        "file reads: landlock",
+        "sockets (all families): seccomp",
+        "io_uring: seccomp",
+        "other processes",
+        "terminal injection",
+        "metadata",
+        "RLIMIT_DATA",
+        "no shared anonymous maps (seccomp)",
+    ):
+        assert protection in said, protection
+    assert sandboxed["memory"].startswith("RLIMIT_DATA") and "no shared anonymous maps" in sandboxed["memory"]
+
+
+@needs_sandbox
+def test_shared_anonymous_maps_stay_allowed_where_the_caller_asks(hostile):
+    """deny_shared_anonymous=False, should the CUDA driver need them: allowed, and said so."""
+    verdicts = hostile(deny_shared_anonymous=False)
+    assert verdicts["shared anonymous 12 GiB"] == verdicts["memfd_create"] == "allowed"
+    assert "shared anonymous maps" in verdicts["tried"] and "no shared" not in verdicts["memory"]
+    assert verdicts["io_uring_setup"] == "refused EPERM"  # the rest stays
+
+
+@needs_sandbox
+def test_landlock_alone_keeps_signals_abstract_sockets_tcp_and_programs_in(hostile):
+    """The second layer, without seccomp: Landlock's scopes (ABI 6) refuse signals and abstract
+    unix sockets outside the sandbox, its network rights TCP (ABI 4), EXECUTE every program."""
+    import landlockpy
+
+    if landlockpy.abi_version() < 6:
+        pytest.skip(f"Landlock ABI {landlockpy.abi_version()} has no scopes")
+    verdicts = hostile(mode="landlock only")
+    assert verdicts["kill victim"] == verdicts["kill parent"] == "refused EPERM"
+    assert verdicts["connect unix abstract"] == "refused EPERM"
+    # (a pathname unix socket: Landlock ABI 9's RESOLVE_UNIX; seccomp's socket() refusal covers it)
+    assert verdicts["connect tcp"] == "refused EACCES"
+    assert verdicts["read home"] == verdicts["read parent environ"] == "refused EACCES"
+    assert verdicts["exec"] == "refused EACCES"
+    assert verdicts["kill self"] == verdicts["import numpy"] == "allowed"
+
+
+@needs_sandbox
+def test_bubblewrap_binds_only_what_the_run_needs(hostile, tmp_path):
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    why = bwrap_available(str(tmp_path))
+    if why:
+        pytest.skip(why)
+    verdicts = hostile(outer="bwrap")
+    # Not bound: the home folder, another temp folder, the workspace, the file outside.
+    for call in ("read home", "read another temp folder", "read the workspace", "truncate outside"):
+        assert verdicts[call].startswith("refused"), call
+    # A new PID namespace: the parent and the victim are not there to read or signal.
+    assert verdicts["read the test's environ"].startswith("refused")
+    assert verdicts["read victim environ"].startswith("refused")
+    assert verdicts["kill victim"].startswith("refused") and verdicts["io_uring_setup"] == "refused EPERM"
+    assert verdicts["write inside"] == verdicts["import numpy"] == "allowed"
+    assert verdicts["files"].startswith("bwrap") and "seccomp" in verdicts["network"]
