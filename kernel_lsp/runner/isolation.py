@@ -163,6 +163,9 @@ class TimedSets:
         # note per side (A/B) which sets each run had seen before, for judge.seen_inputs_faster.
         self.warming = False
         self._seen: dict[int, set[int]] = {}
+        self._calls: dict[int, int] = {}  # per side: judged runs measured
+        self._active: dict[int, int] = {}  # per side: sets in its rotation (0 .. active-1)
+        self._turn: dict[int, int] = {}  # per side: the set of its last run
         given = list(verified)[: max(0, count - 1)]
         try:
             for k in range(max(1, count)):
@@ -192,6 +195,27 @@ class TimedSets:
         """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
         buffers back to their initial values, globals back to the loaded image."""
         self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
+        self._prepare_current()
+
+    def prepare_side(self, side: int) -> None:
+        """`prepare` for judged runs (runner/judge.HostClock), each side (A, B) on a rotation of
+        its own: set 0 while warming up, then a set new to that side joins its rotation at its
+        2nd, 4th, 8th, 16th... run, so runs on new inputs are spread over the measurement and
+        each can be set against the runs on seen inputs just around it."""
+        if self.warming:
+            self.current = 0
+        else:
+            calls = self._calls[side] = self._calls.get(side, 0) + 1
+            active = self._active.get(side, 1)
+            if calls >= 2 and calls & (calls - 1) == 0 and active < len(self.sets):
+                active = self._active[side] = active + 1
+                self.current = active - 1
+            else:
+                self.current = (self._turn.get(side, 0) + 1) % active
+            self._turn[side] = self.current
+        self._prepare_current()
+
+    def _prepare_current(self) -> None:
         s = self.sets[self.current]
         s.launched = True
         byte = self.rng.randrange(256)

@@ -428,10 +428,15 @@ class HostClock:
     host_clock = True
 
     def __init__(
-        self, device: Any, tag: Callable[[int], bool] | None = None, start: Callable[[], None] | None = None
+        self,
+        device: Any,
+        tag: Callable[[int], bool] | None = None,
+        start: Callable[[], None] | None = None,
+        prepare_side: Callable[[int], None] | None = None,
     ):
         self.device = device
         self._tag = tag  # after each run of side j: were its inputs new to that side?
+        self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
         self.fresh: list[list[bool]] = []
 
@@ -457,7 +462,9 @@ class HostClock:
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
-                if prepare is not None:
+                if self._prepare_side is not None:
+                    self._prepare_side(j)
+                elif prepare is not None:
                     prepare()
                 if cold_l2:
                     self.device.flush_l2()
@@ -472,28 +479,45 @@ class HostClock:
 CACHE_RATIO = 0.7  # repeated inputs this much faster than new ones: a result kept between runs
 
 
-def seen_inputs_faster(samples: list[float], fresh: list[bool], calibration: float = 1.0) -> str | None:
-    """Why the samples look like a result kept between launches, or None: runs on inputs the
-    candidate had seen before must not be much faster than runs on inputs it had not.
-    `calibration`: the same ratio for the trusted original (an honest kernel's own effect of
-    first use, such as cold TLBs), which the candidate's is judged against."""
-    new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
-    old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
-    if len(new) < 2 or len(old) < 4:
-        return None
-    m_new, m_old = new[len(new) // 2], old[len(old) // 2]
-    ratio = m_old / m_new if m_new > 0 else 1.0
-    if ratio >= CACHE_RATIO * min(1.0, calibration):
-        return None
-    return (
-        f"runs on inputs it had already seen took {m_old * 1e6:.1f} us (median of {len(old)}), runs on "
-        f"new inputs {m_new * 1e6:.1f} us (median of {len(new)}): a result kept between launches?"
-    )
+NEIGHBOURS = 4  # runs on seen inputs on each side of a run on new inputs that it is set against
+
+
+def _local_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
+    """For each run on new inputs: the median of the runs on seen inputs just around it, over
+    its own time (a drift of the machine hits both alike)."""
+    ratios = []
+    for p, (sample, new) in enumerate(zip(samples, fresh, strict=False)):
+        if not new or sample <= 0:
+            continue
+        lo, hi = max(0, p - NEIGHBOURS), min(len(samples), p + NEIGHBOURS + 1)
+        around = sorted(samples[k] for k in range(lo, hi) if k != p and not fresh[k])
+        if around:
+            ratios.append(around[len(around) // 2] / sample)
+    return ratios
 
 
 def ratio_seen_to_new(samples: list[float], fresh: list[bool]) -> float:
+    """How much faster runs on seen inputs are than the runs on new inputs around them (the
+    median of those ratios; 1.0 when there is nothing to compare)."""
+    ratios = sorted(_local_ratios(samples, fresh))
+    return ratios[len(ratios) // 2] if ratios else 1.0
+
+
+def seen_inputs_faster(samples: list[float], fresh: list[bool], calibration: float = 1.0) -> str | None:
+    """Why the samples look like a result kept between launches, or None: runs on inputs the
+    candidate had seen before must not be much faster than the runs on new inputs among them.
+    `calibration`: the same ratio for the trusted original in an A/B (an honest kernel's own
+    cost of new inputs, such as cold TLBs), which the candidate's is judged against."""
+    ratios = sorted(_local_ratios(samples, fresh))
+    if len(ratios) < 2:
+        return None
+    ratio = ratios[len(ratios) // 2]
+    if ratio >= CACHE_RATIO * min(1.0, calibration):
+        return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
     old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
-    if not new or not old or new[len(new) // 2] <= 0:
-        return 1.0
-    return old[len(old) // 2] / new[len(new) // 2]
+    return (
+        f"runs on inputs it had already seen took {ratio:.2f}x the time of runs on new inputs "
+        f"around them ({old[len(old) // 2] * 1e6:.1f} us, median of {len(old)}, against "
+        f"{new[len(new) // 2] * 1e6:.1f} us, median of {len(new)}): a result kept between launches?"
+    )

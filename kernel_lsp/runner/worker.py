@@ -306,7 +306,7 @@ class Worker:
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
         inputs were new to that side (A or B)."""
-        return HostClock(self.device, sets.new_to, sets.stop_warming)
+        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side)
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),

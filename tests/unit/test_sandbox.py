@@ -22,7 +22,6 @@ import pytest
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import SandboxUnavailable, enter_sandbox, in_process_available
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.timing import TimingSettings
 
 needs_sandbox = pytest.mark.skipif(
@@ -118,25 +117,43 @@ def test_seccomp_fails_closed_where_a_syscall_cannot_be_refused(monkeypatch):
         sandbox.restrict_syscalls()  # raises before the filter is loaded into this process
 
 
-def test_a_worker_that_cannot_sandbox_itself_runs_nothing(tmp_path):
+def test_an_accused_that_cannot_sandbox_itself_runs_nothing(tmp_path):
     # A folder that does not exist: Landlock cannot grant it, so writes cannot be confined.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kernel_lsp.runner.worker", "--fake", "--sandbox", str(tmp_path / "missing")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    import socket
+
+    from kernel_lsp.runner.accused import receive, send
+
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    cmd = [sys.executable, "-m", "kernel_lsp.runner.accused", "--fd", str(theirs.fileno()), "--fake"]
+    proc = subprocess.Popen([*cmd, "--sandbox", str(tmp_path / "missing")], pass_fds=[theirs.fileno()])
+    theirs.close()
     try:
-        write_message(proc.stdin, {"op": "hello"})
-        reply, _ = read_message(proc.stdout)
+        send(ours, {"op": "hello"})
+        reply, _ = receive(ours)
         assert reply["available"] is False
         assert "cannot confine file writes" in reply["sandbox_error"]
-        write_message(proc.stdin, {"op": "check"})
-        refused, _ = read_message(proc.stdout)
-        assert refused["event"] == "error" and "no sandbox" in refused["message"]
+        send(ours, {"op": "load", "image": "x", "steps": []})
+        refused, _ = receive(ours)
+        assert refused["status"] == "fault" and refused["sticky"]
     finally:
         proc.kill()
         proc.wait()
+        ours.close()
+
+
+def test_a_judge_whose_accused_cannot_be_confined_judges_nothing(monkeypatch, tmp_path):
+    """Fail closed: every mechanism tried, none confines: no accused, and the reason says why."""
+    import kernel_lsp.runner.judge as judge
+
+    real = judge.sandboxed_command
+
+    def broken(command, env, folder, **kw):
+        return real(command, env, str(tmp_path / "missing"), **kw)
+
+    monkeypatch.setattr(judge, "sandboxed_command", broken)
+    monkeypatch.setenv("KERNEL_LSP_SANDBOX", "landlock")
+    accused, _mechanism, why = judge.start_accused(0, True, ["landlock"])
+    assert accused is None and "cannot confine file writes" in why, why
 
 
 PROBE = r"""#include <cstdio>
