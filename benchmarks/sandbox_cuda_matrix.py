@@ -242,7 +242,10 @@ def run_case(name: str, wrap: str, config: str, readable: list[str] | None) -> s
     cmd = command(wrap, config, folder, child.fileno(), readable)
     if isinstance(cmd, str):
         return cmd
-    env = {**os.environ, "TMPDIR": folder, "PYTHONPATH": str(REPO)}
+    # The repository first, then wherever the caller's packages are (wheels unpacked to a folder
+    # on PYTHONPATH on the GPU machines: landlockpy, pyseccomp).
+    paths = [str(REPO), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "TMPDIR": folder, "PYTHONPATH": os.pathsep.join(paths)}
     memfd = -1
     try:
         proc = subprocess.Popen(

@@ -635,6 +635,7 @@ def enter_sandbox(
     readable: Sequence[str] | None = None,
     allow_unix_sockets: bool = False,
     deny_shared_anonymous: bool = True,
+    cuda_start: bool = False,
 ) -> SandboxReport:
     """Confine this process (and every thread it creates later) as the module's table says.
     Call it first thing, before CUDA starts threads, then `limit_memory` once CUDA is up.
@@ -642,12 +643,18 @@ def enter_sandbox(
     held there). `readable`: paths to read besides the defaults (READ_EVERYTHING: every read,
     for a process that runs the user's own spec). `allow_unix_sockets`: AF_UNIX sockets stay
     allowed (a tool's IPC). `deny_shared_anonymous`: refuse memory RLIMIT_DATA does not count.
+    `cuda_start`: the driver's start needs an AF_UNIX socket and shared anonymous maps (an H200,
+    driver 580: cuInit failed with CUDA_ERROR_OPERATING_SYSTEM without the socket, the context
+    with CUDA_ERROR_OUT_OF_MEMORY without the maps): both stay allowed until `close_after_start`,
+    which the caller runs once the GPU is open and before any code it judges is loaded.
     Raises SandboxUnavailable naming each essential protection that could not be applied."""
     report = SandboxReport(outer=outer)
     with contextlib.suppress(Exception):  # restrict_syscalls says why, if it cannot load
         import pyseccomp  # noqa: F401  # finds libseccomp with a subprocess: before exec is refused
     _confine_files(report, folder, readable or (), allow_unix_sockets)
-    seccomp = _confine_syscalls(report, allow_unix_sockets, deny_shared_anonymous)
+    seccomp = _confine_syscalls(
+        report, allow_unix_sockets or cuda_start, deny_shared_anonymous and not cuda_start
+    )
     missing = _missing_essentials(report, seccomp)
     if missing:
         tried = "; ".join(f"{k}: {v}" for k, v in report.tried.items()) or "nothing available"
@@ -661,6 +668,35 @@ def enter_sandbox(
     report.protections.append(f"files of at most {MAX_FILE_BYTES >> 20} MiB: RLIMIT_FSIZE")
     _prepare_environment(folder)
     return report
+
+
+def close_after_start(report: SandboxReport) -> None:
+    """A second seccomp filter, stacked on the first once the GPU is open (enter_sandbox's
+    `cuda_start`): no socket at all, no shared anonymous map, memfd or SysV segment (memory
+    RLIMIT_DATA does not count), in every thread. Fail closed: SandboxUnavailable."""
+    try:
+        import pyseccomp as sc
+
+        f = _new_filter(sc)
+        deny = sc.ERRNO(errno.EPERM)
+        failed = _deny_all(sc, f, UNCOUNTED_MEMORY, deny)
+        if failed:
+            raise OSError(errno.ENOSYS, f"seccomp cannot refuse {', '.join(failed)}")
+        f.add_rule(sc.ERRNO(errno.EACCES), "socket")
+        both = MAP_SHARED | MAP_ANONYMOUS
+        f.add_rule(deny, "mmap", sc.Arg(3, sc.MASKED_EQ, both, both))
+        f.load()
+    except Exception as e:
+        report.tried["seccomp after the GPU opened"] = f"{type(e).__name__}: {e}"
+        raise SandboxUnavailable(
+            f"cannot close sockets and uncounted memory after CUDA started: {e}"
+        ) from None
+    report.tried.pop("shared anonymous maps", None)
+    report.shared_maps = "no shared anonymous maps once the GPU is open (seccomp)"
+    report.protections += [
+        "sockets (all families) once the GPU is open: seccomp",
+        "memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm) once the GPU is open: seccomp",
+    ]
 
 
 def _mapped_data_bytes() -> int:

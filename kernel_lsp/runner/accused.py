@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from kernel_lsp import procs
-    from kernel_lsp.fence.sandbox import SandboxUnavailable, enter_sandbox, limit_memory
+    from kernel_lsp.fence.sandbox import SandboxUnavailable, close_after_start, enter_sandbox, limit_memory
 
     procs.become_worker(die_with_thread=False)
     sock = socket.socket(fileno=args.fd)
@@ -176,20 +176,23 @@ def main(argv: list[str] | None = None) -> int:
     hello: dict[str, Any] = {"status": "ok", "pid": os.getpid(), "available": False}
     accused: Accused | None = None
     try:  # before CUDA starts: every thread the driver creates inherits the confinement
-        report = enter_sandbox(args.sandbox, args.sandbox_outer)
+        report = enter_sandbox(args.sandbox, args.sandbox_outer, cuda_start=True)
         hello["sandbox"] = report.to_dict()
         from kernel_lsp.runner.device import CudaDevice
         from kernel_lsp.runner.fake import FakeDevice
 
         device = FakeDevice(args.device) if fake else CudaDevice(args.device)
+        # What the driver's start needed (a socket, shared maps) closes before any candidate
+        # code is loaded; then the memory limit counts from what CUDA has mapped.
+        close_after_start(report)
         limit_memory(report)
         hello["sandbox"] = report.to_dict()
         accused = Accused(device, args.sandbox)
         hello["available"] = True
     except SandboxUnavailable as e:
         hello["sandbox_error"] = str(e)
-    except Exception as e:  # no GPU in here: the judge says so, in its own words
-        hello["reason"] = type(e).__name__
+    except Exception as e:  # no GPU in here; said before any candidate code has loaded
+        hello["reason"] = f"{type(e).__name__}: {e}"[:300]
     handlers: dict[str, Callable[..., dict[str, Any]]] = {}
     if accused is not None:
         handlers = {

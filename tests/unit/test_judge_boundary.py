@@ -239,3 +239,61 @@ def test_the_verdict_never_quotes_what_the_candidate_says(judged, tmp_path):
     text = words(result)
     assert SECRET.replace("-", "") not in text and str(0x7F3A9C) not in text, text
     assert "non-zero status" in text or "failed in the candidate's process" in text, text
+
+
+# Once its GPU is open, the accused has no socket (the driver's start needed one) and no memory
+# its limit does not count (the driver's start needed shared anonymous maps): right answers only
+# if every attempt failed.
+REACHES_OUT = r"""
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+extern "C" void scale(const float* x, float* y, int n)
+{
+    int escaped = 0;
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s >= 0) {
+        sockaddr_un where = {};
+        where.sun_family = AF_UNIX;
+        strncpy(where.sun_path, "@PATH@", sizeof where.sun_path - 1);
+        escaped |= connect(s, (sockaddr*)&where, sizeof where) == 0;
+        close(s);
+        escaped |= 2;
+    }
+    void* big = mmap(0, 1ul << 30, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (big != MAP_FAILED) { munmap(big, 1ul << 30); escaped |= 4; }
+    for (int i = 0; i < n; ++i) y[i] = escaped ? (float)escaped : 2.0f * x[i];
+}
+"""
+
+
+def test_after_its_gpu_opened_the_accused_has_no_socket_nor_uncounted_memory(judged, plain, tmp_path):
+    import socket
+
+    path = str(tmp_path / "listener.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+    listener.setblocking(False)
+    source = REACHES_OUT.replace("@PATH@", path)
+
+    def connections() -> int:
+        count = 0
+        while True:
+            try:
+                listener.accept()[0].close()
+            except BlockingIOError:
+                return count
+            count += 1
+
+    try:
+        escaped = check(plain, tmp_path, source)
+        assert not escaped.ok and connections() >= 1, "in a plain worker the socket and the map work"
+        result = check(judged, tmp_path, source)
+        assert result.ok, words(result)
+        assert connections() == 0
+    finally:
+        listener.close()
