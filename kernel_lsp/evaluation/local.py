@@ -317,6 +317,7 @@ class LocalBackend:
                 suspicious=t.get("suspicious"),
                 over_bound=t.get("over_bound"),
                 compute_bound=bool(t.get("compute_bound", False)),
+                clock=str(t.get("clock", "")),
                 bound_note=t.get("bound_note", ""),
             )
             for t in reply.get("timings", [])

@@ -28,6 +28,7 @@ class CaseTiming:
     over_bound: str | None = None  # why a roofline figure over 100% is not a plain result
     compute_bound: bool = False  # whether the spec's work gave flops to bound the time with
     bound_note: str = ""  # "no compute bound known (...)", where the bound came from
+    clock: str = ""  # how the samples were taken (CUDA events, or the judge's clock end to end)
 
     @property
     def roofline_text(self) -> str:

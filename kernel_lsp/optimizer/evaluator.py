@@ -52,6 +52,9 @@ class Evaluator(ABC):
         self.spec_source = spec_source
         # The file as the run started (the loop sets it): what candidates are fenced against.
         self.original: str | None = None
+        # Set by the loop for a round whose proposals may be code an LLM wrote: the user's own
+        # code (the baseline) then runs the judged road too, measured as the candidates are.
+        self.judge_everything = False
 
     # --- availability and hardware --------------------------------------------------------------
 
@@ -299,7 +302,7 @@ class GpuEvaluator(Evaluator):
         ones, whose worker runs each candidate's kernels and host code in a confined process of
         its own (runner/judge.py): None, with `_no_sandbox` saying why, where the backend has
         none."""
-        if trusted:
+        if trusted and not self.judge_everything:
             return self.pool
         if self._boxed is None and not self._no_sandbox:
             boxed = [m.sandboxed_session() for m in self.pool.members]

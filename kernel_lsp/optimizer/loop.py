@@ -162,7 +162,7 @@ def evaluate(
             state.seen[key] = out
             out.seconds = time.perf_counter() - start
             return out
-    cached = cache.get("check", proposal.source) if cache else None
+    cached = cache.get(_kind("check", evaluator), proposal.source) if cache else None
     if cached is not None:
         _outcome_from_cache(cached, out)
     elif ran is not None and key in ran:
@@ -174,7 +174,7 @@ def evaluate(
         out.cost_s = time.perf_counter() - start
         if cache is not None:
             cache.put(
-                "check",
+                _kind("check", evaluator),
                 proposal.source,
                 {
                     "status": out.status.value,
@@ -212,7 +212,11 @@ def _gates_in_parallel(
         if p.source is None:
             continue
         key = source_hash(p.source)
-        if key in state.seen or key in fresh or (cache and cache.get("check", p.source) is not None):
+        if (
+            key in state.seen
+            or key in fresh
+            or (cache and cache.get(_kind("check", evaluator), p.source) is not None)
+        ):
             continue
         findings = inspect_candidate(p.source, target.source, host=target.entry is not None)
         if any(f.kind == NEW_GLOBAL for f in findings) and not state.allow_new_globals:
@@ -295,6 +299,11 @@ def _run_entry_gates(out: Outcome, source: str, target: Target, evaluator: Evalu
     _verify_and_time(out, source, target, evaluator, trusted)
 
 
+def _kind(kind: str, evaluator: Evaluator) -> str:
+    """A cached result's kind: judged figures (end to end) and plain ones (CUDA events) differ."""
+    return f"{kind}-judged" if getattr(evaluator, "judge_everything", False) else kind
+
+
 def _with_extraction(out: Outcome, message: str) -> str:
     """A gate's message about code the user never wrote says where that code came from."""
     return f"{message}\n(extraction: {out.extraction})" if out.extraction else message
@@ -360,8 +369,10 @@ def optimize(
             ),
         )
 
-    # The kernel as written: the baseline every candidate is measured against.
+    # The kernel as written: the baseline every candidate is measured against, on the road the
+    # candidates take (judged, unless every proposal is the user's own code).
     evaluator.original = target.source
+    evaluator.judge_everything = not proposer.proposes_trusted
     emit("baseline", 0, "measuring the kernel as written")
     baseline = evaluate(
         Proposal("original", target.source, trusted=True), "baseline", 0, target, evaluator, cache, None
@@ -551,13 +562,13 @@ def _decide(
         return
     for cand in faster[: max(1, settings.compare_top)]:
         emit("compare", cand.round, f"A/B: {cand.id} against the original")
-        cached = cache.get("compare", cand.source or "") if cache else None
+        cached = cache.get(_kind("compare", evaluator), cand.source or "") if cache else None
         if cached is not None:
             comp = Comparison(**cached)
         else:
             comp = evaluator.compare(target.source, cand.source or "", settings.min_speedup)
             if cache is not None and not comp.problems:
-                cache.put("compare", cand.source or "", asdict(comp))
+                cache.put(_kind("compare", evaluator), cand.source or "", asdict(comp))
         if result.comparison is None or cand is result.best:
             result.comparison = comp
         if comp.problems:

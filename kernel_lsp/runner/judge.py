@@ -38,6 +38,9 @@ from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
 from kernel_lsp.runner.verify import Failed, Problem
 from kernel_lsp.spec import SpecError, case_label, launch_dims
 
+# When each remote run's answer came (perf_counter), before the judge's copy of its outputs:
+# HostClock reads the last one (the worker is single-threaded; RemotePipeline appends).
+ANSWERED: list[float] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
@@ -408,6 +411,7 @@ class RemotePipeline:
                 ) from None
             if answer.get("status") != "ok":
                 self._fail(answer, case)
+            ANSWERED.append(time.perf_counter())
             bufs.settle(outputs_only=bufs.timed)
 
         return run
@@ -420,10 +424,14 @@ class RemotePipeline:
 
 
 class HostClock:
-    """`time_rounds` for runs another process executes: the judge's wall clock around each whole
-    run (the request, the accused's work, the judge's copy of the outputs), after the judge has
-    prepared the inputs, flushed the L2 and waited for its own stream. CUDA events of the judge
-    cannot see another context's work, and the accused's own are not believed."""
+    """`time_rounds` for runs another process executes, on the judge's wall clock, after the judge
+    has prepared the inputs, flushed the L2 and waited for its own stream. A sample is the time
+    from the request to the answer, plus however much longer than the fastest such copy the
+    judge's own copy of the outputs then took: a copy waits while the candidate's work still runs
+    on the GPU, so an answer given before the work is done saves nothing, while the copy's own
+    fixed cost (a context switch, the bytes) stays out of the figure. CUDA events of the judge
+    cannot see another context's work, and the accused's own are not believed; nothing the
+    accused does can make the judge's copy faster than its fastest."""
 
     host_clock = True
 
@@ -439,13 +447,16 @@ class HostClock:
         self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
         self.fresh: list[list[bool]] = []
+        self.answers: list[float] = []  # request -> answer, per run measured
+        self.copies: list[float] = []  # answer -> the judge's copy done, per run measured
+        self._copy_floor = float("inf")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
 
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self.fresh = []
+        self.fresh, self.answers, self.copies = [], [], []
         if self._start is not None:
             self._start()
 
@@ -469,11 +480,29 @@ class HostClock:
                 if cold_l2:
                     self.device.flush_l2()
                 self.device.sync()
+                ANSWERED.clear()
                 start = time.perf_counter()
                 runs[j]()
-                out[j].append(time.perf_counter() - start)
+                end = time.perf_counter()
+                answered = ANSWERED[-1] if ANSWERED else end
+                copy = end - answered
+                self._copy_floor = min(self._copy_floor, copy)
+                out[j].append((answered - start) + max(0.0, copy - self._copy_floor))
+                self.answers.append(answered - start)
+                self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
         return out
+
+    def describe(self) -> str:
+        """How the figures were taken, for the timing's `clock`."""
+        if not self.answers:
+            return "the judge's clock"
+        ans, cop = sorted(self.answers), sorted(self.copies)
+        return (
+            f"the judge's clock, end to end: request to answer {ans[len(ans) // 2] * 1e6:.0f} us (median), "
+            f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
+            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} runs"
+        )
 
 
 CACHE_RATIO = 0.7  # repeated inputs this much faster than new ones: a result kept between runs

@@ -144,8 +144,10 @@ class Worker:
         self.progress("load", "", timeout)
         try:
             steps = self._candidate(blobs[0], msg["steps"], modules, states, timeout)
+            # The original, in a judge, runs in an accused process of its own as well: no code but
+            # kernel-lsp's is loaded in the judge.
             baseline = (
-                build_steps(self.device, blobs[1], msg["baseline_steps"], modules, states, *self._confined)
+                self._candidate(blobs[1], msg["baseline_steps"], modules, states, timeout)
                 if msg.get("baseline_steps")
                 else None
             )
@@ -253,7 +255,9 @@ class Worker:
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         most = JUDGED_SETS if judged else None
-        count = set_count(spec, sizes, int(self.device.info().get("total_mem_bytes", 0)), *([most] if most else []))
+        count = set_count(
+            spec, sizes, int(self.device.info().get("total_mem_bytes", 0)), *([most] if most else [])
+        )
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
         sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given)
@@ -292,11 +296,20 @@ class Worker:
                 why = seen_inputs_faster(samples, clock.fresh[0])
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
+                how = clock.describe()
+            else:
+                how = "CUDA events around each launch"
             if any(isinstance(s, EntryStep) for s in steps):
                 check_leaks(before, memory_in_use(self.device), len(samples), label)
             sets.check_outputs(label, self.progress)
             m = summarize(samples, settings.cold_l2, self.device_name(), label)
-            result = {"case": label, "sizes": sizes, "measurement": m.to_dict(), "input_sets": len(sets.sets)}
+            result = {
+                "case": label,
+                "sizes": sizes,
+                "measurement": m.to_dict(),
+                "input_sets": len(sets.sets),
+                "clock": how,
+            }
             nbytes = sets.sets[0].bufs.nbytes
             result.update(figures(spec, sizes, nbytes, m.median_s, settings.cold_l2, msg.get("device") or {}))
             return result
@@ -365,7 +378,8 @@ class Worker:
                 median_b = float(sorted(b)[len(b) // 2])
                 nbytes = sets.sets[0].bufs.nbytes
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
-                cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"]})
+                how = clock.describe() if judged else "CUDA events around each launch"
+                cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()
         self._unload(modules, states)

@@ -28,6 +28,10 @@ class Proposer(ABC):
     # Whether the proposer reads the profile (ncu) of each round's best in its features: each
     # costs seconds of ncu. The baseline and the final best are profiled regardless, for the report.
     reads_profile = True
+    # Whether every proposal is the user's own code (the tuner's: other constants in the user's
+    # file). Otherwise the round is judged: the baseline too runs the judged road, so that the
+    # candidates' figures and the baseline's are measured alike (runner/judge.py).
+    proposes_trusted = False
 
     @abstractmethod
     def propose(self, ctx: RoundContext) -> list[Proposal]:

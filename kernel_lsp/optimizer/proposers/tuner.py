@@ -51,6 +51,7 @@ class TunerProposer(Proposer):
     name = "tune"
     stop_when_stalled = False  # the strategy knows when it is done
     reads_profile = False  # it searches the tunables; the profile is for the report only
+    proposes_trusted = True
 
     def __init__(
         self,
