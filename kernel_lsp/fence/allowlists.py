@@ -550,16 +550,42 @@ REFUSED_BUILTINS = frozenset(
 # (Math names and words a variable is often called, `div`, `abs`, `free`, `signal`, are left to
 # the object check, which sees an address the compiler takes of any import.)
 _COMMON_WORDS = frozenset(
-    "abs labs llabs div rand srand exit abort free remove rename open kill raise signal connect "
-    "bind listen accept truncate clone".split()
+    [
+        "abs",
+        "labs",
+        "llabs",
+        "div",
+        "rand",
+        "srand",
+        "exit",
+        "abort",
+        "free",
+        "remove",
+        "rename",
+        "open",
+        "kill",
+        "raise",
+        "signal",
+        "connect",
+        "bind",
+        "listen",
+        "accept",
+        "truncate",
+        "clone",
+    ]
 )
 FUNCTION_VALUE_NAMES = (
     (CUDA_RUNTIME | (LIBC - DATA_IMPORTS) | frozenset(DANGEROUS)) - _COMMON_WORDS - {"stdout", "stderr"}
 )
 
 
+def is_cxx_data(name: str) -> bool:
+    """Type information and vtables of the standard exception classes."""
+    return bool(_CXX_DATA.match(name))
+
+
 def allowed_symbol(name: str) -> bool:
-    return name in ALLOWED_SYMBOLS or bool(_CXX_DATA.match(name))
+    return name in ALLOWED_SYMBOLS or is_cxx_data(name)
 
 
 def allowed_header(target: str) -> bool:

@@ -99,10 +99,17 @@ def _template(ct: CleanText, start: int) -> tuple[str | None, int]:
     return "".join(parts), pos
 
 
-def _head_words(ct: CleanText, brace: int) -> tuple[str, str]:
-    code = ct.code
-    start = max(code.rfind(";", 0, brace), code.rfind("}", 0, brace), code.rfind("{", 0, brace))
-    return code[start + 1 : brace], ct.text[start + 1 : brace]
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*#.*$", re.M)
+
+
+def _head(code: str, brace: int) -> str:
+    """What stands before `brace` since the last statement, block or preprocessor line: a
+    function's head. (A function whose head is split by `#if` lines has an empty head here, so
+    it is not taken for device code.)"""
+    start = max(code.rfind(";", 0, brace), code.rfind("}", 0, brace), code.rfind("{", 0, brace)) + 1
+    for m in _DIRECTIVE_LINE.finditer(code, start, brace):
+        start = max(start, m.end())
+    return code[start:brace]
 
 
 def _expanded(words: list[str], macros: Macros) -> list[str] | None:
@@ -132,11 +139,9 @@ def may_run_on_host(ct: CleanText, offset: int, macros: Macros) -> bool:
         elif code[i] == "}" and opens:
             opens.pop()
     for brace in opens:  # outermost first: the function that holds it
-        head, _ = _head_words(ct, brace)
+        head = _head(code, brace)
         if "(" not in head:
             continue  # a namespace, extern "C" or struct block: look further in
-        if re.search(r"(^|\n)[ \t]*#", head):
-            return True  # a preprocessor line in the head: either branch may be the one compiled
         words = _expanded(_IDENT.findall(head), macros)
         if words is None:
             return True
@@ -152,13 +157,21 @@ def asm_findings(ct: CleanText) -> list[Finding]:
         template, _ = _template(ct, m.end())
         if template is None:
             out.append(
-                Finding("asm", "inline assembly whose template is not plain string literals (a macro or a name)", line)
+                Finding(
+                    "asm",
+                    "inline assembly whose template is not plain string literals (a macro or a name)",
+                    line,
+                )
             )
             continue
         bad = _SYSCALL.search(template)
         if bad:
             what = bad.group(1) or bad.group(2)
-            out.append(Finding("asm", f"inline assembly with `{what.strip()}` (a raw system call, or raw bytes)", line))
+            out.append(
+                Finding(
+                    "asm", f"inline assembly with `{what.strip()}` (a raw system call, or raw bytes)", line
+                )
+            )
         if may_run_on_host(ct, m.start(), macros):
             out.append(Finding("asm", "inline assembly in host code", line))
     return out

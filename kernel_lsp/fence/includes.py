@@ -54,7 +54,7 @@ def plain_includes(dirs: Iterable[Directive]) -> tuple[list[Include], list[Findi
                 bad.append(
                     Finding(
                         "include",
-                        "a computed #include (a macro, or anything but <name> or \"name\", names the header)",
+                        'a computed #include (a macro, or anything but <name> or "name", names the header)',
                         d.line,
                     )
                 )
@@ -127,7 +127,9 @@ def include_findings(
     for m in _FILE_OPENERS.finditer(ct.code):
         out.append(Finding("include", f"`{m.group(1)}` (it looks files up)", ct.line_at(m.start())))
     own = original_includes(original_source)
-    own_roots = ([os.path.dirname(os.path.abspath(original_path))] if original_path else []) + list(include_dirs)
+    own_roots = ([os.path.dirname(os.path.abspath(original_path))] if original_path else []) + list(
+        include_dirs
+    )
     for inc in includes:
         shown = f'"{inc.name}"' if inc.quoted else f"<{inc.name}>"
         problem = name_problem(inc.name)
@@ -136,7 +138,9 @@ def include_findings(
             continue
         if inc.name in own:
             if _resolution(inc.name, own_roots) is False:
-                out.append(Finding("include", f"#include {shown} leads outside the original's folders", inc.line))
+                out.append(
+                    Finding("include", f"#include {shown} leads outside the original's folders", inc.line)
+                )
             continue
         if inc.quoted or not allowed_header(inc.name):
             out.append(

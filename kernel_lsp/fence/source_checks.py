@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from .allowlists import ALLOWED_PRAGMAS, DANGEROUS, DENIED_ATTRIBUTES
 from .asm import asm_findings
+from .compiler_checks import FUNCTION_ARITHMETIC
 from .findings import Finding
 from .includes import include_findings
 from .text import TRIGRAPH, CleanText, Directive, clean, directives
@@ -28,12 +29,35 @@ _CALL = re.compile(r"\b(" + "|".join(sorted(map(re.escape, DANGEROUS), key=len, 
 # candidate in the compiler's messages; `#ident`, `#assert`, ...) are refused. The ones that
 # read files are includes.py's.
 _ALLOWED_DIRECTIVES = frozenset(
-    "define undef if ifdef ifndef elif elifdef elifndef else endif error warning pragma include".split()
+    [
+        "define",
+        "undef",
+        "if",
+        "ifdef",
+        "ifndef",
+        "elif",
+        "elifdef",
+        "elifndef",
+        "else",
+        "endif",
+        "error",
+        "warning",
+        "pragma",
+        "include",
+    ]
 )
 _FILE_DIRECTIVES = frozenset(["include_next", "import", "embed"])
 
 
+# A diagnostics pragma may not silence the warning the fence reads (compiler_checks.py), by its
+# number or by a name this cannot map to one.
+_DIAGNOSTIC_PRAGMA = re.compile(r"^\s*(nv_diag_\w+|diag_\w+)\b(.*)$", re.S)
+
+
 def _pragma_finding(text: str, line: int) -> Finding | None:
+    diag = _DIAGNOSTIC_PRAGMA.match(text)
+    if diag and (FUNCTION_ARITHMETIC in diag.group(2) or re.search(r"[A-Za-z_]", diag.group(2))):
+        return Finding("pragma", f"#pragma {text.strip()}: a diagnostic the fence reads, or one named", line)
     if ALLOWED_PRAGMAS.match(text):
         return None
     return Finding("pragma", f"#pragma {text.strip()}: only unroll, once and diagnostics", line)
@@ -50,11 +74,17 @@ def _directive_findings(dirs: Sequence[Directive]) -> list[Finding]:
             name = m.group(1) if m else ""
             if name.startswith("__") or re.match(r"_[A-Z]", name):
                 out.append(
-                    Finding("macro", f"#{d.name} {name}: a reserved name (the compiler's and CUDA's own)", d.line)
+                    Finding(
+                        "macro", f"#{d.name} {name}: a reserved name (the compiler's and CUDA's own)", d.line
+                    )
                 )
         elif d.name and d.name not in _ALLOWED_DIRECTIVES and d.name not in _FILE_DIRECTIVES:
             out.append(
-                Finding("directive", f"#{d.name}: not a directive a launcher needs (#line renames the file)", d.line)
+                Finding(
+                    "directive",
+                    f"#{d.name}: not a directive a launcher needs (#line renames the file)",
+                    d.line,
+                )
             )
     return out
 
@@ -77,7 +107,9 @@ def _preprocessor_trick_findings(source: str, ct: CleanText) -> list[Finding]:
     out = []
     for m in TRIGRAPH.finditer(source):
         line = source.count("\n", 0, m.start()) + 1
-        out.append(Finding("trigraph", f"the trigraph `{m.group(0)}` (compilers disagree on reading it)", line))
+        out.append(
+            Finding("trigraph", f"the trigraph `{m.group(0)}` (compilers disagree on reading it)", line)
+        )
     for m in re.finditer(r"##", ct.code):
         out.append(
             Finding(
@@ -114,7 +146,9 @@ def _call_findings(ct: CleanText) -> list[Finding]:
     for m in _CALL.finditer(code):
         name = m.group(1)
         before = code[max(0, m.start() - 2) : m.start()]
-        if before.endswith((".", "->")) or (before.endswith("::") and not code[: m.start()].endswith("std::")):
+        if before.endswith((".", "->")) or (
+            before.endswith("::") and not code[: m.start()].endswith("std::")
+        ):
             continue  # a member of the candidate's own type
         out.append(Finding("call", f"calls `{name}`, which {DANGEROUS[name]}", ct.line_at(m.start()), name))
     return out

@@ -152,8 +152,10 @@ class _Scanner:
             i -= 1
         word = "".join(self.text[i + 1 :])
         nxt = self.peek()
-        return bool(word) and (word[0].isdigit() or (word[0] == "." and word[1:2].isdigit())) and bool(
-            nxt and _IDENT_CHAR.match(nxt)
+        return (
+            bool(word)
+            and (word[0].isdigit() or (word[0] == "." and word[1:2].isdigit()))
+            and bool(nxt and _IDENT_CHAR.match(nxt))
         )
 
     def _line_comment(self) -> None:

@@ -19,8 +19,12 @@ from .findings import Finding
 from .text import CleanText
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-_WALKER = re.compile(r"\b(" + "|".join(sorted(SYMBOL_WALKERS, key=len, reverse=True)) + r"|__libc_\w+|_dl_\w+)\b")
-_BUILTIN = re.compile(r"\b(" + "|".join(sorted(REFUSED_BUILTINS, key=len, reverse=True)) + r"|__builtin_ia32_\w+)\b")
+_WALKER = re.compile(
+    r"\b(" + "|".join(sorted(SYMBOL_WALKERS, key=len, reverse=True)) + r"|__libc_\w+|_dl_\w+)\b"
+)
+_BUILTIN = re.compile(
+    r"\b(" + "|".join(sorted(REFUSED_BUILTINS, key=len, reverse=True)) + r"|__builtin_ia32_\w+)\b"
+)
 _VALUE_NAME = re.compile(r"\b(" + "|".join(sorted(FUNCTION_VALUE_NAMES, key=len, reverse=True)) + r")\b")
 _STREAM = re.compile(r"\b(stdout|stderr|stdin)\b")
 _PROC_PATH = re.compile(r"/proc/|/dev/mem|/sys/kernel")
@@ -28,14 +32,36 @@ _PROC_PATH = re.compile(r"/proc/|/dev/mem|/sys/kernel")
 # and attributes; good enough to know which names are the candidate's functions.
 _DEFINITION = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _CAST = re.compile(
-    r"(?:\(\s*(?P<ctype>[\w\s:*&<>,]+?)\s*\)"
+    r"(?:\((?P<ctype>\s*[\w\s:*&<>,]+?)\)"
     r"|\b(?:reinterpret_cast|static_cast|const_cast|bit_cast)\s*<\s*(?P<ttype>[\w\s:*&<>,]+?)\s*>)"
     r"\s*\(?\s*&?\s*$"
 )
+# The words of a type a function's address could be cast to: any pointer, or an integer.
+_NUMBER_TYPE = re.compile(
+    r"\b(char|short|int|long|unsigned|signed|size_t|ssize_t|ptrdiff_t|u?intptr_t|u?int(8|16|32|64)_t|"
+    r"uint|ulong|bool|float|double)\b"
+)
+_BEFORE_CAST_WORDS = frozenset(["return", "case", "throw", "else", "do", "co_return", "co_yield"])
 _VOID_POINTER = re.compile(r"^(const\s+)?void\s*\*(\s*const)?$")
 _NOT_FUNCTIONS = frozenset(
-    "if for while switch return sizeof alignof decltype catch __launch_bounds__ __attribute__ "
-    "__declspec alignas static_assert noexcept defined".split()
+    [
+        "if",
+        "for",
+        "while",
+        "switch",
+        "return",
+        "sizeof",
+        "alignof",
+        "decltype",
+        "catch",
+        "__launch_bounds__",
+        "__attribute__",
+        "__declspec",
+        "alignas",
+        "static_assert",
+        "noexcept",
+        "defined",
+    ]
 )
 
 
@@ -44,15 +70,41 @@ def _before(code: str, start: int) -> str:
 
 
 def _member_or_scoped(code: str, start: int) -> bool:
-    """`x.name`, `p->name`, `Type::name`: a member of some type, not the library's function."""
+    """`x.name`, `p->name`, `Type::name`: a member of some type, not the library's function
+    (`std::name` and `::name` are the library's)."""
     before = code[max(0, start - 2) : start]
     if before.endswith((".", "->")):
         return True
-    return before.endswith("::") and not code[:start].rstrip().endswith("std::")
+    if not before.endswith("::"):
+        return False
+    scope = re.search(r"([A-Za-z_]\w*|>)\s*::$", code[max(0, start - 200) : start])
+    return scope is not None and scope.group(1) != "std"
+
+
+def _after_template_args(code: str, end: int) -> int:
+    """Where `name<...>` ends when `<...>` follows `end` (else `end`): `f<float>(x)` is a call."""
+    i = end
+    while i < len(code) and code[i] in " \t\n":
+        i += 1
+    if code.startswith("<<<", i) or not code.startswith("<", i):
+        return end
+    depth = 0
+    for j in range(i, min(len(code), i + 400)):
+        if code[j] == "<":
+            depth += 1
+        elif code[j] == ">":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        elif code[j] in ";{}":
+            break
+    return end
 
 
 def _followed_by_call(code: str, end: int) -> bool:
-    return code[end:].lstrip().startswith("(")
+    """`name(`, `name<T>(` or a launch `name<<<` / `name<T><<<`."""
+    rest = code[_after_template_args(code, end) :].lstrip()
+    return rest.startswith(("(", "<<<"))
 
 
 def _using_declaration(code: str, start: int) -> bool:
@@ -67,11 +119,27 @@ def _arithmetic_after(code: str, end: int) -> bool:
     return bool(re.match(r"(\+(?![+=])|-(?![->=])|\[)", rest))
 
 
+def _address_of(code: str, start: int) -> bool:
+    before = code[:start].rstrip()
+    return before.endswith("&") and not before.endswith("&&")
+
+
 def _cast_before(code: str, start: int) -> str | None:
-    """The type of a cast applied right before `start` (None: no cast)."""
-    m = _CAST.search(_before(code, start))
+    """The type of a cast applied right before `start` (None: no cast). A C-style cast's
+    parentheses must not be a call's, an `if`'s or a macro's (`f (x) name`), and what is inside
+    must read as a pointer or integer type."""
+    before = _before(code, start)
+    m = _CAST.search(before)
     if m is None:
         return None
+    if m.group("ctype") is not None:
+        ahead = before[: m.start()].rstrip()
+        word = re.search(r"[A-Za-z_]\w*$", ahead)
+        if ahead.endswith((")", "]")) or (word and word.group(0) not in _BEFORE_CAST_WORDS):
+            return None
+        cast = m.group("ctype")
+        if "*" not in cast and not _NUMBER_TYPE.search(cast):
+            return None
     return re.sub(r"\s+", " ", (m.group("ctype") or m.group("ttype") or "").strip())
 
 
@@ -128,14 +196,21 @@ def _own_function_values(ct: CleanText) -> list[Finding]:
     for m in pattern.finditer(ct.code):
         if _followed_by_call(ct.code, m.end()) or _member_or_scoped(ct.code, m.start()):
             continue
+        end = _after_template_args(ct.code, m.end())
         cast = _cast_before(ct.code, m.start())
         if cast is not None and not _VOID_POINTER.match(cast):
             why = f"casts the function `{m.group(1)}` to `{cast}`"
-        elif _arithmetic_after(ct.code, m.end()):
+        elif (cast is not None or _address_of(ct.code, m.start())) and _arithmetic_after(ct.code, end):
             why = f"does arithmetic on the address of the function `{m.group(1)}`"
         else:
             continue
-        out.append(Finding("address", f"{why} (only `(void*){m.group(1)}`, as the runtime takes it)", ct.line_at(m.start())))
+        out.append(
+            Finding(
+                "address",
+                f"{why} (only `(void*){m.group(1)}`, as the runtime takes it)",
+                ct.line_at(m.start()),
+            )
+        )
     return out
 
 
@@ -180,15 +255,29 @@ def _stream_values(ct: CleanText) -> list[Finding]:
 def value_findings(ct: CleanText) -> list[Finding]:
     """Every way the text reaches for libc or the loader other than by calling an allowed function."""
     out = [
-        Finding("symbol-walk", f"`{m.group(1)}` walks the loader's or the process's tables", ct.line_at(m.start()), m.group(1))
+        Finding(
+            "symbol-walk",
+            f"`{m.group(1)}` walks the loader's or the process's tables",
+            ct.line_at(m.start()),
+            m.group(1),
+        )
         for m in _WALKER.finditer(ct.code)
     ]
     out += [
-        Finding("builtin", f"`{m.group(1)}` reads the stack, the thread pointer or raw machine state", ct.line_at(m.start()), m.group(1))
+        Finding(
+            "builtin",
+            f"`{m.group(1)}` reads the stack, the thread pointer or raw machine state",
+            ct.line_at(m.start()),
+            m.group(1),
+        )
         for m in _BUILTIN.finditer(ct.code)
     ]
     out += [
-        Finding("string", f"the string names {m.group(0)!r} (the process's own map or the kernel's files)", ct.line_at(offset))
+        Finding(
+            "string",
+            f"the string names {m.group(0)!r} (the process's own map or the kernel's files)",
+            ct.line_at(offset),
+        )
         for offset, body in ct.strings
         if (m := _PROC_PATH.search(body))
     ]
