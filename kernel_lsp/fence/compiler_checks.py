@@ -18,11 +18,12 @@ _CODE = re.compile(r"^(\d+)(-D)?$")
 
 def check_diagnostics(diagnostics: Iterable[Any], path: str) -> list[Finding]:
     """Findings in the compile's own diagnostics of the candidate at `path`."""
-    out = []
+    out, lines = [], set()
     own = os.path.abspath(path)
     for d in diagnostics:
         m = _CODE.match(d.code or "")
-        if m and m.group(1) == FUNCTION_ARITHMETIC and os.path.abspath(d.path) == own:
+        if m and m.group(1) == FUNCTION_ARITHMETIC and os.path.abspath(d.path) == own and d.line not in lines:
+            lines.add(d.line)  # the front end runs for the host and for the device: said twice
             out.append(
                 Finding(
                     "address",

@@ -300,7 +300,7 @@ def compile_log(result: CompileResult, limit: int = 12) -> str:
     lines: list[str] = []
     for d in errors[:limit]:
         line = _diagnostic_line(d, result.path)
-        if not lines or lines[-1] != line:
+        if line not in lines:
             lines.append(line)
     if len(errors) > limit:
         lines.append(f"... and {len(errors) - limit} more")
