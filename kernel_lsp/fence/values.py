@@ -124,10 +124,10 @@ def _address_of(code: str, start: int) -> bool:
     return before.endswith("&") and not before.endswith("&&")
 
 
-def _cast_before(code: str, start: int) -> str | None:
-    """The type of a cast applied right before `start` (None: no cast). A C-style cast's
-    parentheses must not be a call's, an `if`'s or a macro's (`f (x) name`), and what is inside
-    must read as a pointer or integer type."""
+def _one_cast_before(code: str, start: int) -> tuple[str, int] | None:
+    """The type of a cast applied right before `start` and where the cast begins (None: no
+    cast). A C-style cast's parentheses must not be a call's, an `if`'s or a macro's
+    (`f (x) name`), and what is inside must read as a pointer or integer type."""
     before = _before(code, start)
     m = _CAST.search(before)
     if m is None:
@@ -140,7 +140,22 @@ def _cast_before(code: str, start: int) -> str | None:
         cast = m.group("ctype")
         if "*" not in cast and not _NUMBER_TYPE.search(cast):
             return None
-    return re.sub(r"\s+", " ", (m.group("ctype") or m.group("ttype") or "").strip())
+    kind = re.sub(r"\s+", " ", (m.group("ctype") or m.group("ttype") or "").strip())
+    return kind, start - len(before) + m.start()
+
+
+def _cast_before(code: str, start: int) -> str | None:
+    """The cast applied to what starts at `start`, through a chain of them: the first that is
+    not to `void*` (`(char*)(void*)f` is a cast to `char*`), else `void*`; None: no cast."""
+    found = None
+    for _ in range(8):
+        cast = _one_cast_before(code, start)
+        if cast is None:
+            break
+        found, start = cast
+        if not _VOID_POINTER.match(found):
+            break
+    return found
 
 
 def candidate_functions(code: str) -> set[str]:

@@ -214,6 +214,10 @@ ADDRESS_BYPASSES = {
         candidate("    auto k = reinterpret_cast<char*>(&scale_kernel);"),
         "casts the function `scale_kernel` to `char*`",
     ),
+    "a cast laundered through void*": (
+        candidate("    char* k = (char*)((void*)scale_kernel);"),
+        "casts the function `scale_kernel` to `char*`",
+    ),
     "&own function moved": (
         candidate("    auto k = &scale + 1;"),
         "arithmetic on the address of the function `scale`",
