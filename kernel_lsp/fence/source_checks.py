@@ -122,6 +122,47 @@ def _preprocessor_trick_findings(source: str, ct: CleanText) -> list[Finding]:
     return out
 
 
+def _allowed_hashes(dirs: Sequence[Directive], code: str) -> set[int]:
+    """Offsets of the `#`s that are what they look like: a directive's own, any in a directive
+    line but `#define`, and the stringizing `#param` of a function-like macro."""
+    allowed = {d.hash_offset for d in dirs}
+    for d in dirs:
+        end = code.find("\n", d.rest_offset)
+        end = len(code) if end < 0 else end
+        if d.name != "define":
+            allowed.update(i for i in range(d.rest_offset, end) if code[i] == "#")
+            continue
+        m = re.match(r"[ \t]+[A-Za-z_]\w*\(([^)]*)\)", code[d.rest_offset : end])
+        if not m:
+            continue  # object-like: a `#` in its body is emitted as a token where it is used
+        params = set(re.findall(r"[A-Za-z_]\w*|\.\.\.", m.group(1))) | {"__VA_ARGS__"}
+        for i in range(d.rest_offset + m.end(), end):
+            after = re.match(r"#\s*([A-Za-z_]\w*)", code[i:end])
+            if code[i] == "#" and after and after.group(1) in params:
+                allowed.add(i)
+    return allowed
+
+
+def _stray_hash_findings(ct: CleanText, dirs: Sequence[Directive]) -> list[Finding]:
+    """A `#` anywhere else: nvcc preprocesses twice (the host compiler's `-E`, whose output
+    breaks lines where the source had splices and puts a macro's tokens where it is used, then
+    cudafe++ reads that output as source), so `#define INC # include "x"` then `INC`, or a
+    splice before `#include`, is a directive to the second reader that the first never saw."""
+    allowed = _allowed_hashes(dirs, ct.code)
+    out = []
+    for m in re.finditer(r"(?<!#)#(?!#)", ct.code):
+        if m.start() not in allowed:
+            out.append(
+                Finding(
+                    "directive",
+                    "a `#` that is not a directive's or a macro's `#param` (nvcc's second preprocessing "
+                    "would read it as a directive)",
+                    ct.line_at(m.start()),
+                )
+            )
+    return out
+
+
 def _attribute_findings(ct: CleanText) -> list[Finding]:
     out = []
     for pattern in (_ATTRIBUTE, _STD_ATTRIBUTE):
@@ -168,6 +209,7 @@ def check_source(
     out = include_findings(ct, original_source, original_path, include_dirs)
     out += _preprocessor_trick_findings(source, ct)
     out += _directive_findings(dirs)
+    out += _stray_hash_findings(ct, dirs)
     out += _pragma_operator_findings(ct)
     out += asm_findings(ct)
     out += _attribute_findings(ct)

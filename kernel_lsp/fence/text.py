@@ -224,8 +224,9 @@ class _Scanner:
 
 
 def clean(source: str) -> CleanText:
-    """The two views of `source` (see the module's doc)."""
-    return _Scanner(source).run()
+    """The two views of `source` (see the module's doc). A carriage return ends a line for the
+    compiler as a newline does (`int a;\r#include "x"` holds a directive), so both become one."""
+    return _Scanner(source.replace("\r\n", "\n").replace("\r", "\n")).run()
 
 
 @dataclass(frozen=True)
@@ -237,14 +238,16 @@ class Directive:
     rest: str
     offset: int
     line: int
+    hash_offset: int = 0  # where its `#` is
+    rest_offset: int = 0  # where `rest` starts
 
 
-_DIRECTIVE = re.compile(r"^[ \t\f\v]*#[ \t\f\v]*([A-Za-z_]\w*|\d+)?(.*)$", re.M)
+_DIRECTIVE = re.compile(r"^[ \t\f\v]*(#)[ \t\f\v]*([A-Za-z_]\w*|\d+)?(.*)$", re.M)
 
 
 def directives(ct: CleanText) -> list[Directive]:
     """Every logical line that starts with `#` (or `%:`, mapped), after splices and comments."""
     return [
-        Directive(m.group(1) or "", m.group(2), m.start(), ct.line_at(m.start()))
+        Directive(m.group(2) or "", m.group(3), m.start(), ct.line_at(m.start()), m.start(1), m.start(3))
         for m in _DIRECTIVE.finditer(ct.text)
     ]

@@ -91,6 +91,28 @@ INCLUDE_BYPASSES = {
         candidate(top='const char* s = R"x(\\\n)x";\n#include "/etc/passwd"\n'),
         "an absolute path",
     ),
+    # Attacks tried after the review. nvcc preprocesses twice: g++ -E, then cudafe++ reads that
+    # output as source, so a `#` that g++ emits at the start of a line is a directive again.
+    "a carriage return ends the line": (
+        candidate(top='int a;\r#include "/etc/passwd"\rint b;\n'),
+        "an absolute path",
+    ),
+    "a macro that expands to a directive": (
+        candidate(top='#define INC # include "/etc/passwd"\nINC\n'),
+        "a `#` that is not a directive's",
+    ),
+    "a digraph directive in a macro": (
+        candidate(top="#define INC %: include <cuda/../../x>\nINC\n"),
+        "a `#` that is not a directive's",
+    ),
+    "a splice before the directive": (
+        candidate(top='int a; \\\n#include "/etc/passwd"\n'),
+        "a `#` that is not a directive's",
+    ),
+    "a directive after an empty macro": (
+        candidate(top='#define E\nE # include "/etc/passwd"\n'),
+        "a `#` that is not a directive's",
+    ),
     "%:pragma": (candidate(inc='%:pragma GCC optimize("O0")\n'), "#pragma GCC optimize"),
     "_Pragma": (candidate(top='_Pragma("GCC optimize")\n'), "#pragma GCC optimize"),
     "_Pragma with escapes": (candidate(top='_Pragma("GCC dependency \\"/etc/passwd\\"")\n'), "`_Pragma`"),
@@ -427,6 +449,13 @@ HONEST = {
         inc='#include "helpers.h"\n',
     ),
     "a comment that says #include": candidate('    // #include "/etc/passwd", asm("syscall"), &printf'),
+    "stringizing and #error": candidate(
+        "    CHECK(cudaGetLastError());",
+        top='#define CHECK(call) do { if ((call) != cudaSuccess) printf("%s failed\\n", #call); } while (0)\n'
+        "#if 0\n#error no # here\n#endif\n",
+        inc="#include <cstdio>\n",
+    ),
+    "Windows line ends": candidate("    int k = 0;\n    (void)k;").replace("\n", "\r\n"),
 }
 
 
