@@ -128,16 +128,31 @@ def _expanded(words: list[str], macros: Macros) -> list[str] | None:
     return out
 
 
-def may_run_on_host(ct: CleanText, offset: int, macros: Macros) -> bool:
-    """Whether the code at `offset` can be host code: outside any function, or in a function
-    whose head does not make it GPU-only beyond doubt."""
-    code = ct.code
+# How many enclosing blocks are looked at for the function's head (namespaces, extern "C" and
+# structs come first); code deeper in nothing but such blocks counts as host code.
+_MAX_BLOCKS = 64
+
+
+def open_braces(code: str, offsets: list[int]) -> dict[int, list[int]]:
+    """For each offset (ascending), the outermost `_MAX_BLOCKS` braces open there, in one pass."""
+    out: dict[int, list[int]] = {}
     opens: list[int] = []
-    for i in range(offset):
-        if code[i] == "{":
-            opens.append(i)
-        elif code[i] == "}" and opens:
-            opens.pop()
+    i = 0
+    for offset in offsets:
+        for j in range(i, offset):
+            if code[j] == "{":
+                opens.append(j)
+            elif code[j] == "}" and opens:
+                opens.pop()
+        i = max(i, offset)
+        out[offset] = opens[:_MAX_BLOCKS]
+    return out
+
+
+def may_run_on_host(ct: CleanText, opens: list[int], macros: Macros) -> bool:
+    """Whether code inside the blocks `opens` (outermost first) can be host code: outside any
+    function, or in a function whose head does not make it GPU-only beyond doubt."""
+    code = ct.code
     for brace in opens:  # outermost first: the function that holds it
         head = _head(code, brace)
         if "(" not in head:
@@ -152,7 +167,9 @@ def may_run_on_host(ct: CleanText, offset: int, macros: Macros) -> bool:
 def asm_findings(ct: CleanText) -> list[Finding]:
     macros = macros_of(ct)
     out = []
-    for m in _ASM.finditer(ct.code):
+    found = list(_ASM.finditer(ct.code))
+    blocks = open_braces(ct.code, [m.start() for m in found])
+    for m in found:
         line = ct.line_at(m.start())
         template, _ = _template(ct, m.end())
         if template is None:
@@ -172,6 +189,6 @@ def asm_findings(ct: CleanText) -> list[Finding]:
                     "asm", f"inline assembly with `{what.strip()}` (a raw system call, or raw bytes)", line
                 )
             )
-        if may_run_on_host(ct, m.start(), macros):
+        if may_run_on_host(ct, blocks[m.start()], macros):
             out.append(Finding("asm", "inline assembly in host code", line))
     return out

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 TRIGRAPH = re.compile(r"\?\?[=/'()!<>\-]")
 _SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
 _DIGRAPHS = {"<%": "{", "%>": "}", "<:": "[", ":>": "]"}
-_RAW_PREFIX = re.compile(r"(?:^|[^\w])(u8R|uR|UR|LR|R)$")
+_RAW_PREFIXES = frozenset(["u8R", "uR", "UR", "LR", "R"])
 _INCLUDE_HEAD = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import|embed)[ \t]*$")
 _IDENT_CHAR = re.compile(r"\w")
 
@@ -57,6 +57,7 @@ class _Scanner:
         self.lines: list[int] = []
         self.strings: list[tuple[int, str]] = []
         self.raw_strings: list[int] = []
+        self.line_start = 0  # where the output's current line starts
 
     # --- reading the source ---------------------------------------------------------------
 
@@ -101,15 +102,25 @@ class _Scanner:
     # --- writing the views ----------------------------------------------------------------
 
     def emit(self, ch: str, line: int, code_ch: str | None = None) -> None:
+        if ch == "\n":
+            self.line_start = len(self.text) + 1
         self.text.append(ch)
         self.code.append(ch if code_ch is None else code_ch)
         self.lines.append(line)
 
-    def current_line_text(self) -> str:
-        start = len(self.text)
-        while start > 0 and self.text[start - 1] != "\n":
-            start -= 1
-        return "".join(self.text[start:])
+    def current_line_text(self, limit: int = 4096) -> str:
+        """The output's current line so far; '' when longer than `limit` (an include's head
+        is short; a longer one that is an include still fails the plain-include rule)."""
+        if len(self.text) - self.line_start > limit:
+            return ""
+        return "".join(self.text[self.line_start :])
+
+    def word_before(self) -> str:
+        """The identifier the output ends with (a string literal's prefix, `u8R`)."""
+        i = len(self.text)
+        while i > 0 and _IDENT_CHAR.match(self.text[i - 1]):
+            i -= 1
+        return "".join(self.text[i:])
 
     # --- the states -----------------------------------------------------------------------
 
@@ -123,7 +134,7 @@ class _Scanner:
                 self.take()
                 self._block_comment(line)
             elif ch in "\"'":
-                if ch == '"' and _RAW_PREFIX.search(self.current_line_text()):
+                if ch == '"' and self.word_before() in _RAW_PREFIXES:
                     self._raw_string(line)
                 elif ch == "'" and self._in_number():
                     self.emit(ch, line)

@@ -166,7 +166,7 @@ def candidate_functions(code: str) -> set[str]:
         if name in _NOT_FUNCTIONS:
             continue
         depth, i = 0, m.end() - 1
-        while i < len(code):
+        while i < min(len(code), m.end() + 2000):  # a parameter list is not longer
             if code[i] == "(":
                 depth += 1
             elif code[i] == ")":
