@@ -26,7 +26,9 @@ _SYSCALL = re.compile(
     r"|insn|inst|dc(?:\.\w)?)\b)",
     re.I,
 )
-_HOST_WORDS = frozenset(["__host__", "host", "__host"])
+# `constexpr`: with --expt-relaxed-constexpr, host code may call a `__device__ constexpr`
+# function, and nvcc then compiles it for the host (its `#ifndef __CUDA_ARCH__` part included).
+_HOST_WORDS = frozenset(["__host__", "host", "__host", "constexpr", "consteval"])
 _DEVICE_WORDS = frozenset(["__global__", "__device__"])
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|[0-7]{1,3}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)", re.S)

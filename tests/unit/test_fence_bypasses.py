@@ -393,6 +393,13 @@ ASM_BYPASSES = {
         candidate("    int a = 1'0; asm volatile(\"syscall\"); int b = 2'0;"),
         "with `syscall`",
     ),
+    "a __device__ constexpr function (relaxed constexpr compiles it for the host)": (
+        candidate(
+            top="__device__ constexpr int f(int v) {\n#ifndef __CUDA_ARCH__\n"
+            '    if (v < 0) { asm volatile("movq %%fs:0, %%rax" ::: "rax"); }\n#endif\n    return v;\n}\n'
+        ),
+        "inline assembly in host code",
+    ),
     "an asm label renaming a call": (
         candidate(top='extern "C" int my_puts(const char*) __asm__("system");\n'),
         "inline assembly in host code",
