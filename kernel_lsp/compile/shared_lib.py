@@ -23,6 +23,7 @@ import glob
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -115,9 +116,17 @@ def _link(nvcc: str, host_compiler_flags: list[str], arch: str, obj: str, out: s
 class Fence(Protocol):
     """The static checks of host code someone else wrote (kernel_lsp.fence provides them)."""
 
-    def check_source(self, source: str, original_source: str | None) -> list: ...
+    def check_source(
+        self,
+        source: str,
+        original_source: str | None,
+        original_path: str | None = None,
+        include_dirs: Sequence[str] = (),
+    ) -> list: ...
 
     def check_object(self, object_path: str) -> list: ...
+
+    def check_diagnostics(self, diagnostics: Sequence[Diagnostic], path: str) -> list: ...
 
 
 def compile_library(
@@ -153,7 +162,9 @@ def compile_library(
         # The text first: an include of a file outside the allowlist is never even read by nvcc
         # (its contents would come back in the compiler's messages).
         assert fence is not None
-        build.fence = fence.check_source(source, candidate_of)
+        # The original's own headers are found beside it and in its include folders; CUDA's in
+        # CUDA's folders (the fence knows them).
+        build.fence = fence.check_source(source, candidate_of, path, options.include_dirs)
         if build.fence:
             return build
     lib_options = replace(options, host_check=True, extra=(*options.extra, "-Xcompiler", "-fPIC"))
@@ -179,6 +190,13 @@ def compile_library(
     except OSError as e:
         build.result = _tool_diagnostic(path, options, f"nvcc could not run: {e}")
     build.result.duration_s = time.perf_counter() - start
+    if not trusted and not build.fence:
+        # What only the compiler can tell (arithmetic on a function's address, through any
+        # variable): the library is dropped before anything loads it.
+        assert fence is not None
+        build.fence = fence.check_diagnostics(build.result.diagnostics, path)
+        if build.fence:
+            build.library = None
     if build.result.ok and build.library is None and not build.fence:
         build.result.ok = False
         build.result.diagnostics.append(

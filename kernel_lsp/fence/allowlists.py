@@ -450,12 +450,142 @@ DENIED_ATTRIBUTES = frozenset(
         "visibility",
         "cleanup",
         "weak",
+        # Code generation by hand: another instruction set (`target("fsgsbase")` opens the
+        # thread pointer), other optimisation, symbol versions, attributes copied from elsewhere.
+        "target",
+        "target_clones",
+        "optimize",
+        "symver",
+        "copy",
     )
 )
 
+# Imported symbols that are data, not functions: their address is how they are used.
+DATA_IMPORTS = frozenset(["stdout", "stderr", "__dso_handle", "_GLOBAL_OFFSET_TABLE_"])
+# Imported functions the compiler itself stores as data: the C++ personality routine (a pointer
+# in `DW.ref.__gxx_personality_v0`, read by the unwinder) and the pure-virtual slot of vtables.
+COMPILER_FUNCTION_DATA = frozenset(["__gxx_personality_v0", "__cxa_pure_virtual"])
+
+# The calls that take a stream: `stdout`/`stderr` may appear only as their argument.
+PRINT_STREAM_FUNCTIONS = frozenset(
+    ["fprintf", "vfprintf", "fputs", "fputc", "putc", "fflush", "fwrite", "__fprintf_chk"]
+)
+
+# Names that walk the loader's tables, the process's symbols, environment or memory map: from
+# any of them, libc's `system` is a lookup away. (`__libc_*` and `_dl_*` are refused as
+# prefixes.) The linker's own symbols mark where the library's code and data lie.
+SYMBOL_WALKERS = frozenset(
+    [
+        "dl_iterate_phdr",
+        "dladdr",
+        "dladdr1",
+        "dlinfo",
+        "_r_debug",
+        "r_debug",
+        "link_map",
+        "environ",
+        "__environ",
+        "_environ",
+        "getauxval",
+        "__getauxval",
+        "program_invocation_name",
+        "program_invocation_short_name",
+        "__progname",
+        "__progname_full",
+        "_GLOBAL_OFFSET_TABLE_",
+        "_DYNAMIC",
+        "_PROCEDURE_LINKAGE_TABLE_",
+        "__ehdr_start",
+        "__executable_start",
+        "_etext",
+        "__etext",
+        "etext",
+        "_edata",
+        "edata",
+        "__bss_start",
+        "_end",
+        "__data_start",
+        "__init_array_start",
+        "__init_array_end",
+        "__fini_array_start",
+        "__fini_array_end",
+        "__preinit_array_start",
+        "__preinit_array_end",
+        "__dso_handle",
+        "backtrace",
+        "backtrace_symbols",
+        "_Unwind_Backtrace",
+        "_Unwind_GetIP",
+        "_Unwind_FindEnclosingFunction",
+    ]
+)
+# Compiler builtins that read the stack's return addresses, the frame, the thread pointer, or
+# jump by hand (`__builtin_ia32_*`, the x86 intrinsics, are refused as a prefix).
+REFUSED_BUILTINS = frozenset(
+    [
+        "__builtin_frame_address",
+        "__builtin_return_address",
+        "__builtin_extract_return_addr",
+        "__builtin_frob_return_addr",
+        "__builtin_dwarf_cfa",
+        "__builtin_eh_return",
+        "__builtin_unwind_init",
+        "__builtin_apply",
+        "__builtin_apply_args",
+        "__builtin_return",
+        "__builtin_setjmp",
+        "__builtin_longjmp",
+        "__builtin_thread_pointer",
+        "__builtin_call_with_static_chain",
+        "__builtin___clear_cache",
+        "setjmp",
+        "_setjmp",
+        "longjmp",
+        "_longjmp",
+        "sigsetjmp",
+        "siglongjmp",
+    ]
+)
+# Library functions the text may only call: a mention that is not a call is their address.
+# (Math names and words a variable is often called, `div`, `abs`, `free`, `signal`, are left to
+# the object check, which sees an address the compiler takes of any import.)
+_COMMON_WORDS = frozenset(
+    [
+        "abs",
+        "labs",
+        "llabs",
+        "div",
+        "rand",
+        "srand",
+        "exit",
+        "abort",
+        "free",
+        "remove",
+        "rename",
+        "open",
+        "kill",
+        "raise",
+        "signal",
+        "connect",
+        "bind",
+        "listen",
+        "accept",
+        "truncate",
+        "clone",
+    ]
+)
+FUNCTION_VALUE_NAMES = (
+    (CUDA_RUNTIME | (LIBC - DATA_IMPORTS) | frozenset(DANGEROUS)) - _COMMON_WORDS - {"stdout", "stderr"}
+)
+
+
+def is_cxx_data(name: str) -> bool:
+    """Type information and vtables of the standard exception classes."""
+    return bool(_CXX_DATA.match(name))
+
 
 def allowed_symbol(name: str) -> bool:
-    return name in ALLOWED_SYMBOLS or bool(_CXX_DATA.match(name))
+    return name in ALLOWED_SYMBOLS or is_cxx_data(name)
 
 
 def allowed_header(target: str) -> bool:

@@ -1,6 +1,7 @@
 """The fence's look at a candidate's own host object (`nvcc -c`, before it is linked with cudart):
 every symbol it imports must be on the allowlist, the only code run at load time must be
-nvcc's registration constructor, and its host code must hold no system-call instruction."""
+nvcc's registration constructor, an imported function is only ever called (never has its
+address taken), and no executable section holds a system-call instruction."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import re
 import shutil
 import subprocess
 
-from ..elf import STT_FUNC, Elf, ElfError
-from .allowlists import DANGEROUS, allowed_symbol
+from ..elf import SHT_RELA, STT_FUNC, Elf, ElfError
+from .allowlists import COMPILER_FUNCTION_DATA, DANGEROUS, DATA_IMPORTS, allowed_symbol, is_cxx_data
 from .findings import Finding
 
 # nvcc's generated registration of the file's kernels and variables (a static constructor).
@@ -17,6 +18,12 @@ REGISTRATION = re.compile(r"^_ZL\d+__sti____cudaRegisterAllv$")
 LOAD_TIME_SECTIONS = (".preinit_array", ".ctors", ".dtors", ".fini_array", ".init", ".fini")
 _SYSCALL_INSN = re.compile(r"\t(syscall|sysenter|int\s+\$0x80)\b")
 OBJDUMP_TIMEOUT_S = 30.0
+SHF_EXECINSTR = 0x4
+# x86-64 relocations: a call or jump through the PLT is how an import is called; every other
+# kind against an imported function (GOTPCREL loads, absolute or PC-relative addresses) stores
+# its address as data.
+R_X86_64_PLT32 = 4
+EM_X86_64 = 62
 
 
 def _plain(symbol: str) -> str:
@@ -93,14 +100,60 @@ def check_load_time_code(elf: Elf) -> list[Finding]:
     return out
 
 
-def check_instructions(object_path: str) -> list[Finding]:
-    """No raw system call in the host code (a libc call goes through its import instead)."""
+def _executable_sections(elf: Elf) -> list[str]:
+    return [s.name for s in elf.sections if s.flags & SHF_EXECINSTR and s.size and s.name]
+
+
+def check_addresses(elf: Elf) -> list[Finding]:
+    """An imported function's address taken anywhere but in a call: `&printf`, `(void*)printf`,
+    `printf + 0x...` all load it through the GOT, and from libc's `printf` its `system` is a fixed
+    distance away. nvcc's own registration takes only the addresses of the file's own stubs
+    (defined here), so an import's address is never needed; the exceptions are data imports
+    (`stdout`, typeinfo) and the functions the compiler keeps as data (the C++ personality
+    routine, `__cxa_pure_virtual` in vtables)."""
+    if int.from_bytes(elf.image[18:20], "little" if elf.endian == "<" else "big") != EM_X86_64:
+        return [Finding("object", "the host object is not x86-64: its relocations cannot be read")]
+    symbols = elf.symbols()
+    executable = set(_executable_sections(elf))
+    out, seen = [], set()
+    for rela in elf.sections:
+        if rela.type != SHT_RELA or not 0 <= rela.info < len(elf.sections):
+            continue
+        target = elf.sections[rela.info].name
+        for r in elf.relocations(target):
+            sym = symbols[r.symbol] if 0 <= r.symbol < len(symbols) else None
+            if sym is None or not sym.undefined:
+                continue  # the object's own code and data: its kernels' stubs, its sections
+            name = sym.name
+            if name in DATA_IMPORTS or is_cxx_data(name) or name in seen:
+                continue
+            if r.type == R_X86_64_PLT32 and target in executable:
+                continue  # a call
+            if name in COMPILER_FUNCTION_DATA and target not in executable:
+                continue
+            seen.add(name)
+            out.append(
+                Finding(
+                    "address",
+                    f"takes the address of the library function `{_plain(name)}` (in {target}), not "
+                    "only calling it",
+                    symbol=_plain(name),
+                )
+            )
+    return out
+
+
+def check_instructions(object_path: str, sections: list[str] | None = None) -> list[Finding]:
+    """No raw system call in the host code (a libc call goes through its import instead).
+    `sections`: the object's executable sections, each disassembled by name (objdump's `-d` picks
+    sections by its own flags; naming them makes sure none is skipped)."""
     objdump = shutil.which("objdump")
     if objdump is None:
         return [Finding("object", "objdump (binutils) is not installed: the host code cannot be inspected")]
+    named = [f"--section={name}" for name in sections or []]
     try:
         proc = subprocess.run(
-            [objdump, "-d", "--no-show-raw-insn", object_path],
+            [objdump, "-d", "--no-show-raw-insn", *named, object_path],
             capture_output=True,
             text=True,
             timeout=OBJDUMP_TIMEOUT_S,
@@ -111,6 +164,10 @@ def check_instructions(object_path: str) -> list[Finding]:
     if proc.returncode != 0:
         return [Finding("object", f"objdump could not read the object: {proc.stderr.strip()[:200]}")]
     out, function = [], ""
+    shown = set(re.findall(r"^Disassembly of section (.+):$", proc.stdout, re.M))
+    for name in sections or []:
+        if name not in shown:
+            out.append(Finding("instruction", f"the executable section `{name}` could not be disassembled"))
     for line in proc.stdout.splitlines():
         head = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
         if head:
@@ -131,6 +188,11 @@ def check_object(object_path: str) -> list[Finding]:
     try:
         with open(object_path, "rb") as f:
             elf = Elf(f.read())
-        return check_imports(elf) + check_load_time_code(elf) + check_instructions(object_path)
+        return (
+            check_imports(elf)
+            + check_load_time_code(elf)
+            + check_addresses(elf)
+            + check_instructions(object_path, _executable_sections(elf))
+        )
     except (OSError, ElfError, ValueError) as e:
         return [Finding("object", f"the host object cannot be read: {e}")]

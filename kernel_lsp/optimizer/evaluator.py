@@ -239,13 +239,77 @@ def resources_of(
     return out
 
 
+# What a compile's feedback may hold: a message of the candidate's own file, cut to this, and
+# the whole text cut to the prompt's share for one candidate.
+MAX_MESSAGE_CHARS = 300
+MAX_COMPILE_LOG_CHARS = 1500
+IN_HEADER = "(in an included header)"
+# A compiler line that names a file: nvcc's `file(12): ...`, g++'s `file:12:5: ...`, the context
+# lines of either (`In file included from file:3`, `from file:3`).
+_LOG_FILE_LINE = re.compile(
+    r"^\s*(?:In file included from |from )?(?P<path>[^\s:(][^:(]*?)(?:\((?P<l1>\d+)\)|:(?P<l2>\d+)[:,])"
+)
+
+
+def _own_file(path: str, candidate: str) -> bool:
+    return bool(path) and os.path.normpath(os.path.abspath(path)) == os.path.normpath(
+        os.path.abspath(candidate)
+    )
+
+
+def _diagnostic_line(d: Any, candidate: str) -> str:
+    """One error of the feedback: the candidate's own, or only that it is in a header (a header's
+    message can quote the header, and a header can be any file the text named)."""
+    if not _own_file(d.path, candidate):
+        return IN_HEADER
+    if d.header_copy:
+        return f"line {d.line}: {d.severity.label}: {IN_HEADER}"
+    message = d.message if len(d.message) <= MAX_MESSAGE_CHARS else d.message[:MAX_MESSAGE_CHARS] + " [...]"
+    return f"line {d.line}:{d.col}: {d.severity.label}: {message}"
+
+
+def own_file_log(log: str, candidate: str) -> str:
+    """The raw compiler log, keeping only what is about `candidate`: a line that names another
+    file, and the excerpt and caret lines under it, become one `(in an included header)`."""
+    out: list[str] = []
+    foreign = False
+    for line in log.splitlines():
+        m = _LOG_FILE_LINE.match(line)
+        if m and not line.startswith(" "):
+            foreign = not _own_file(m.group("path"), candidate) and not (
+                os.path.basename(m.group("path")) == os.path.basename(candidate)
+                and "/" not in m.group("path")
+            )
+        elif m and line.lstrip().startswith(("In file included from", "from ")):
+            foreign = True
+        if foreign:
+            if not out or out[-1] != IN_HEADER:
+                out.append(IN_HEADER)
+            continue
+        out.append(line[:MAX_MESSAGE_CHARS])
+    return "\n".join(out)
+
+
+def _cut(text: str, limit: int = MAX_COMPILE_LOG_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n[... cut]"
+
+
 def compile_log(result: CompileResult, limit: int = 12) -> str:
-    """The errors of a failed compile, as the compiler said them (for the report and the prompt)."""
+    """The errors of a failed compile, as the compiler said them (for the report and the prompt),
+    about the compiled file alone: an error inside another file (a header, or whatever a
+    candidate made the compiler read) is only said to be there, never quoted; the text is cut to
+    MAX_COMPILE_LOG_CHARS."""
     errors = [d for d in result.diagnostics if d.severity >= Severity.ERROR] or result.diagnostics
-    lines = [f"line {d.line}:{d.col}: {d.severity.label}: {d.message}" for d in errors[:limit]]
+    lines: list[str] = []
+    for d in errors[:limit]:
+        line = _diagnostic_line(d, result.path)
+        if line not in lines:
+            lines.append(line)
     if len(errors) > limit:
         lines.append(f"... and {len(errors) - limit} more")
-    return "\n".join(lines) or (result.log.strip()[:1500] or "compile failed")
+    if lines:
+        return _cut("\n".join(lines))
+    return _cut(own_file_log(result.log, result.path).strip()) or "compile failed"
 
 
 # --- the real one -------------------------------------------------------------------------------

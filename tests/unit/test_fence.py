@@ -127,25 +127,38 @@ def test_a_global_object_with_a_constructor_is_refused_by_the_object_check(folde
 
 
 def test_an_import_the_text_hides_is_refused_by_the_object_check(folder, options):
-    # No `fopen(` in the text: the call goes through a pointer.
-    source = candidate('    auto open_file = &fopen;\n    open_file("/tmp/x", "w");', "#include <cstdio>\n")
+    # The text checks know a list of names; `tmpfile` is not on it, but it is not on the
+    # object's allowlist either.
+    source = candidate("    FILE* f = tmpfile();\n    (void)f;", "#include <cstdio>\n")
     assert check_source(source, ORIGINAL) == []
     result = build(folder, options, source)
     assert result.library is None
-    assert any(f.kind == "symbol" and f.symbol == "fopen" for f in result.fence), result.fence
+    assert any(f.kind == "symbol" and f.symbol == "tmpfile" for f in result.fence), result.fence
+
+
+def test_a_call_through_a_pointer_is_refused_by_text_and_object(tmp_path, options):
+    # No `fopen(` in the text: the call goes through a pointer, so the text sees its address.
+    source = candidate('    auto open_file = &fopen;\n    open_file("/tmp/x", "w");', "#include <cstdio>\n")
+    assert [(f.kind, f.symbol) for f in check_source(source, ORIGINAL)] == [("address", "fopen")]
+    findings = check_object(str(compile_object(tmp_path, source)))
+    assert {(f.kind, f.symbol) for f in findings} >= {("symbol", "fopen"), ("address", "fopen")}
+
+
+def compile_object(folder: Path, source: str, name: str = "raw") -> Path:
+    """The host object of `source` as the library build makes it (nvcc -c -fPIC), past the fence."""
+    src, obj = folder / f"{name}.cu", folder / f"{name}.o"
+    src.write_text(source)
+    subprocess.run(
+        [find_toolchain().nvcc, "-c", "-Xcompiler", "-fPIC", "-arch=sm_90", "-o", str(obj), str(src)],
+        check=True,
+        capture_output=True,
+    )
+    return obj
 
 
 def test_a_raw_system_call_instruction_is_found_in_the_object(tmp_path, options):
     source = candidate('    asm volatile("syscall");')
-    src, obj = tmp_path / "raw.cu", tmp_path / "raw.o"
-    src.write_text(source)
-    nvcc = find_toolchain().nvcc
-    subprocess.run(
-        [nvcc, "-c", "-Xcompiler", "-fPIC", "-arch=sm_90", "-o", str(obj), str(src)],
-        check=True,
-        capture_output=True,
-    )
-    findings = check_object(str(obj))
+    findings = check_object(str(compile_object(tmp_path, source)))
     assert any(f.kind == "instruction" and "syscall" in f.message and "scale" in f.message for f in findings)
 
 
