@@ -53,9 +53,13 @@ def run_job(job_dir: str, outer: str = "") -> int:
     if untrusted(job):
         from kernel_lsp.fence.sandbox import READ_EVERYTHING, enter_sandbox
 
-        # As before issue 30 where a tool may need it: reads open (the launch runs the user's
-        # spec) and AF_UNIX sockets allowed (the watching tool's IPC, compute-sanitizer's).
-        enter_sandbox(job_dir, outer, readable=READ_EVERYTHING, allow_unix_sockets=True)
+        # Where the watching tool needs it: reads open (the launch runs the user's spec), AF_UNIX
+        # sockets and shared anonymous maps allowed (the tool's IPC; the driver's start: under
+        # compute-sanitizer on an H200 the context failed with CUDA_ERROR_OUT_OF_MEMORY without
+        # the maps). The verdict and the timing never come from this process.
+        enter_sandbox(
+            job_dir, outer, readable=READ_EVERYTHING, allow_unix_sockets=True, deny_shared_anonymous=False
+        )
 
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
