@@ -1,0 +1,58 @@
+"""The judge's clock (runner/judge.HostClock) and its reading of runs on seen inputs, on runs
+that only sleep: what an answer given early, or a result kept between runs, looks like to it."""
+
+from __future__ import annotations
+
+import time
+
+from kernel_lsp.runner import judge
+from kernel_lsp.runner.fake import FakeDevice
+from kernel_lsp.runner.judge import HostClock, ratio_seen_to_new, seen_inputs_faster
+
+
+def run_that(answer_after_s: float, copy_takes_s: float):
+    """A run whose accused answers after `answer_after_s` and whose settle (the judge's copy)
+    then takes `copy_takes_s`: a long copy is the GPU still busy with the candidate's work."""
+
+    def run() -> None:
+        time.sleep(answer_after_s)
+        judge.ANSWERED.append(time.perf_counter())
+        time.sleep(copy_takes_s)
+
+    return run
+
+
+def test_an_answer_given_before_the_work_is_done_still_pays_for_it():
+    clock = HostClock(FakeDevice())
+    # Honest: answers after 4 ms of work, its copy takes 1 ms. Early: answers at once, and the
+    # judge's copy waits 4 ms for the work still running, then takes its 1 ms.
+    honest, early = run_that(0.004, 0.001), run_that(0.0, 0.005)
+    samples = clock.time_rounds([honest, early], rounds=6, cold_l2=False)
+    h, e = sorted(samples[0])[3], sorted(samples[1])[3]
+    assert h >= 0.004 and e >= 0.0035, (h, e)  # the early answer saved (almost) nothing
+    assert h < 0.0048  # the copy's own fixed cost is not counted
+    assert "request to answer" in clock.describe() and "12 runs" in clock.describe()
+
+
+def test_runs_on_seen_inputs_much_faster_than_new_ones_are_suspicious():
+    # Sample order as a judged side sees it: new inputs now and then, seen ones in between.
+    fresh = [False, True, False, True, False, False, False, True, False, False, False, False]
+    honest = [1.0e-3 + 1e-5 * (k % 3) for k in range(len(fresh))]
+    cached = [1.0e-3 if f else 0.2e-3 for f in fresh]
+    assert seen_inputs_faster(honest, fresh) is None
+    why = seen_inputs_faster(cached, fresh)
+    assert why and "already seen" in why and "0.20x" in why, why
+    # Judged against a trusted original that shows the same effect, it is no longer suspicious.
+    assert seen_inputs_faster(cached, fresh, calibration=ratio_seen_to_new(cached, fresh)) is None
+
+
+def test_a_drift_over_time_is_not_read_as_a_cache():
+    """New inputs come early and late; the machine speeds up as it goes (the first runs slow):
+    each run on new inputs is set against the seen runs around it. Against the whole
+    measurement, the seen runs (mostly late, so fast) would be 0.67x the new ones."""
+    fresh = [True, False, False, True, False, False, False, False, True, False, False, False]
+    drifting = [1e-3 * (12 - k) for k in range(len(fresh))]  # each run faster than the last
+    new = sorted(s for s, f in zip(drifting, fresh) if f)
+    seen = sorted(s for s, f in zip(drifting, fresh) if not f)
+    assert seen[len(seen) // 2] / new[len(new) // 2] < judge.CACHE_RATIO  # the naive reading
+    assert seen_inputs_faster(drifting, fresh) is None
