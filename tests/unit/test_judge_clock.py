@@ -52,7 +52,7 @@ def test_a_drift_over_time_is_not_read_as_a_cache():
     measurement, the seen runs (mostly late, so fast) would be 0.67x the new ones."""
     fresh = [True, False, False, True, False, False, False, False, True, False, False, False]
     drifting = [1e-3 * (12 - k) for k in range(len(fresh))]  # each run faster than the last
-    new = sorted(s for s, f in zip(drifting, fresh) if f)
-    seen = sorted(s for s, f in zip(drifting, fresh) if not f)
+    new = sorted(s for s, f in zip(drifting, fresh, strict=True) if f)
+    seen = sorted(s for s, f in zip(drifting, fresh, strict=True) if not f)
     assert seen[len(seen) // 2] / new[len(new) // 2] < judge.CACHE_RATIO  # the naive reading
     assert seen_inputs_faster(drifting, fresh) is None
