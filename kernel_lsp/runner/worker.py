@@ -1,12 +1,14 @@
 """The GPU worker: a separate process per GPU that loads CUBINs, runs the verification cases and
 times launches. Started by kernel_lsp.gpu.GpuSession as
 
-    python -m kernel_lsp.runner.worker [--device N] [--fake]
+    python -m kernel_lsp.runner.worker [--device N] [--fake] [--judge]
 
 and driven through kernel_lsp.runner.protocol frames on stdin/stdout (the request and reply
 fields are listed in `handle`). A hang is the client's business (it kills this process); a sticky
 CUDA error makes this process report (`"fatal": true`) and exit, because its context is gone.
-`--fake` (or KERNEL_LSP_FAKE_GPU=1) uses runner/fake.py instead of a GPU, for CI.
+`--fake` (or KERNEL_LSP_FAKE_GPU=1) uses runner/fake.py instead of a GPU, for CI. `--judge`: the
+worker of a sandboxed session, which loads no code it judges: each request's candidate (and the
+original beside it) runs in an accused process of its own (runner/judge.py, runner/accused.py).
 """
 
 from __future__ import annotations
