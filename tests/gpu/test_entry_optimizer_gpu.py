@@ -67,8 +67,10 @@ def fsr(gpu: GpuSession, tmp_path: Path, sample: str, answers: list[str]):
     return result
 
 
-# Not started first among the long tests: its screening times candidates one after the other,
-# and at the run's start (every long test starting) a 2.7x faster fused kernel timed 0.07x.
+# Alone on the GPU: judged end to end, beside five other tests on an H200, the A/B's last timed
+# outputs of one input set held the poison once (the round offered nothing); alone it was
+# accepted at 1.87x [1.80, 1.96] and proven (this session's device runs). Open: why, under load.
+@pytest.mark.quiet
 def test_a_fused_layernorm_written_as_a_complete_file_is_accepted_and_the_race_is_not(gpu, tmp_path):
     """The original: three kernels, temporaries and a cudaMemset between them. The fused
     rewrite (one kernel, no temporaries, a renamed kernel) is verified against the spec and the

@@ -213,6 +213,9 @@ def test_scripted_llm_with_cheats_gets_exactly_the_honest_kernel_offered(gpu):
     assert result.comparison.ci_low > 1.02
 
 
+# Judged (end to end, on the judge's clock): beside five other tests on an H200 it screened at
+# 1.13x; alone, 1.01x and 0.94x in the A/B (this session's device runs).
+@pytest.mark.quiet
 def test_memo_allowed_to_run_is_timed_honestly_and_not_offered(gpu):
     """With the static check off, the runtime protection alone keeps the memoising kernel from
     looking faster than the honest kernel it copies."""
