@@ -148,7 +148,7 @@ async def test_hover_shows_clangds_signature_and_the_resources(client: LanguageC
     text = hover.contents.value
     assert "function `saxpy`" in text and "float *__restrict x" in text  # clangd's
     assert "compiled with nvcc" in text and "| sm_90 |" in text and "registers" in text  # kernel-lsp's
-    assert text.index("function `saxpy`") < text.index("registers")
+    assert text.index("registers") < text.index("function `saxpy`")  # kernel-lsp's figures first
     # A word that is not a kernel still gets clangd's hover.
     hover = await client.text_document_hover_async(
         types.HoverParams(text_document=doc(program), position=at(program, "cudaMalloc(&d_x", 3))

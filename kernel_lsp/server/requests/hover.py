@@ -1,7 +1,7 @@
-"""textDocument/hover: clangd's hover (what the symbol is: signature, documentation), and on a
-kernel's name its resources per arch, occupancy, and the GPU figures when the kernel has a spec
-and a GPU checked it. On a template, its instances — compiled by this file or by the files that
-include it — with their range of registers and occupancy."""
+"""textDocument/hover: on a kernel's name its resources per arch, occupancy, and the GPU figures
+when the kernel has a spec and a GPU checked it (kernel-lsp's own figures, first), then clangd's
+hover (what the symbol is: signature, documentation). On a template, its instances — compiled by
+this file or by the files that include it — with their range of registers and occupancy."""
 
 from __future__ import annotations
 
@@ -27,6 +27,19 @@ INSTANCE_ROWS = 20
 log = logging.getLogger(__name__)
 
 
+# `__launch_bounds__(256, 4)`, `__restrict__`: in Markdown `__x__` is bold "x".
+_DOUBLE_UNDERSCORED = re.compile(r"__\w+__(?:\([^()`]*\))?")
+
+
+def as_code_names(text: str) -> str:
+    """Plain text for Markdown: the `__word__` names (and their argument lists) outside code spans
+    become code spans, so that they read as written instead of as bold words."""
+    pieces = re.split(r"(`[^`]*`)", text)
+    for i in range(0, len(pieces), 2):  # the even pieces are outside code spans
+        pieces[i] = _DOUBLE_UNDERSCORED.sub(lambda m: f"`{m.group(0)}`", pieces[i])
+    return "".join(pieces)
+
+
 def word_at(line: str, character: int) -> str | None:
     for m in re.finditer(r"[A-Za-z_]\w*", line):
         if m.start() <= character <= m.end():
@@ -50,7 +63,7 @@ def resources_markdown(
     for k in kernels:
         if k.name not in shown:
             continue
-        occ = "n/a (see the launches below)" if k.launches else f"n/a ({NO_BLOCK})"
+        occ = "n/a (see the launches below)" if k.launches else f"n/a ({as_code_names(NO_BLOCK)})"
         if k.occupancy:
             occ = k.occupancy.describe()
         elif k.block_size:
@@ -98,7 +111,7 @@ def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
         for entry, text in zip(k.launches, describe_launches(k.launches, k.arch), strict=True):
             if entry.occupancy is not None and entry.occupancy == k.occupancy:
                 text = entry.source + (f" ({entry.note})" if entry.note else "")  # the table's figure
-            lines.append(f"- {label}{text}")
+            lines.append(f"- {label}{as_code_names(text)}")
     if not lines:
         return ""
     arch = next(iter(firsts.values())).arch
@@ -141,10 +154,11 @@ def register(server) -> None:
 def hover_answer(
     snapshot: DocumentSnapshot | None, position: types.Position, clangd_answer: object
 ) -> types.Hover | None:
-    """clangd's part first (what the symbol is), a rule, then kernel-lsp's as it always read."""
+    """kernel-lsp's part first (the figures this server exists for), a rule, then clangd's (what
+    the symbol is: its signature and documentation)."""
     signature = clangd_markdown(clangd_answer)
     parts = kernel_parts(snapshot, position) if snapshot is not None else []
-    text = "\n\n---\n\n".join(p for p in (signature, "\n\n".join(parts)) if p)
+    text = "\n\n---\n\n".join(p for p in ("\n\n".join(parts), signature) if p)
     if not text:
         return None
     r = clangd_answer.get("range") if signature and isinstance(clangd_answer, dict) else None
@@ -196,7 +210,7 @@ def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[s
         # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
         # promise something; say why instead.
         why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
-        parts.append(f"**`{name}`** — no resources: {why}")
+        parts.append(f"**`{name}`** — no resources: {as_code_names(why)}")
     elif check and check.errors:
         parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
     elif signatures[name].templated:
@@ -225,7 +239,7 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     if not k.ok:
         # Too fast to be true is its own verdict: the figure is not shown as a result.
         status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
-        return [f"**GPU check ({device}): {status}** — {k.message}"]
+        return [f"**GPU check ({device}): {status}** — {as_code_names(k.message)}"]
     rows = [
         f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
         "latency is the median of n cold-L2 samples, spread p10–p90",
