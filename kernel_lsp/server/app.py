@@ -62,6 +62,8 @@ class KernelLanguageServer(LanguageServer):
 
         self.gpu_feature = GpuFeature(self)
         self.exit_code = 0
+        self.client_log = None  # logs.ClientLogHandler: the log as window/logMessage, once serving
+        self._settings_logged = False
         self.after_check_hooks.append(self.gpu_feature.after_check)
         from .clangd.proxy import ClangdProxy
 
@@ -266,8 +268,11 @@ class KernelLanguageServer(LanguageServer):
         for arch in settings.archs():
             if message := check_arch(arch):
                 self.show_warning(f"kernel-lsp: {origin}: {message}")
-        log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
-        return settings != before
+        changed = settings != before
+        if changed or not self._settings_logged:  # once a start, and again when they change
+            self._settings_logged = True
+            log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
+        return changed
 
     def show_warning(self, message: str) -> None:
         log.warning(message)

@@ -204,15 +204,14 @@ class Watching:
         self._queued.clear()
 
     def _problem(self, message: str, popup: bool = False) -> None:
+        """A problem for the editor's log (the server's log goes there as window/logMessage), and
+        with `popup` shown to the user too."""
         self.problems.append(message)
-        log.warning(message)
+        if not popup:
+            log.warning("kernel-lsp: %s", message)
+            return
         try:
-            if popup:
-                self.server.show_warning(f"kernel-lsp: {message}")
-            else:
-                self.server.window_log_message(
-                    types.LogMessageParams(type=types.MessageType.Warning, message=f"kernel-lsp: {message}")
-                )
+            self.server.show_warning(f"kernel-lsp: {message}")  # logs it too
         except Exception:
             log.debug("could not tell the client", exc_info=True)
 

@@ -216,7 +216,9 @@ class ClangdProxy:
             self._stopping = True  # turned off by workspace/configuration: nobody waits for it
             return
         if self.binary is None:
-            self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Info)
+            # Once per server start, where the user looks (a pop-up, not only the log): what is
+            # missing and the command that fixes it.
+            self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Warning)
             return
         if self._supervisor is None or self._supervisor.done():
             self._stopping = False

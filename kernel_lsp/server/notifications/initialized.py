@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 def register(server) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls, params: types.InitializeParams) -> None:
+        if ls.client_log is not None:
+            ls.client_log.connected()  # the log may go to the editor from here on
         caps = params.capabilities.text_document
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
@@ -47,6 +49,8 @@ def register(server) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls, params=None) -> None:
+        if ls.client_log is not None:
+            ls.client_log.disconnected()  # the editor is ending the session: the log stays here
         ls.analysis.shutdown()
         ls.gpu_feature.stop()
         for hook in ls.shutdown_hooks:
