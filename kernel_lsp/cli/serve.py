@@ -10,7 +10,7 @@ import os
 import sys
 
 from .. import __version__
-from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
+from .exit_codes import EXIT_CLEAN, EXIT_TOOL_FAILED
 
 COMMANDS_HELP = """\
 commands (each takes --help):

@@ -82,6 +82,27 @@ def path_binary() -> str | None:
     return best[1] if best else None
 
 
+def user_choice(raw: object) -> tuple[bool, str | None]:
+    """`clangd.enabled` and `clangd.path` as the editor's settings object gives them (its
+    initializationOptions), read as `config.settings_from_dict` reads them (nested or dotted keys,
+    an optional `kernelLsp` wrapper; a value of the wrong type keeps the default) without loading
+    the engine's settings module, whose compiler imports would slow the answer to `initialize`."""
+    flat: dict[str, object] = {}
+
+    def walk(d: dict, prefix: str) -> None:
+        for key, value in d.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, name + ".")
+            else:
+                flat[name.removeprefix("kernelLsp.")] = value
+
+    if isinstance(raw, dict):
+        walk(raw["kernelLsp"] if isinstance(raw.get("kernelLsp"), dict) else raw, "")
+    enabled, path = flat.get("clangd.enabled", True), flat.get("clangd.path")
+    return (enabled if isinstance(enabled, bool) else True), (path if isinstance(path, str) and path else None)
+
+
 def find_clangd(user_path: str | None = None) -> tuple[ClangdBinary | None, str | None]:
     """(the binary, None) or (None, why not, with what to install). `user_path` is the
     `clangd.path` setting: user-level only, so a workspace cannot name the program to run."""

@@ -21,12 +21,14 @@ def register(server) -> None:
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
         ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
-        ls.apply_settings(params.initialization_options, "initializationOptions")
+        # Applied on the engine's first use, after this answer (at the latest in `initialized`):
+        # the settings load the engine, which would double the editor's wait for the answer.
+        ls.defer_settings(params.initialization_options, "initializationOptions")
         # The capabilities are computed when this handler returns: clangd's features are in them
         # only when clangd is enabled and its binary is there (found by looking, not running).
         from ..clangd.features import withdraw
 
-        if not ls.clangd.decide():
+        if not ls.clangd.decide(params.initialization_options):
             withdraw(ls)
         log.info(
             "client %s; %s diagnostics",
@@ -36,6 +38,7 @@ def register(server) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls, params: types.InitializedParams) -> None:
+        ls.engine  # noqa: B018 - the initializationOptions applied now, if nothing needed them yet
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)

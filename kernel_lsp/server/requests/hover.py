@@ -9,17 +9,19 @@ import asyncio
 import logging
 import os
 import re
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...host_launch.occupancy import NO_BLOCK, describe_launches
-from ...model import KernelResources, format_bytes
-from ...source import find_kernels
-from ...spec import spec_path_for
-from ...stats import format_seconds
-from ..profile_view import profile_markdown
-from ..snapshot import DocumentSnapshot
+from ...model import format_bytes
 from .code_lens import span
+
+if TYPE_CHECKING:
+    from ...model import KernelResources
+    from ..snapshot import DocumentSnapshot
+
+# The engine's modules (launch reading, specs, numpy's statistics, the profile's wording) are
+# imported where they are used, so that registering hover does not slow the server's start.
 
 # Rows shown in a hover's table; more instances are counted, not listed.
 INSTANCE_ROWS = 20
@@ -51,6 +53,8 @@ def resources_markdown(
     name: str, kernels: list[KernelResources], compiler: str = "nvrtc", sources: tuple[str, ...] = ()
 ) -> str:
     """`sources`: the files that compiled instances of a template written elsewhere."""
+    from ...host_launch.occupancy import NO_BLOCK
+
     # Template instances and overloads share the word under the cursor: a row each, named.
     names = sorted({k.name for k in kernels})
     several = len(names) > 1
@@ -102,6 +106,8 @@ def _instances_line(kernels: list[KernelResources], names: list[str], sources: t
 def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
     """Where each block size came from (a launch in host code, __launch_bounds__, the launch
     comment) and why a launch gives none, for the first arch's figures."""
+    from ...host_launch.occupancy import describe_launches
+
     firsts: dict[str, KernelResources] = {}
     for k in kernels:
         firsts.setdefault(k.name, k)
@@ -175,12 +181,16 @@ def _word(snapshot: DocumentSnapshot, position: types.Position) -> str | None:
 
 def needs_check(snapshot: DocumentSnapshot, position: types.Position) -> bool:
     """Whether the hover is on a kernel of the file: only then does it wait for the file's check."""
+    from ...source import find_kernels
+
     name = _word(snapshot, position)
     return bool(name) and any(k.name == name for k in find_kernels(snapshot.text))
 
 
 def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[str]:
     """kernel-lsp's part: a kernel's resources and GPU figures; nothing for other words."""
+    from ...source import find_kernels
+
     name = _word(snapshot, position)
     if not name:
         return []
@@ -225,6 +235,10 @@ def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[s
 
 def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     """The GPU's verdict and figures for `kernel` (a kernel or a host entry), or why there are none."""
+    from ...spec import spec_path_for
+    from ...stats import format_seconds
+    from ..profile_view import profile_markdown
+
     gpu = snapshot.gpu
     if gpu.absent_reason is not None:
         return [f"_No GPU figures ({gpu.absent_reason}); compile features keep working._"]
