@@ -294,3 +294,25 @@ def test_the_private_database_and_what_killed_servers_left(tmp_path, monkeypatch
     assert entry == {"directory": "/w", "file": "/w/a.cu", "arguments": ["clang++", "-x", "cuda", "/w/a.cu"]}
     db.remove()
     assert not folder.exists()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        {},
+        {"clangd": {"enabled": False}},
+        {"clangd": {"path": "/opt/clangd", "enabled": True}},
+        {"clangd.enabled": False, "clangd.path": "/usr/bin/clangd-19"},
+        {"kernelLsp": {"clangd": {"enabled": False, "path": "/opt/c"}}},
+        {"kernelLsp.clangd.enabled": False},
+        {"clangd": {"enabled": "no", "path": 3}},  # wrong types: the defaults
+        {"clangd": {"path": None}},
+        {"arch": ["sm_90"], "gpu": {"enabled": False}},
+    ],
+)
+def test_initialize_reads_clangds_two_settings_as_the_settings_do(raw):
+    # At `initialize` the server reads clangd.enabled and clangd.path without the settings module
+    # (it loads the compilers); the answer must be the one the settings give.
+    settings, _ = settings_from_dict(raw)
+    assert binary.user_choice(raw) == (settings.clangd_enabled, settings.clangd_path)
