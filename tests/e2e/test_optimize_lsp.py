@@ -28,6 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 SPEC = """\
 from kernel_lsp.spec import In, Out, Scalar, Spec
 
+pytestmark = pytest.mark.slow  # the slow tier (whole FSR runs through the server): python -m pytest -m slow
+
 SPEC = Spec(
     kernel="vadd",
     sizes=[{"n": 1}, {"n": 1000}],

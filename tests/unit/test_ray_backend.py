@@ -200,6 +200,8 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 OPEN = """
 from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
+
+pytestmark = pytest.mark.slow  # the slow tier (starts Ray clusters): python -m pytest -m slow
 lines = []
 try:
     backends = open_backends({kind!r}, "2", address={address!r}, log=lines.append)
