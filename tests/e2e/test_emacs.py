@@ -16,8 +16,6 @@ import pytest
 
 from kernel_lsp.config import settings_from_dict
 
-pytestmark = pytest.mark.slow  # the slow tier (drives a real Emacs): python -m pytest -m slow
-
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # the slow tier (drives a real Neovim): python -m pytest -m slow
-
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "editor-client" / "README.md"
 SNIPPET_MARK = "<!-- neovim-0.7-snippet -->"

