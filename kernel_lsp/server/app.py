@@ -115,7 +115,7 @@ class KernelLanguageServer(LanguageServer):
 
         return GpuFeature(self)
 
-    def _built(self, name: str) -> bool:
+    def built(self, name: str) -> bool:
         """Whether the lazily built part `name` (`analysis`, `gpu_feature`) exists yet."""
         return name in self.__dict__
 
@@ -135,9 +135,9 @@ class KernelLanguageServer(LanguageServer):
         """End every process and thread the server started (also when the client went away
         without shutdown): compile workers, the GPU worker, the watchers."""
         steps = [self.clangd.kill, *self.shutdown_hooks]
-        if self._built("gpu_feature"):
+        if self.built("gpu_feature"):
             steps.insert(0, self.gpu_feature.stop)
-        if self._built("analysis"):
+        if self.built("analysis"):
             steps.insert(0, self.analysis.shutdown)
         for step in steps:
             try:

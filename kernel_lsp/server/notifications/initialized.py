@@ -54,8 +54,10 @@ def register(server) -> None:
     async def on_shutdown(ls, params=None) -> None:
         if ls.client_log is not None:
             ls.client_log.disconnected()  # the editor is ending the session: the log stays here
-        ls.analysis.shutdown()
-        ls.gpu_feature.stop()
+        if ls.built("analysis"):  # what was never built (no `initialized`) has nothing to stop
+            ls.analysis.shutdown()
+        if ls.built("gpu_feature"):
+            ls.gpu_feature.stop()
         for hook in ls.shutdown_hooks:
             try:
                 result = hook()
