@@ -75,8 +75,8 @@ def serve_main(argv: list[str]) -> int:
         handler: logging.Handler = logging.FileHandler(args.log_file)
     else:
         # The server sends its log to the editor (window/logMessage, each line at its level);
-        # editors show stderr as errors, so stderr carries the errors only (and pygls' own lines
-        # at --log-level DEBUG, which cannot go through the protocol they describe).
+        # editors show stderr as errors, so stderr carries the errors only (and pygls' own debug
+        # lines at --log-level DEBUG, which cannot go through the protocol they describe).
         handler = logging.StreamHandler(sys.stderr)
         handler.addFilter(_errors_only)
     logging.basicConfig(
@@ -103,7 +103,8 @@ def serve_main(argv: list[str]) -> int:
 
 
 def _errors_only(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.ERROR or record.name.split(".", 1)[0] == "pygls"
+    pygls_chatter = record.name.split(".", 1)[0] == "pygls" and record.levelno < logging.WARNING
+    return record.levelno >= logging.ERROR or pygls_chatter
 
 
 def _exit_now(code: int) -> None:

@@ -9,7 +9,8 @@ above), which must get out even when the protocol cannot: a framing error, a clo
 Records come from any thread (compile results, the watcher, clangd's stderr): they are sent from
 the event loop's thread, in order. Records logged before the editor's `initialize` arrives are kept
 (a bounded number) and sent when it does: the protocol allows logMessage from then on. pygls' own
-records are left out: it logs each message it sends, which would log itself forever.
+chatter (below WARNING: each message it sends, at `--log-level DEBUG`) stays on stderr: sent as
+messages, it would log itself forever.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ class ClientLogHandler(logging.Handler):
         self._sending = threading.local()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno < self.below and not is_pygls(record) and super().filter(record)
+        if record.levelno >= self.below or (is_pygls(record) and record.levelno < logging.WARNING):
+            return False
+        return super().filter(record)
 
     def connected(self) -> None:
         """The editor's `initialize` has arrived (on the loop's thread): send what was kept, and

@@ -1,5 +1,5 @@
 """The server's log as window/logMessage (server/logs.py): each record at its level, from any
-thread, kept until the editor's initialize and after it leaves; errors and pygls' own records are
+thread, kept until the editor's initialize and after it leaves; errors and pygls' own chatter are
 not sent (stderr has the errors)."""
 
 from __future__ import annotations
@@ -61,10 +61,13 @@ def test_records_are_kept_until_initialize_then_sent_in_order_from_any_thread():
         log.removeHandler(handler)
 
 
-def test_pygls_records_are_never_sent():
-    server = FakeServer()
-    handler = ClientLogHandler(server)
-    record = logging.LogRecord("pygls.protocol.json_rpc", logging.INFO, __file__, 1, "Sending data", (), None)
-    assert not handler.filter(record)
-    record = logging.LogRecord("kernel_lsp.server.app", logging.INFO, __file__, 1, "settings", (), None)
-    assert handler.filter(record)
+def test_pygls_chatter_is_never_sent_its_warnings_are():
+    handler = ClientLogHandler(FakeServer())
+
+    def record(name: str, level: int) -> logging.LogRecord:
+        return logging.LogRecord(name, level, __file__, 1, "text", (), None)
+
+    assert not handler.filter(record("pygls.protocol.json_rpc", logging.INFO))  # "Sending data"
+    assert handler.filter(record("pygls.protocol.json_rpc", logging.WARNING))
+    assert handler.filter(record("kernel_lsp.server.app", logging.INFO))
+    assert not handler.filter(record("kernel_lsp.server.app", logging.ERROR))  # stderr's
