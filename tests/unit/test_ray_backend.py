@@ -202,7 +202,6 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 OPEN = """
 from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
-
 lines = []
 try:
     backends = open_backends({kind!r}, "2", address={address!r}, log=lines.append)
