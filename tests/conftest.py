@@ -32,6 +32,17 @@ def gpu_absent_reason() -> str | None:
     return None
 
 
+def pytest_configure(config):
+    """`python -m pytest` is the fast tier (pyproject's addopts: `-m 'not slow'`). A run that names
+    test files or tests (`python -m pytest tests/e2e/test_neovim.py`) gets them all, slow or not,
+    unless it gives its own -m."""
+    args = list(config.invocation_params.args)
+    named = [a for a in args if not a.startswith("-") and (".py" in a or "::" in a)]
+    user_markexpr = any(a.startswith("-m") for a in args)
+    if named and not user_markexpr and config.option.markexpr == "not slow":
+        config.option.markexpr = ""
+
+
 def pytest_collection_modifyitems(config, items):
     # The long GPU tests first, longest first: pytest-xdist hands out work in this order, and
     # the workers then end close together. A stable sort: the rest keep their order.

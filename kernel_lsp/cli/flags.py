@@ -11,8 +11,9 @@ from typing import Any
 
 from ..config import Settings
 from ..workspace import Workspace
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_TOOL_FAILED = 0, 1, 2
+from .exit_codes import EXIT_CLEAN as EXIT_CLEAN  # the commands import them from here
+from .exit_codes import EXIT_FINDINGS as EXIT_FINDINGS
+from .exit_codes import EXIT_TOOL_FAILED as EXIT_TOOL_FAILED
 
 
 def add_compile_flags(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ import select
 import sys
 
 from ..child_python import protect_children
-from .flags import EXIT_TOOL_FAILED
+from .exit_codes import EXIT_TOOL_FAILED
 
 
 def main(argv: list[str] | None = None) -> int:

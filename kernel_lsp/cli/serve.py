@@ -10,7 +10,7 @@ import os
 import sys
 
 from .. import __version__
-from .flags import EXIT_CLEAN, EXIT_TOOL_FAILED
+from .exit_codes import EXIT_CLEAN, EXIT_TOOL_FAILED
 
 COMMANDS_HELP = """\
 commands (each takes --help):
@@ -71,7 +71,14 @@ def serve_main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     if not args.tcp and _stdin_is_terminal():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)  # and serve on: an editor may be behind it
-    handler = logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    if args.log_file:
+        handler: logging.Handler = logging.FileHandler(args.log_file)
+    else:
+        # The server sends its log to the editor (window/logMessage, each line at its level);
+        # editors show stderr as errors, so stderr carries the errors only (and pygls' own debug
+        # lines at --log-level DEBUG, which cannot go through the protocol they describe).
+        handler = logging.StreamHandler(sys.stderr)
+        handler.addFilter(_errors_only)
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -93,6 +100,11 @@ def serve_main(argv: list[str]) -> int:
         return EXIT_TOOL_FAILED
     _exit_now(serve(log_file=log_file))
     return EXIT_CLEAN
+
+
+def _errors_only(record: logging.LogRecord) -> bool:
+    pygls_chatter = record.name.split(".", 1)[0] == "pygls" and record.levelno < logging.WARNING
+    return record.levelno >= logging.ERROR or pygls_chatter
 
 
 def _exit_now(code: int) -> None:

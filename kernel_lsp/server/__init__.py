@@ -30,8 +30,11 @@ def serve(
 ) -> int:
     """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py), until
     exit; the exit code (1 after a framing error on stdio or an exit without shutdown)."""
+    from .logs import send_log_to_client
+
     server = build_server()
     server.log_file = log_file  # never watched
+    send_log_to_client(server)  # the log goes to the editor as window/logMessage
     if tcp:
         from .tcp import serve_tcp
 

@@ -1,4 +1,8 @@
-"""The server object and its state: settings, the analysis, how diagnostics reach the client."""
+"""The server object and its state: settings, the analysis, how diagnostics reach the client.
+
+The engine (the Workspace, the analysis and its workers, the GPU feature) is imported and built on
+first use, not when the server starts: an editor waits for the answer to `initialize`, and the
+engine's modules (the compilers' bindings, numpy) would double that wait."""
 
 from __future__ import annotations
 
@@ -6,22 +10,24 @@ import inspect
 import logging
 import os
 import sys
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..check import FileCheck
-from ..compile.files import MAX_FILE_BYTES, read_text_file, read_text_prefix
-from ..config import Settings
-from ..model import Diagnostic
-from ..spec import spec_path_for
-from ..workspace import Workspace
-from .analysis import Analysis, Snapshot
 from .convert import to_lsp
-from .snapshot import DocumentSnapshot, GpuFigures
 from .uris import path_to_uri, uri_to_path
+
+if TYPE_CHECKING:
+    from ..check import FileCheck
+    from ..config import Settings
+    from ..model import Diagnostic
+    from ..workspace import Workspace
+    from .analysis import Analysis, Snapshot
+    from .gpu_feature import GpuFeature
+    from .snapshot import DocumentSnapshot, GpuFigures
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,8 @@ STATUS_NOTIFICATION = "kernelLsp/status"
 class KernelLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kernel-lsp", __version__)
-        # The engine's front door: the editor's settings over each file's pyproject.toml.
-        self.engine = Workspace()
+        self._engine: Workspace | None = None  # `engine`, built on first use
+        self._deferred_settings: tuple[Any, str] | None = None  # applied on the engine's first use
         self.init_options: Any = None
         self.pull_diagnostics = False
         self.device_name: str | None = None
@@ -43,7 +49,54 @@ class KernelLanguageServer(LanguageServer):
         # Features that start after `initialized` (async, no arguments) and stop on `shutdown`.
         self.initialized_hooks: list = []
         self.shutdown_hooks: list = []
-        self.analysis = Analysis(
+        # Called with the Analysis when it is built (on first use): features that hook into it.
+        self.analysis_setup: list = []
+        # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
+        self.acted_on: set[str] = set()
+        self.gpu = None  # the GPU feature, once a GPU answered
+        # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
+        # everywhere; the driver's raw text only in the log).
+        self.gpu_absent_reason = "no GPU: the GPU probe has not answered yet"
+        self.exit_code = 0
+        self.client_log = None  # logs.ClientLogHandler: the log as window/logMessage, once serving
+        self._settings_logged = False
+        self.after_check_hooks.append(lambda path, check, snap: self.gpu_feature.after_check(path, check, snap))
+        from .clangd.proxy import ClangdProxy
+
+        self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
+
+    # --- the engine, built on first use ---------------------------------------------------------
+
+    @property
+    def engine(self) -> Workspace:
+        """The engine's front door: the editor's settings over each file's pyproject.toml."""
+        if self._engine is None:
+            from ..workspace import Workspace
+
+            self._engine = Workspace()
+            deferred, self._deferred_settings = self._deferred_settings, None
+            if deferred is not None:
+                self.apply_settings(*deferred)
+        return self._engine
+
+    @engine.setter
+    def engine(self, workspace: Workspace) -> None:
+        self._engine = workspace
+
+    def defer_settings(self, raw: Any, origin: str) -> None:
+        """`apply_settings(raw, origin)` when the engine is first used (at `initialize`, whose
+        answer must not wait for the engine's modules); at once when the engine is running (a
+        second editor over --tcp)."""
+        if self._engine is None:
+            self._deferred_settings = (raw, origin)
+        else:
+            self.apply_settings(raw, origin)
+
+    @cached_property
+    def analysis(self) -> Analysis:
+        from .analysis import Analysis
+
+        analysis = Analysis(
             publish=self._publish,
             snapshot=self.snapshot,
             workspace=lambda: self.engine,
@@ -52,20 +105,19 @@ class KernelLanguageServer(LanguageServer):
             on_definitions=self._definitions_changed,
             may_run_spec=self.may_run_spec,
         )
-        # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
-        self.acted_on: set[str] = set()
-        self.gpu = None  # the GPU feature, once a GPU answered
-        # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
-        # everywhere; the driver's raw text only in the log).
-        self.gpu_absent_reason = "no GPU: the GPU probe has not answered yet"
+        for setup in self.analysis_setup:
+            setup(analysis)
+        return analysis
+
+    @cached_property
+    def gpu_feature(self) -> GpuFeature:
         from .gpu_feature import GpuFeature
 
-        self.gpu_feature = GpuFeature(self)
-        self.exit_code = 0
-        self.after_check_hooks.append(self.gpu_feature.after_check)
-        from .clangd.proxy import ClangdProxy
+        return GpuFeature(self)
 
-        self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
+    def built(self, name: str) -> bool:
+        """Whether the lazily built part `name` (`analysis`, `gpu_feature`) exists yet."""
+        return name in self.__dict__
 
     # --- transport ----------------------------------------------------------------------------
 
@@ -82,7 +134,12 @@ class KernelLanguageServer(LanguageServer):
     def close(self) -> None:
         """End every process and thread the server started (also when the client went away
         without shutdown): compile workers, the GPU worker, the watchers."""
-        for step in (self.analysis.shutdown, self.gpu_feature.stop, self.clangd.kill, *self.shutdown_hooks):
+        steps = [self.clangd.kill, *self.shutdown_hooks]
+        if self.built("gpu_feature"):
+            steps.insert(0, self.gpu_feature.stop)
+        if self.built("analysis"):
+            steps.insert(0, self.analysis.shutdown)
+        for step in steps:
             try:
                 result = step()
                 if inspect.iscoroutine(result):  # no loop to await it in: clangd.kill did its work
@@ -110,6 +167,8 @@ class KernelLanguageServer(LanguageServer):
 
     def snapshot(self, path: str) -> Snapshot:
         """The editor's text is the truth for open documents; others are read from disk."""
+        from .analysis import Snapshot
+
         doc = self.open_document(path)
         if doc is not None:
             return Snapshot(doc.source, doc.version)
@@ -127,6 +186,8 @@ class KernelLanguageServer(LanguageServer):
         alone (a cloned repository would run its code on open)."""
         if not self.engine.settings_for(path).runs_specs:
             return False
+        from ..spec import spec_path_for
+
         return path in self.acted_on or spec_path_for(path) in self.acted_on
 
     def request_check(self, uri: str) -> None:
@@ -175,6 +236,9 @@ class KernelLanguageServer(LanguageServer):
     def _document_snapshot(
         self, uri: str, path: str, check: FileCheck | None, with_spec_text: bool = False
     ) -> DocumentSnapshot:
+        from ..spec import spec_path_for
+        from .snapshot import DocumentSnapshot
+
         text, version, unreadable = self._document_text(uri, path)
         spec_path = spec_path_for(path)
         spec_text, spec_unreadable = None, None
@@ -200,6 +264,8 @@ class KernelLanguageServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri) or self.open_document(path)
         if doc is not None:
             return doc.source, doc.version, None
+        from ..compile.files import read_text_file
+
         try:
             return read_text_file(path), None, None
         except UnicodeDecodeError as e:
@@ -209,6 +275,8 @@ class KernelLanguageServer(LanguageServer):
 
     def gpu_figures(self, path: str) -> GpuFigures:
         """The GPU feature's results for `path` (filled in when a GPU is present)."""
+        from .snapshot import GpuFigures
+
         if self.gpu is None:
             return GpuFigures(absent_reason=self.gpu_absent_reason)
         # The name kept at start: asking the session would wait for the GPU while a check runs.
@@ -256,6 +324,8 @@ class KernelLanguageServer(LanguageServer):
         if raw is not None and not isinstance(raw, dict):
             self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
             raw = {}
+        from ..workspace import Workspace
+
         before = self.engine.settings
         self.engine = Workspace(raw, self.root_path())
         settings = self.engine.settings
@@ -266,8 +336,11 @@ class KernelLanguageServer(LanguageServer):
         for arch in settings.archs():
             if message := check_arch(arch):
                 self.show_warning(f"kernel-lsp: {origin}: {message}")
-        log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
-        return settings != before
+        changed = settings != before
+        if changed or not self._settings_logged:  # once a start, and again when they change
+            self._settings_logged = True
+            log.info("settings from %s: %s", origin, settings)  # Settings' repr leaves the key out
+        return changed
 
     def show_warning(self, message: str) -> None:
         log.warning(message)
@@ -290,5 +363,7 @@ class KernelLanguageServer(LanguageServer):
 
 
 def _read_lines(path: str) -> list[str] | None:
+    from ..compile.files import MAX_FILE_BYTES, read_text_prefix
+
     text = read_text_prefix(path, MAX_FILE_BYTES)  # never blocks on a FIFO
     return text.splitlines(keepends=True) if text is not None else None

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from ..check import FileCheck
-from ..gpu import KernelCheck
-from ..model import KernelResources
-from ..runner.hot_lines import HotLine
-from ..source import kernel_base_name
+if TYPE_CHECKING:  # types only: the GPU and check modules load with the engine, after start-up
+    from ..check import FileCheck
+    from ..gpu import KernelCheck
+    from ..model import KernelResources
+    from ..runner.hot_lines import HotLine
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class GpuFigures:
 
     def check_for(self, kernel: str) -> KernelCheck | None:
         """A template's hover and lens show its instance's figures (`scale<float>` under `scale`)."""
+        from ..source import kernel_base_name
+
         return next((k for k in self.checks if k.kernel == kernel), None) or next(
             (k for k in self.checks if kernel_base_name(k.kernel) == kernel), None
         )

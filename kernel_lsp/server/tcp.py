@@ -139,6 +139,8 @@ async def _serve(server, host: str, port: int, token: str, on_listening) -> None
             )
         finally:
             active.remove(writer)
+            if getattr(server, "client_log", None) is not None:
+                server.client_log.disconnected()  # the log waits for the next editor
             await _close(writer)
         if getattr(protocol, "_shutdown", False):  # the editor asked: shutdown (and exit)
             if not done.done():

@@ -12,6 +12,7 @@ does not fit is logged and dropped, as the protocol has no reply for it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -124,14 +125,18 @@ def _reply_error(protocol, msg_id, error: JsonRpcException) -> None:
     )
 
 
-async def _serve(protocol, reader) -> int:
+async def _serve(protocol, reader, ended=lambda: None) -> int:
+    """`ended`: called when the stream ends or breaks, before that is logged (the log must not
+    be sent to a client that is gone)."""
     while True:
         try:
             body = await read_message(reader)
         except FramingError as e:
+            ended()
             log.error("LSP framing error, stopping so that the client restarts the server: %s", e)
             return EXIT_FRAMING_ERROR
         if body is None:
+            ended()
             log.info("the client closed stdin; stopping")
             return 0
         try:
@@ -149,7 +154,7 @@ def serve_stdio(server, stdin: BinaryIO, stdout: BinaryIO) -> int:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return loop.run_until_complete(_serve(server.protocol, reader))
+        return loop.run_until_complete(_serve(server.protocol, reader, functools.partial(_log_stays, server)))
     except BrokenPipeError:
         log.error("the client closed stdout; stopping")
         return 1
@@ -158,6 +163,12 @@ def serve_stdio(server, stdin: BinaryIO, stdout: BinaryIO) -> int:
     finally:
         reader.close()
         _close_loop(loop)
+
+
+def _log_stays(server) -> None:
+    """The client is gone: the log stops going to it (logs.py)."""
+    if getattr(server, "client_log", None) is not None:
+        server.client_log.disconnected()
 
 
 def _close_loop(loop: asyncio.AbstractEventLoop, grace_s: float = 2.0) -> None:

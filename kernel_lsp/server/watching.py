@@ -33,13 +33,19 @@ import logging
 import os
 import threading
 from collections import deque
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ..check import Includer, project_include_dirs, rank_includers
-from ..include_graph import IncludeGraph, normalize, read_text
-from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
 from .uris import uri_to_path
+
+if TYPE_CHECKING:
+    from ..check import Includer
+    from ..include_graph import IncludeGraph
+    from ..watch import Batch, WorkspaceWatcher
+
+# The engine's modules (the include graph, the checker, watchdog) are imported where they are
+# used: registering the feature must not slow the server's answer to `initialize` (app.py).
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +63,7 @@ class Watching:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.watchers: dict[str, WorkspaceWatcher] = {}
         # The graph is filled by the start-up walk (a thread) and by the loop: one lock.
-        self.graph = IncludeGraph(read=self._read)
+        self._graph: IncludeGraph | None = None
         self.graph_lock = threading.Lock()
         self.problems: list[str] = []
         self.batches = 0
@@ -70,6 +76,15 @@ class Watching:
         self._stopped = False
         self._tasks: set[asyncio.Future] = set()
         self.ready: set[str] = set()  # folders watched and walked
+
+    @property
+    def graph(self) -> IncludeGraph:
+        """Who includes whom (built on first use, under `graph_lock` like every use)."""
+        if self._graph is None:
+            from ..include_graph import IncludeGraph
+
+            self._graph = IncludeGraph(read=self._read)
+        return self._graph
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -85,9 +100,13 @@ class Watching:
             snap = self.server.snapshot(path)
             if snap.text is not None:
                 return snap.text
+        from ..include_graph import read_text
+
         return read_text(path)
 
     def _include_dirs(self) -> tuple[str, ...]:
+        from ..check import project_include_dirs
+
         settings = self.server.settings
         archs = settings.archs()
         dirs = settings.compile_options(archs[0], self.server.root_path()).include_dirs if archs else ()
@@ -96,6 +115,8 @@ class Watching:
     def includers_of(self, path: str) -> tuple[Includer, ...]:
         """The file a header is checked in the context of: its nearest `.cu` includer, with its
         editor text when it is open."""
+        from ..check import rank_includers
+
         with self.graph_lock:
             found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
         return tuple((p, self.server.snapshot(p).text) for p in rank_includers(path, found)[:1])
@@ -104,6 +125,8 @@ class Watching:
         """Check the `.cu` files that include `header` and have no result yet (nearest first, at
         most INSTANCE_CHECK_LIMIT): their template instances get their resources at the header's
         definitions. Returns how many were queued."""
+        from ..check import rank_includers
+
         with self.graph_lock:
             found = {f for f in self.graph.dependents(header) if f.endswith(".cu")}
         results = self.server.analysis.results
@@ -112,6 +135,8 @@ class Watching:
         return len(todo)
 
     def folders(self) -> list[str]:
+        from ..include_graph import normalize
+
         ws = self.server.workspace
         out = []
         for folder in ws.folders.values() if ws else ():
@@ -159,6 +184,8 @@ class Watching:
             await self.sync_folders()
 
     async def _start(self, root: str) -> None:
+        from ..watch import WorkspaceWatcher
+
         watcher = WorkspaceWatcher(root, self._from_thread, self._exclude_for(root))
         self.watchers[root] = watcher
         loop = asyncio.get_running_loop()
@@ -184,6 +211,9 @@ class Watching:
         log.info("watching %s (%d CUDA/spec files)", root, len(scan.files))
 
     def _scan(self, watcher: WorkspaceWatcher):
+        from ..include_graph import read_text
+        from ..watch import is_cuda
+
         scan = watcher.scan(SCAN_LIMIT)
         with self.graph_lock:
             self.graph.include_dirs = self._include_dirs()
@@ -204,15 +234,14 @@ class Watching:
         self._queued.clear()
 
     def _problem(self, message: str, popup: bool = False) -> None:
+        """A problem for the editor's log (the server's log goes there as window/logMessage), and
+        with `popup` shown to the user too."""
         self.problems.append(message)
-        log.warning(message)
+        if not popup:
+            log.warning("kernel-lsp: %s", message)
+            return
         try:
-            if popup:
-                self.server.show_warning(f"kernel-lsp: {message}")
-            else:
-                self.server.window_log_message(
-                    types.LogMessageParams(type=types.MessageType.Warning, message=f"kernel-lsp: {message}")
-                )
+            self.server.show_warning(f"kernel-lsp: {message}")  # logs it too
         except Exception:
             log.debug("could not tell the client", exc_info=True)
 
@@ -232,6 +261,8 @@ class Watching:
 
     def handle_batch(self, batch: Batch, include_dirs: tuple[str, ...] | None = None) -> None:
         """On the loop: turn a batch into re-checks and forgotten files."""
+        from ..watch import plan_batch
+
         if self._stopped:
             return
         self.batches += 1
@@ -252,6 +283,8 @@ class Watching:
 
     def after_check(self, path, check, snap) -> None:
         """Every check (editor or watcher) refreshes the file's includes in the graph."""
+        from ..watch import is_cuda
+
         if not is_cuda(path):
             return
         text = snap.text if snap is not None and snap.text is not None else None
@@ -316,7 +349,7 @@ def register(server) -> None:
     watching = Watching(server)
     server.watching = watching
     server.after_check_hooks.append(watching.after_check)
-    server.analysis.includers = watching.includers_of
+    server.analysis_setup.append(lambda analysis: setattr(analysis, "includers", watching.includers_of))
 
     server.initialized_hooks.append(watching.sync_folders)
     server.shutdown_hooks.append(watching.stop)

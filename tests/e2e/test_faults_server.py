@@ -32,6 +32,8 @@ from fault_inputs import (
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+pytestmark = pytest.mark.slow  # the slow tier (waits out deadlines, hangs and memory limits): python -m pytest -m slow
+
 # --- a client that writes raw bytes -----------------------------------------------------------
 
 

@@ -71,6 +71,6 @@ async def test_hover_for_template_instances_and_launch_bounds(client: LanguageCl
     assert "- `fill<float>`: block 128 from the launch at template_heavy.cu:47 in `fills`" in value
     assert "at 512 threads/block (64/64 warps" in value.split("- `fill<float>`: block 128")[1]
     value = await hover_on(client, u, text, "bounded_only(float", "bounded_only")
-    assert "\n- bounded by __launch_bounds__(256, 4)" in value
+    assert "\n- bounded by `__launch_bounds__(256, 4)`" in value  # code, not bold Markdown
     value = await hover_on(client, u, text, "__global__ void env_sized", "env_sized")
     assert "block size `threads` depends on an environment variable" in value

@@ -23,6 +23,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from kernel_lsp.optimizer.requirements import GET_A_GPU
 
+pytestmark = pytest.mark.slow  # the slow tier (whole FSR runs through the server): python -m pytest -m slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 SPEC = """\

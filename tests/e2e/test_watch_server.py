@@ -18,6 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from kernel_lsp.server.uris import path_to_uri
 
+pytestmark = pytest.mark.slow  # the slow tier (bursts of file events, watcher start-ups): python -m pytest -m slow
+
 REPO = Path(__file__).resolve().parents[2]
 GOOD_HEADER = "__device__ float scale(float x) { return 2.0f * x; }\n"
 BAD_HEADER = "__device__ float scale(float x) { return 2.0f * undefined_y; }\n"

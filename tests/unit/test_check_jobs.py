@@ -10,7 +10,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from kernel_lsp.compile.jobs import JobFailed, run_jobs
+
+pytestmark = pytest.mark.slow  # the slow tier (hung and killed workers, waited out): python -m pytest -m slow
 
 REPO = Path(__file__).resolve().parents[2]
 HANGING_SPEC = "while True:\n    pass\n"

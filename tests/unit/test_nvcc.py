@@ -21,7 +21,10 @@ from kernel_lsp.model import NOT_CHECKED_IN_TIME, Severity
 
 REAL = Path(__file__).parents[1] / "fixtures" / "real_projects"
 TOOLCHAIN = find_toolchain()
-pytestmark = pytest.mark.skipif(TOOLCHAIN.problem is not None, reason=f"nvcc backend: {TOOLCHAIN.problem}")
+pytestmark = [
+    pytest.mark.slow,  # the slow tier (many nvcc compiles): python -m pytest -m slow
+    pytest.mark.skipif(TOOLCHAIN.problem is not None, reason=f"nvcc backend: {TOOLCHAIN.problem}"),
+]
 
 CLEAN = [
     "cuda_samples/vectorAdd.cu",

@@ -99,9 +99,10 @@ def test_hook_fails_on_broken_and_passes_on_clean(tmp_path):
 
 
 def readme_snippet() -> str:
-    """The local hook's `.pre-commit-config.yaml` the README's pre-commit section shows, as written
-    (the section's other snippet, the hook repository, needs the network: see the last test)."""
-    section = (REPO / "README.md").read_text().split("### pre-commit", 1)[1].split("\n### ", 1)[0]
+    """The local hook's `.pre-commit-config.yaml` that docs/ci.md's pre-commit section shows, as
+    written (the section's other snippet, the hook repository, needs the network: see the last
+    test)."""
+    section = (REPO / "docs" / "ci.md").read_text().split("## pre-commit", 1)[1].split("\n## ", 1)[0]
     (local,) = [b for b in re.findall(r"```yaml\n(.*?)```", section, re.S) if "repo: local" in b]
     return local
 

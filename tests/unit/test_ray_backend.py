@@ -28,6 +28,8 @@ from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 from kernel_lsp.workspace import Workspace
 
+pytestmark = pytest.mark.slow  # the slow tier (starts Ray clusters): python -m pytest -m slow
+
 # CI installs Ray (the test extra); a GPU machine may not have it: skip, never stop collection.
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'kernel-lsp[ray]')")
 

@@ -1,6 +1,7 @@
-"""The README's commands and snippets, as written: the two commands at the top, the install
-section's prerequisites, the suppression example, the pyproject selection, the pre-commit hook
-repository, and the GitHub Actions workflow's `kernel-lsp check` line (run on broken files: it
+"""The README's commands and the documentation's snippets, as written: the two commands at the top
+of the README (and CI's test command, the same), the install section's prerequisites; in
+docs/cli.md the suppression example and the pyproject selection; in docs/ci.md the pre-commit hook
+repository and the GitHub Actions workflow's `kernel-lsp check` line (run on broken files: it
 writes the SARIF report the upload step names)."""
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ else:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
+CLI_DOC = (REPO / "docs" / "cli.md").read_text()
+CI_DOC = (REPO / "docs" / "ci.md").read_text()
 BIN = Path(sys.executable).parent
 
 
-def blocks(language: str, after: str = "") -> list[str]:
-    """The ```language blocks of the README (after the heading `after`), as written."""
-    text = README.split(after, 1)[1] if after else README
+def blocks(language: str, after: str = "", text: str = README) -> list[str]:
+    """The ```language blocks of `text` (the README; after the heading `after`), as written."""
+    text = text.split(after, 1)[1] if after else text
     return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
@@ -44,17 +47,25 @@ def run_as_written(command: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_two_commands_at_the_top_are_true():
     install_and_check, install_and_test = [ln.split("#")[0].strip() for ln in blocks("sh")[0].splitlines()]
-    assert install_and_check == "pip install -e . && kernel-lsp check samples/"
+    # The first works on a fresh Debian/Ubuntu, whose Python refuses `pip install` outside a venv.
+    assert install_and_check == (
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && kernel-lsp check samples/"
+    )
     assert (BIN / "kernel-lsp").exists(), "the project is installed (pip install -e .) in this environment"
-    done = run_as_written(install_and_check.split("&&")[1], REPO)
+    done = run_as_written(install_and_check.split("&&")[-1], REPO)
     assert done.returncode == 0, done.stdout + done.stderr
     (summary,) = done.stdout.splitlines()  # a clean run: one line
     assert summary.startswith("checked ") and " 0 error(s)" in summary, summary
     # The second: the test extra exists and pytest finds the tests from the repository's root.
-    assert install_and_test == 'pip install -e ".[test]" && python -m pytest'
+    install, test_command = install_and_test.split(" && ")
+    assert install == 'pip install -e ".[test]"' and test_command == "python -m pytest -rs"
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "pytest>=8" in project["project"]["optional-dependencies"]["test"]
     assert project["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
+    # CI runs the README's test command as written, then the slow tier.
+    ci = [ln.strip() for ln in (REPO / ".ci" / "run").read_text().splitlines()]
+    assert test_command in ci and "python -m pytest -m slow -rs" in ci
+    assert ci.index(test_command) < ci.index("python -m pytest -m slow -rs")
 
 
 def test_the_install_section_lists_the_prerequisites_the_package_declares():
@@ -67,7 +78,7 @@ def test_the_install_section_lists_the_prerequisites_the_package_declares():
 
 
 def test_the_suppression_example_compiles_without_its_warning(tmp_path):
-    (example,) = blocks("cuda", "### Choosing and suppressing findings")[:1]
+    (example,) = blocks("cuda", "## Choosing and suppressing findings", CLI_DOC)[:1]
     assert example.startswith("#pragma nv_diag_suppress 177")
     (tmp_path / "suppressed.cu").write_text(example)
     loud = "\n".join(ln for ln in example.splitlines() if not ln.startswith("#pragma"))
@@ -78,7 +89,7 @@ def test_the_suppression_example_compiles_without_its_warning(tmp_path):
 
 
 def test_the_selection_example_is_settings_the_cli_knows():
-    (example,) = blocks("toml", "### Choosing and suppressing findings")[:1]
+    (example,) = blocks("toml", "## Choosing and suppressing findings", CLI_DOC)[:1]
     table = tomllib.loads(example)["tool"]["kernel-lsp"]
     settings, problems = settings_from_dict(table)
     assert problems == [] and settings.ignore == ("177", "spill") and settings.select == ("ALL",)
@@ -86,7 +97,7 @@ def test_the_selection_example_is_settings_the_cli_knows():
 
 def test_the_pre_commit_snippets_name_the_hook_the_repository_has():
     manifest = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    remote, local = (yaml.safe_load(b) for b in blocks("yaml", "### pre-commit")[:2])
+    remote, local = (yaml.safe_load(b) for b in blocks("yaml", "## pre-commit", CI_DOC)[:2])
     (hook,) = remote["repos"][0]["hooks"]
     assert hook["id"] == manifest[0]["id"] and manifest[0]["language"] == "python"
     assert local["repos"][0]["hooks"][0]["entry"] == manifest[0]["entry"]  # the same command
@@ -94,7 +105,7 @@ def test_the_pre_commit_snippets_name_the_hook_the_repository_has():
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is needed")
 def test_the_github_actions_workflow_runs_as_written(tmp_path, monkeypatch):
-    (workflow,) = [yaml.safe_load(b) for b in blocks("yaml", "### GitHub Actions") if "jobs:" in b][:1]
+    (workflow,) = [yaml.safe_load(b) for b in blocks("yaml", "## GitHub Actions", CI_DOC) if "jobs:" in b][:1]
     assert workflow["permissions"]["security-events"] == "write"
     (job,) = workflow["jobs"].values()
     steps = job["steps"]
@@ -118,3 +129,28 @@ def test_the_github_actions_workflow_runs_as_written(tmp_path, monkeypatch):
     uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results)
     # Relative to the checkout (code scanning resolves them there); the header's typo once.
     assert uris == ["kernels/broken_header.cuh", "kernels/error.cu", "kernels/warning.cu"], uris
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(markdown: str) -> set[str]:
+    prose = re.sub(r"```.*?```", "", markdown, flags=re.S)  # `#pragma` in a code block is no heading
+    return {_slug(m) for m in re.findall(r"^#+ (.+)$", prose, re.M)}
+
+
+def test_the_readme_is_short_and_every_link_of_it_and_the_docs_leads_somewhere():
+    assert len(README.splitlines()) <= 150
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            assert linked.exists(), f"{page.name}: {target}"
+            if anchor and linked.suffix == ".md":
+                assert anchor in _anchors(linked.read_text()), f"{page.name}: {target}"

@@ -7,12 +7,12 @@ from lsprotocol import types
 
 from kernel_lsp.check import FileCheck
 from kernel_lsp.evaluation.results import KernelCheck
-from kernel_lsp.model import CompileResult, Diagnostic, KernelResources, Occupancy, Severity
+from kernel_lsp.model import CompileResult, Diagnostic, KernelResources, LaunchOccupancy, Occupancy, Severity
 from kernel_lsp.runner.hot_lines import HotLine
 from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.server.requests.code_action import code_actions
 from kernel_lsp.server.requests.code_lens import code_lenses
-from kernel_lsp.server.requests.hover import hover_answer, kernel_parts, needs_check
+from kernel_lsp.server.requests.hover import as_code_names, hover_answer, kernel_parts, needs_check
 from kernel_lsp.server.snapshot import DocumentSnapshot, GpuFigures
 
 PATH = "/work/k/scale.cu"
@@ -71,7 +71,7 @@ def test_hover_on_a_kernel_shows_its_resources_and_why_there_are_no_gpu_figures(
     assert parts[1] == "_No GPU figures (no GPU: none found); compile features keep working._"
 
 
-def test_hover_joins_clangds_signature_and_kernel_lsps_part_and_keeps_clangds_range():
+def test_hover_puts_kernel_lsps_figures_above_clangds_signature_and_keeps_clangds_range():
     snap = _snapshot(check=_check(_kernel("scale", 18, 2)), gpu=GpuFigures(absent_reason="no GPU: x"))
     answer = {
         "contents": {"kind": "markdown", "value": "### function `scale`"},
@@ -79,8 +79,26 @@ def test_hover_joins_clangds_signature_and_kernel_lsps_part_and_keeps_clangds_ra
     }
     hover = hover_answer(snap, _at(1, 18), answer)
     head, rule, rest = hover.contents.value.partition("\n\n---\n\n")
-    assert head == "### function `scale`" and rule and rest.startswith("**`scale`** — compiled with NVRTC")
+    assert head.startswith("**`scale`** — compiled with NVRTC") and "| sm_90 | 18 |" in head
+    assert rule and rest.endswith("### function `scale`")  # clangd's signature last
     assert hover.range == types.Range(start=_at(1, 16), end=_at(1, 21))
+    # A word that is no kernel (a host function) gets clangd's hover alone.
+    hover = hover_answer(snap, _at(5, 8), {"contents": {"kind": "markdown", "value": "### function `run_scale`"}})
+    assert hover.contents.value == "### function `run_scale`"
+
+
+def test_hover_shows_launch_bounds_as_code_not_as_bold_markdown():
+    bounds = LaunchOccupancy("bounds", "__launch_bounds__(256, 4)", 256, Occupancy(256, 8, 64, 64, "warps"))
+    kernel = _kernel("scale", 18, 2, launches=(bounds,))
+    snap = _snapshot(check=_check(kernel), gpu=GpuFigures(absent_reason="no GPU: x"))
+    text = hover_answer(snap, _at(1, 18), None).contents.value
+    assert "bounded by `__launch_bounds__(256, 4)`" in text
+    # Without a launch, the table's note names it as code too; code spans already there stay.
+    bare = KernelResources("scale", "_Zscale", "sm_90", 18, 0, 0, 0, 0, line=2)
+    text = hover_answer(_snapshot(check=_check(bare)), _at(1, 18), None)
+    assert "or `__launch_bounds__` gives a block size" in text.contents.value
+    assert as_code_names("`__launch_bounds__(B)` and __restrict__ x") == "`__launch_bounds__(B)` and `__restrict__` x"
+    assert "**" not in as_code_names("__launch_bounds__(B * 2) = 256").replace("`", "")
 
 
 def test_hover_on_a_word_that_is_no_kernel_says_nothing():

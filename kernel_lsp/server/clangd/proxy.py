@@ -20,6 +20,7 @@ import asyncio
 import atexit
 import collections
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -30,15 +31,17 @@ from lsprotocol import converters, types
 
 from ... import __version__
 from ..uris import uri_to_path
-from .binary import ClangdBinary, find_clangd
+from .binary import ClangdBinary, find_clangd, user_choice
 from .database import PrivateDatabase
-from .flags import clang_arguments
 from .rpc import JsonRpcConnection, RpcError
 from .semantic_tokens import LegendMap
 
 log = logging.getLogger(__name__)
 
-_converter = converters.get_converter()
+@functools.cache
+def _converter():
+    """lsprotocol's converter, built on first use (35 ms: not on the way to `initialize`)."""
+    return converters.get_converter()
 
 MAX_RESTARTS = 5  # in a row; a clangd that ran STABLE_S resets the count
 STABLE_S = 60.0
@@ -48,7 +51,7 @@ STOP_TIMEOUT_S = 3.0
 
 
 def to_json(params: Any) -> Any:
-    return _converter.unstructure(params)
+    return _converter().unstructure(params)
 
 
 def clangd_command(binary: str, database_folder: str, background_index: bool) -> list[str]:
@@ -195,13 +198,15 @@ class ClangdProxy:
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def decide(self) -> bool:
-        """At `initialize`: is clangd to be used? (enabled, and a binary found; nothing runs)."""
-        settings = self.server.settings
-        if not settings.clangd_enabled:
+    def decide(self, options: object) -> bool:
+        """At `initialize`: is clangd to be used? (enabled in the editor's `initializationOptions`,
+        and a binary found; nothing runs). The settings are read in full after the answer
+        (app.py); a workspace's pyproject.toml that turns clangd off stops it there."""
+        enabled, user_path = user_choice(options)
+        if not enabled:
             self.binary, self.problem = None, None
         else:
-            self.binary, self.problem = find_clangd(settings.clangd_path)
+            self.binary, self.problem = find_clangd(user_path)
         self.advertised = self.binary is not None
         if self.binary:
             log.info("clangd: %s (%s)", self.binary.path, self.binary.origin)
@@ -216,7 +221,9 @@ class ClangdProxy:
             self._stopping = True  # turned off by workspace/configuration: nobody waits for it
             return
         if self.binary is None:
-            self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Info)
+            # Once per server start, where the user looks (a pop-up, not only the log): what is
+            # missing and the command that fixes it.
+            self._tell_once("absent", f"kernel-lsp: {self.problem}", types.MessageType.Warning)
             return
         if self._supervisor is None or self._supervisor.done():
             self._stopping = False
@@ -459,6 +466,8 @@ class ClangdProxy:
         except Exception:
             log.exception("clangd: no flags for %s", path)
             return
+        from .flags import clang_arguments  # the compile options' module: loaded with the engine
+
         arguments = clang_arguments(options, path)
         assert self._database is not None
         # Written in a thread too (steps run one at a time, so the database has one writer).
@@ -499,7 +508,7 @@ class ClangdProxy:
         for d in self.diagnostics.get(uri, ()):
             try:
                 if d["range"]["start"]["line"] in lines:
-                    out.append(_converter.structure(d, types.Diagnostic))
+                    out.append(_converter().structure(d, types.Diagnostic))
             except Exception:
                 log.debug("clangd: an unreadable diagnostic: %r", d)
         return out

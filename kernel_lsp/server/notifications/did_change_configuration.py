@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 from .initialized import refresh_configuration
 
 
@@ -18,6 +17,8 @@ def register(server) -> None:
             if ls.settings.gpu_enabled:
                 await ls.gpu_feature.start()
             else:
+                from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+
                 ls.gpu_feature.stop()
                 ls.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
         if changed:

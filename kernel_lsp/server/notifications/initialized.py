@@ -15,16 +15,20 @@ log = logging.getLogger(__name__)
 def register(server) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls, params: types.InitializeParams) -> None:
+        if ls.client_log is not None:
+            ls.client_log.connected()  # the log may go to the editor from here on
         caps = params.capabilities.text_document
         ls.pull_diagnostics = bool(caps and caps.diagnostic)
         ls.init_options = params.initialization_options
         ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
-        ls.apply_settings(params.initialization_options, "initializationOptions")
+        # Applied on the engine's first use, after this answer (at the latest in `initialized`):
+        # the settings load the engine, which would double the editor's wait for the answer.
+        ls.defer_settings(params.initialization_options, "initializationOptions")
         # The capabilities are computed when this handler returns: clangd's features are in them
         # only when clangd is enabled and its binary is there (found by looking, not running).
         from ..clangd.features import withdraw
 
-        if not ls.clangd.decide():
+        if not ls.clangd.decide(params.initialization_options):
             withdraw(ls)
         log.info(
             "client %s; %s diagnostics",
@@ -34,6 +38,7 @@ def register(server) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls, params: types.InitializedParams) -> None:
+        ls.engine  # noqa: B018 - the initializationOptions applied now, if nothing needed them yet
         ls.analysis.warm_up()
         ls.send_status(None)
         await refresh_configuration(ls)
@@ -47,8 +52,12 @@ def register(server) -> None:
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls, params=None) -> None:
-        ls.analysis.shutdown()
-        ls.gpu_feature.stop()
+        if ls.client_log is not None:
+            ls.client_log.disconnected()  # the editor is ending the session: the log stays here
+        if ls.built("analysis"):  # what was never built (no `initialized`) has nothing to stop
+            ls.analysis.shutdown()
+        if ls.built("gpu_feature"):
+            ls.gpu_feature.stop()
         for hook in ls.shutdown_hooks:
             try:
                 result = hook()

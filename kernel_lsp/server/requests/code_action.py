@@ -12,19 +12,22 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...optimizer.entry import entries_at
-from ...source import find_kernels
-from ..snapshot import DocumentSnapshot
 from .execute_command import OPTIMIZE_COMMAND, fsr_unavailable_message, gpu_absent_reason
 from .spec_skeleton import WRITE_SPEC_COMMAND
+
+if TYPE_CHECKING:
+    from ..snapshot import DocumentSnapshot
 
 
 def _kernels_at(source: str, line: int):
     """The kernel whose definition holds 0-based `line` (the last one starting above it); all
     kernels when the cursor is above the first."""
+    from ...source import find_kernels
+
     kernels = find_kernels(source)
     above = [k for k in kernels if k.line - 1 <= line]
     return [above[-1]] if above else kernels
@@ -63,6 +66,8 @@ def optimize_targets(snapshot: DocumentSnapshot, line: int) -> list[str]:
     spec_text = snapshot.spec_text
     if spec_text is None or not snapshot.path.endswith(".cu"):
         return []
+    from ...optimizer.entry import entries_at  # the optimizer loads on first use, not at start
+
     names = entries_at(snapshot.text, spec_text, line + 1)
     return names + [k.name for k in _kernels_at(snapshot.text, line) if spec_mentions(spec_text, k.name)]
 

@@ -10,12 +10,13 @@ lists them."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types
 
-from ...host_entry import find_host_function
-from ...model import KernelResources
-from ..profile_view import hot_line_lenses
-from ..snapshot import DocumentSnapshot
+if TYPE_CHECKING:
+    from ...model import KernelResources
+    from ..snapshot import DocumentSnapshot
 
 # More instances than this on one line: one summary lens instead of a lens each.
 LENSES_PER_LINE = 3
@@ -105,11 +106,15 @@ def code_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
     lenses += _entry_lenses(snapshot)
     if not lenses and check is None:
         return []
+    from ..profile_view import hot_line_lenses  # loaded on first use, not at the server's start
+
     return lenses + hot_line_lenses(gpu.hot_lines, snapshot.path)
 
 
 def _entry_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
     """The headline of each checked host entry, above its function."""
+    from ...host_entry import find_host_function
+
     lenses = []
     for name in snapshot.gpu.entries:
         function = find_host_function(snapshot.text, name)

@@ -18,7 +18,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...spec import spec_path_for
 from ..uris import path_to_uri, uri_to_path
 from .kernel_argument import uri_and_kernel
 
@@ -153,6 +152,8 @@ def register(server) -> None:
         if snapshot.unreadable:
             return _reply(False, None, f"cannot read {path}: {snapshot.unreadable}")
         source, version = snapshot.text, snapshot.version
+        from ...spec import spec_path_for
+
         spec_doc = ls.open_document(spec_path_for(path))
 
         cancel = threading.Event()

@@ -1,7 +1,7 @@
-"""textDocument/hover: clangd's hover (what the symbol is: signature, documentation), and on a
-kernel's name its resources per arch, occupancy, and the GPU figures when the kernel has a spec
-and a GPU checked it. On a template, its instances — compiled by this file or by the files that
-include it — with their range of registers and occupancy."""
+"""textDocument/hover: on a kernel's name its resources per arch, occupancy, and the GPU figures
+when the kernel has a spec and a GPU checked it (kernel-lsp's own figures, first), then clangd's
+hover (what the symbol is: signature, documentation). On a template, its instances — compiled by
+this file or by the files that include it — with their range of registers and occupancy."""
 
 from __future__ import annotations
 
@@ -9,22 +9,37 @@ import asyncio
 import logging
 import os
 import re
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...host_launch.occupancy import NO_BLOCK, describe_launches
-from ...model import KernelResources, format_bytes
-from ...source import find_kernels
-from ...spec import spec_path_for
-from ...stats import format_seconds
-from ..profile_view import profile_markdown
-from ..snapshot import DocumentSnapshot
+from ...model import format_bytes
 from .code_lens import span
+
+if TYPE_CHECKING:
+    from ...model import KernelResources
+    from ..snapshot import DocumentSnapshot
+
+# The engine's modules (launch reading, specs, numpy's statistics, the profile's wording) are
+# imported where they are used, so that registering hover does not slow the server's start.
 
 # Rows shown in a hover's table; more instances are counted, not listed.
 INSTANCE_ROWS = 20
 
 log = logging.getLogger(__name__)
+
+
+# `__launch_bounds__(256, 4)`, `__restrict__`: in Markdown `__x__` is bold "x".
+_DOUBLE_UNDERSCORED = re.compile(r"__\w+__(?:\([^()`]*\))?")
+
+
+def as_code_names(text: str) -> str:
+    """Plain text for Markdown: the `__word__` names (and their argument lists) outside code spans
+    become code spans, so that they read as written instead of as bold words."""
+    pieces = re.split(r"(`[^`]*`)", text)
+    for i in range(0, len(pieces), 2):  # the even pieces are outside code spans
+        pieces[i] = _DOUBLE_UNDERSCORED.sub(lambda m: f"`{m.group(0)}`", pieces[i])
+    return "".join(pieces)
 
 
 def word_at(line: str, character: int) -> str | None:
@@ -38,6 +53,8 @@ def resources_markdown(
     name: str, kernels: list[KernelResources], compiler: str = "nvrtc", sources: tuple[str, ...] = ()
 ) -> str:
     """`sources`: the files that compiled instances of a template written elsewhere."""
+    from ...host_launch.occupancy import NO_BLOCK
+
     # Template instances and overloads share the word under the cursor: a row each, named.
     names = sorted({k.name for k in kernels})
     several = len(names) > 1
@@ -50,7 +67,7 @@ def resources_markdown(
     for k in kernels:
         if k.name not in shown:
             continue
-        occ = "n/a (see the launches below)" if k.launches else f"n/a ({NO_BLOCK})"
+        occ = "n/a (see the launches below)" if k.launches else f"n/a ({as_code_names(NO_BLOCK)})"
         if k.occupancy:
             occ = k.occupancy.describe()
         elif k.block_size:
@@ -89,6 +106,8 @@ def _instances_line(kernels: list[KernelResources], names: list[str], sources: t
 def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
     """Where each block size came from (a launch in host code, __launch_bounds__, the launch
     comment) and why a launch gives none, for the first arch's figures."""
+    from ...host_launch.occupancy import describe_launches
+
     firsts: dict[str, KernelResources] = {}
     for k in kernels:
         firsts.setdefault(k.name, k)
@@ -98,7 +117,7 @@ def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
         for entry, text in zip(k.launches, describe_launches(k.launches, k.arch), strict=True):
             if entry.occupancy is not None and entry.occupancy == k.occupancy:
                 text = entry.source + (f" ({entry.note})" if entry.note else "")  # the table's figure
-            lines.append(f"- {label}{text}")
+            lines.append(f"- {label}{as_code_names(text)}")
     if not lines:
         return ""
     arch = next(iter(firsts.values())).arch
@@ -141,10 +160,11 @@ def register(server) -> None:
 def hover_answer(
     snapshot: DocumentSnapshot | None, position: types.Position, clangd_answer: object
 ) -> types.Hover | None:
-    """clangd's part first (what the symbol is), a rule, then kernel-lsp's as it always read."""
+    """kernel-lsp's part first (the figures this server exists for), a rule, then clangd's (what
+    the symbol is: its signature and documentation)."""
     signature = clangd_markdown(clangd_answer)
     parts = kernel_parts(snapshot, position) if snapshot is not None else []
-    text = "\n\n---\n\n".join(p for p in (signature, "\n\n".join(parts)) if p)
+    text = "\n\n---\n\n".join(p for p in ("\n\n".join(parts), signature) if p)
     if not text:
         return None
     r = clangd_answer.get("range") if signature and isinstance(clangd_answer, dict) else None
@@ -161,12 +181,16 @@ def _word(snapshot: DocumentSnapshot, position: types.Position) -> str | None:
 
 def needs_check(snapshot: DocumentSnapshot, position: types.Position) -> bool:
     """Whether the hover is on a kernel of the file: only then does it wait for the file's check."""
+    from ...source import find_kernels
+
     name = _word(snapshot, position)
     return bool(name) and any(k.name == name for k in find_kernels(snapshot.text))
 
 
 def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[str]:
     """kernel-lsp's part: a kernel's resources and GPU figures; nothing for other words."""
+    from ...source import find_kernels
+
     name = _word(snapshot, position)
     if not name:
         return []
@@ -196,7 +220,7 @@ def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[s
         # Too large, binary, unreadable: it will not be compiled, so "not compiled yet" would
         # promise something; say why instead.
         why = check.diagnostics[0].message if check.diagnostics else "the file was not checked"
-        parts.append(f"**`{name}`** — no resources: {why}")
+        parts.append(f"**`{name}`** — no resources: {as_code_names(why)}")
     elif check and check.errors:
         parts.append(f"**`{name}`** — no resources: the file does not compile ({check.errors} error(s)).")
     elif signatures[name].templated:
@@ -211,6 +235,10 @@ def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[s
 
 def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     """The GPU's verdict and figures for `kernel` (a kernel or a host entry), or why there are none."""
+    from ...spec import spec_path_for
+    from ...stats import format_seconds
+    from ..profile_view import profile_markdown
+
     gpu = snapshot.gpu
     if gpu.absent_reason is not None:
         return [f"_No GPU figures ({gpu.absent_reason}); compile features keep working._"]
@@ -225,7 +253,7 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     if not k.ok:
         # Too fast to be true is its own verdict: the figure is not shown as a result.
         status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
-        return [f"**GPU check ({device}): {status}** — {k.message}"]
+        return [f"**GPU check ({device}): {status}** — {as_code_names(k.message)}"]
     rows = [
         f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
         "latency is the median of n cold-L2 samples, spread p10–p90",

@@ -15,10 +15,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from ...safe_write import inside, replace_file
-from ...skeleton import files_pipeline, skeleton_for, spec_skeleton
-from ...source import find_kernels, parse_directives
-from ...spec import spec_path_for
 from ..uris import path_to_uri
 from .kernel_argument import uri_and_kernel
 
@@ -34,6 +30,12 @@ def _reply(created: bool, spec_uri: str | None, message: str) -> dict[str, Any]:
 def register(server) -> None:
     @server.command(WRITE_SPEC_COMMAND)
     async def write_spec_skeleton(ls, *args) -> dict[str, Any]:
+        # The skeleton's reader and the spec package load here, on first use, not at start-up.
+        from ...safe_write import inside, replace_file
+        from ...skeleton import files_pipeline, skeleton_for, spec_skeleton
+        from ...source import find_kernels, parse_directives
+        from ...spec import spec_path_for
+
         parsed = uri_and_kernel(args)
         if parsed is None:
             return _reply(False, None, f'{WRITE_SPEC_COMMAND} expects [{{"uri": "...", "kernel": "..."}}]')

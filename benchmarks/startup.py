@@ -1,0 +1,118 @@
+"""How long an editor waits for the server: from spawning `kernel-lsp` to its `initialize` answer.
+
+Each run spawns the server as editors do (the `kernel-lsp` script next to this interpreter, else
+`python -m kernel_lsp`), writes `initialize` at once (an editor does not wait before writing it),
+and times the answer; then `shutdown` and `exit`. Plain JSON-RPC over the pipes: no client library
+is imported in the timed part. Prints each run, the median and the spread.
+
+    .venv/bin/python benchmarks/startup.py [--runs 5] [--no-clangd]
+
+The settings are the defaults but `gpu.enabled: false` (the GPU probe runs after `initialized`
+either way); `--no-clangd` turns clangd off too (clangd itself starts after `initialized`).
+Target (issue 33): median <= 0.2 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_message(stream) -> dict:
+    length = None
+    while True:
+        line = stream.readline()
+        if not line:
+            raise EOFError("the server closed stdout")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    assert length is not None
+    return json.loads(stream.read(length))
+
+
+def server_command() -> list[str]:
+    script = Path(sys.executable).with_name("kernel-lsp")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "kernel_lsp"]
+
+
+def one_start(root: str, clangd: bool) -> float:
+    env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    options = {"gpu": {"enabled": False}, "clangd": {"enabled": clangd}}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "processId": os.getpid(),
+            "rootUri": Path(root).as_uri(),
+            "capabilities": {},
+            "initializationOptions": options,
+        },
+    }
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        server_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(frame(initialize))
+    proc.stdin.flush()
+    while True:
+        message = read_message(proc.stdout)
+        if message.get("id") == 1:  # window/logMessage and the like may come before it
+            break
+    elapsed = time.perf_counter() - started
+    assert "result" in message, message
+    proc.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+    proc.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
+    proc.stdin.flush()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return elapsed
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--no-clangd", action="store_true", help="clangd.enabled: false")
+    args = p.parse_args()
+    root = tempfile.mkdtemp(prefix="kernel-lsp-startup-")
+    try:
+        one_start(root, not args.no_clangd)  # a first start warms the page cache: not counted
+        times = [one_start(root, not args.no_clangd) for _ in range(args.runs)]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("server:", " ".join(server_command()))
+    print("runs (ms):", " ".join(f"{t * 1e3:.0f}" for t in times))
+    print(
+        f"initialize answered after: median {statistics.median(times) * 1e3:.0f} ms "
+        f"(min {min(times) * 1e3:.0f}, max {max(times) * 1e3:.0f}) over {len(times)} starts; "
+        f"{os.cpu_count()} CPUs"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
