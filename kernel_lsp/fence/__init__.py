@@ -25,7 +25,7 @@ from __future__ import annotations
 from .compiler_checks import check_diagnostics
 from .findings import Finding
 from .object_checks import check_object
-from .source_checks import check_source
+from .source_checks import check_files_read, check_source
 
 
 def check_candidate_host_code(
@@ -39,4 +39,11 @@ def check_candidate_host_code(
     return findings
 
 
-__all__ = ["Finding", "check_candidate_host_code", "check_diagnostics", "check_object", "check_source"]
+__all__ = [
+    "Finding",
+    "check_candidate_host_code",
+    "check_diagnostics",
+    "check_files_read",
+    "check_object",
+    "check_source",
+]

@@ -195,6 +195,26 @@ def _call_findings(ct: CleanText) -> list[Finding]:
     return out
 
 
+def check_files_read(
+    source: str,
+    original_source: str | None,
+    original_path: str | None = None,
+    include_dirs: Sequence[str] = (),
+) -> list[Finding]:
+    """The part of `check_source` that keeps a compiler from reading a file the candidate names
+    (includes, #embed and the like, directive and pragma tricks): for a kernel-only candidate an
+    LLM wrote, whose device code runs in the judge's accused process but whose compile would
+    otherwise read any file into the kernel (`{ #include "~/.ssh/id_rsa" }`) or its errors."""
+    ct = clean(source)
+    dirs = directives(ct)
+    out = include_findings(ct, original_source, original_path, include_dirs)
+    out += _preprocessor_trick_findings(source, ct)
+    out += _directive_findings(dirs)
+    out += _stray_hash_findings(ct, dirs)
+    out += _pragma_operator_findings(ct)
+    return sorted(out, key=lambda f: f.line)
+
+
 def check_source(
     source: str,
     original_source: str | None,
@@ -205,12 +225,7 @@ def check_source(
     is the user's own and stays allowed. `original_path`, `include_dirs`: where the original's
     headers are found (an include of one must resolve inside them)."""
     ct = clean(source)
-    dirs = directives(ct)
-    out = include_findings(ct, original_source, original_path, include_dirs)
-    out += _preprocessor_trick_findings(source, ct)
-    out += _directive_findings(dirs)
-    out += _stray_hash_findings(ct, dirs)
-    out += _pragma_operator_findings(ct)
+    out = check_files_read(source, original_source, original_path, include_dirs)
     out += asm_findings(ct)
     out += _attribute_findings(ct)
     out += _call_findings(ct)

@@ -245,6 +245,16 @@ def _run_gates(
     if target.entry is not None:
         _run_entry_gates(out, source, target, evaluator, trusted)
         return
+    # Gate 0, for device code an LLM wrote: no include or directive that makes the compiler read
+    # a file the user did not name (it would land in the kernel's constants, or in the errors).
+    if not trusted:
+        from kernel_lsp.fence import check_files_read
+
+        reads = check_files_read(source, target.source, target.path, evaluator.options.include_dirs)
+        if reads:
+            out.status = Status.UNSAFE
+            out.message = "not compiled (the fence): " + "; ".join(f.describe() for f in reads)
+            return
     # Gate 1: the compiler (NVRTC, or nvcc for a file with host code).
     compiled = evaluator.compile(source)
     if not compiled.ok:

@@ -318,3 +318,19 @@ class _AlwaysFirst(dict):
 
     def get(self, key, default=None):
         return 0
+
+
+def test_a_kernel_that_includes_a_file_is_refused_before_any_compiler_reads_it(workspace, tmp_path):
+    """Device code an LLM wrote names a file to compile into the kernel (its bytes would reach
+    the outputs, and from there the verdict and the next prompt): refused before compiling."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("1, 2, 3")
+    reads = FAST.replace(
+        'extern "C" __global__',
+        f'__device__ const float stolen[] = {{\n#include "{secret}"\n}};\nextern "C" __global__',
+    )
+    with ScriptedLLM({(1, 1): fenced(reads)}, default="nothing") as llm:
+        result, evaluator = _run(workspace, llm, rounds=1)
+    first = next(o for o in result.outcomes if o.id == "r1c1")
+    assert first.status is Status.UNSAFE and "not compiled (the fence)" in first.message, first.message
+    assert "#include" in first.message and evaluator.checks == 1  # the baseline only: it never ran
