@@ -75,6 +75,16 @@ class FileCheck:
         return next((r for r in self.results if r.arch == arch), None)
 
 
+def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:
+    """The archs the checks really compiled for (a file with a compile_commands.json entry is
+    checked for its database's archs, not the default), in the default's order, then the rest;
+    the default when nothing was compiled (every file skipped)."""
+    used = {r.arch for c in checks for r in c.results}
+    if not used:
+        return list(default)
+    return [a for a in default if a in used] + sorted(used - set(default))
+
+
 def job_deadline(settings: Settings) -> float:
     """How long one file's check may run in its worker: `checkTimeoutSeconds`; where the user
     raised nvcc's own limit (`compileTimeoutSeconds`, KERNEL_LSP_NVCC_TIMEOUT_S) past it, long

@@ -13,6 +13,7 @@ import sys
 from ..check import (
     CUDA_SUFFIXES,
     FileCheck,
+    archs_checked,
     collect_files,
     failed_check,
     includers_for,
@@ -284,14 +285,14 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     for c in checks:
         workspace.reported(c)
     report_once(checks)
+    from ..compile.versions import cuda_versions
     from .formats import FORMATTERS, View
 
-    # Files with a compile_commands.json entry are checked for its archs: name what was used.
-    used = sorted({r.arch for c in checks for r in c.results} - set(archs))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
-    view = View(resources=args.show_resources, summary=not args.quiet)
-    report = FORMATTERS[args.format](checks, archs + used, view)
+    view = View(resources=args.show_resources, summary=not args.quiet, cuda=cuda_versions())
+    # Files with a compile_commands.json entry are checked for its archs: name what was used.
+    report = FORMATTERS[args.format](checks, archs_checked(checks, archs), view)
     if not write_report(report, args.output_file):
         return EXIT_TOOL_FAILED
     if args.exit_zero:

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..check import FileCheck
 from ..codes import describe, rule_id
+from ..compile.versions import CudaVersions
 from ..host_launch.occupancy import occupancy_summary
 from ..model import Diagnostic, KernelResources, Severity, format_bytes
 
@@ -36,6 +37,9 @@ class View:
 
     resources: bool = False
     summary: bool = True
+    # The NVRTC and nvcc the check used: in the summary line and in the JSON and SARIF documents
+    # (None: not asked, as in tests of the formats alone).
+    cuda: CudaVersions | None = None
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -99,7 +103,7 @@ def format_gpu_check(g) -> str:
     return "; ".join(parts)
 
 
-def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
+def summary_line(checks: list[FileCheck], archs: Iterable[str], cuda: CudaVersions | None = None) -> str:
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     kernels = sum(len(c.kernels) for c in checks)
@@ -116,6 +120,8 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
     if unverified:
         reasons = ", ".join(sorted(set(unverified)))
         text += f"; {len(unverified)} file(s) with a spec not verified on a GPU ({reasons})"
+    if cuda is not None:
+        text += f"; {cuda.summary()}"
     return text
 
 
@@ -128,7 +134,7 @@ def as_text(checks: list[FileCheck], archs: list[str], view: View = View()) -> s
             lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
             lines += [f"{_rel(c.path)}: {format_gpu_check(g)}" for g in c.gpu_checks]
     if view.summary:
-        lines.append(summary_line(checks, archs))
+        lines.append(summary_line(checks, archs, view.cuda))
     return "\n".join(lines)
 
 
@@ -219,6 +225,7 @@ def as_json(checks: list[FileCheck], archs: list[str], view: View = View()) -> s
     return json.dumps(
         {
             "version": __version__,
+            "cuda": view.cuda.to_dict() if view.cuda else None,
             "archs": archs,
             "files": [
                 {
@@ -321,6 +328,7 @@ def as_sarif(checks: list[FileCheck], archs: list[str], view: View = View()) -> 
                     },
                     "properties": {
                         "archs": archs,
+                        "cuda": view.cuda.to_dict() if view.cuda else None,
                         "unverified": [
                             {"uri": sarif_uri(c.path), "reason": c.unverified} for c in checks if c.unverified
                         ],
@@ -359,7 +367,7 @@ def as_github(checks: list[FileCheck], archs: list[str], view: View = View()) ->
         for d in c.diagnostics
     ]
     if view.summary:
-        lines.append(summary_line(checks, archs))
+        lines.append(summary_line(checks, archs, view.cuda))
     return "\n".join(lines)
 
 
