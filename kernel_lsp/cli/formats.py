@@ -69,7 +69,7 @@ def format_resources(k: KernelResources) -> str:
         f"spills {k.spill_store_bytes} B stored / {k.spill_load_bytes} B loaded",
     ]
     parts.append(occupancy_summary(k))
-    return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
+    return f"kernel {k.qualified_name} [{k.arch}]: " + ", ".join(parts)
 
 
 def format_gpu_check(g) -> str:
@@ -113,6 +113,8 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str], cuda: CudaVersio
         f"{errors} error(s), {warnings} warning(s), {kernels} kernel(s)"
     )
     text += f", {skipped} skipped" if skipped else ""
+    if cuda is not None:  # what compiled them, before what the GPU made of them
+        text += f"; {cuda.summary()}"
     verified = sum(1 for c in checks for g in c.gpu_checks if g.ok)
     if verified:
         text += f"; {verified} kernel(s) verified on a GPU"
@@ -120,8 +122,6 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str], cuda: CudaVersio
     if unverified:
         reasons = ", ".join(sorted(set(unverified)))
         text += f"; {len(unverified)} file(s) with a spec not verified on a GPU ({reasons})"
-    if cuda is not None:
-        text += f"; {cuda.summary()}"
     return text
 
 
@@ -155,7 +155,7 @@ def _diag_json(d: Diagnostic) -> dict:
 def _kernel_json(k: KernelResources) -> dict:
     o = k.occupancy
     return {
-        "name": k.name,
+        "name": k.qualified_name,
         "function": k.source_function,
         "mangled": k.mangled,
         "arch": k.arch,

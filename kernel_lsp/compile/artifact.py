@@ -158,7 +158,7 @@ def build_result(
                     k.line or 1,
                     1,
                     Severity.WARNING,
-                    f"kernel `{k.name}` spills to local memory on {k.arch}: {k.spill_store_bytes} bytes "
+                    f"kernel `{k.qualified_name}` spills to local memory on {k.arch}: {k.spill_store_bytes} bytes "
                     f"spill stores, {k.spill_load_bytes} bytes spill loads",
                     code="spill",
                     source="kernel-lsp",
@@ -300,11 +300,25 @@ def _kernel_resources(
                 function=function,
                 defined_in=defined_in,
                 defined_at=defined_at,
+                scope=_scope(parts),
             )
         )
     out = _distinct_names(out)
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
+
+
+def _scope(parts: Demangled | None) -> str:
+    """`ops::detail` of `ops::detail::k<4>`: the namespaces and classes a user writes (an
+    anonymous namespace, `(anonymous namespace)` to the demangler, is none of them)."""
+    if parts is None or not parts.qualified.endswith("::" + parts.name):
+        return ""
+    # Cut at the name, not at every `::`: a class scope's template arguments hold some.
+    scope = parts.qualified[: -len(parts.name) - 2]
+    return _ANONYMOUS.sub("", scope).strip(":")
+
+
+_ANONYMOUS = re.compile(r"(?:^|::)\(anonymous namespace\)(?=::|$)")
 
 
 def _header_definition(

@@ -107,7 +107,9 @@ def test_summary_json_and_sarif_name_the_cuda_used(tmp_path, capsys):
     expected = f"CUDA: NVRTC {nvrtc_says()}, nvcc {nvcc_says(TOOLCHAIN.nvcc)}"
     assert main(["check", "--no-gpu", "--arch", "sm_90", str(tmp_path)]) == 0
     (summary,) = capsys.readouterr().out.splitlines()
-    assert summary.startswith("checked 1 file(s) for sm_90: 0 error(s)") and summary.endswith(f"; {expected}")
+    assert summary.startswith(
+        "checked 1 file(s) for sm_90: 0 error(s), 0 warning(s), 1 kernel(s); " + expected
+    )
 
     assert main(["check", "--no-gpu", "--arch", "sm_90", "--format", "json", str(tmp_path)]) == 0
     cuda = json.loads(capsys.readouterr().out)["cuda"]
@@ -163,5 +165,5 @@ def test_watch_names_the_archs_it_checks_for_and_the_cuda(tmp_path):
         session.close()
     summary = out.getvalue().splitlines()[-1]
     assert summary.startswith("checked 1 file(s) for sm_80: 0 error(s)"), summary
-    assert summary.endswith(f"; {cuda_versions().summary()}")
+    assert summary.endswith(f"1 kernel(s); {cuda_versions().summary()}")
     assert session.archs_used() == ["sm_80"]
