@@ -334,7 +334,10 @@ def compile_all_archs(
         results = [first]
     else:
         # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
-        results = [with_launch_occupancy(compile_source(source, path, o), source, o.defines) for o in options]
+        results = [
+            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
+            for o in options
+        ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]

@@ -21,6 +21,7 @@ from .includes import include_closure
 from .logparse import parse_log, source_name
 from .options import CompileOptions
 from .toolchain import find_toolchain, site_packages
+from .versions import nvcc_version, nvrtc_version
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -225,10 +226,6 @@ def _explain_missing_header(
 def _cuda_major(backend: str, options: CompileOptions) -> int | None:
     """The CUDA major version of the compiler that reported a missing header: its wheels are the
     ones to install (nvidia-cublas for 13, nvidia-cublas-cu12 for 12)."""
-    # Here: both import the NVRTC backend, which imports this module.
-    from .nvrtc import nvrtc_version
-    from .versions import nvcc_version
-
     if backend == "nvcc":
         nvcc = find_toolchain(options.extra).nvcc
         version = nvcc_version(nvcc) if nvcc else None

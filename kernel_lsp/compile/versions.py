@@ -13,7 +13,6 @@ import re
 import subprocess
 from dataclasses import dataclass
 
-from .nvrtc import nvrtc_version
 from .toolchain import find_toolchain
 
 # `Cuda compilation tools, release 13.5, V13.5.37`
@@ -52,6 +51,18 @@ class CudaVersions:
             "nvccPath": self.nvcc_path,
             "nvccFrom": self.nvcc_from or None,
         }
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    """`13.5`, or why NVRTC could not be asked ("unavailable (...)")."""
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception as e:  # the wheel missing, or its library not loadable
+        return f"unavailable ({e})"
 
 
 def nvcc_version(nvcc: str) -> str | None:
