@@ -75,6 +75,16 @@ class FileCheck:
         return next((r for r in self.results if r.arch == arch), None)
 
 
+def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:
+    """The archs the checks really compiled for (a file with a compile_commands.json entry is
+    checked for its database's archs, not the default), in the default's order, then the rest;
+    the default when nothing was compiled (every file skipped)."""
+    used = {r.arch for c in checks for r in c.results}
+    if not used:
+        return list(default)
+    return [a for a in default if a in used] + sorted(used - set(default))
+
+
 def job_deadline(settings: Settings) -> float:
     """How long one file's check may run in its worker: `checkTimeoutSeconds`; where the user
     raised nvcc's own limit (`compileTimeoutSeconds`, KERNEL_LSP_NVCC_TIMEOUT_S) past it, long
@@ -324,7 +334,10 @@ def compile_all_archs(
         results = [first]
     else:
         # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
-        results = [with_launch_occupancy(compile_source(source, path, o), source, o.defines) for o in options]
+        results = [
+            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
+            for o in options
+        ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]

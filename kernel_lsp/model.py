@@ -67,10 +67,20 @@ class KernelResources:
     # Where block sizes come from: the launch comment (an override), else each launch in host
     # code (distinct configurations), else __launch_bounds__; unresolved launches say why.
     launches: tuple[LaunchOccupancy, ...] = ()
+    # The namespaces (and classes) around the function, as the source writes them ("ops::detail";
+    # anonymous namespaces left out): `name` stays what a spec names, reports show both.
+    scope: str = ""
 
     @property
     def source_function(self) -> str:
         return self.function or self.name
+
+    @property
+    def qualified_name(self) -> str:
+        """`ops::fill<4>`: the name reports show, with the kernel's namespaces."""
+        if not self.scope or self.name.startswith(self.scope + "::"):
+            return self.name
+        return f"{self.scope}::{self.name}"
 
     @property
     def spills(self) -> bool:

@@ -7,12 +7,14 @@ CUDA, no CUDA files found, NVRTC missing)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
 
 from ..check import (
     CUDA_SUFFIXES,
     FileCheck,
+    archs_checked,
     collect_files,
     failed_check,
     includers_for,
@@ -20,6 +22,7 @@ from ..check import (
     report_once,
 )
 from ..check_jobs import lean_analyze
+from ..codes import DESCRIPTIONS, unknown_selectors
 from ..compile import MAX_FILE_BYTES
 from ..compile.jobs import JobFailed, run_jobs
 from ..evaluation.pool import gpus_arg
@@ -101,6 +104,21 @@ def _codes(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None
     return [c for v in values for c in v.replace(",", " ").split()]
+
+
+def _unknown_codes_message(flag: str, unknown: list[str]) -> str:
+    """`--select E999`: which selector matches no code, the nearest code when it looks like a
+    typo, and what codes are."""
+    names = [c for c in DESCRIPTIONS if not c.endswith("-")]
+    parts = []
+    for u in unknown:
+        near = difflib.get_close_matches(u.lower(), names, n=1)
+        parts.append(f"`{u}`" + (f" (did you mean `{near[0]}`?)" if near else ""))
+    return (
+        f"invalid value for {flag}: no diagnostic code starts with {', '.join(parts)}; codes are the "
+        "compiler's numbers (177, 20011-D) and kernel-lsp's own (spill, launch-comment, spec-, gpu-, "
+        "...; see --help)"
+    )
 
 
 def parser(prog: str = "kernel-lsp check") -> argparse.ArgumentParser:
@@ -201,9 +219,13 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     more: dict = {"gpu.enabled": False, **specs} if args.no_gpu else dict(specs)
     if args.max_file_bytes is not None:
         more["maxFileBytes"] = max(0, args.max_file_bytes)
-    if (select := _codes(args.select)) is not None:
+    select, ignore = _codes(args.select), _codes(args.ignore)
+    for flag, codes in (("--select", select), ("--ignore", ignore)):
+        if unknown := unknown_selectors(codes or ()):
+            p.error(_unknown_codes_message(flag, unknown))  # exit 2, as ruff does for a bad selector
+    if select is not None:
         more["select"] = select
-    if (ignore := _codes(args.ignore)) is not None:
+    if ignore is not None:
         more["extend-ignore"] = ignore
     workspace, problems = workspace_from_args(args, args.paths[0], **more)
     settings = workspace.settings_for(os.path.abspath(args.paths[0]))
@@ -284,14 +306,14 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     for c in checks:
         workspace.reported(c)
     report_once(checks)
+    from ..compile.versions import cuda_versions
     from .formats import FORMATTERS, View
 
-    # Files with a compile_commands.json entry are checked for its archs: name what was used.
-    used = sorted({r.arch for c in checks for r in c.results} - set(archs))
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
-    view = View(resources=args.show_resources, summary=not args.quiet)
-    report = FORMATTERS[args.format](checks, archs + used, view)
+    view = View(resources=args.show_resources, summary=not args.quiet, cuda=cuda_versions())
+    # Files with a compile_commands.json entry are checked for its archs: name what was used.
+    report = FORMATTERS[args.format](checks, archs_checked(checks, archs), view)
     if not write_report(report, args.output_file):
         return EXIT_TOOL_FAILED
     if args.exit_zero:

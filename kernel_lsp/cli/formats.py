@@ -16,6 +16,7 @@ from urllib.parse import quote
 from .. import __version__
 from ..check import FileCheck
 from ..codes import describe, rule_id
+from ..compile.versions import CudaVersions
 from ..host_launch.occupancy import occupancy_summary
 from ..model import Diagnostic, KernelResources, Severity, format_bytes
 
@@ -36,6 +37,9 @@ class View:
 
     resources: bool = False
     summary: bool = True
+    # The NVRTC and nvcc the check used: in the summary line and in the JSON and SARIF documents
+    # (None: not asked, as in tests of the formats alone).
+    cuda: CudaVersions | None = None
 
 
 def format_diagnostic(d: Diagnostic) -> str:
@@ -65,7 +69,7 @@ def format_resources(k: KernelResources) -> str:
         f"spills {k.spill_store_bytes} B stored / {k.spill_load_bytes} B loaded",
     ]
     parts.append(occupancy_summary(k))
-    return f"kernel {k.name} [{k.arch}]: " + ", ".join(parts)
+    return f"kernel {k.qualified_name} [{k.arch}]: " + ", ".join(parts)
 
 
 def format_gpu_check(g) -> str:
@@ -99,7 +103,7 @@ def format_gpu_check(g) -> str:
     return "; ".join(parts)
 
 
-def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
+def summary_line(checks: list[FileCheck], archs: Iterable[str], cuda: CudaVersions | None = None) -> str:
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
     kernels = sum(len(c.kernels) for c in checks)
@@ -109,6 +113,8 @@ def summary_line(checks: list[FileCheck], archs: Iterable[str]) -> str:
         f"{errors} error(s), {warnings} warning(s), {kernels} kernel(s)"
     )
     text += f", {skipped} skipped" if skipped else ""
+    if cuda is not None:  # what compiled them, before what the GPU made of them
+        text += f"; {cuda.summary()}"
     verified = sum(1 for c in checks for g in c.gpu_checks if g.ok)
     if verified:
         text += f"; {verified} kernel(s) verified on a GPU"
@@ -128,7 +134,7 @@ def as_text(checks: list[FileCheck], archs: list[str], view: View = View()) -> s
             lines += [f"{_rel(c.path)}: {format_resources(k)}" for k in c.kernels]
             lines += [f"{_rel(c.path)}: {format_gpu_check(g)}" for g in c.gpu_checks]
     if view.summary:
-        lines.append(summary_line(checks, archs))
+        lines.append(summary_line(checks, archs, view.cuda))
     return "\n".join(lines)
 
 
@@ -149,7 +155,7 @@ def _diag_json(d: Diagnostic) -> dict:
 def _kernel_json(k: KernelResources) -> dict:
     o = k.occupancy
     return {
-        "name": k.name,
+        "name": k.qualified_name,
         "function": k.source_function,
         "mangled": k.mangled,
         "arch": k.arch,
@@ -219,6 +225,7 @@ def as_json(checks: list[FileCheck], archs: list[str], view: View = View()) -> s
     return json.dumps(
         {
             "version": __version__,
+            "cuda": view.cuda.to_dict() if view.cuda else None,
             "archs": archs,
             "files": [
                 {
@@ -321,6 +328,7 @@ def as_sarif(checks: list[FileCheck], archs: list[str], view: View = View()) -> 
                     },
                     "properties": {
                         "archs": archs,
+                        "cuda": view.cuda.to_dict() if view.cuda else None,
                         "unverified": [
                             {"uri": sarif_uri(c.path), "reason": c.unverified} for c in checks if c.unverified
                         ],
@@ -359,7 +367,7 @@ def as_github(checks: list[FileCheck], archs: list[str], view: View = View()) ->
         for d in c.diagnostics
     ]
     if view.summary:
-        lines.append(summary_line(checks, archs))
+        lines.append(summary_line(checks, archs, view.cuda))
     return "\n".join(lines)
 
 

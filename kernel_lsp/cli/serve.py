@@ -46,6 +46,20 @@ def _stdin_is_terminal() -> bool:
         return False
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: kernel-lsp's, then the CUDA it compiles with (NVRTC, and nvcc with where it
+    comes from). Asked only when printed: a server start loads neither."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from ..compile.versions import cuda_versions
+
+        print(f"kernel-lsp {__version__}\n{cuda_versions().describe()}", flush=True)
+        parser.exit()
+
+
 def serve_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(
         prog="kernel-lsp",
@@ -67,7 +81,11 @@ def serve_main(argv: list[str]) -> int:
     )
     p.add_argument("--log-file", help="write the server log here")
     p.add_argument("--log-level", default="INFO")
-    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    p.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="print kernel-lsp's version and the NVRTC and nvcc it compiles with, then exit",
+    )
     args = p.parse_args(argv)
     if not args.tcp and _stdin_is_terminal():
         print(TERMINAL_HINT, file=sys.stderr, flush=True)  # and serve on: an editor may be behind it

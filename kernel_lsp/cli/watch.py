@@ -109,6 +109,7 @@ class _WatchSession:
         return copies
 
     def first_run(self) -> None:
+        from ..compile.versions import cuda_versions
         from .formats import FORMATTERS, View
 
         # The graph first: a header that fails alone is checked through its includer.
@@ -118,7 +119,8 @@ class _WatchSession:
         shown = self.shown_checks()
         self.last = {c.path: _block(c) for c in shown}
         # --watch's later blocks show each file's resources: its first report does too.
-        print(FORMATTERS[self.fmt](shown, self.archs, View(resources=True)), file=self.out, flush=True)
+        view = View(resources=True, cuda=cuda_versions())
+        print(FORMATTERS[self.fmt](shown, self.archs_used(), view), file=self.out, flush=True)
 
     def start_watching(self) -> None:
         parents = {os.path.dirname(p) for p in self.explicit}
@@ -163,7 +165,14 @@ class _WatchSession:
             print("\n".join(lines), file=self.out, flush=True)
         else:
             gone_checks = [FileCheck(p, [], checked=False, missing=True) for p in gone]
-            print(FORMATTERS[self.fmt](changed + gone_checks, self.archs), file=self.out, flush=True)
+            print(FORMATTERS[self.fmt](changed + gone_checks, self.archs_used()), file=self.out, flush=True)
+
+    def archs_used(self) -> list[str]:
+        """The archs the files were checked for: a file with a compile_commands.json entry is
+        checked for its database's, and the report names those, not the default."""
+        from ..check import archs_checked
+
+        return archs_checked(list(self.state.values()), self.archs)
 
     def exit_code(self) -> int:
         return 1 if any(c.errors for c in self.state.values()) else 0

@@ -19,7 +19,7 @@ from .files import MAX_FILE_BYTES, decode_source, read_source
 from .hostcode import find_host_code
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
-from .nvrtc import check_arch, compile_nvrtc, nvrtc_version, supported_archs
+from .nvrtc import check_arch, compile_nvrtc, supported_archs
 from .options import (
     FALLBACK_ARCH,
     CompileOptions,
@@ -30,6 +30,7 @@ from .options import (
 )
 from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
+from .versions import nvrtc_version
 
 __all__ = [
     "COMPILE_MEMORY_MB",

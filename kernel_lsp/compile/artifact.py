@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .. import archs
-from ..advice import INCLUDE_DIRS
+from ..advice import INCLUDE_DIRS, library_advice, nvidia_library
 from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
@@ -20,6 +20,8 @@ from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
 from .logparse import parse_log, source_name
 from .options import CompileOptions
+from .toolchain import find_toolchain, site_packages
+from .versions import nvcc_version, nvrtc_version
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -113,7 +115,7 @@ def build_result(
                 source="kernel-lsp",
             )
         )
-    diags = [_explain_missing_header(d, path, options) for d in diags]
+    diags = [_explain_missing_header(d, path, options, backend) for d in diags]
 
     if not ok and backend == "nvrtc":
         host = find_host_code(source)
@@ -157,7 +159,7 @@ def build_result(
                     k.line or 1,
                     1,
                     Severity.WARNING,
-                    f"kernel `{k.name}` spills to local memory on {k.arch}: {k.spill_store_bytes} bytes "
+                    f"kernel `{k.qualified_name}` spills to local memory on {k.arch}: {k.spill_store_bytes} bytes "
                     f"spill stores, {k.spill_load_bytes} bytes spill loads",
                     code="spill",
                     source="kernel-lsp",
@@ -183,8 +185,6 @@ def _host_code_advice(options: CompileOptions) -> str:
     """Why NVRTC got a file with host code: the setting, or the missing nvcc or host compiler."""
     if options.compiler == "nvrtc":
         return "The compiler setting is `nvrtc`; set it to `auto` or `nvcc` to compile host code with nvcc."
-    from .toolchain import find_toolchain
-
     problem = find_toolchain(options.extra).problem
     return f"nvcc would compile it, but {problem}." if problem else ""
 
@@ -197,9 +197,21 @@ def _include_line_for(source: str, header_path: str) -> tuple[int | None, str | 
     return None, None
 
 
-def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -> Diagnostic:
-    if "cannot open source file" not in d.message and not d.message.endswith("No such file or directory"):
+# NVRTC and EDG: `cannot open source file "x.h"`; the host preprocessor: `x.h: No such file or directory`.
+_MISSING_HEADER = re.compile(r'cannot open source file "([^"]+)"|^(\S+): No such file or directory$')
+
+
+def _explain_missing_header(
+    d: Diagnostic, path: str, options: CompileOptions, backend: str = "nvrtc"
+) -> Diagnostic:
+    missing = _MISSING_HEADER.search(d.message)
+    if missing is None:
         return d
+    header = missing.group(1) or missing.group(2)
+    if nvidia_library(header) is not None:
+        site = next(iter(site_packages()), "site-packages")
+        advice = library_advice(header, _cuda_major(backend, options), _installed_header_folder(header), site)
+        return replace(d, message=f"{d.message}; {advice}.")
     searched = [
         os.path.dirname(os.path.abspath(path)),
         *options.include_dirs,
@@ -209,6 +221,32 @@ def _explain_missing_header(d: Diagnostic, path: str, options: CompileOptions) -
         d,
         message=f"{d.message}; searched: {', '.join(searched)}; {INCLUDE_DIRS}.",
     )
+
+
+def _cuda_major(backend: str, options: CompileOptions) -> int | None:
+    """The CUDA major version of the compiler that reported a missing header: its wheels are the
+    ones to install (nvidia-cublas for 13, nvidia-cublas-cu12 for 12)."""
+    if backend == "nvcc":
+        nvcc = find_toolchain(options.extra).nvcc
+        version = nvcc_version(nvcc) if nvcc else None
+    else:
+        version = nvrtc_version()
+    major = (version or "").split(".")[0]
+    return int(major) if major.isdigit() else None
+
+
+def _installed_header_folder(header: str) -> str | None:
+    """The folder of an installed NVIDIA wheel that holds `header`, in this interpreter's
+    site-packages (where `pip install` put it), or None."""
+    library = nvidia_library(header)
+    if library is None:
+        return None
+    for root in site_packages():
+        for folder in dict.fromkeys((library.folder, library.folder_cu12)):
+            candidate = os.path.join(root, folder)
+            if os.path.isfile(os.path.join(candidate, header)):
+                return candidate
+    return None
 
 
 def _kernel_resources(
@@ -259,11 +297,25 @@ def _kernel_resources(
                 function=function,
                 defined_in=defined_in,
                 defined_at=defined_at,
+                scope=_scope(parts),
             )
         )
     out = _distinct_names(out)
     out.sort(key=lambda k: (k.line or 1 << 30, k.name))
     return out
+
+
+def _scope(parts: Demangled | None) -> str:
+    """`ops::detail` of `ops::detail::k<4>`: the namespaces and classes a user writes (an
+    anonymous namespace, `(anonymous namespace)` to the demangler, is none of them)."""
+    if parts is None or not parts.qualified.endswith("::" + parts.name):
+        return ""
+    # Cut at the name, not at every `::`: a class scope's template arguments hold some.
+    scope = parts.qualified[: -len(parts.name) - 2]
+    return _ANONYMOUS.sub("", scope).strip(":")
+
+
+_ANONYMOUS = re.compile(r"(?:^|::)\(anonymous namespace\)(?=::|$)")
 
 
 def _header_definition(

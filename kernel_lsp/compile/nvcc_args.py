@@ -9,11 +9,20 @@ the closing quote, so the next argument is read as commands). Defines, include f
 pre-included files come from the workspace (compile_commands.json, pyproject.toml, settings), so
 none of them may reach that shell as it is written:
 
-- defines and undefines never go on nvcc's command line: they are `#define`/`#undef` lines of a
-  header in the compile's private temporary folder, passed with `-include` (the meaning of -D:
-  `NAME` is `#define NAME 1`, `NAME=` defines it empty, the -U's come after the -D's, as on the
-  command line kernel-lsp used to build); a value the header cannot hold is refused before
-  (`options.macro_problems`);
+- a plain define (`NAME` or `NAME=value`, the name an identifier, the value made of
+  `[A-Za-z0-9_.+-/:=]` only) and every undefine (an identifier) go on nvcc's command line as
+  written: nvcc hands them to the host preprocessor before its own `-include cuda_runtime.h`, so
+  `-DCUDA_API_PER_THREAD_DEFAULT_STREAM=1` or `-D_XOPEN_SOURCE=600` mean what they mean to nvcc.
+  Measured (`nvcc -dryrun`): each step gets them as `-D "NAME=value"`, unchanged; no character of
+  that set is read inside double quotes, and the comma is left out because nvcc splits a -D at
+  commas (`-DZ=1,2` is `-D "Z=1" -D "2"`);
+- any other define (a value with `$`, a backtick, a backslash, a quote, a space, a comma, ...;
+  a function-like macro) is a `#define` line of a header in the compile's private temporary
+  folder, passed with `-include` (the meaning of -D: `NAME` is `#define NAME 1`, `NAME=` defines
+  it empty, the -U's come after the -D's); every define of a name one of them names goes there
+  too, with its -U, so the last one still wins. That header comes after `cuda_runtime.h`: the one
+  way such a define differs from nvcc's. A value the header cannot hold (a line break) is refused
+  before (`options.usable_macros`);
 - a path that holds a character the shell reads inside double quotes (a backtick, a backslash, a
   double quote, a control character) is passed as a symlink in that folder, and the log names the
   real path again.
@@ -29,11 +38,39 @@ DEFINES_HEADER = "klsp_defines.h"
 COMMAND_LINE = "<command-line>"
 # Inside double quotes sh still reads `$` (nvcc escapes it), a backtick, a backslash and `"`.
 _SHELL_SAFE_PATH = re.compile(r"[^`\\\"\x00-\x1f\x7f]*")
+# A define nvcc may pass as written: an identifier, and a value no shell reads inside double
+# quotes and nvcc neither splits (a comma) nor unescapes (a backslash).
+_PLAIN_DEFINE = re.compile(r"[A-Za-z_]\w*(=[A-Za-z0-9_.+\-/:=]*)?", re.ASCII)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*", re.ASCII)
 
 
 def shell_safe(path: str) -> bool:
     """Whether nvcc can pass `path` to its shell in its double quotes without it being read."""
     return _SHELL_SAFE_PATH.fullmatch(path) is not None
+
+
+def plain_define(define: str) -> bool:
+    """Whether `-D<define>` can reach nvcc's shell as it is written."""
+    return _PLAIN_DEFINE.fullmatch(define) is not None
+
+
+def macro_name(define: str) -> str:
+    """`NAME` of `NAME`, `NAME=value` and `NAME(a)=body`."""
+    return re.split(r"[=(]", define, maxsplit=1)[0]
+
+
+def split_macros(
+    defines: tuple[str, ...], undefines: tuple[str, ...]
+) -> tuple[list[str], tuple[str, ...], tuple[str, ...]]:
+    """(nvcc's -D/-U flags, the defines and undefines for the header). A name with any define that
+    is not plain keeps all its defines and -U's in the header, in order: a plain `-DX=2` on the
+    command line would come before the header's `#define X ...` and lose to it."""
+    in_header = {macro_name(d) for d in defines if not plain_define(d)}
+    flags = [f"-D{d}" for d in defines if macro_name(d) not in in_header]
+    flags += [f"-U{u}" for u in undefines if _IDENTIFIER.fullmatch(u) and u not in in_header]
+    header_defines = tuple(d for d in defines if macro_name(d) in in_header)
+    header_undefines = tuple(u for u in undefines if u in in_header)
+    return flags, header_defines, header_undefines
 
 
 def defines_text(defines: tuple[str, ...], undefines: tuple[str, ...]) -> str:
@@ -71,13 +108,15 @@ class NvccArgs:
         return alias
 
     def macros(self, defines: tuple[str, ...], undefines: tuple[str, ...]) -> list[str]:
-        """`-include <tmp>/klsp_defines.h` holding the defines, or nothing when there are none."""
-        if not defines and not undefines:
-            return []
+        """The plain -D's and -U's as they are, then `-include <tmp>/klsp_defines.h` holding the
+        others when there are any."""
+        flags, header_defines, header_undefines = split_macros(defines, undefines)
+        if not header_defines:
+            return flags
         self.header = os.path.join(self.tmp, DEFINES_HEADER)
         with open(self.header, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(defines_text(defines, undefines))
-        return ["-include", self.header]
+            f.write(defines_text(header_defines, header_undefines))
+        return [*flags, "-include", self.header]
 
     def restore(self, log: str) -> str:
         """The log with the real paths in place of the links, and the header named as the

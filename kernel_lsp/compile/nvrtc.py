@@ -17,6 +17,7 @@ from .artifact import build_result
 from .cache import CompileCache
 from .options import CompileOptions, cuda_include_dirs
 from .toolchain import find_toolchain
+from .versions import nvrtc_version
 
 # Where a CUDA driver is installed, NVRTC serves repeated compiles from the driver's compute cache,
 # and a cache hit's log has no ptxas resource report (seen on an H200 with NVRTC 13.0; also
@@ -35,17 +36,6 @@ def supported_archs() -> tuple[str, ...]:
     except Exception:
         pass
     return ()
-
-
-@functools.cache
-def nvrtc_version() -> str:
-    try:
-        from cuda.bindings import nvrtc
-
-        _, major, minor = nvrtc.nvrtcVersion()
-        return f"{major}.{minor}"
-    except Exception as e:
-        return f"unavailable ({e})"
 
 
 def check_arch(arch: str) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
+import sysconfig
 from dataclasses import dataclass
 
 INSTALL_NVCC = "pip install nvidia-cuda-nvcc nvidia-cuda-crt"
@@ -55,6 +57,16 @@ def _wheel_nvcc() -> str | None:
             if version_dir.startswith("cu") and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
     return None
+
+
+def site_packages() -> list[str]:
+    """This interpreter's site-packages folders, where pip puts NVIDIA's wheels (never the current
+    folder nor PYTHONPATH: a repository cannot plant a folder there)."""
+    paths = sysconfig.get_paths()
+    found = [paths["purelib"], paths["platlib"], *site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        found.append(site.getusersitepackages())
+    return [d for d in dict.fromkeys(found) if os.path.isdir(d)]
 
 
 def _split_ccbin(extra: tuple[str, ...]) -> str | None:

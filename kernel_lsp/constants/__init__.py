@@ -4,7 +4,12 @@ helpers (`int ceil_div(int a, int b) { return (a + b - 1) / b; }`), evaluated wi
 
 Macros: `-D` values first (they win over an `#ifndef NAME` default), then the first `#define` of
 a name in the source. File-scope constants are those outside every function and class
-(namespaces and `extern "C" {` blocks count as file scope). Never raises on user text.
+(namespaces and `extern "C" {` blocks count as file scope). A class's `static constexpr` (or
+`static const`) members are read too, under their qualified names (`Config::kThreads`,
+`ns::Config::kThreads`; inside the class its members' own names), and so are namespaced constants
+under theirs (`cfg::kWarps`). The constants of the headers a file includes (`included`, read by
+the caller: this package reads no file) answer for the names the file does not define. Never
+raises on user text.
 """
 
 from __future__ import annotations
@@ -43,19 +48,74 @@ class Constants:
     functions: dict[str, Function] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)  # name -> 1-based line (0: from -D)
     kinds: dict[str, str] = field(default_factory=dict)  # "-D" | "macro" | "constexpr" | "const" | "enum"
+    # Constants of a namespace or a class by their full names (`cfg::kWarps`, `ns::Config::kThreads`;
+    # kinds and lines share these keys: a `::` in them keeps them apart from `raw`'s), the scope
+    # each is written in, and the shorter spellings of a member (`Config::kThreads`).
+    scoped: dict[str, str] = field(default_factory=dict)
+    scopes: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    # The constants of the headers the file includes, in the order the preprocessor reads them;
+    # a header's own `context` is the file's, whose other headers its expressions may use.
+    included: list[Constants] = field(default_factory=list, repr=False)
+    context: Constants | None = field(default=None, repr=False)
+    origin: str = ""  # the header these were read from; "" for the file itself
     _values: dict[str, Expr | None] = field(default_factory=dict, repr=False)
+
+    def text(self, key: str) -> str:
+        return self.raw[key] if key in self.raw else self.scoped[key]
+
+    def _own(self, name: str) -> str | None:
+        key = name.strip().removeprefix("::")
+        if "::" in key:
+            key = self.aliases.get(key, key)
+            return key if key in self.scoped else None
+        return key if key in self.raw else None
+
+    def find(self, name: str) -> tuple[Constants, str] | None:
+        """(the constants that define `name`, its key there): this file's first, then its
+        headers' in include order; None when no one defines it."""
+        top = self.context or self
+        for c in (self, top, *top.included):
+            key = c._own(name)
+            if key is not None:
+                return c, key
+        return None
 
     def expression(self, name: str) -> Expr | None:
         """The evaluated expression of constant `name` (a Num when it has a value)."""
-        if name in self._values:
-            return self._values[name]
-        if name not in self.raw:
-            return None
-        self._values[name] = None  # a constant defined through itself stays unresolved
-        parsed = parse(self.raw[name])
-        value = self.evaluator().simplify(parsed) if parsed is not None else None
-        self._values[name] = value
+        found = self.find(name)
+        return found[0]._evaluated(found[1]) if found is not None else None
+
+    def _evaluated(self, key: str) -> Expr | None:
+        if key in self._values:
+            return self._values[key]
+        self._values[key] = None  # a constant defined through itself stays unresolved
+        parsed = parse(self.text(key))
+        value = self._evaluator_in(self.scopes.get(key, "")).simplify(parsed) if parsed is not None else None
+        self._values[key] = value
         return value
+
+    def _evaluator_in(self, scope: str) -> Evaluator:
+        """In a class or namespace, a name is first its own members' (`kThreads` in `Config`)."""
+        enclosing = [scope.rsplit("::", k)[0] for k in range(scope.count("::") + 1)] if scope else []
+
+        def find(n: str) -> Expr | None:
+            for outer in enclosing:
+                if (e := self.expression(f"{outer}::{n}")) is not None:
+                    return e
+            return self.expression(n)
+
+        return Evaluator(find, self.all_functions())
+
+    def all_functions(self) -> dict[str, Function]:
+        """The file's function-like macros and helpers, then its headers' (`ceil_div` from a
+        utilities header)."""
+        top = self.context or self
+        merged: dict[str, Function] = {}
+        for c in (self, top, *top.included):
+            for name, f in c.functions.items():
+                merged.setdefault(name, f)
+        return merged
 
     def evaluator(self, lookup: Lookup | None = None) -> Evaluator:
         """An evaluator that falls back to these constants for names `lookup` does not bind."""
@@ -64,7 +124,7 @@ class Constants:
             bound = lookup(n) if lookup else None
             return bound if bound is not None else self.expression(n)
 
-        return Evaluator(find, self.functions)
+        return Evaluator(find, self.all_functions())
 
     def value(self, name: str) -> int | None:
         v = int_value(self.expression(name))
@@ -88,26 +148,50 @@ def without_preprocessor(code: str) -> str:
     return _PREPROCESSOR_LINE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
 
 
-def file_scope_marks(code: str) -> list[tuple[int, bool]]:
-    """(offset, at file scope from there on) after each brace of comment-free `code`; namespaces
-    and `extern "C" {` blocks are file scope."""
-    marks: list[tuple[int, bool]] = []
-    stack: list[bool] = []  # True: a namespace-like brace
-    # Strings are blanked in `code`: `extern "C" {` reads `extern     {`.
-    for m in re.finditer(r"\bnamespace\b[^{};]*\{|\bextern\s*\{|[{}]", code):
-        text = m.group(0)
-        if text == "}":
+# The braces that open a scope constants can live in: `namespace a::b {`, `namespace {`,
+# `extern "C" {` (its string blanked), `struct Config {`, `class alignas(16) Tile : Base<T> {`.
+_SCOPE_BRACE = re.compile(
+    r"\bnamespace\b\s*(?P<ns>[A-Za-z_][\w:]*)?[^{};]*\{"
+    r"|\bextern\s*\{"
+    r"|\b(?:struct|class|union)\s+(?:(?:alignas|__align__)\s*\([^()]*\)\s*)?(?P<cls>[A-Za-z_]\w*)"
+    r"(?:\s+final)?\s*(?::[^{};]*)?\{"
+    r"|[{}]"
+)
+Scope = tuple[tuple[str, str], ...]  # ("namespace" | "class", name) from the outside in
+
+
+def scope_marks(code: str) -> list[tuple[int, Scope | None]]:
+    """(offset, the scope from there on) after each brace of comment-free `code`: the named
+    namespaces and classes around it, or None inside a function or any other brace. Anonymous
+    namespaces and `extern "C"` blocks add no name."""
+    marks: list[tuple[int, Scope | None]] = []
+    stack: list[tuple[str, str] | None] = []  # None: a brace that is no scope; ("", ""): unnamed
+    for m in _SCOPE_BRACE.finditer(code):
+        if m.group(0) == "}":
             if stack:
                 stack.pop()
+        elif m.group("ns") is not None:
+            stack.append(("namespace", m.group("ns")))
+        elif m.group("cls") is not None:
+            stack.append(("class", m.group("cls")))
+        elif m.group(0) != "{":  # `namespace {`, `extern "C" {`
+            stack.append(("", ""))
         else:
-            stack.append(text != "{")
-        marks.append((m.end(), all(stack)))
+            stack.append(None)
+        if any(entry is None for entry in stack):
+            marks.append((m.end(), None))
+        else:
+            marks.append((m.end(), tuple(e for e in stack if e and e[1])))  # type: ignore[misc]
     return marks
 
 
-def _at_file_scope(marks: list[tuple[int, bool]], offsets: list[int], at: int) -> bool:
+def _scope_at(marks: list[tuple[int, Scope | None]], offsets: list[int], at: int) -> Scope | None:
     k = bisect.bisect_right(offsets, at) - 1
-    return k < 0 or marks[k][1]
+    return () if k < 0 else marks[k][1]
+
+
+def _qualified(scope: Scope) -> str:
+    return "::".join(name for _, name in scope)
 
 
 def _matching_open(code: str, close: int) -> int:
@@ -128,6 +212,22 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
         if name not in out.raw and text:
             out.raw[name], out.kinds[name], out.lines[name] = text, kind, line
 
+    def add_scoped(scope: Scope, name: str, text: str, kind: str, line: int) -> None:
+        """A constant of a namespace (also its plain name, as before) or a class member (only
+        its qualified names: a bare `kThreads` outside `Config` is none of its)."""
+        in_class = any(kind_ == "class" for kind_, _ in scope)
+        if not in_class:
+            add(name, text, kind, line)
+        if not scope or not text:
+            return
+        full = f"{_qualified(scope)}::{name}"
+        if full not in out.scoped:
+            out.scoped[full], out.kinds[full], out.lines[full] = text, kind, line
+            out.scopes[full] = _qualified(scope)
+        # `Outer::Config::k` and `Config::k` for `ns::Outer::Config::k`, written inside `ns`.
+        for k in range(1, len(scope)):
+            out.aliases.setdefault(f"{_qualified(scope[k:])}::{name}", full)
+
     for d in defines:
         name, eq, value = d.partition("=")
         if re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
@@ -143,16 +243,21 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
         if parsed is not None and m.group("name") not in out.functions:
             out.functions[m.group("name")] = Function(params, parsed)
     code = without_preprocessor(code)
-    marks = file_scope_marks(code)
+    marks = scope_marks(code)
     offsets = [o for o, _ in marks]
     for m in _DECL.finditer(code):
         quals = m.group("quals").split()
-        if ("const" in quals or "constexpr" in quals) and _at_file_scope(marks, offsets, m.start()):
-            text = (m.group("eq") or m.group("brace") or "").strip()
-            kind = "constexpr" if "constexpr" in quals else "const"
-            add(m.group("name"), text, kind, code.count("\n", 0, m.start("name")) + 1)
+        scope = _scope_at(marks, offsets, m.start())
+        if scope is None or not ("const" in quals or "constexpr" in quals):
+            continue
+        if any(kind == "class" for kind, _ in scope) and "static" not in quals:
+            continue  # a const data member is each object's, not a constant of the class
+        text = (m.group("eq") or m.group("brace") or "").strip()
+        kind = "constexpr" if "constexpr" in quals else "const"
+        add_scoped(scope, m.group("name"), text, kind, code.count("\n", 0, m.start("name")) + 1)
     for m in _ENUM.finditer(code):
-        if not _at_file_scope(marks, offsets, m.start()):
+        scope = _scope_at(marks, offsets, m.start())
+        if scope is None:
             continue
         previous = "-1"
         for item in m.group("body").split(","):
@@ -161,7 +266,7 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
             if not re.fullmatch(r"[A-Za-z_]\w*", name):
                 continue
             text = value.strip() if eq else f"({previous}) + 1"
-            add(name, text, "enum", code.count("\n", 0, m.start()) + 1)
+            add_scoped(scope, name, text, "enum", code.count("\n", 0, m.start()) + 1)
             previous = name
     for m in _ONE_LINE_BODY.finditer(code):
         open_paren = _matching_open(code, m.start())

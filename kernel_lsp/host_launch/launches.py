@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from ..constants import Constants, read_constants, without_preprocessor
 from ..constants.cexpr import Binary, Call, Cast, Name, Unary, int_value, parse
 from ..source import KernelSignature, blank_comments, find_kernels
+from .headers import HeaderStamp, with_headers
 from .model import HostCall, HostCode, HostFunction, HostLaunch, LaunchArgument, LaunchBounds, LaunchShape
 from .resolve import Place, Resolver, statement_at
 from .scan import (
@@ -162,12 +163,12 @@ def split_callee(callee: str) -> tuple[str, tuple[str, ...]]:
 
 
 class _Builder:
-    def __init__(self, source: str, defines: Sequence[str]) -> None:
+    def __init__(self, source: str, defines: Sequence[str], headers: Sequence[HeaderStamp] = ()) -> None:
         self.source = source
         self.code = blank_comments(source)
         self.flat = without_preprocessor(self.code)
         self.lines = Lines(source)
-        self.constants: Constants = read_constants(source, defines)
+        self.constants: Constants = with_headers(read_constants(source, defines), headers, defines)
         self.kernels = find_kernels(source)
         self.macros = self._launch_macros()
 
@@ -494,11 +495,12 @@ def bounds_threads(
     return v if isinstance(v, int) else None
 
 
-def parse_host(source: str, defines: Sequence[str] = ()) -> HostCode:
-    """Every launch of the file, the functions around them and the kernels' launch bounds."""
+def parse_host(source: str, defines: Sequence[str] = (), headers: Sequence[HeaderStamp] = ()) -> HostCode:
+    """Every launch of the file, the functions around them and the kernels' launch bounds;
+    `headers` (`headers.quoted_headers`) lend their constants to the names the file lacks."""
     host = HostCode()
     try:
-        builder = _Builder(source, defines)
+        builder = _Builder(source, defines, headers)
     except Exception as e:
         host.problems.append(f"host code not read: {type(e).__name__}: {e}")
         return host

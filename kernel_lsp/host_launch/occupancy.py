@@ -17,6 +17,7 @@ from ..compile.demangle import demangle
 from ..constants import Constants, read_constants
 from ..model import CompileResult, KernelResources, LaunchOccupancy
 from ..source import Directives, parse_directives
+from .headers import HeaderStamp, quoted_headers, with_headers
 from .launches import bounds_threads, parse_host
 from .model import HostCode, HostLaunch, launch_matches
 
@@ -24,16 +25,17 @@ _HINTS = ("<<<", "cudaLaunch", "__launch_bounds__")
 
 
 @functools.lru_cache(maxsize=16)
-def host_code(source: str, defines: tuple[str, ...] = ()) -> HostCode:
-    """The file's host launches, read once per text (every arch of a check shares them)."""
+def host_code(source: str, defines: tuple[str, ...] = (), headers: tuple[HeaderStamp, ...] = ()) -> HostCode:
+    """The file's host launches, read once per text and headers (every arch of a check shares
+    them)."""
     if not any(h in source for h in _HINTS):
         return HostCode()
-    return parse_host(source, defines)
+    return parse_host(source, defines, headers)
 
 
 @functools.lru_cache(maxsize=16)
-def _constants(source: str, defines: tuple[str, ...]) -> Constants:
-    return read_constants(source, defines)
+def _constants(source: str, defines: tuple[str, ...], headers: tuple[HeaderStamp, ...] = ()) -> Constants:
+    return with_headers(read_constants(source, defines), headers, defines)
 
 
 def launch_occupancies(
@@ -49,8 +51,10 @@ def launch_occupancies(
     comment_block: int | None,
     comment_smem: int | None,
     defines: tuple[str, ...] = (),
+    headers: tuple[HeaderStamp, ...] = (),
 ) -> tuple[LaunchOccupancy, ...]:
-    """The launch configurations of kernel `instance` (`function` with `template_args`)."""
+    """The launch configurations of kernel `instance` (`function` with `template_args`);
+    `headers`: the file's quoted includes, whose constants its launches may read."""
 
     def occupancy(block: int, smem: int = 0):
         return archs.occupancy(arch, block, registers, static_shared, smem)
@@ -64,7 +68,7 @@ def launch_occupancies(
         return (
             LaunchOccupancy("comment", where, comment_block, occupancy(comment_block, comment_smem or 0)),
         )
-    host = host_code(source, tuple(defines))
+    host = host_code(source, tuple(defines), headers)
     out: list[LaunchOccupancy] = []
     seen: set[tuple[int, int]] = set()
     for launch in host.launches:
@@ -79,7 +83,7 @@ def launch_occupancies(
     if not any(e.block_size for e in out):
         bounds = host.bounds.get(function)
         if bounds is not None:
-            threads = bounds_threads(bounds, _constants(source, tuple(defines)), template_args)
+            threads = bounds_threads(bounds, _constants(source, tuple(defines), headers), template_args)
             shown = f"__launch_bounds__({bounds.max_threads}{', ' + bounds.min_blocks if bounds.min_blocks else ''})"
             if threads is None:
                 out.append(
@@ -139,12 +143,16 @@ def occupancy_summary(k: KernelResources) -> str:
     return "; ".join([first, *(f"also {line}" for line in lines[1:])])
 
 
-def with_launch_occupancy(result: CompileResult, source: str, defines: Sequence[str] = ()) -> CompileResult:
+def with_launch_occupancy(
+    result: CompileResult, source: str, defines: Sequence[str] = (), include_dirs: Sequence[str] = ()
+) -> CompileResult:
     """`result` with each kernel's launch configurations and, where the launch comment gives no
-    block, the first figure from host code or `__launch_bounds__`."""
+    block, the first figure from host code or `__launch_bounds__`. Constants come from the file
+    and from the headers it includes with quotes (beside it, or in `include_dirs`)."""
     if not result.kernels:
         return result
     directives = parse_directives(source)
+    headers = quoted_headers(source, result.path, include_dirs) if any(h in source for h in _HINTS) else ()
     kernels = []
     for k in result.kernels:
         parts = demangle(k.mangled)
@@ -165,6 +173,7 @@ def with_launch_occupancy(result: CompileResult, source: str, defines: Sequence[
             k.block_size,
             math.prod(smem) if isinstance(smem, tuple) else smem,
             tuple(defines),
+            headers,
         )
         primary = next((c for c in configs if c.block_size is not None), None)
         kernels.append(

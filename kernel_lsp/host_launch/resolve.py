@@ -9,6 +9,7 @@ from argv (line 12: `int threads = atoi(argv[1])`)"), so that every unresolved q
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -88,7 +89,7 @@ class Resolver:
                 return None
             return self.name(n, at, depth + 1)
 
-        return Evaluator(lookup, self.constants.functions).simplify(e)
+        return Evaluator(lookup, self.constants.all_functions()).simplify(e)
 
     def text(self, text: str, at: Place) -> Expr:
         parsed = parse(text)
@@ -138,21 +139,25 @@ class Resolver:
             return self._opaque(f"`{root}`, a template parameter of `{fn.name}`")
         if root in self.macro_params:
             return self._opaque(f"`{root}`, a parameter of macro `{self.macro}`")
-        kind = self.constants.kinds.get(n)
-        if kind in ("macro", "-D"):  # textual: evaluated where it is used
-            parsed = parse(self.constants.raw[n])
-            if parsed is None:
-                return self._opaque(f"macro `{n}` (`{self.constants.raw[n]}`), which kernel-lsp cannot read")
-            return self.expr(parsed, at, depth + 1)
-        if kind is not None:
-            value = self.constants.expression(n)
-            if value is not None:
-                return value
-            return self._opaque(
-                f"constant `{n}` (`{self.constants.raw[n]}`), which kernel-lsp cannot evaluate"
-            )
+        found = self.constants.find(n)  # the file's constants, then its headers'
+        if found is not None:
+            return self._constant(n, *found, at, depth)
         where = f"a local of `{fn.name}`, one of its parameters" if fn else "a parameter of the macro"
-        return self._opaque(f"`{n}`, which is neither {where} nor a constant of this file")
+        headers = " or of the headers it includes" if self.constants.included else ""
+        return self._opaque(f"`{n}`, which is neither {where} nor a constant of this file{headers}")
+
+    def _constant(self, n: str, owner: Constants, key: str, at: Place, depth: int) -> Expr:
+        text = owner.text(key)
+        inside = f" (in {os.path.basename(owner.origin)})" if owner.origin else ""
+        if owner.kinds.get(key) in ("macro", "-D"):  # textual: evaluated where it is used
+            parsed = parse(text)
+            if parsed is None:
+                return self._opaque(f"macro `{n}` (`{text}`){inside}, which kernel-lsp cannot read")
+            return self.expr(parsed, at, depth + 1)
+        value = owner.expression(key)
+        if value is not None:
+            return value
+        return self._opaque(f"constant `{n}` (`{text}`){inside}, which kernel-lsp cannot evaluate")
 
     def _binding(self, n: str, at: Place) -> Binding | str | None:
         """The binding a read of `n` at `at` sees (of `n` or of a prefix: `grid` for `grid.x`),

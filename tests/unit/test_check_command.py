@@ -174,10 +174,25 @@ def test_pyproject_select_and_ignore_hold_per_file(capsys, tmp_path):
     assert code == 0 and "[177-D]" in out and "[spill]" not in out
 
 
-def test_an_unknown_code_is_a_config_problem_not_a_silent_no_op(capsys, tmp_path):
+def test_an_unknown_code_in_pyproject_is_a_config_problem_not_a_silent_no_op(capsys, tmp_path):
     (tmp_path / "w.cu").write_text(WARNS)
-    code, out, err = run(capsys, "--ignore", "splil", str(tmp_path))
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\nignore = ["splil"]\n')
+    code, out, err = run(capsys, str(tmp_path))
     assert code == 0 and "no diagnostic code starts with `splil`" in err and "[177-D]" in out
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore"])
+def test_an_unknown_code_on_the_command_line_is_a_usage_error(capsys, tmp_path, flag):
+    """ruff's convention: `--select E999` exits 2 with a message, before anything is checked."""
+    (tmp_path / "w.cu").write_text(WARNS)
+    code, out, err = run(capsys, flag, "177,E999", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert f"invalid value for {flag}: no diagnostic code starts with `E999`" in err
+    code, _, err = run(capsys, flag, "splil", str(tmp_path))
+    assert code == 2 and "`splil` (did you mean `spill`?)" in err
+    # Known codes, prefixes, numbers and ALL are fine.
+    code, out, _ = run(capsys, flag, "177,spec-,nvrtc-error,ALL", str(tmp_path))
+    assert code == 0 and lines(out)[-1].startswith("checked 1 file(s)")
 
 
 def test_the_compilers_pragma_suppresses_a_warning_with_both_compilers(capsys, tmp_path):

@@ -28,6 +28,7 @@ CASES = {
     "header_error": REPO / "samples" / "broken" / "header_error.cu",
     "host_error": REAL / "broken" / "host_error.cu",
     "overloads_and_instances": REAL / "device_only" / "overloads_and_instances.cu",
+    "namespaces": REAL / "device_only" / "namespaces.cu",
     "vector_add": REPO / "samples" / "vector_add" / "vector_add_fp32.cu",
     "cuda_samples_vectorAdd": REAL / "cuda_samples" / "vectorAdd.cu",
 }

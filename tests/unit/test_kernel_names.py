@@ -48,15 +48,21 @@ def test_cli_text_and_json_tell_them_apart(capsys):
     assert main(["check", "-v", "--arch", "sm_90", str(FILE)]) == 0
     out = capsys.readouterr().out
     rel = os.path.relpath(FILE)
-    for name in ("relu(float*, int)", "relu(double*, int)", "axpy<double, 128>", "axpy<float, 256>"):
+    # The relu overloads are in namespace act: reports keep it (issue 33).
+    for name in (
+        "act::relu(float*, int)",
+        "act::relu(double*, int)",
+        "axpy<double, 128>",
+        "axpy<float, 256>",
+    ):
         assert f"{rel}: kernel {name} [sm_90]:" in out
     main(["--check", "--arch", "sm_90", "--format", "json", str(FILE)])
     kernels = json.loads(capsys.readouterr().out)["files"][0]["kernels"]
-    assert {(k["name"], k["line"]) for k in kernels} == {
-        ("relu(float*, int)", 5),
-        ("relu(double*, int)", 9),
-        ("axpy<double, 128>", 16),
-        ("axpy<float, 256>", 16),
+    assert {(k["name"], k["function"], k["line"]) for k in kernels} == {
+        ("act::relu(float*, int)", "relu", 5),
+        ("act::relu(double*, int)", "relu", 9),
+        ("axpy<double, 128>", "axpy", 16),
+        ("axpy<float, 256>", "axpy", 16),
     }
 
 
@@ -139,3 +145,68 @@ def test_every_kernel_nvcc_emits_is_named_without_its_symbol(name):
     if name == "cub_kernels.cu":
         single_tile = [k for k in result.kernels if k.function == "DeviceReduceSingleTileKernel"]
         assert single_tile and all(k.name.startswith("DeviceReduceSingleTileKernel<") for k in single_tile)
+
+
+NAMESPACES_FILE = FILE.parent / "namespaces.cu"
+# The same kernels as a file with host code (nvcc), launched through their namespaces.
+NAMESPACES_HOST = """\
+#include <cstdio>
+namespace ops {
+__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }
+template <int N> __global__ void fill(float* x) { x[threadIdx.x] = N; }
+namespace detail { __global__ void zero(float* x) { x[threadIdx.x] = 0; } }
+}
+namespace { __global__ void hidden(float* x) { x[0] = 1.0f; } }
+int main() {
+  ops::scale<<<1, 128>>>(nullptr, 2.0f);
+  ops::fill<4><<<1, 64>>>(nullptr);
+  ops::detail::zero<<<1, 32>>>(nullptr);
+  hidden<<<1, 1>>>(nullptr);
+  return 0;
+}
+"""
+
+
+def _shown(result) -> list[tuple[str, str, str]]:
+    return sorted((k.qualified_name, k.name, k.source_function) for k in result.kernels)
+
+
+def test_namespaces_are_kept_where_kernels_are_shown_with_nvrtc():
+    """Reports show `ops::fill<4>`; `name` (what a spec names, and what tells kernels apart)
+    keeps its own rules: the namespace only where two kernels share the rest."""
+    result = compile_source(NAMESPACES_FILE.read_text(), str(NAMESPACES_FILE), CompileOptions(arch="sm_90"))
+    assert result.compiler == "nvrtc" and result.ok
+    assert _shown(result) == [
+        ("hidden", "hidden", "hidden"),  # an anonymous namespace is nothing a user writes
+        ("ops::detail::spills", "spills", "spills"),
+        ("ops::fill<4>", "fill<4>", "fill"),
+        ("ops::scale", "ops::scale", "scale"),
+        ("scale", "scale", "scale"),
+    ]
+    (spill,) = [d for d in result.diagnostics if d.code == "spill"]
+    assert spill.message.startswith("kernel `ops::detail::spills` spills to local memory")
+
+
+@pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc backend unavailable")
+def test_namespaces_are_kept_with_nvcc_and_launches_still_found(tmp_path):
+    path = tmp_path / "ns.cu"
+    path.write_text(NAMESPACES_HOST)
+    result = compile_source(path.read_text(), str(path), CompileOptions(arch="sm_90"))
+    assert result.compiler == "nvcc" and result.ok, result.diagnostics
+    assert _shown(result) == [
+        ("hidden", "hidden", "hidden"),
+        ("ops::detail::zero", "zero", "zero"),
+        ("ops::fill<4>", "fill<4>", "fill"),
+        ("ops::scale", "scale", "scale"),
+    ]
+
+
+def test_the_text_and_json_reports_and_hover_show_the_namespace(capsys):
+    from kernel_lsp.server.requests.hover import resources_markdown
+
+    assert main(["check", "-v", "--arch", "sm_90", "--format", "json", str(NAMESPACES_FILE)]) == 0
+    kernels = json.loads(capsys.readouterr().out)["files"][0]["kernels"]
+    assert ("ops::fill<4>", "fill") in {(k["name"], k["function"]) for k in kernels}
+    result = compile_source(NAMESPACES_FILE.read_text(), str(NAMESPACES_FILE), CompileOptions(arch="sm_90"))
+    fill = [k for k in result.kernels if k.source_function == "fill"]
+    assert resources_markdown("fill", fill, "nvrtc").startswith("**`ops::fill<4>`**")

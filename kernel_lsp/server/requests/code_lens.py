@@ -101,7 +101,7 @@ def code_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
             title = gpu.headline(k.name) or compile_headline(k)
             # Named where a line holds several, or where the instance was compiled elsewhere.
             if len(kernels) > 1 or k.defined_in or id(k) in foreign:
-                title = f"{k.name}: {title}"
+                title = f"{k.qualified_name}: {title}"
             lenses.append(_lens(line, title))
     lenses += _entry_lenses(snapshot)
     if not lenses and check is None:

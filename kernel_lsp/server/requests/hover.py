@@ -73,11 +73,11 @@ def resources_markdown(
         elif k.block_size:
             occ = f"n/a: a block of {k.block_size} threads cannot launch on {k.arch}"
         rows.append(
-            (f"| `{k.name}` " if several else "")
+            (f"| `{k.qualified_name}` " if several else "")
             + f"| {k.arch} | {k.registers} | {format_bytes(k.shared_bytes)} | {format_bytes(k.stack_bytes)} "
             f"| {k.spill_store_bytes} B / {k.spill_load_bytes} B | {occ} |"
         )
-    title = name if several or not kernels else kernels[0].name
+    title = name if several or not kernels else kernels[0].qualified_name
     text = f"**`{title}`** — compiled with {'nvcc' if compiler == 'nvcc' else 'NVRTC'} (theoretical occupancy from the arch's limits)\n\n"
     if several:
         text += _instances_line(kernels, names, sources) + "\n\n"
@@ -113,7 +113,7 @@ def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
         firsts.setdefault(k.name, k)
     lines = []
     for k in firsts.values():
-        label = f"`{k.name}`: " if several else ""
+        label = f"`{k.qualified_name}`: " if several else ""
         for entry, text in zip(k.launches, describe_launches(k.launches, k.arch), strict=True):
             if entry.occupancy is not None and entry.occupancy == k.occupancy:
                 text = entry.source + (f" ({entry.note})" if entry.note else "")  # the table's figure

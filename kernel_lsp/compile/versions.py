@@ -1,0 +1,104 @@
+"""Which CUDA a check used: NVRTC's version (asked of the library loaded in this process) and the
+nvcc's (`nvcc --version` of the nvcc `find_toolchain` picks: CUDA_HOME/CUDA_PATH, the wheel, PATH).
+
+A report names both because they can differ (CUDA_HOME pointing at a CUDA 12 toolkit while the
+NVRTC wheel is CUDA 13), and a finding depends on which compiler and headers produced it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+from .toolchain import find_toolchain
+
+# `Cuda compilation tools, release 13.5, V13.5.37`
+_NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)+)")
+# nvcc --version prints at once; a wrapper that hangs must not hold a report up.
+_VERSION_TIMEOUT_S = 10.0
+_WHERE = {"CUDA_HOME": "CUDA_HOME/CUDA_PATH", "wheel": "the nvidia-cuda-nvcc wheel", "PATH": "PATH"}
+
+
+@dataclass(frozen=True)
+class CudaVersions:
+    nvrtc: str | None  # "13.5"; None: NVRTC could not be loaded
+    nvcc: str | None  # "13.5.37"; None: no nvcc, or it did not say
+    nvcc_path: str | None = None
+    nvcc_from: str = ""  # "CUDA_HOME", "wheel", "PATH"
+
+    def summary(self) -> str:
+        """`CUDA: NVRTC 13.5, nvcc 13.5.37`: the check summary's words."""
+        nvcc = f"nvcc {self.nvcc}" if self.nvcc else "no nvcc" if not self.nvcc_path else "nvcc ?"
+        return f"CUDA: NVRTC {self.nvrtc or 'unavailable'}, {nvcc}"
+
+    def describe(self) -> str:
+        """`--version`'s lines: each compiler's version and where it comes from."""
+        nvrtc = f"NVRTC {self.nvrtc}" if self.nvrtc else "NVRTC: unavailable (install cuda-python[all])"
+        if not self.nvcc_path:
+            nvcc = "nvcc: not found (CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH)"
+        else:
+            where = _WHERE.get(self.nvcc_from, self.nvcc_from)
+            nvcc = f"nvcc {self.nvcc or '(version unknown)'}: {self.nvcc_path} (from {where})"
+        return f"{nvrtc}\n{nvcc}"
+
+    def to_dict(self) -> dict:
+        return {
+            "nvrtc": self.nvrtc,
+            "nvcc": self.nvcc,
+            "nvccPath": self.nvcc_path,
+            "nvccFrom": self.nvcc_from or None,
+        }
+
+
+@functools.cache
+def nvrtc_version() -> str:
+    """`13.5`, or why NVRTC could not be asked ("unavailable (...)")."""
+    try:
+        from cuda.bindings import nvrtc
+
+        _, major, minor = nvrtc.nvrtcVersion()
+        return f"{major}.{minor}"
+    except Exception as e:  # the wheel missing, or its library not loadable
+        return f"unavailable ({e})"
+
+
+def nvcc_version(nvcc: str) -> str | None:
+    """`13.5.37` for this nvcc, or None when it cannot say. Memoised by the file's stamp: a
+    toolkit installed over the old one is asked again."""
+    try:
+        st = os.stat(nvcc)
+    except OSError:
+        return None
+    return _nvcc_version(nvcc, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _nvcc_version(nvcc: str, mtime_ns: int, size: int) -> str | None:
+    try:
+        out = subprocess.run(
+            [nvcc, "--version"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=_VERSION_TIMEOUT_S,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = _NVCC_RELEASE.search(out)
+    return found.group(2) if found else None
+
+
+def cuda_versions() -> CudaVersions:
+    """The NVRTC and nvcc a check in this environment compiles with. Never raises."""
+    nvrtc = nvrtc_version()
+    toolchain = find_toolchain()
+    return CudaVersions(
+        nvrtc=None if nvrtc.startswith("unavailable") else nvrtc,
+        nvcc=nvcc_version(toolchain.nvcc) if toolchain.nvcc else None,
+        nvcc_path=toolchain.nvcc,
+        nvcc_from=toolchain.nvcc_from,
+    )
