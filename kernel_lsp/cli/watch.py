@@ -15,6 +15,7 @@ from typing import TextIO
 
 from ..check import FileCheck, failed_check
 from ..compile.jobs import JobFailed, WorkerPool
+from ..compile.versions import CudaVersions, cuda_versions
 from ..include_graph import IncludeGraph, normalize
 from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
 from ..workspace import Workspace
@@ -61,6 +62,7 @@ class _WatchSession:
         # Each file under its deadline and memory limit, in workers that die with this process.
         self.pool = WorkerPool(max(1, min(len(self.files) or 1, os.cpu_count() or 1)))
         self.watchers: list[WorkspaceWatcher] = []
+        self.cuda: CudaVersions | None = None  # the CUDA the first report named
 
     def follows(self, path: str) -> bool:
         if path in self.explicit or any(path.startswith(f + os.sep) for f in self.folders):
@@ -109,7 +111,6 @@ class _WatchSession:
         return copies
 
     def first_run(self) -> None:
-        from ..compile.versions import cuda_versions
         from .formats import FORMATTERS, View
 
         # The graph first: a header that fails alone is checked through its includer.
@@ -119,7 +120,8 @@ class _WatchSession:
         shown = self.shown_checks()
         self.last = {c.path: _block(c) for c in shown}
         # --watch's later blocks show each file's resources: its first report does too.
-        view = View(resources=True, cuda=cuda_versions())
+        self.cuda = cuda_versions()  # asked once: each later report names the same
+        view = View(resources=True, cuda=self.cuda)
         print(FORMATTERS[self.fmt](shown, self.archs_used(), view), file=self.out, flush=True)
 
     def start_watching(self) -> None:
@@ -133,7 +135,7 @@ class _WatchSession:
             self.watchers.append(w)
 
     def apply(self, batch: Batch) -> None:
-        from .formats import FORMATTERS, _rel
+        from .formats import FORMATTERS, View, _rel
 
         plan = plan_batch(batch, self.graph, self.files)
         for p in plan.changed:
@@ -165,7 +167,12 @@ class _WatchSession:
             print("\n".join(lines), file=self.out, flush=True)
         else:
             gone_checks = [FileCheck(p, [], checked=False, missing=True) for p in gone]
-            print(FORMATTERS[self.fmt](changed + gone_checks, self.archs_used()), file=self.out, flush=True)
+            view = View(cuda=self.cuda)
+            print(
+                FORMATTERS[self.fmt](changed + gone_checks, self.archs_used(), view),
+                file=self.out,
+                flush=True,
+            )
 
     def archs_used(self) -> list[str]:
         """The archs the files were checked for: a file with a compile_commands.json entry is

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .cexpr import Evaluator, Expr, Function, Lookup, Num, int_value, parse
@@ -54,9 +54,11 @@ class Constants:
     scoped: dict[str, str] = field(default_factory=dict)
     scopes: dict[str, str] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
-    # The constants of the headers the file includes, in the order the preprocessor reads them;
-    # a header's own `context` is the file's, whose other headers its expressions may use.
+    # The constants of the headers the file includes, in the order the preprocessor reads them,
+    # made by `loader` at the first name the file does not define (most launches need none of
+    # them); a header's own `context` is the file's, whose other headers its expressions may use.
     included: list[Constants] = field(default_factory=list, repr=False)
+    loader: Callable[[], list[Constants]] | None = field(default=None, repr=False)
     context: Constants | None = field(default=None, repr=False)
     origin: str = ""  # the header these were read from; "" for the file itself
     _values: dict[str, Expr | None] = field(default_factory=dict, repr=False)
@@ -71,11 +73,25 @@ class Constants:
             return key if key in self.scoped else None
         return key if key in self.raw else None
 
+    @property
+    def has_headers(self) -> bool:
+        return bool(self.included) or self.loader is not None
+
+    def _chain(self) -> Iterator[Constants]:
+        """These constants, the file's, then its headers' (read now if not yet)."""
+        top = self.context or self
+        yield self
+        if top is not self:
+            yield top
+        if top.loader is not None:
+            loader, top.loader = top.loader, None
+            top.included.extend(loader())
+        yield from (c for c in top.included if c is not self)
+
     def find(self, name: str) -> tuple[Constants, str] | None:
         """(the constants that define `name`, its key there): this file's first, then its
         headers' in include order; None when no one defines it."""
-        top = self.context or self
-        for c in (self, top, *top.included):
+        for c in self._chain():
             key = c._own(name)
             if key is not None:
                 return c, key
@@ -107,15 +123,10 @@ class Constants:
 
         return Evaluator(find, self.all_functions())
 
-    def all_functions(self) -> dict[str, Function]:
+    def all_functions(self) -> Mapping[str, Function]:
         """The file's function-like macros and helpers, then its headers' (`ceil_div` from a
-        utilities header)."""
-        top = self.context or self
-        merged: dict[str, Function] = {}
-        for c in (self, top, *top.included):
-            for name, f in c.functions.items():
-                merged.setdefault(name, f)
-        return merged
+        utilities header; the headers read only for a name the file lacks)."""
+        return self.functions if not self.has_headers and self.context is None else _Functions(self)
 
     def evaluator(self, lookup: Lookup | None = None) -> Evaluator:
         """An evaluator that falls back to these constants for names `lookup` does not bind."""
@@ -141,6 +152,28 @@ class Constants:
             return None
         scope = dict(names or {})
         return int_value(self.evaluator(lambda n: Num(scope[n]) if n in scope else None).simplify(e))
+
+
+class _Functions(Mapping[str, Function]):
+    """The functions along a Constants' chain, looked up on demand (what `Evaluator` asks)."""
+
+    def __init__(self, constants: Constants) -> None:
+        self._constants = constants
+
+    def __getitem__(self, name: str) -> Function:
+        for c in self._constants._chain():
+            if name in c.functions:
+                return c.functions[name]
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(n for c in self._constants._chain() for n in c.functions))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:  # `functions or {}` must not read the headers to count them
+        return True
 
 
 def without_preprocessor(code: str) -> str:

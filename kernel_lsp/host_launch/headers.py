@@ -63,13 +63,23 @@ def with_headers(
     constants: Constants, headers: Sequence[HeaderStamp], defines: Sequence[str] = ()
 ) -> Constants:
     """`constants` (a file's) with its headers' constants behind them: a name the file does not
-    define is looked up in its headers, in include order, with the file's -D values."""
-    for header, mtime_ns, size in headers:
-        text = _text(header, mtime_ns, size)
-        if text is None:
-            continue
-        # A fresh reading per file: a header's values may depend on the file's other headers.
-        theirs = read_constants(text, defines)
-        theirs.origin, theirs.context = header, constants
-        constants.included.append(theirs)
+    define is looked up in its headers, in include order, with the file's -D values. They are
+    read at the first such name: a file whose launches need none costs nothing more."""
+    if not headers:
+        return constants
+    stamps, flags = tuple(headers), tuple(defines)
+
+    def load() -> list[Constants]:
+        out = []
+        for header, mtime_ns, size in stamps:
+            text = _text(header, mtime_ns, size)
+            if text is None:  # gone, a FIFO, a device: nothing to read
+                continue
+            # A fresh reading per file: a header's values may depend on the file's other headers.
+            theirs = read_constants(text, flags)
+            theirs.origin, theirs.context = header, constants
+            out.append(theirs)
+        return out
+
+    constants.loader = load
     return constants

@@ -143,7 +143,7 @@ class Resolver:
         if found is not None:
             return self._constant(n, *found, at, depth)
         where = f"a local of `{fn.name}`, one of its parameters" if fn else "a parameter of the macro"
-        headers = " or of the headers it includes" if self.constants.included else ""
+        headers = " or of the headers it includes" if self.constants.has_headers else ""
         return self._opaque(f"`{n}`, which is neither {where} nor a constant of this file{headers}")
 
     def _constant(self, n: str, owner: Constants, key: str, at: Place, depth: int) -> Expr:

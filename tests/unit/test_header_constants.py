@@ -183,3 +183,14 @@ def test_check_reports_occupancy_at_the_header_constants(tmp_path, capsys):
     assert "kernel b [sm_90]:" in out and "occupancy 100% at 128 threads/block" in out
     assert "occupancy: unknown" not in out
 
+
+def test_headers_are_read_only_for_a_name_the_file_lacks(tmp_path):
+    """Most launches use the file's own constants: its headers are then never parsed."""
+    from kernel_lsp.host_launch.headers import with_headers
+
+    (tmp_path / "h.cuh").write_text("constexpr int kFar = 96;\n#define HALF(x) ((x) / 2)\n")
+    source = '#include "h.cuh"\nconstexpr int kNear = 32;\n'
+    constants = with_headers(read_constants(source), quoted_headers(source, str(tmp_path / "k.cu")))
+    assert constants.evaluate("kNear * 2") == 64 and constants.loader is not None  # not read
+    assert constants.evaluate("HALF(kFar)") == 48 and constants.loader is None  # read, once
+    assert [os.path.basename(c.origin) for c in constants.included] == ["h.cuh"]
