@@ -130,7 +130,7 @@ def test_kinds_from_reads_and_writes(tmp_path):
             y[i] += x[i];                         // read-modify-write
             atomicAdd(&acc[0], x[i]);            // accumulated: starts from zeros
             atomicAdd(hist + (i % 4), 1.0f);
-            fresh[i] = 2.0f * x[i];              // only written
+            fresh[i] = 2.0f * x[i];              // written first: what `+=` reads below is its own
             tmp_out[i] = x[i];                   // written, then read back: still an output
             fresh[i] += tmp_out[i];
             rotate(rot, i);                      // written by the helper it is passed to
@@ -144,7 +144,7 @@ def test_kinds_from_reads_and_writes(tmp_path):
     assert isinstance(a["y"], InOut) and a["y"].dist is None
     assert isinstance(a["acc"], InOut) and a["acc"].dist == "zeros" and a["acc"].shape == "1"
     assert isinstance(a["hist"], InOut) and a["hist"].dist == "zeros"
-    assert isinstance(a["fresh"], InOut)  # `fresh[i] += ...` reads it
+    assert isinstance(a["fresh"], Out)  # `fresh[i] += ...` reads what the kernel wrote: an output
     assert isinstance(a["tmp_out"], Out)
     assert isinstance(a["rot"], InOut)
     assert isinstance(a["only_read"], In) and isinstance(a["x"], In)
