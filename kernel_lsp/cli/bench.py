@@ -243,8 +243,17 @@ if __name__ == "__main__":
 
 def no_spec_message(file: str, spec_path: str, source: str, kernel: str | None) -> str:
     """No spec beside the file: what `kernel-lsp spec` command writes one."""
+    from kernel_lsp.entry_skeleton import launcher_entries
     from kernel_lsp.source import find_kernels
 
+    entries = launcher_entries(source)
+    if kernel is None and entries:
+        which = "" if len(entries) == 1 else f" --entry {entries[0]}"
+        found = f" (launchers: {', '.join(entries)})" if len(entries) > 1 else ""
+        return (
+            f"no spec {os.path.relpath(spec_path)}: bench verifies and times the file's launcher against its "
+            f"spec; `kernel-lsp spec {file}{which}` writes a skeleton to fill in{found} (see docs/specs.md)"
+        )
     names = sorted({k.name for k in find_kernels(source) if k.definition})
     if kernel is None and len(names) == 1:
         kernel = names[0]

@@ -125,3 +125,9 @@ def test_each_launched_kernel_gets_its_share_where_the_profile_timed_it():
     assert all(k.share is None for k in launched) and note == "not measured: ncu is not installed"
     launched, note = launched_kernels(_check({"a": 1e-6}), spec, SOURCE)
     assert "no time for b" in note
+
+
+def test_bench_without_a_spec_on_a_launcher_suggests_the_entry_skeleton(tmp_path):
+    shutil.copy(ENTRIES / "vector_add_bf16.cu", tmp_path / "v.cu")
+    code, doc = bench_json(tmp_path / "v.cu")
+    assert code == 2 and "`kernel-lsp spec " in doc["error"] and "--kernel" not in doc["error"]
