@@ -9,8 +9,9 @@ argument by argument on kind, shape and dtype.
     python benchmarks/skeleton_score.py --verbose            # and every argument it gets wrong
     python benchmarks/skeleton_score.py --corpus tests/fixtures/launchers   # one corpus
 
-By default it scores three corpora: the spec corpus, the launcher files, and samples/entries (the
-entry samples, whose specs were written before entry skeletons existed).
+By default it scores four corpora: the spec corpus, the launcher files, samples/entries (the
+entry samples, whose specs were written before entry skeletons existed) and
+tests/fixtures/launchers_heldout (launchers written after the entry skeleton, not fitted to).
 
 A truth that is an entry spec is scored against what `kernel-lsp spec FILE` writes for the file
 with no flags (a checkout without entry skeletons wrote the kernel's or the pipeline's skeleton,
@@ -40,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "fixtures" / "spec_corpus"
 LAUNCHERS = REPO / "tests" / "fixtures" / "launchers"
 ENTRIES = REPO / "samples" / "entries"  # entry specs written before entry skeletons existed
+HELDOUT = REPO / "tests" / "fixtures" / "launchers_heldout"  # launchers written after the skeleton
 TRIALS = 3
 
 
@@ -149,7 +151,11 @@ def same_shape(truth, guess, truth_spec, guess_spec, rng: random.Random) -> bool
 
     names = set(truth_spec.size_names) | set(guess_spec.size_names) | set(guess_spec.derived_sizes or {})
     for _ in range(TRIALS):
-        values = dict(zip(sorted(names), rng.sample(range(3, 90), len(names)), strict=True))
+        # Sizes the truth accepts (its sizes_valid: `k <= n` for a valid convolution).
+        for _ in range(100):
+            values = dict(zip(sorted(names), rng.sample(range(3, 90), len(names)), strict=True))
+            if truth_spec.valid(truth_spec.complete({n: values[n] for n in truth_spec.size_names})):
+                break
         try:
             expected = eval_shape(
                 truth.shape, truth_spec.complete({n: values[n] for n in truth_spec.size_names})
@@ -254,7 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
-        "--corpus", type=Path, action="append", help="a folder of .cu files and specs (default: the three corpora)"
+        "--corpus",
+        type=Path,
+        action="append",
+        help="a folder of .cu files and specs (default: the four corpora)",
     )
     p.add_argument("--skeleton-from", type=Path, default=REPO, help="the checkout whose skeleton is scored")
     p.add_argument("--json", action="store_true")
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         emit()
         return 0
     sys.path.insert(0, str(REPO))
-    corpora = [c.resolve() for c in args.corpus or [CORPUS, LAUNCHERS, ENTRIES]]
+    corpora = [c.resolve() for c in args.corpus or [CORPUS, LAUNCHERS, ENTRIES, HELDOUT]]
     found = {c: score(c, args.skeleton_from.resolve()) for c in corpora}
     if args.json:
         print(

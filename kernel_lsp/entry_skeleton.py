@@ -23,6 +23,7 @@ Guesses are marked `TODO(kernel-lsp)` as in kernel skeletons; the reference rais
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -254,11 +255,20 @@ def _valid(guards: tuple[Guard, ...], sizes: list[str]) -> list[str]:
         names = set(_names(text))
         if not names or not names <= set(sizes):
             continue  # a null pointer check, or what the spec's sizes do not name
-        if not any(_true(text, dict.fromkeys(names, v)) for v in (1, 2, 3, 7, 97, 1000, 1 << 20, 1 << 24)):
+        if not any(_true(text, case) for case in _probe_cases(sorted(names))):
             continue  # `n <= 0`: no case of positive sizes meets it
         parsed = parse(re.sub(r"\bnot\b", "!", text).replace(" and ", " && ").replace(" or ", " || "))
         out.append(_negate(parsed) if parsed is not None else f"not ({text})")
     return out
+
+
+def _probe_cases(names: list[str]) -> list[dict[str, int]]:
+    """Positive sizes to try a guard with: every combination of a few values for up to three
+    names (`k > n` needs k and n apart), the same value for all of them beyond."""
+    values = (1, 2, 3, 7, 97, 1000, 1 << 20, 1 << 24)
+    if len(names) > 3:
+        return [dict.fromkeys(names, v) for v in values]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(values, repeat=len(names))]
 
 
 def _true(text: str, values: dict[str, int]) -> bool:

@@ -94,6 +94,9 @@ def test_every_launcher_file_scores_right_with_no_edit():
     assert totals["args"] == 36 and totals["right"] == 36, score.table(results, verbose=True)
     results = score.score(score.ENTRIES, REPO)  # written before entry skeletons existed
     assert score.totals(results)["right"] == score.totals(results)["args"], score.table(results, verbose=True)
+    # Written after the skeleton: 22 of 23 at first (a guard `k > n` not seen, since fixed), 8 before.
+    results = score.score(score.HELDOUT, REPO)
+    assert score.totals(results)["right"] >= 22, score.table(results, verbose=True)
 
 
 SOURCE = textwrap.dedent(
@@ -198,3 +201,17 @@ def test_kernel_skeletons_old_bad_guesses(tmp_path):
 def test_the_launcher_files_compile_and_their_specs_fit_and_dry_run(capsys):
     assert main(["check", "--no-gpu", "--specs", "run", str(LAUNCHERS)]) == 0, capsys.readouterr()
     capsys.readouterr()
+
+
+def test_the_held_out_launcher_files_compile_and_their_specs_fit(capsys):
+    assert (
+        main(["check", "--no-gpu", "--specs", "run", str(REPO / "tests" / "fixtures" / "launchers_heldout")])
+        == 0
+    )
+    capsys.readouterr()
+
+
+def test_a_guard_between_two_sizes_is_seen():
+    source = (REPO / "tests" / "fixtures" / "launchers_heldout" / "conv1d_fp32.cu").read_text()
+    plan = plan_entry(source, "conv1d")
+    assert plan.valid == ["k <= n"]

@@ -234,8 +234,8 @@ def test_the_corpus_score_stays_at_least_where_it_is():
     totals = score.totals(results)
     assert len(results) >= 20 and totals["args"] >= 150
     # 151 of 160 when this test was written (68, 42%, before the skeleton read kernel bodies and
-    # launchers).
-    assert totals["right"] >= 151, score.table(results, verbose=True)
+    # launchers); 152 once an index the kernel leaves open is bounded by its launch's grid.
+    assert totals["right"] >= 152, score.table(results, verbose=True)
     assert totals["right"] / totals["args"] >= 0.9
 
 
