@@ -1,10 +1,21 @@
 """How often `kernel-lsp spec` gets an argument right with no edit: the skeleton of every file of the
 spec corpus (tests/fixtures/spec_corpus: kernels with their launchers, each with a hand-written
-spec, the truth) scored argument by argument on kind, shape and dtype.
+spec, the truth) and of the launcher files (tests/fixtures/launchers: a naive kernel and the
+`extern "C"` launcher a benchmark harness calls, each with a hand-written entry spec) scored
+argument by argument on kind, shape and dtype.
 
     python benchmarks/skeleton_score.py                      # this checkout's skeleton
     python benchmarks/skeleton_score.py --skeleton-from /work/main   # another checkout's, same truth
     python benchmarks/skeleton_score.py --verbose            # and every argument it gets wrong
+    python benchmarks/skeleton_score.py --corpus tests/fixtures/launchers   # one corpus
+
+By default it scores four corpora: the spec corpus, the launcher files, samples/entries (the
+entry samples, whose specs were written before entry skeletons existed) and
+tests/fixtures/launchers_heldout (launchers written after the entry skeleton, not fitted to).
+
+A truth that is an entry spec is scored against what `kernel-lsp spec FILE` writes for the file
+with no flags (a checkout without entry skeletons wrote the kernel's or the pipeline's skeleton,
+whose arguments are the kernel's).
 
 An argument is right when all three are: its kind (In, Out, InOut, Scratch, Scalar, Alias; for a
 scalar also whether it is a size or a value, for an alias the buffer it names), its shape
@@ -28,6 +39,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "fixtures" / "spec_corpus"
+LAUNCHERS = REPO / "tests" / "fixtures" / "launchers"
+ENTRIES = REPO / "samples" / "entries"  # entry specs written before entry skeletons existed
+HELDOUT = REPO / "tests" / "fixtures" / "launchers_heldout"  # launchers written after the skeleton
 TRIALS = 3
 
 
@@ -42,6 +56,9 @@ def emit() -> None:
     out: dict[str, list[str]] = {}
     for item in json.load(sys.stdin):
         source = Path(item["cu"]).read_text()
+        if item.get("entry"):
+            out[item["cu"]] = [_default_skeleton(source, item["cu"])]
+            continue
         if hasattr(skeleton, "skeleton_for"):  # one text for a kernel or a pipeline
             out[item["cu"]] = [skeleton.skeleton_for(source, item["kernels"], path=item["cu"])]
             continue
@@ -51,6 +68,27 @@ def emit() -> None:
             texts.append(skeleton.spec_skeleton(sig, parse_directives(source), source) if sig else "")
         out[item["cu"]] = texts
     json.dump(out, sys.stdout)
+
+
+def _default_skeleton(source: str, path: str) -> str:
+    """What `kernel-lsp spec FILE` writes with no flags: the launcher's entry skeleton where this
+    checkout has them, else the pipeline its launcher runs, else the file's only kernel."""
+    from kernel_lsp import skeleton
+    from kernel_lsp.source import find_kernels, parse_directives
+
+    try:
+        from kernel_lsp.entry_skeleton import entry_skeleton, launcher_entries
+    except ImportError:
+        entry_skeleton = launcher_entries = None
+    if launcher_entries is not None:
+        entries = launcher_entries(source)
+        if entries:
+            return entry_skeleton(source, entries[0])
+    pipeline = skeleton.files_pipeline(source) if hasattr(skeleton, "files_pipeline") else []
+    if pipeline:
+        return skeleton.skeleton_for(source, pipeline, path=path)
+    kernels = [k for k in find_kernels(source) if k.definition]
+    return skeleton.spec_skeleton(kernels[0], parse_directives(source), source) if kernels else ""
 
 
 # --- the parent: score them against the truth ----------------------------------------------------
@@ -113,7 +151,11 @@ def same_shape(truth, guess, truth_spec, guess_spec, rng: random.Random) -> bool
 
     names = set(truth_spec.size_names) | set(guess_spec.size_names) | set(guess_spec.derived_sizes or {})
     for _ in range(TRIALS):
-        values = dict(zip(sorted(names), rng.sample(range(3, 90), len(names)), strict=True))
+        # Sizes the truth accepts (its sizes_valid: `k <= n` for a valid convolution).
+        for _ in range(100):
+            values = dict(zip(sorted(names), rng.sample(range(3, 90), len(names)), strict=True))
+            if truth_spec.valid(truth_spec.complete({n: values[n] for n in truth_spec.size_names})):
+                break
         try:
             expected = eval_shape(
                 truth.shape, truth_spec.complete({n: values[n] for n in truth_spec.size_names})
@@ -165,7 +207,9 @@ def score(corpus: Path, checkout: Path, seed: int = 0) -> list[FileScore]:
         if not loaded.ok:
             raise SystemExit(f"truth spec {spec_path} does not load: {loaded.diagnostics}")
         truths.append((str(spec_path).replace(".spec.py", ".cu"), loaded.specs[0]))
-    texts = skeleton_texts([{"cu": cu, "kernels": spec.kernels} for cu, spec in truths], checkout)
+    texts = skeleton_texts(
+        [{"cu": cu, "kernels": spec.kernels, "entry": spec.entry} for cu, spec in truths], checkout
+    )
     rng = random.Random(seed)
     results = []
     with tempfile.TemporaryDirectory() as folder:
@@ -215,7 +259,12 @@ def table(results: list[FileScore], verbose: bool = False) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--emit", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--corpus", type=Path, default=CORPUS)
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        action="append",
+        help="a folder of .cu files and specs (default: the four corpora)",
+    )
     p.add_argument("--skeleton-from", type=Path, default=REPO, help="the checkout whose skeleton is scored")
     p.add_argument("--json", action="store_true")
     p.add_argument("--verbose", "-v", action="store_true")
@@ -224,16 +273,30 @@ def main(argv: list[str] | None = None) -> int:
         emit()
         return 0
     sys.path.insert(0, str(REPO))
-    results = score(args.corpus, args.skeleton_from.resolve())
+    corpora = [c.resolve() for c in args.corpus or [CORPUS, LAUNCHERS, ENTRIES, HELDOUT]]
+    found = {c: score(c, args.skeleton_from.resolve()) for c in corpora}
     if args.json:
         print(
             json.dumps(
-                {"totals": totals(results), "files": {f.path: [a.__dict__ for a in f.args] for f in results}}
+                {
+                    str(c): {
+                        "totals": totals(results),
+                        "files": {f.path: [a.__dict__ for a in f.args] for f in results},
+                    }
+                    for c, results in found.items()
+                }
             )
         )
-    else:
-        print(f"skeleton of {args.skeleton_from.resolve()} against {len(results)} hand-written specs")
+        return 0
+    for c, results in found.items():
+        print(
+            f"skeleton of {args.skeleton_from.resolve()} against {len(results)} hand-written specs of {c.name}"
+        )
         print(table(results, args.verbose))
+        print()
+    everything = [f for results in found.values() for f in results]
+    t = totals(everything)
+    print(f"arguments right with no edit: {t['right']} of {t['args']}")
     return 0
 
 

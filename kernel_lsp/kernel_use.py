@@ -180,6 +180,17 @@ class _Reader:
             and side not in self.params
             and side not in self.size_locals
         }
+        # `x >= 1 && x < nx - 1`: an interior range. Its lower bound bounds nothing above, and
+        # the buffer it indexes spans nx (the neighbours at x - 1 and x + 1 are read too).
+        self.lower = {
+            left
+            for left, op, right, _ in comparisons
+            if op in (">=", ">") and re.fullmatch(r"[A-Za-z_]\w*", left) and re.fullmatch(r"\d+", right)
+        } | {
+            right
+            for left, op, right, _ in comparisons
+            if op in ("<=", "<") and re.fullmatch(r"[A-Za-z_]\w*", right) and re.fullmatch(r"\d+", left)
+        }
         for left, op, right, pos in comparisons:
             self._bound_from(left, op, right, pos)
         self._division_bounds()
@@ -286,6 +297,11 @@ class _Reader:
                     break
                 j -= 1
             texts.append((self.body[j + 1 : m.start()], j))
+        # x = i < n ? a : b (no parentheses around the condition)
+        for m in re.finditer(
+            r"(?:(?<![=!<>])=|\breturn\b)\s*([^;?=(){}]*?(?:<|>|<=|>=)[^;?=(){}]*?)\?", self.body
+        ):
+            texts.append((m.group(1), m.start(1)))
         out = []
         for text, pos in texts:
             for clause in _clauses(text):
@@ -300,11 +316,15 @@ class _Reader:
         if op == ">":
             left, right, op = right, left, "<"
         elif op == ">=":
+            if re.fullmatch(r"\d+", right.strip()):
+                return  # `k >= 1`: a lower bound
             op = "<"
         index = self.resolve(parse_index(left, self.constants), pos)
         limit = self.resolve(parse_index(right, self.constants), pos)
         if index is None or limit is None or self.is_size_poly(index):
             return
+        if left.strip() in self.lower and limit.get((), 0) < 0 and len(limit) > 1:
+            limit = {m: c for m, c in limit.items() if m}  # `x < nx - 1` after `x >= 1`: nx
         if not self.is_size_poly(limit):
             offsets = self._offsets_bound(index, limit)
             if offsets:
@@ -568,9 +588,10 @@ def read_kernel(
         use.reads = any(a.mode in ("read", "update") for a in mine)
         use.writes = first_write is not None
         use.atomic = any(a.mode == "atomic" for a in mine)
-        use.updates = any(a.mode == "update" for a in mine) or any(
-            a.mode == "read" and first_write is not None and a.pos < first_write for a in mine
-        )
+        # Read before it is written: its value on entry matters (InOut). A buffer whose first
+        # access is a plain write (`y[j] = e; ... y[j] *= inv`) reads back only what it wrote.
+        first = min(mine, key=lambda a: a.pos) if mine else None
+        use.updates = first_write is not None and first is not None and first.mode != "write"
         dims = [d for d in (_dims(reader, a) for a in mine) if d]
         use.dims = _best(dims)
         use.offsets = any(e.offsets_of == name for e in reader.extents())

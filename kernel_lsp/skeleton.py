@@ -56,6 +56,9 @@ MULTI_D_SIZES = ((1,), (33, 41, 49, 57), (256,))
 THREE_D_SIZES = ((1,), (5, 7, 9, 11), (64,))
 _BOUND = re.compile(r"\b([A-Za-z_]\w*)\s*(<|<=|>=)\s*([A-Za-z_]\w*)\b")
 _EPSILON = re.compile(r"eps|epsilon", re.I)
+# Float scalars to test with, one each, all different: an integral's bounds `a` and `b`, or
+# `alpha` and `beta`, given one value would make the case degenerate (an empty range, a - b = 0).
+FLOAT_VALUES = ("1.5", "2.5", "0.75", "3.25", "-0.5", "4.0")
 
 
 @dataclass
@@ -162,6 +165,8 @@ class _Plan:
     sizes: list[str]
     most_dims: int
     invented: list[str]
+    # An invented size -> the index it bounds (`num_rows` -> `row`): an entry's launch may say.
+    open_vars: dict[str, str] = field(default_factory=dict)
 
 
 def _size_params(sig: KernelSignature, use: KernelUse, types: dict[str, str]) -> list[str]:
@@ -200,19 +205,73 @@ def _open_names(uses: dict[str, BufferUse], sizes: list[str], offsets: bool) -> 
     return names
 
 
-def _extent_text(d: Extent, buffer: str, names: dict[str, str]) -> tuple[str, bool]:
-    """(the size expression, whether it is a guess)."""
+def _extent_text(
+    d: Extent, buffer: str, names: dict[str, str], launched: frozenset[str] = frozenset()
+) -> tuple[str, bool]:
+    """(the size expression, whether it is a guess); `launched`: the open indices whose extent
+    the kernel's launch gives."""
     if d.text:
         return d.text, False
     if d.offsets_of:
         return names[f"offsets:{d.offsets_of}"], True
     if d.gathered_from:
         return names[f"gather:{d.gathered_from}:{buffer}"], True
-    return names.get(d.open_var, ""), True
+    return names.get(d.open_var, ""), d.open_var not in launched
+
+
+def launch_extent(body: str, var: str, grid: str, block: str) -> str:
+    """How far an index the kernel does not bound runs under its launch (grid and block in the
+    launch line's form): `row = blockIdx.x` under grid `rows` runs to rows; `i = blockIdx.x *
+    blockDim.x + threadIdx.x` under grid `cdiv(n, 256)` and block 256 to n; "" when neither."""
+    rhs = var
+    if not var.startswith(("blockIdx", "threadIdx")):
+        m = re.search(rf"\b{re.escape(var)}\s*=(?!=)\s*([^;,]+)[;,]", body)
+        if not m:
+            return ""
+        rhs = m.group(1)
+    rhs = " ".join(rhs.replace("(", " ").replace(")", " ").split())
+    g, b = _launch_dims(grid), _launch_dims(block)
+    m = re.fullmatch(r"blockIdx\.([xyz])", rhs)
+    if m:
+        return g["xyz".index(m.group(1))]
+    terms = sorted(t.strip() for t in rhs.split("+"))
+    for axis in "xyz":
+        products = {
+            f"blockIdx.{axis} * blockDim.{axis}",
+            f"blockDim.{axis} * blockIdx.{axis}",
+        }
+        if len(terms) == 2 and terms[1] == f"threadIdx.{axis}" and terms[0] in products:
+            i = "xyz".index(axis)
+            c = re.fullmatch(r"cdiv\((.+), (\w+)\)", g[i])
+            if c and c.group(2) == b[i]:
+                return c.group(1)
+            return g[i] if b[i] == "1" else f"{g[i]} * {b[i]}"
+    return ""
+
+
+def _launch_dims(text: str) -> list[str]:
+    text = " ".join(text.split())
+    parts = _split_commas(text[1:-1]) if text.startswith("(") and text.endswith(")") else [text]
+    return [*parts, "1", "1", "1"][:3]
+
+
+def _split_commas(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(c, 0)
+        if c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
 
 
 def _plan(
-    source: str, sigs: list[KernelSignature], names_in_order: list[str], directives: Directives | None
+    source: str,
+    sigs: list[KernelSignature],
+    names_in_order: list[str],
+    directives: Directives | None,
+    launcher_fn: HostFunction | None = None,
 ) -> _Plan:
     constants = source_constants(source)
     args: dict[str, _Arg] = {}
@@ -220,7 +279,8 @@ def _plan(
     invented: list[str] = []
     most_dims = 1
     first_kernel = ""
-    launcher = _Launcher.of(source, names_in_order, sigs)
+    open_vars: dict[str, str] = {}
+    launcher = _Launcher.of(source, names_in_order, sigs, launcher_fn)
     for sig in sigs:
         name, types, values = kernel_name(source, sig)
         first_kernel = first_kernel or name
@@ -234,6 +294,15 @@ def _plan(
         sizes += [s for s in size_params if s not in sizes]
         offsets = any(u.offsets for u in use.buffers.values())
         names = _open_names(use.buffers, size_params, offsets)
+        launched = _launched_extents(source, sig, directives, names, launcher)
+        names.update(launched)
+        open_vars.update(
+            {
+                v: k
+                for k, v in names.items()
+                if not k.startswith(("offsets:", "gather:")) and k not in launched
+            }
+        )
         for p in sig.params:
             dtype = _dtype(p.type, types)
             notes = [] if dtype else [f"element type of `{p.type}`"]
@@ -247,7 +316,10 @@ def _plan(
                     args[p.name].kind = "InOut"  # read by an earlier step, written by this one
                 continue
             if not p.is_pointer:
-                args[p.name] = _scalar(p.name, dtype, p.name in size_params, notes, passed.get(p.name))
+                floats = sum(1 for a in args.values() if a.kind == "Scalar" and a.value in FLOAT_VALUES)
+                args[p.name] = _scalar(
+                    p.name, dtype, p.name in size_params, notes, passed.get(p.name), floats
+                )
                 continue
             if p.name in launcher.aliases:
                 args[p.name] = _Arg("Alias", dtype, value=launcher.aliases[p.name])
@@ -266,7 +338,7 @@ def _plan(
                     arg.shape = allocated
                     args[p.name] = arg
                     continue
-            shape, guessed = _shape(p.name, u, names, sizes)
+            shape, guessed = _shape(p.name, u, names, sizes, frozenset(launched))
             invented += [s for s in _names(shape) if s not in sizes and s not in invented]
             arg.shape = shape or (sizes[0] if sizes else "n")
             if not shape:
@@ -279,7 +351,51 @@ def _plan(
     all_sizes = sizes + [s for s in invented if s not in sizes]
     if not all_sizes:
         all_sizes = ["n"]
-    return _Plan(first_kernel, names_in_order, args, all_sizes, most_dims, invented)
+    return _Plan(
+        first_kernel,
+        names_in_order,
+        args,
+        all_sizes,
+        most_dims,
+        invented,
+        {n: v for n, v in open_vars.items() if n in invented},
+    )
+
+
+def _launched_extents(
+    source: str,
+    sig: KernelSignature,
+    directives: Directives | None,
+    names: dict[str, str],
+    launcher: _Launcher,
+) -> dict[str, str]:
+    """{open index: its extent} for the indices the kernel leaves unbounded that its launch
+    bounds (the launch line, else the launcher's launch, else the file's first), in the kernel's
+    terms."""
+    grid = block = None
+    comments = directives.launches_of(sig.name) if directives is not None else []
+    if comments:
+        grid, block = comments[0].grid, comments[0].block
+    else:
+        x = launcher.launches.get(sig.name)
+        terms = x.in_kernel_terms if x is not None else None
+        if terms is not None and terms.grid.resolved and terms.block.resolved:
+            grid, block = terms.grid.python(), terms.block.python()
+        else:
+            hint = host_launch_of(sig, directives, source)
+            if hint is not None and hint.directive is not None:
+                grid, block = hint.directive.grid, hint.directive.block
+    if not grid or not block:
+        return {}
+    body = kernel_body(source, sig) if source else ""
+    out = {}
+    for var in names:
+        if var.startswith(("offsets:", "gather:")):
+            continue
+        extent = launch_extent(body, var, grid, block)
+        if extent:
+            out[var] = extent
+    return out
 
 
 def _names(expression: str) -> list[str]:
@@ -295,7 +411,9 @@ def _kind(const: bool, use: BufferUse) -> str:
     return "Out" if use.writes else "In"
 
 
-def _scalar(name: str, dtype: str, is_size: bool, notes: list[str], passed: LaunchArgument | None) -> _Arg:
+def _scalar(
+    name: str, dtype: str, is_size: bool, notes: list[str], passed: LaunchArgument | None, floats: int = 0
+) -> _Arg:
     """A size, or a value: the literal the launcher passes, else one to test with."""
     literal = _literal(passed)
     if dtype.startswith(("int", "uint")):
@@ -306,7 +424,7 @@ def _scalar(name: str, dtype: str, is_size: bool, notes: list[str], passed: Laun
         return _Arg("Scalar", dtype, value="1", notes=[*notes, "a value or size expression"])
     if literal is not None:
         return _Arg("Scalar", dtype, value=repr(float(literal)), notes=notes)
-    value = "1e-5" if _EPSILON.search(name) else "1.5"
+    value = "1e-5" if _EPSILON.search(name) else FLOAT_VALUES[floats % len(FLOAT_VALUES)]
     return _Arg("Scalar", dtype, value=value, notes=notes)
 
 
@@ -329,8 +447,10 @@ class _Launcher:
     sizes: dict[str, str] = field(default_factory=dict)  # launcher parameter -> kernel parameter
 
     @classmethod
-    def of(cls, source: str, kernels: list[str], sigs: list[KernelSignature]) -> _Launcher:
-        fn = launcher_for(host_code(source), kernels) if source else None
+    def of(
+        cls, source: str, kernels: list[str], sigs: list[KernelSignature], fn: HostFunction | None = None
+    ) -> _Launcher:
+        fn = fn or (launcher_for(host_code(source), kernels) if source else None)
         if fn is None:
             return cls()
         launches: dict[str, HostLaunch] = {}
@@ -370,16 +490,26 @@ class _Launcher:
         return poly_text({m: c // itemsize for m, c in total.items()})
 
 
-def _shape(buffer: str, use: BufferUse, names: dict[str, str], sizes: list[str]) -> tuple[str, bool]:
+def _shape(
+    buffer: str,
+    use: BufferUse,
+    names: dict[str, str],
+    sizes: list[str],
+    launched: frozenset[str] = frozenset(),
+) -> tuple[str, bool]:
     if not use.dims:
         return "", False
     texts, guessed = [], False
     for d in use.dims:
-        text, guess = _extent_text(d, buffer, names)
+        text, guess = _extent_text(d, buffer, names, launched)
         if not text:
             return "", False
         texts.append(text)
         guessed = guessed or guess
+    # (cdiv(n, 256), 256): one run of n elements, indexed by block and thread.
+    c = re.fullmatch(r"cdiv\((.+), (\w+)\)", texts[0]) if len(texts) > 1 else None
+    if c and " * ".join(texts[1:]) == c.group(2):
+        texts = [c.group(1)]
     return (texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")"), guessed
 
 

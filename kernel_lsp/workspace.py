@@ -54,6 +54,59 @@ class Verification:
     artifact: CompileResult | None
     checks: list = field(default_factory=list)
     spec_text: str | None = None
+    # What `bench` adds: {check's kernel or entry: the kernels it launched, each with its share
+    # of the time where the profile measured it} and, where it did not, why.
+    launched: dict[str, list[LaunchedKernel]] = field(default_factory=dict)
+    shares_note: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class LaunchedKernel:
+    """One kernel a check ran (an entry's own launches, a pipeline's steps): its share of the
+    kernels' summed GPU time in the profile (ncu, the largest timed case), None where that was
+    not measured."""
+
+    kernel: str
+    share: float | None = None
+    time_s: float | None = None
+
+
+def launched_kernels(
+    check: Any, spec: Any, source: str, defines: tuple[str, ...] = ()
+) -> tuple[list[LaunchedKernel], str]:
+    """The kernels `check` ran, from the file's text (an entry's launches, helpers it calls
+    included; a kernel spec's pipeline), with each one's share of the time from the check's
+    profile; and a note that says why the shares are missing where they are."""
+    from .host_launch.launcher import entry_kernels
+
+    if spec.is_entry:
+        names = entry_kernels(source, spec.entry or spec.kernel, defines)
+    else:
+        names = list(dict.fromkeys(spec.kernels or [spec.kernel]))
+    profile = getattr(check, "profile", None)
+    times: dict[str, float] = {}
+    for k in getattr(profile, "kernels", None) or []:
+        if k.duration_s is not None:
+            bare = k.kernel.split("(")[0].split("<")[0].rpartition("::")[2]
+            times[bare] = times.get(bare, 0.0) + k.duration_s
+    known = [times.get(n) for n in names]
+    total = sum(t for t in known if t is not None)
+    if len(names) == 1 and not spec.is_entry:
+        return [LaunchedKernel(names[0], 1.0, known[0])], ""
+    if total > 0 and all(t is not None for t in known):
+        return [
+            LaunchedKernel(n, t / total, t) for n, t in zip(names, known, strict=True) if t is not None
+        ], ""
+    if not check.ok or not check.timings:
+        why = "not measured: the check did not verify and time"
+    elif profile is None:
+        why = "not measured: per-kernel time comes from the ncu profile, which did not run (--no-occupancy)"
+    elif profile.note:
+        why = f"not measured: {profile.note}"
+    else:
+        missing = [n for n, t in zip(names, known, strict=True) if t is None]
+        why = f"not measured: the profile has no time for {', '.join(missing)}"
+    return [LaunchedKernel(n) for n in names], why
 
 
 class Workspace:
@@ -214,15 +267,16 @@ class Workspace:
     # --- GPUs -------------------------------------------------------------------------------------
 
     def open_gpus(
-        self, gpus: str | None = None, log: _Log = print, **backend_options: Any
+        self, gpus: str | None = None, log: _Log = print, path: str | None = None, **backend_options: Any
     ) -> tuple[list[Any], str]:
         """A GpuSession per GPU that answers, on the backend the settings choose (this machine's
-        GPUs or Ray actors), and the reason when none does. Raises RayUnavailable when Ray was
-        asked for explicitly and cannot serve."""
+        GPUs or Ray actors; `path`: the settings of that file, else the workspace's), and the
+        reason when none does. Raises RayUnavailable when Ray was asked for explicitly and cannot
+        serve."""
         from .evaluation.choose import open_backends
         from .gpu import GpuSession, no_gpu_message
 
-        settings = self.settings
+        settings = self.settings_for(path)
         backends = open_backends(
             settings.evaluation_backend,
             gpus if gpus is not None else settings.gpu_devices,
@@ -264,6 +318,40 @@ class Workspace:
         artifact = session.compile(text, path, options) if session.available else None
         checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact)
         return Verification(path, text, options, artifact, checks, spec_text)
+
+    def bench(
+        self,
+        session: Any,
+        path: str,
+        text: str,
+        specs: Any,
+        names: list[str] | None = None,
+        profile: bool = True,
+    ) -> Verification:
+        """`bench`'s run: the spec'd kernels and entries of `path` named by `names` (None: every
+        one) in `specs` (loaded, spec/isolated.py), built as `check` and `optimize` build them (a
+        compile for the device's exact arch, a shared library for entry specs, with the file's
+        options), verified and timed; with `profile`, the ncu profile of each (occupancy, and each
+        launched kernel's share of the time). Each check's launched kernels are in `launched`."""
+        options = self.device_options(path, session.device, text)
+        chosen = [s for s in specs.specs if names is None or s.kernel in names or s.name in names]
+        artifact = library = None
+        if any(not s.is_entry for s in chosen):
+            artifact = session.compile(text, path, options)
+        if any(s.is_entry for s in chosen):
+            library = session.build_library(text, path, options)
+        out = Verification(path, text, options, artifact)
+        defines = tuple(options.defines or ())
+        for spec in chosen:
+            built = library if spec.is_entry else artifact
+            check = session.check(text, path, specs, spec.kernel, built, defines=defines)
+            if profile:
+                session.add_occupancy(check, text, path, specs, built, defines=defines)
+            out.checks.append(check)
+            out.launched[spec.kernel], note = launched_kernels(check, spec, text, defines)
+            if note:
+                out.shares_note[spec.kernel] = note
+        return out
 
     def profile(self, session: Any, verification: Verification) -> None:
         """Add the ncu profile (limiter, stalls, hot lines, achieved occupancy) to each verified

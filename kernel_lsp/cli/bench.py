@@ -4,9 +4,16 @@ kernel       case          median     p10-p90              n    GB/s   % rooflin
 vector_add   n=33554432    120.31 us  119.90 us-121.02 us  57  3346.6   87% DRAM   H100    cold
 occupancy vector_add (n=33554432): achieved 91.2%, theoretical 100.0% (ncu)
 
+An entry spec (`Spec(entry=...)`) runs the file as a shared library, built as `check` and
+`optimize` build it (the Workspace: the file's settings and flags, `evaluation.backend`); its
+lines say which kernels the entry launched, each with its share of the time where the ncu profile
+measured it.
+
 `--profile` adds what limits each kernel and its hottest lines (Nsight Compute); `--json` prints
 the checks (timings, profile) as JSON instead of the table, and nothing else on stdout: a failed
-check is in the document, and when nothing could run the document says why (`error`).
+check is in the document, and when nothing could run the document says why (`error`). Each check
+has `kernels` (those it launched: `kernel`, `share` of the kernels' time under ncu, `seconds`;
+null where not measured) and `sharesNote` (why they were not).
 """
 
 from __future__ import annotations
@@ -65,13 +72,12 @@ def bench_main(
     args = _parser().parse_args(argv)
 
     from kernel_lsp.compile import read_source
-    from kernel_lsp.evaluation.choose import RayUnavailable, open_backends
-    from kernel_lsp.gpu import GpuSession, no_gpu_message
+    from kernel_lsp.evaluation.choose import RayUnavailable
+    from kernel_lsp.gpu import no_gpu_message
     from kernel_lsp.profile_text import profile_lines
     from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import spec_path_for
     from kernel_lsp.spec.isolated import load_specs_isolated
-    from kernel_lsp.workspace import Workspace
 
     from .formats import gpu_json
 
@@ -99,40 +105,39 @@ def bench_main(
         return tool_failed(f"no spec for kernel {args.kernel}")
 
     timing = TimingSettings(cold_l2=not args.warm_l2, budget_s=args.budget)
-    # The file's pyproject.toml and compile_commands.json, as --check and the editor see them.
-    overrides = {"includeDirs": [os.path.abspath(d) for d in args.include], "defines": list(args.define)}
-    workspace = Workspace({k: v for k, v in overrides.items() if v})
+    # The file's pyproject.toml and compile_commands.json under the flags, as --check, optimize
+    # and the editor see them: its compile options, and the evaluation backend it names.
+    workspace = _workspace(args)
+    for line in workspace.problems(path):
+        print(f"kernel-lsp: {line}", file=sys.stderr)
     try:
-        # One GPU: this machine's (--device), or one Ray actor's (--backend ray).
-        backend = open_backends(
-            args.backend,
+        # One GPU: this machine's (--device), or one Ray actor's (evaluation.backend, --backend ray).
+        sessions, reason = workspace.open_gpus(
             "1",
-            args.device,
-            args.ray_address,
-            log=lambda line: print(line, file=sys.stderr),
+            lambda line: print(line, file=sys.stderr),
+            path=path,
             launch_timeout_s=args.timeout,
             timing=timing,
-        )[0]
+        )
     except RayUnavailable as e:
         return tool_failed(str(e))
-    with GpuSession(backend=backend) as gpu:
-        if not gpu.available:
-            return tool_failed(no_gpu_message(gpu.reason))
+    if not sessions:
+        return tool_failed(no_gpu_message(reason))
+    for extra in sessions[1:]:
+        extra.close()
+    with sessions[0] as gpu:
         dev = gpu.device
         rows: list[list[str]] = []
         failed = False
         occupancy: list[str] = []
-        # One compile for the device's exact arch (NVRTC or nvcc: compile_source picks), shared by
-        # every spec'd kernel of the file.
-        options_ = workspace.device_options(path, dev, source)
-        artifact = gpu.compile(source, path, options_)
-        defines = options_.defines
-        checks = []
-        for spec in specs:
-            check = gpu.check(source, path, loaded, spec.kernel, artifact, defines=defines)
-            checks.append(check)
-            if args.profile or not args.no_occupancy:
-                gpu.add_occupancy(check, source, path, loaded, artifact, defines=defines)
+        # One compile for the device's exact arch (NVRTC or nvcc: compile_source picks) shared by
+        # the file's spec'd kernels, and one shared library for its entry specs.
+        wanted = [s.kernel for s in specs]
+        result = workspace.bench(
+            gpu, path, source, loaded, wanted, profile=args.profile or not args.no_occupancy
+        )
+        checks = result.checks
+        for spec, check in zip(specs, checks, strict=True):
             if args.profile and check.profile is not None:
                 occupancy += profile_lines(check.profile)
             else:
@@ -142,6 +147,8 @@ def bench_main(
                 ]
                 if check.occupancy_note:
                     occupancy.append(f"occupancy {spec.title}: {check.occupancy_note}")
+            if spec.is_entry:
+                occupancy.append(launched_line(spec.title, result.launched.get(spec.kernel, [])))
             if not check.ok:
                 failed = True
                 if not args.json:  # with --json the failure is in the document, and only there
@@ -170,8 +177,17 @@ def bench_main(
                     + ([t.bound_note] if t.bound_note else [])
                 )
         if args.json:
-            doc = {"device": dev.name if dev else None, "checks": [gpu_json(c) for c in checks]}
-            print(json.dumps(doc, indent=2), file=out)
+            docs = []
+            for spec, check in zip(specs, checks, strict=True):
+                doc = gpu_json(check)
+                doc["entry"] = spec.is_entry
+                doc["kernels"] = [
+                    {"kernel": k.kernel, "share": k.share, "seconds": k.time_s}
+                    for k in result.launched.get(spec.kernel, [])
+                ]
+                doc["sharesNote"] = result.shares_note.get(spec.kernel)
+                docs.append(doc)
+            print(json.dumps({"device": dev.name if dev else None, "checks": docs}, indent=2), file=out)
             return EXIT_FAILED if failed else EXIT_OK
         if rows:
             head = ["kernel", "case", "median", "p10-p90", "n", "GB/s", "% roofline", "device", "L2"]
@@ -187,6 +203,33 @@ def bench_main(
         return EXIT_FAILED if failed else EXIT_OK
 
 
+def _workspace(args: argparse.Namespace):
+    """The Workspace of the run: each file's settings under the flags (-I, -D, --backend,
+    --ray-address, --device)."""
+    from kernel_lsp.workspace import Workspace
+
+    from .flags import backend_overrides
+
+    overrides: dict[str, object] = {**backend_overrides(args)}
+    if args.include:
+        overrides["includeDirs"] = [os.path.abspath(d) for d in args.include]
+    if args.define:
+        overrides["defines"] = list(args.define)
+    if args.device is not None:
+        overrides["gpu.device"] = args.device
+    return Workspace(overrides)
+
+
+def launched_line(title: str, launched: list) -> str:
+    """`kernels layernorm_fp32 launched: row_mean_kernel 21%, normalize_kernel 79%`, or without
+    shares where the profile did not measure them."""
+    if not launched:
+        return f"kernels {title} launched: none found in the file"
+    parts = [f"{k.kernel} {k.share:.0%}" if k.share is not None else k.kernel for k in launched]
+    tail = "" if all(k.share is not None for k in launched) else " (share of the time not measured)"
+    return f"kernels {title} launched: {', '.join(parts)}{tail}"
+
+
 def print_table(head: list[str], rows: list[list[str]], out: TextIO) -> None:
     widths = [max(len(r[i]) if i < len(r) else 0 for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
@@ -200,8 +243,17 @@ if __name__ == "__main__":
 
 def no_spec_message(file: str, spec_path: str, source: str, kernel: str | None) -> str:
     """No spec beside the file: what `kernel-lsp spec` command writes one."""
+    from kernel_lsp.entry_skeleton import launcher_entries
     from kernel_lsp.source import find_kernels
 
+    entries = launcher_entries(source)
+    if kernel is None and entries:
+        which = "" if len(entries) == 1 else f" --entry {entries[0]}"
+        found = f" (launchers: {', '.join(entries)})" if len(entries) > 1 else ""
+        return (
+            f"no spec {os.path.relpath(spec_path)}: bench verifies and times the file's launcher against its "
+            f"spec; `kernel-lsp spec {file}{which}` writes a skeleton to fill in{found} (see docs/specs.md)"
+        )
     names = sorted({k.name for k in find_kernels(source) if k.definition})
     if kernel is None and len(names) == 1:
         kernel = names[0]

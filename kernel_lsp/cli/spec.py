@@ -1,7 +1,10 @@
-"""`kernel-lsp spec FILE [--kernel K | --pipeline K1,K2] [--force]`: write a spec skeleton beside a
-.cu file, the command-line twin of the editor's code action. A file whose kernels one host
-function launches in order gets one spec for that pipeline. Never overwrites a spec without
---force.
+"""`kernel-lsp spec FILE [--entry F | --kernel K | --pipeline K1,K2] [--force]`: write a spec skeleton
+beside a .cu file, the command-line twin of the editor's code action. A file with a launcher (an
+`extern "C"` function, or a host function that launches kernels, with a C signature) gets an entry
+spec for it (`Spec(entry=...)`: its parameters, the buffers its kernels read and write, its
+guards as `sizes_valid`); `--kernel` writes one kernel's spec instead, `--pipeline` one for kernels
+that run in order. A file without a launcher whose kernels one host function launches in order
+gets one spec for that pipeline. Never overwrites a spec without --force.
 
 Exit codes: 0 written, 2 nothing written (no such file, no or ambiguous kernel, spec exists)."""
 
@@ -12,6 +15,8 @@ import os
 import sys
 
 from ..compile import read_source
+from ..entry_skeleton import entry_skeleton, launcher_entries
+from ..host_entry import find_host_function
 from ..safe_write import replace_file
 from ..skeleton import files_pipeline, launcher_pipelines, skeleton_for, spec_skeleton
 from ..source import KernelSignature, find_kernel, find_kernels, parse_directives
@@ -46,13 +51,47 @@ def _pipeline_hint(source: str) -> str:
     return f" ({'; '.join(hints)})" if hints else ""
 
 
+def _kernel_skeleton(
+    args: argparse.Namespace, source: str, pipeline: list[str], entries: list[str]
+) -> tuple[str, str] | None:
+    """A kernel's or a pipeline's skeleton and its label; None (said why) when there is none."""
+    if pipeline:
+        names = pipeline
+        kernels = find_kernels(source)
+        missing = [n for n in names if find_kernel(kernels, n) is None]
+        if missing or not names:
+            found = ", ".join(sorted({k.name for k in kernels})) or "none"
+            print(
+                f"kernel-lsp spec: {args.file}: no kernel {', '.join(missing)} (found: {found})",
+                file=sys.stderr,
+            )
+            return None
+        return skeleton_for(source, names, args.file), "pipeline " + " -> ".join(names)
+    kernel, why = pick_kernel(find_kernels(source), args.kernel)
+    if kernel is None:
+        fn = find_host_function(source, args.kernel) if args.kernel else None
+        if fn is not None and fn.definition:
+            why += f"; `{args.kernel}` is a host function: --entry {args.kernel} writes a spec for it"
+        elif entries and args.kernel:
+            why += f"; the file's launchers are specs too: --entry {entries[0]}"
+        print(f"kernel-lsp spec: {args.file}: {why}{_pipeline_hint(source)}", file=sys.stderr)
+        return None
+    return spec_skeleton(kernel, parse_directives(source), source), f"kernel {kernel.name}"
+
+
 def spec_main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="kernel-lsp spec", description=doc_description(__doc__))
     p.add_argument("file", help="the .cu file")
     p.add_argument(
+        "--entry",
+        "-e",
+        metavar="FUNCTION",
+        help="the host function a program calls (default: the file's launcher, when it has one)",
+    )
+    p.add_argument(
         "--kernel",
         "-k",
-        help="the kernel (default: the file's only kernel, or the pipeline its launcher runs)",
+        help="one kernel (default without a launcher: the file's only kernel, or the pipeline its launcher runs)",
     )
     p.add_argument(
         "--pipeline",
@@ -71,26 +110,36 @@ def spec_main(argv: list[str]) -> int:
         )
         return EXIT_NOT_WRITTEN
     pipeline = [n.strip() for n in (args.pipeline or "").split(",") if n.strip()]
-    if not pipeline and args.kernel is None:
-        pipeline = files_pipeline(source)
-    if pipeline:
-        names = pipeline
-        kernels = find_kernels(source)
-        missing = [n for n in names if find_kernel(kernels, n) is None]
-        if missing or not names:
-            found = ", ".join(sorted({k.name for k in kernels})) or "none"
+    entries = launcher_entries(source)
+    entry = args.entry
+    if entry is None and not pipeline and args.kernel is None and entries:
+        extern_c = [e for e in entries if (f := find_host_function(source, e)) is not None and f.extern_c]
+        chosen = extern_c if len(extern_c) == 1 else entries
+        if len(chosen) > 1:
             print(
-                f"kernel-lsp spec: {args.file}: no kernel {', '.join(missing)} (found: {found})",
+                f"kernel-lsp spec: {args.file}: the file has {len(entries)} launchers ({', '.join(entries)}); "
+                f"name the one your program calls with --entry, or a kernel with --kernel{_pipeline_hint(source)}",
                 file=sys.stderr,
             )
             return EXIT_NOT_WRITTEN
-        text, label = skeleton_for(source, names, args.file), "pipeline " + " -> ".join(names)
-    else:
-        kernel, why = pick_kernel(find_kernels(source), args.kernel)
-        if kernel is None:
-            print(f"kernel-lsp spec: {args.file}: {why}{_pipeline_hint(source)}", file=sys.stderr)
+        entry = chosen[0]
+    if entry is not None:
+        fn = find_host_function(source, entry)
+        if fn is None or not fn.definition:
+            found = f" (launchers: {', '.join(entries)})" if entries else " (it has no launcher)"
+            print(
+                f"kernel-lsp spec: {args.file}: no host function `{entry}` with a body{found}",
+                file=sys.stderr,
+            )
             return EXIT_NOT_WRITTEN
-        text, label = spec_skeleton(kernel, parse_directives(source), source), f"kernel {kernel.name}"
+        text, label = entry_skeleton(source, entry), f"entry {entry}"
+    else:
+        if not pipeline and args.kernel is None:
+            pipeline = files_pipeline(source)
+        text_label = _kernel_skeleton(args, source, pipeline, entries)
+        if text_label is None:
+            return EXIT_NOT_WRITTEN
+        text, label = text_label
     target = spec_path_for(args.file)
     try:
         # Never through a link at the spec's name (safe_write.py); without --force, the check for

@@ -5,10 +5,14 @@ host: `Scratch`, zeroed when it memsets them) and the values it passes for scala
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..source import blank_comments, find_kernels
 from .model import HostCall, HostCode, HostFunction, HostLaunch, launch_matches
+from .occupancy import host_code
+from .scan import find_functions
 
 _COPIES = ("cudaMemcpy", "cudaMemcpyAsync")
 
@@ -89,3 +93,42 @@ def library_launcher(fn: HostFunction) -> bool:
     """A launcher others call with the sizes (an `extern "C"` function, a torch op, llm.c's
     `layernorm_forward`), not a program's `main`, whose constants are its chosen sizes."""
     return fn.name != "main"
+
+
+def entry_kernels(source: str, entry: str, defines: tuple[str, ...] = ()) -> list[str]:
+    """The kernels a file's entry launches, in the order it launches them (each once): its own
+    launches and those of the file's host functions it calls (`launch_pass1(...)` inside it), two
+    calls deep. Where it reaches none, every kernel the file's host code launches, else every
+    kernel of the file."""
+    host = host_code(source, defines)
+    names: list[str] = []
+    if host.function(entry) is not None:
+        code = blank_comments(source)
+        starts = [0] + [i + 1 for i, c in enumerate(source) if c == "\n"]
+        spans = {s.name.rpartition("::")[2]: s for s in find_functions(code, source)}
+
+        def visit(name: str, depth: int, seen: set[str]) -> None:
+            f, span = host.function(name), spans.get(name)
+            if f is None or name in seen:
+                return
+            seen.add(name)
+            events: list[tuple[int, str, str]] = []
+            for x in f.launches:
+                at = starts[x.line - 1] + x.col - 1 if 0 < x.line <= len(starts) else 0
+                events.append((at, "launch", x.kernel))
+            if span is not None and depth < 2:
+                for m in re.finditer(r"\b([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(", code[span.open : span.close]):
+                    if m.group(1) in spans and m.group(1) != name:
+                        events.append((span.open + m.start(), "call", m.group(1)))
+            for _, kind, what in sorted(events):
+                if kind == "launch":
+                    names.append(what)
+                else:
+                    visit(what, depth + 1, seen)
+
+        visit(entry, 0, set())
+    if not names:
+        names = [x.kernel for x in host.launches]
+    if not names:
+        names = [k.name for k in find_kernels(source)]
+    return list(dict.fromkeys(names))

@@ -15,7 +15,16 @@ from ..constants import Constants, read_constants, without_preprocessor
 from ..constants.cexpr import Binary, Call, Cast, Name, Unary, int_value, parse
 from ..source import KernelSignature, blank_comments, find_kernels
 from .headers import HeaderStamp, with_headers
-from .model import HostCall, HostCode, HostFunction, HostLaunch, LaunchArgument, LaunchBounds, LaunchShape
+from .model import (
+    Guard,
+    HostCall,
+    HostCode,
+    HostFunction,
+    HostLaunch,
+    LaunchArgument,
+    LaunchBounds,
+    LaunchShape,
+)
 from .resolve import Place, Resolver, statement_at
 from .scan import (
     FunctionSpan,
@@ -188,6 +197,7 @@ class _Builder:
         body = self.flat[span.open : span.close]
         launches: list[HostLaunch] = []
         calls: list[HostCall] = []
+        guards: list[Guard] = []
         macro_calls = [n for n in self.macros if re.search(rf"\b{n}\b", body)]
         if _LAUNCH_HINT.search(body) or macro_calls or _CUDA_CALL.search(body):
             stmts = statements(self.flat, span.open, span.close)
@@ -199,6 +209,7 @@ class _Builder:
                 launches += self._expanded(name, stmts, span, resolver)
             launches.sort(key=lambda launch: (launch.line, launch.col))
             calls = self._calls(stmts, span, resolver)
+            guards = self._guards(stmts, span, resolver)
         return HostFunction(
             name=span.name.rpartition("::")[2],
             params=span.params,
@@ -210,6 +221,7 @@ class _Builder:
             qualifiers=span.qualifiers,
             launches=tuple(launches),
             calls=tuple(calls),
+            guards=tuple(guards),
         )
 
     @staticmethod
@@ -403,6 +415,44 @@ class _Builder:
     def _signature(self, kernel: str, count: int) -> KernelSignature | None:
         named = [k for k in self.kernels if k.name == kernel]
         return next((k for k in named if len(k.params) == count), named[0] if named else None)
+
+    def _guards(self, stmts: list[Statement], span: FunctionSpan, resolver: Resolver) -> list[Guard]:
+        """The conditions at the body's top level, before its first launch, under which it returns
+        (or exits) without launching, and its top-level `assert`s (negated)."""
+        first_launch = min(
+            (x.offset for x in find_sites(self.flat, span.open, span.close)), default=span.close
+        )
+        out: list[Guard] = []
+        for i, s in enumerate(stmts):
+            if s.start >= first_launch:
+                break
+            if s.blocks != (span.open,):
+                continue
+            condition, text = "", s.text
+            m = re.match(r"(?:assert|static_assert)\s*\(", s.text)
+            if m and not s.conditional:
+                close = matching(s.text, m.end() - 1)
+                condition = f"!({s.text[m.end() : close]})" if close > 0 else ""
+            elif s.header or s.conditional:
+                if s.header:  # `if (c) { ...; return x; }`: the statements of its block
+                    head, body = s.text, []
+                    for t in stmts[i + 1 :]:
+                        if len(t.blocks) < 2:
+                            break
+                        body.append(t)
+                else:  # `if (c) return x;`: the head is the text before the statement
+                    before = self.flat[span.open + 1 : s.start]
+                    head = before[max(before.rfind(";"), before.rfind("}"), before.rfind("{")) + 1 :]
+                    body, text = [s], f"{head.strip()} {s.text}"
+                hm = re.match(r"\s*if\s*\(", head)
+                ends = any(re.match(r"(?:return|exit|abort|std::exit|throw)\b", t.text) for t in body)
+                if hm and ends:
+                    close = matching(head, hm.end() - 1)
+                    condition = head[hm.end() : close] if close > 0 else ""
+            if condition:
+                q = resolver.quantity("guard", condition, self._place(stmts, s.start, span), 1)
+                out.append(Guard(q, self.lines.line(s.start), " ".join(text.split())))
+        return out
 
     def _calls(self, stmts: list[Statement], span: FunctionSpan, resolver: Resolver) -> list[HostCall]:
         out = []

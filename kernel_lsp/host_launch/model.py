@@ -157,6 +157,17 @@ class HostCall:
 
 
 @dataclass(frozen=True)
+class Guard:
+    """A condition at the top of a launcher's body under which it does no work (`if (n % 4 != 0)
+    return -1;`) or stops (`assert(n <= 1024)`, negated): the sizes it refuses, as an expression
+    over the launcher's parameters (None where it reads other things: a pointer, a call)."""
+
+    condition: Quantity  # true: the launcher refuses these sizes
+    line: int
+    text: str  # as written
+
+
+@dataclass(frozen=True)
 class HostFunction:
     """A function of the file with a body: a launcher when it launches kernels."""
 
@@ -170,6 +181,7 @@ class HostFunction:
     qualifiers: tuple[str, ...] = ()  # "static", "inline", "__global__", "__host__", ...
     launches: tuple[HostLaunch, ...] = ()
     calls: tuple[HostCall, ...] = ()
+    guards: tuple[Guard, ...] = ()
 
     @property
     def is_kernel(self) -> bool:

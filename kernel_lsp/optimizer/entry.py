@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_lsp.host_entry import HostFunction, entry_abi, find_host_function
+from kernel_lsp.host_launch.launcher import entry_kernels
 from kernel_lsp.host_launch.occupancy import host_code
-from kernel_lsp.source import find_kernels
 from kernel_lsp.spec import Scalar, Spec, launch_dims
 
 from .tunables import define_values
@@ -74,19 +74,6 @@ def _same_abi(old: str, new: str, before: HostFunction, after: HostFunction) -> 
     b = {p.type: k for p, k in zip(after.params, entry_abi(after).args, strict=False)}
     ka, kb = a.get(old), b.get(new)
     return ka is not None and kb is not None and (ka.code, ka.dtype) == (kb.code, kb.dtype)
-
-
-def entry_kernels(source: str, entry: str, defines: tuple[str, ...] = ()) -> list[str]:
-    """The kernels a file's entry launches, in order (each once); where the entry launches none
-    itself (a helper does), every kernel the file's host code launches, else every kernel."""
-    host = host_code(source, defines)
-    fn = host.function(entry)
-    names = fn.kernels if fn is not None else []
-    if not names:
-        names = [x.kernel for x in host.launches]
-    if not names:
-        names = [k.name for k in find_kernels(source)]
-    return list(dict.fromkeys(names))
 
 
 def entry_scope(

@@ -576,7 +576,11 @@ def _decide(
         if cached is not None:
             comp = Comparison(**cached)
         else:
-            comp = evaluator.compare(target.source, cand.source or "", settings.min_speedup)
+            # The tuner's candidates are the user's own code with other constants: timed as the
+            # user's code (not fenced, not sandboxed), as its gates ran.
+            comp = evaluator.compare(
+                target.source, cand.source or "", settings.min_speedup, trusted=cand.trusted
+            )
             if cache is not None and not comp.problems:
                 cache.put(_kind("compare", evaluator), cand.source or "", asdict(comp))
         if result.comparison is None or cand is result.best:

@@ -124,8 +124,9 @@ def choose_proposer(req: RunRequest, target: Target, arch: str) -> Proposer:
         target.source, target.spec, target.kernels, arch, req.settings.defines, strategy=req.strategy
     )
     if not tuner.searchable:
+        why = f" ({tuner.reason})" if tuner.reason else ""
         raise OptimizeError(
-            f"nothing to tune in {os.path.basename(target.path)}: mark compile-time parameters with "
+            f"nothing to tune in {os.path.basename(target.path)}{why}: mark compile-time parameters with "
             "`// kernel-lsp: tune NAME=v1,v2,...` (each used as a #define), or launch the kernel with "
             "a block size from a constant (`#define BLOCK 256`, `constexpr int threads = 256;`, a "
             "literal in the launch line), or configure an LLM"

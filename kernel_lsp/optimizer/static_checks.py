@@ -3,7 +3,18 @@
 - New mutable globals: `__device__`/`__managed__` variables the original did not declare (not
   `const`, not `__constant__`). State that outlives a launch is how results get memoised or
   launches counted; the runner restores globals before every launch, and an LLM candidate that
-  adds one is rejected unless the settings allow it.
+  adds one is rejected unless the settings allow it, or unless it is scratch that every use
+  re-initialises first (`scratch_reset`, conservative):
+  - the kernel writes it before anything reads it: a scalar whose first mention in every kernel
+    that uses it is a plain assignment (not reading it), with no `return` before it, followed by
+    a grid-wide sync (`grid.sync()` of `this_grid()`) before its next mention (`if (threadIdx.x
+    == 0 && blockIdx.x == 0) d_sum = 0; grid.sync(); atomicAdd(&d_sum, ...)`); or
+  - (an entry spec's launcher runs) every host function that launches a kernel using it resets
+    all of it first, unconditionally, at the top of its body: `cudaMemcpyToSymbol(G, src,
+    sizeof(G))` or `cudaMemset` of `cudaGetSymbolAddress(&p, G)` over `sizeof(G)` (a scalar's
+    type's size too), before its first such launch.
+  A counter (`atomicAdd(&calls, 1)` first), a memo read before it is written, an array the kernel
+  fills itself, a reset in a branch or after the first launch: refused.
 - Timer reads (`clock()`, `clock64()`, `%globaltimer`, `%clock`) whose value reaches a
   condition: a kernel that behaves differently depending on the time. Listed in the report.
 - Inline `asm` blocks. Listed in the report.
@@ -19,13 +30,14 @@ import re
 from dataclasses import dataclass
 
 NEW_GLOBAL = "new_global"
+SCRATCH_GLOBAL = "scratch_global"  # a new global re-initialised before every use: listed, allowed
 TIMER_CONTROL = "timer_control"
 ASM = "asm"
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # NEW_GLOBAL, TIMER_CONTROL, ASM
+    kind: str  # NEW_GLOBAL, SCRATCH_GLOBAL, TIMER_CONTROL, ASM
     line: int  # 1-based
     text: str  # what to say in the report
 
@@ -212,11 +224,19 @@ def inspect_candidate(candidate: str, original: str, host: bool = False) -> list
     flow and asm blocks (the last two only where the original had fewer). `host`: its host code
     runs too (an entry spec's launcher): new mutable host statics count as new globals."""
     before = mutable_globals(original)
-    findings = [
-        Finding(NEW_GLOBAL, line, f"new mutable global `{name}` (state that outlives a launch)")
-        for name, line in mutable_globals(candidate).items()
-        if name not in before
-    ]
+    findings = []
+    for name, line in mutable_globals(candidate).items():
+        if name in before:
+            continue
+        how, why = scratch_reset(candidate, name, host)
+        if how:
+            findings.append(Finding(SCRATCH_GLOBAL, line, f"new `__device__` scratch `{name}`: {how}"))
+        else:
+            findings.append(
+                Finding(
+                    NEW_GLOBAL, line, f"new mutable global `{name}` (state that outlives a launch: {why})"
+                )
+            )
     if host:
         had = host_mutable_statics(original)
         findings += [
@@ -229,3 +249,243 @@ def inspect_candidate(candidate: str, original: str, host: bool = False) -> list
     if len(asm_blocks(candidate)) > len(asm_blocks(original)):
         findings += asm_blocks(candidate)
     return findings
+
+
+# --- scratch globals: re-initialised before every use -------------------------------------------
+
+_GRID_SYNC_CALL = re.compile(r"\bthis_grid\s*\(\s*\)\s*\.\s*sync\s*\(\s*\)")
+_RESET_CALL = re.compile(r"\b(cudaMemcpyToSymbol(?:Async)?|cudaMemset(?:Async)?)\s*\(")
+_LAUNCH = re.compile(
+    r"\b([A-Za-z_]\w*)\s*(?:<[^<>;()]*(?:<[^<>;()]*>[^<>;()]*)*>)?\s*<<<|\bcudaLaunch\w*\s*\(\s*(?:\([^()]*\)\s*)?&?\s*([A-Za-z_]\w*)"
+)
+
+
+def scratch_reset(source: str, name: str, host: bool) -> tuple[str, str]:
+    """(how every use of the new global `name` re-initialises it first, "") when it does, else
+    ("", why not): see the module's docstring for the rule."""
+    from kernel_lsp.constants import without_preprocessor
+    from kernel_lsp.host_launch.scan import find_functions, statements
+    from kernel_lsp.source import blank_comments
+
+    code = without_preprocessor(blank_comments(source))
+    spans = find_functions(code, source)
+    kernels = [sp for sp in spans if "__global__" in sp.qualifiers]
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    users = [sp for sp in kernels if word.search(code[sp.open : sp.close])]
+    helpers = [
+        sp
+        for sp in spans
+        if "__device__" in sp.qualifiers
+        and "__global__" not in sp.qualifiers
+        and word.search(code[sp.open : sp.close])
+    ]
+    if not users and not helpers:
+        return "", "no kernel reads or writes it"
+    declared = _declared_type(code, name)
+    scalar = declared is not None and not declared[1]
+    # 1. Every kernel that uses it writes it first, then syncs the grid.
+    why_kernel = ""
+    if helpers:
+        why_kernel = f"the device function `{helpers[0].name}` uses it, which is not followed"
+    elif not scalar:
+        why_kernel = "an array (or of a type not read): a kernel that fills it is not followed"
+    else:
+        for sp in users:
+            why_kernel = _written_first(code[sp.open + 1 : sp.close], name, word)
+            if why_kernel:
+                why_kernel = f"`{sp.name.rpartition('::')[2]}` {why_kernel}"
+                break
+    using = (
+        {sp.name.rpartition("::")[2] for sp in users}
+        if not helpers
+        else {sp.name.rpartition("::")[2] for sp in kernels}
+    )
+    hosts = [sp for sp in spans if not {"__global__", "__device__"} & set(sp.qualifiers)]
+    # Host code that reads it before a launch rewrites it sees the last call's value.
+    reader = _host_reader(code, hosts, name, using) if host else ""
+    if reader:
+        return "", f"`{reader}` reads it on the host before its first launch that uses it"
+    if not why_kernel:
+        return "every kernel that uses it writes it before any read and syncs the grid after", ""
+    # 2. The launcher resets it before the first launch that uses it, in every host function.
+    if not host:
+        return "", why_kernel
+    launched_somewhere = False
+    for sp in hosts:
+        body = code[sp.open : sp.close]
+        first = next(
+            (m for m in _LAUNCH.finditer(body) if (m.group(1) or m.group(2)) in using),
+            None,
+        )
+        if first is None:
+            continue
+        launched_somewhere = True
+        at = sp.open + first.start()
+        resets = [
+            st
+            for st in statements(code, sp.open, sp.close)
+            if st.start < at
+            and st.blocks == (sp.open,)
+            and not st.conditional
+            and not st.header
+            and _resets(st.text, name, code[sp.open : at], declared)
+        ]
+        if not resets:
+            fn = sp.name.rpartition("::")[2]
+            return (
+                "",
+                f"{why_kernel}, and `{fn}` does not reset all of it (cudaMemcpyToSymbol or cudaMemset of its address over sizeof) before its first launch that uses it",
+            )
+    if not launched_somewhere:
+        return "", f"{why_kernel}, and no host function of the file launches a kernel that uses it"
+    return "every host function that launches a kernel using it resets all of it first", ""
+
+
+def _host_reader(code: str, hosts: list, name: str, using: set[str]) -> str:
+    """The host function that copies `name` (or memory at its address) out before its first
+    launch of a kernel in `using` (all of its body when it launches none), else ""."""
+    for sp in hosts:
+        body = code[sp.open : sp.close]
+        first = next((m for m in _LAUNCH.finditer(body) if (m.group(1) or m.group(2)) in using), None)
+        head = body[: first.start()] if first else body
+        if re.search(rf"\bcudaMemcpyFromSymbol\w*\s*\([^;]*?,\s*\(?\s*{re.escape(name)}\b", head):
+            return sp.name.rpartition("::")[2]
+        for p in re.findall(
+            rf"cudaGetSymbolAddress\s*\(\s*(?:\([^()]*\)\s*)?&\s*([A-Za-z_]\w*)\s*,\s*{re.escape(name)}\s*\)",
+            head,
+        ):
+            if re.search(rf"\bcudaMemcpy\w*\s*\([^;,]*,\s*(?:\([^()]*\)\s*)?{re.escape(p)}\b", head):
+                return sp.name.rpartition("::")[2]
+    return ""
+
+
+def _declared_type(code: str, name: str) -> tuple[str, bool] | None:
+    """(element type, is an array) of the `__device__`/`__managed__` declaration of `name`."""
+    m = re.search(
+        rf"(?:__device__|__managed__)[\w\s:*]*?\b([A-Za-z_][\w:]*)\s*\**\s*\b{re.escape(name)}\s*(\[)?", code
+    )
+    if not m:
+        return None
+    return m.group(1), m.group(2) is not None
+
+
+def _written_first(body: str, name: str, word: re.Pattern[str]) -> str:
+    """ "" when the kernel body's first mention of `name` is a plain assignment that does not read
+    it, nothing returns before it, and a grid sync comes before its next mention; else why not."""
+    first = word.search(body)
+    if first is None:
+        return ""
+    after = body[first.end() :]
+    assign = re.match(r"\s*=(?!=)", after)
+    if not assign:
+        return "reads or updates it before writing it"
+    end = after.find(";")
+    rhs = after[assign.end() : end if end >= 0 else len(after)]
+    if word.search(rhs):
+        return "reads it in the statement that writes it"
+    if re.search(r"\breturn\b", body[: first.start()]):
+        return "may return before writing it"
+    plain, guard = _write_guard(body[: first.start()])
+    if not plain:
+        return "writes it first inside a loop or nested branch, which is not followed"
+    if re.search(
+        r"[A-Za-z_]\w*",
+        re.sub(r"\b(threadIdx|blockIdx)\.[xyz]\b|\b\w+\s*\.\s*thread_rank\s*\(\s*\)|\d+", "", guard),
+    ):
+        return f"writes it only under `{' '.join(guard.split())}`, which names more than threads and blocks"
+    rest = after[end + 1 :] if end >= 0 else ""
+    following = word.search(rest)
+    between = rest[: following.start()] if following else rest
+    if not _grid_synced(body, between):
+        return "writes it and uses it again without a grid-wide sync between (other blocks may read it first)"
+    return ""
+
+
+def _write_guard(head: str) -> tuple[bool, str]:
+    """For the statement that starts at the end of `head` (a kernel body up to it): (whether it
+    runs at most under one `if`, that `if`'s condition or ""). In a loop, an `else` or deeper
+    than one block: (False, "")."""
+    stack: list[int] = []
+    for i, c in enumerate(head):
+        if c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            stack.pop()
+    if len(stack) > 1:
+        return False, ""
+
+    def segment(text: str) -> str:
+        return text[max(text.rfind(";"), text.rfind("{"), text.rfind("}")) + 1 :].strip()
+
+    conditions = []
+    if stack:
+        m = re.fullmatch(r"if\s*\((.*)\)", segment(head[: stack[0]]), re.S)
+        if not m:
+            return False, ""
+        conditions.append(m.group(1))
+    inner = segment(head)
+    if inner:
+        m = re.fullmatch(r"if\s*\((.*)\)", inner, re.S)
+        if not m or stack:
+            return False, ""
+        conditions.append(m.group(1))
+    if re.search(r"\b(for|while|do|else|switch)\b", " ".join(conditions)):
+        return False, ""
+    return True, " && ".join(conditions)
+
+
+def _grid_synced(body: str, between: str) -> bool:
+    """A grid-wide sync in `between`: `this_grid().sync()`, or `X.sync()` / `cg::sync(X)` /
+    `grid_sync(X)` of an `X` the body takes from `this_grid()` or declares a `grid_group`."""
+    if _GRID_SYNC_CALL.search(between):
+        return True
+    grids = set(re.findall(r"\b(?:auto|[\w:]*grid_group)\s+([A-Za-z_]\w*)\s*=\s*[\w:]*this_grid\s*\(", body))
+    grids |= set(re.findall(r"\b[\w:]*grid_group\s+([A-Za-z_]\w*)\b", body))
+    for g in grids:
+        if re.search(rf"\b{g}\s*\.\s*sync\s*\(\s*\)|\b(?:[\w:]*sync)\s*\(\s*{g}\s*\)", between):
+            return True
+    return False
+
+
+def _resets(statement: str, name: str, before: str, declared: tuple[str, bool] | None) -> bool:
+    """Whether a host statement resets all of `name`: `cudaMemcpyToSymbol(name, src, sizeof(...))`
+    or `cudaMemset(p, v, sizeof(...))` of a `p` that `cudaGetSymbolAddress(&p, name)` set before."""
+    m = _RESET_CALL.search(statement)
+    if not m:
+        return False
+    args = [a.strip() for a in _split_args(statement[m.end() :])]
+    if len(args) < 3:
+        return False
+    target, size = args[0], re.sub(r"\s+", "", args[2])
+    if m.group(1).startswith("cudaMemcpyToSymbol"):
+        if not re.fullmatch(rf"\(?\s*{re.escape(name)}\s*\)?", target):
+            return False
+    else:
+        p = re.sub(r"^\(.*?\)\s*", "", target)
+        got = re.search(
+            rf"cudaGetSymbolAddress\s*\(\s*(?:\([^()]*\)\s*)?&\s*{re.escape(p)}\s*,\s*{re.escape(name)}\s*\)",
+            before,
+        )
+        if not p or not got:
+            return False
+    sizes = {f"sizeof({name})", f"sizeof{name}"}
+    if declared is not None and not declared[1]:
+        sizes.add(f"sizeof({declared[0]})")
+    return size in sizes
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                parts.append(text[start:i])
+                return parts
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts

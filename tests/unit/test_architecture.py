@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "fence": 3,
     "launch_check": 3,
     "skeleton": 3,
+    "entry_skeleton": 3,
     "profile_text": 3,
     "evaluation": 4,
     "check": 5,

@@ -130,7 +130,7 @@ def test_kinds_from_reads_and_writes(tmp_path):
             y[i] += x[i];                         // read-modify-write
             atomicAdd(&acc[0], x[i]);            // accumulated: starts from zeros
             atomicAdd(hist + (i % 4), 1.0f);
-            fresh[i] = 2.0f * x[i];              // only written
+            fresh[i] = 2.0f * x[i];              // written first: what `+=` reads below is its own
             tmp_out[i] = x[i];                   // written, then read back: still an output
             fresh[i] += tmp_out[i];
             rotate(rot, i);                      // written by the helper it is passed to
@@ -144,7 +144,7 @@ def test_kinds_from_reads_and_writes(tmp_path):
     assert isinstance(a["y"], InOut) and a["y"].dist is None
     assert isinstance(a["acc"], InOut) and a["acc"].dist == "zeros" and a["acc"].shape == "1"
     assert isinstance(a["hist"], InOut) and a["hist"].dist == "zeros"
-    assert isinstance(a["fresh"], InOut)  # `fresh[i] += ...` reads it
+    assert isinstance(a["fresh"], Out)  # `fresh[i] += ...` reads what the kernel wrote: an output
     assert isinstance(a["tmp_out"], Out)
     assert isinstance(a["rot"], InOut)
     assert isinstance(a["only_read"], In) and isinstance(a["x"], In)
@@ -234,8 +234,8 @@ def test_the_corpus_score_stays_at_least_where_it_is():
     totals = score.totals(results)
     assert len(results) >= 20 and totals["args"] >= 150
     # 151 of 160 when this test was written (68, 42%, before the skeleton read kernel bodies and
-    # launchers).
-    assert totals["right"] >= 151, score.table(results, verbose=True)
+    # launchers); 152 once an index the kernel leaves open is bounded by its launch's grid.
+    assert totals["right"] >= 152, score.table(results, verbose=True)
     assert totals["right"] / totals["args"] >= 0.9
 
 

@@ -143,7 +143,7 @@ def test_spec_command_writes_a_pipeline(capsys, tmp_path):
     assert spec.pipeline == ["matmul", "vadd"] and {"A", "B", "C", "a", "b", "c"} <= set(spec.args)
 
 
-def test_a_file_whose_launcher_runs_its_kernels_gets_the_pipeline(capsys, tmp_path):
+def test_a_file_whose_launcher_runs_its_kernels_gets_an_entry_spec_or_the_pipeline(capsys, tmp_path):
     corpus = Path(__file__).resolve().parents[1] / "fixtures" / "spec_corpus" / "llmc"
     cu = tmp_path / "rmsnorm.cu"
     cu.write_text(
@@ -151,11 +151,17 @@ def test_a_file_whose_launcher_runs_its_kernels_gets_the_pipeline(capsys, tmp_pa
         .read_text()
         .replace('#include "common.h"', "#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))")
     )
-    assert main(["spec", str(cu)]) == 0  # no --kernel: the launcher's two kernels, in order
+    assert main(["spec", str(cu)]) == 0  # no flags: the launcher, which a program calls
+    assert "entry rmsnorm_forward" in capsys.readouterr().out
+    spec = load_specs(str(tmp_path / "rmsnorm.spec.py")).specs[0]
+    assert spec.entry == "rmsnorm_forward" and spec.size_names == ["B", "T", "C"]
+    assert spec.args["rms"].shape == "B * T" and spec.args["out"].shape == "(B * T, C)"
+    # --pipeline: the launcher's two kernels, in order, as one kernel spec.
+    assert main(["spec", str(cu), "--pipeline", "rms_kernel,rmsnorm_apply_kernel", "--force"]) == 0
     assert "pipeline rms_kernel -> rmsnorm_apply_kernel" in capsys.readouterr().out
     spec = load_specs(str(tmp_path / "rmsnorm.spec.py")).specs[0]
     assert spec.pipeline == ["rms_kernel", "rmsnorm_apply_kernel"] and spec.aliases() == {"d_rms": "rms"}
-    # Two launchers of different kernels: which one is the user's to say, and the hint says how.
+    # Two launchers: which one the program calls is the user's to say, and the hint says how.
     other = tmp_path / "two.cu"
     other.write_text(
         cu.read_text() + "\n__global__ void extra(float* y, int n) { y[0] = n; }\n"
@@ -163,5 +169,24 @@ def test_a_file_whose_launcher_runs_its_kernels_gets_the_pipeline(capsys, tmp_pa
     )
     assert main(["spec", str(other)]) == 2
     err = capsys.readouterr().err
+    assert "2 launchers (rmsnorm_forward, run_extra)" in err and "--entry" in err
     assert "`rmsnorm_forward` launches rms_kernel -> rmsnorm_apply_kernel" in err
     assert "--pipeline rms_kernel,rmsnorm_apply_kernel" in err
+    assert main(["spec", str(other), "--entry", "run_extra"]) == 0
+    assert load_specs(str(tmp_path / "two.spec.py")).specs[0].entry == "run_extra"
+    capsys.readouterr()
+
+
+def test_kernel_naming_a_launcher_suggests_entry(capsys, tmp_path):
+    entries = Path(__file__).resolve().parents[2] / "samples" / "entries"
+    cu = tmp_path / "vadd.cu"
+    cu.write_text((entries / "vector_add_bf16.cu").read_text())
+    assert main(["spec", str(cu), "--kernel", "vector_add_bf16"]) == 2
+    err = capsys.readouterr().err
+    assert "no kernel `vector_add_bf16` (found: vector_add_bf16_kernel)" in err
+    assert "--entry vector_add_bf16" in err
+    assert main(["spec", str(cu), "--entry", "nope"]) == 2
+    assert "no host function `nope`" in capsys.readouterr().err and not (tmp_path / "vadd.spec.py").exists()
+    assert main(["spec", str(cu), "--kernel", "vector_add_bf16_kernel"]) == 0
+    assert 'kernel="vector_add_bf16_kernel"' in (tmp_path / "vadd.spec.py").read_text()
+    capsys.readouterr()
