@@ -155,6 +155,16 @@ def _substitute(text: str, mapping: dict[str, str]) -> str:
     return _tidy(_NAME.sub(one, text))
 
 
+def _rename_dist(dist: str, mapping: dict[str, str]) -> str:
+    """A kernel skeleton's distribution over the launcher's names, or "" where a size it names is
+    an expression there (a lambda's parameter must be a name)."""
+    names = set(_NAME.findall(dist))
+    renames = {n: mapping[n] for n in names if n in mapping and mapping[n] != n}
+    if any(not re.fullmatch(r"[A-Za-z_]\w*", v) for v in renames.values()):
+        return ""
+    return _NAME.sub(lambda m: renames.get(m.group(1), m.group(1)), dist)
+
+
 def _tidy(shape: str) -> str:
     """`((B * T), C)` -> `(B * T, C)`, `(B * T)` -> `B * T`: parentheses around a whole dimension."""
 
@@ -427,6 +437,14 @@ def plan_entry(source: str, entry: str) -> EntryPlan | None:
         arg = _Arg(kind, dtype, notes=notes_here)
         if kind == "InOut" and not zeroed and any(k.dist == '"zeros"' for k in kernel_args):
             arg.dist = '"zeros"'
+        elif kind in ("In", "InOut"):
+            # Values that must fit the sizes (CSR offsets, indices below a table's rows), renamed
+            # to the launcher's sizes where each is one of them.
+            for i, _, p in uses:
+                karg = plans[i].args.get(p) if i in plans else None
+                if karg is not None and karg.dist.startswith("lambda"):
+                    arg.dist = _rename_dist(karg.dist, maps.get(i, {}))
+                    break
         # The shape: the kernels' (over the launcher's names), else the copy's element count.
         shape = ""
         guessed = True
@@ -469,6 +487,22 @@ def plan_entry(source: str, entry: str) -> EntryPlan | None:
     for c in fn.calls:
         if c.bytes is not None:
             size_uses |= set(c.bytes.symbols)
+
+    # A size the kernels leave open (`table_rows` for `table[idx[i] * d + k]`) and the one integer
+    # parameter nothing else reads (`vocab`): the launcher's caller gives it, so it is that one.
+    invented = list(
+        dict.fromkeys(n for arg in args.values() for n in _names(arg.shape) if n not in int_params)
+    )
+    shaped = {n for arg in args.values() for n in _names(arg.shape)}
+    unused = [
+        a.name for a in params if a.name in int_params and a.name not in size_uses and a.name not in shaped
+    ]
+    if len(invented) == 1 and len(unused) == 1:
+        pattern = re.compile(rf"\b{re.escape(invented[0])}\b")
+        for arg in args.values():
+            arg.shape = pattern.sub(unused[0], arg.shape)
+            arg.dist = pattern.sub(unused[0], arg.dist)
+        size_uses.add(unused[0])
 
     floats = 0
     scalars: dict[str, _Arg] = {}

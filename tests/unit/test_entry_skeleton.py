@@ -215,3 +215,36 @@ def test_a_guard_between_two_sizes_is_seen():
     source = (REPO / "tests" / "fixtures" / "launchers_heldout" / "conv1d_fp32.cu").read_text()
     plan = plan_entry(source, "conv1d")
     assert plan.valid == ["k <= n"]
+
+
+GATHER = textwrap.dedent(
+    """\
+    __global__ void gather(const float* table, const int* idx, float* out, int n, int d) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) for (int k = 0; k < d; k++) out[i * d + k] = table[idx[i] * d + k];
+    }
+    extern "C" void embed(const float* table, const int* idx, float* out, int n, int d, int vocab) {
+        gather<<<(n + 255) / 256, 256>>>(table, idx, out, n, d);
+    }
+    """
+)
+
+
+def test_an_open_size_is_the_launchers_one_unused_parameter_and_distributions_carry_over(tmp_path):
+    """Not `table_rows` (a name the skeleton made up): `vocab`, the parameter nothing else reads;
+    the indices drawn below it; CSR offsets and columns that fit the launcher's sizes."""
+    from kernel_lsp.spec import make_inputs
+
+    (tmp_path / "k.spec.py").write_text(entry_skeleton(GATHER, "embed"))
+    spec = load_specs(str(tmp_path / "k.spec.py")).specs[0]
+    assert spec.args["table"].shape == "(vocab, d)" and spec.size_names == ["n", "d", "vocab"]
+    for sizes in spec.verification_sizes():
+        x = make_inputs(spec, sizes, seed=1)
+        assert x["idx"].size == 0 or x["idx"].max() < sizes["vocab"]
+    source = (REPO / "tests" / "fixtures" / "spec_corpus" / "bench" / "spmv_csr.cu").read_text()
+    (tmp_path / "k.spec.py").write_text(entry_skeleton(source, "spmv_csr"))
+    spec = load_specs(str(tmp_path / "k.spec.py")).specs[0]
+    for sizes in spec.verification_sizes():
+        x = make_inputs(spec, sizes, seed=3)
+        assert x["row_ptr"][0] == 0 and x["row_ptr"][-1] == sizes["nnz"]
+        assert x["col_idx"].size == 0 or x["col_idx"].max() < sizes["cols"]
