@@ -38,7 +38,7 @@ from .host_launch.scan import split_top
 from .index_expr import divide, parse_index, poly_text
 from .kernel_use import kernel_body
 from .safe_expr import ExprError, safe_eval
-from .skeleton import _SIZE_LIKE, FLOAT_VALUES, ONE_D_SIZES, _Arg, _Plan, _plan, _quote
+from .skeleton import _SIZE_LIKE, FLOAT_VALUES, ONE_D_SIZES, _Arg, _Plan, _plan, _quote, spec_args_and_end
 from .source import KernelSignature, blank_comments, find_kernel, find_kernels, parse_directives
 from .spec import DTYPES
 from .spec.loading import SKELETON_TODO
@@ -600,13 +600,4 @@ def _text(plan: EntryPlan) -> str:
         lines.append(
             f"    sizes_valid=lambda {', '.join(used)}: {' and '.join(_paren(v) for v in plan.valid)},"
         )
-    lines.append("    args={")
-    lines += [arg.text(name) for name, arg in plan.args.items()]
-    lines += [
-        "    },",
-        "    reference=reference,",
-        "    # work=lambda " + ", ".join(plan.sizes) + ': {"bytes": ..., "flops": ...},',
-        ")",
-        "",
-    ]
-    return "\n".join(lines)
+    return "\n".join(lines + spec_args_and_end(plan.args, plan.sizes))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .constants.cexpr import Num
@@ -606,16 +607,22 @@ def _text(plan: _Plan, launch_hints: list[str]) -> str:
         lines.append(f"    pipeline=[{', '.join(_quote(k) for k in plan.pipeline)}],")
     if len(plan.sizes) > 1 or plan.most_dims > 1:
         lines.append("    # Small sizes to start with: raise them once the shapes below are right.")
-    lines += [f"    sizes=[{_size_cases(plan.sizes, plan.most_dims)}],", "    args={"]
-    lines += [arg.text(name) for name, arg in plan.args.items()]
-    lines += [
+    lines.append(f"    sizes=[{_size_cases(plan.sizes, plan.most_dims)}],")
+    return "\n".join(lines + spec_args_and_end(plan.args, plan.sizes))
+
+
+def spec_args_and_end(args: dict, sizes: Sequence[str]) -> list[str]:
+    """A skeleton's `args={...}`, its reference and the end of the Spec: the lines every
+    skeleton (kernel, pipeline, entry) ends with."""
+    return [
+        "    args={",
+        *(arg.text(name) for name, arg in args.items()),
         "    },",
         "    reference=reference,",
-        "    # work=lambda " + ", ".join(plan.sizes) + ': {"bytes": ..., "flops": ...},',
+        "    # work=lambda " + ", ".join(sizes) + ': {"bytes": ..., "flops": ...},',
         ")",
         "",
     ]
-    return "\n".join(lines)
 
 
 def _launch_notes(
