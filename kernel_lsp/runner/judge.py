@@ -300,7 +300,11 @@ class RemotePipeline:
         self.kernel = str(steps[0].get("kernel", "the candidate")) if steps else "the candidate"
         self.entry = bool(steps) and steps[0].get("kind") == "entry"
         self._mapped: dict[int, int] = {}  # the judge's base address -> id the accused knows
-        reply = accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
+        try:
+            reply = accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
+        except AccusedGone as e:  # a constructor that crashed or hung, say
+            what = "did not answer while loading it" if e.hung else "ended while loading it"
+            raise Failed(Problem("crash", "", f"`{self.kernel}`: its process {what}")) from None
         if reply.get("status") != "ok":
             message, _code, _sticky = fault_message(reply, self.kernel)
             raise Failed(Problem("launch_error", "", f"the candidate does not load: {message}"))
@@ -318,6 +322,8 @@ class RemotePipeline:
                 ids.append(self.accused.new_id())
                 sizes.append(nbytes)
             reply = self.accused.request({"op": "map", "ids": ids, "sizes": sizes}, fds)
+        except AccusedGone:
+            reply = {"status": "gone"}
         finally:
             for fd in fds:
                 os.close(fd)

@@ -297,3 +297,21 @@ def test_after_its_gpu_opened_the_accused_has_no_socket_nor_uncounted_memory(jud
         assert connections() == 0
     finally:
         listener.close()
+
+
+# Dies as it loads: a constructor that kills its own process (run before any call).
+DIES_LOADING = r"""
+#include <cstdlib>
+__attribute__((constructor)) static void die() { abort(); }
+extern "C" void scale(const float* x, float* y, int n)
+{
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def test_a_candidate_whose_process_dies_as_it_loads_is_a_crash_and_the_judge_answers_on(judged, tmp_path):
+    result = check(judged, tmp_path, DIES_LOADING)
+    assert not result.ok and result.problems[0].kind == "crash", words(result)
+    assert "ended while loading it" in words(result)
+    assert check(judged, tmp_path, HONEST).ok
