@@ -138,7 +138,8 @@ try {
     // 3. The installed server runs, isolated, from outside any workspace.
     const venvPython = result.python[0];
     const printed = execFileSync(venvPython, ['-I', '-m', 'kernel_lsp', '--version'], { cwd: storageDir }).toString('utf8').trim();
-    if (printed !== `kernel-lsp ${version}`) {
+    // The first line is the server's version; the lines after it name the CUDA it compiles with.
+    if (printed.split('\n')[0] !== `kernel-lsp ${version}`) {
         fail(`${venvPython} -I -m kernel_lsp --version printed ${JSON.stringify(printed)}, expected "kernel-lsp ${version}"`);
     }
     console.log(`check-package: ${venvPython} -I -m kernel_lsp --version: ${printed}`);
