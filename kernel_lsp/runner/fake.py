@@ -72,6 +72,10 @@ def fake_cubin(symbols: dict[str, str]) -> bytes:
 
 class FakeDevice:
     fake = True
+    # The host's caches are never flushed here (flush_l2 does nothing): a run on new inputs pays
+    # their misses, 278 us against 153 us for a 4096-element add on a loaded CI machine. The
+    # judge reads no gap below this as a result kept between runs (runner/judge.py).
+    first_use_noise_s = 0.5e-3
 
     def __init__(self, index: int = 0):
         self.index = index

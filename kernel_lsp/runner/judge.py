@@ -538,11 +538,15 @@ def ratio_seen_to_new(samples: list[float], fresh: list[bool]) -> float:
     return ratios[len(ratios) // 2] if ratios else 1.0
 
 
-def seen_inputs_faster(samples: list[float], fresh: list[bool], calibration: float = 1.0) -> str | None:
+def seen_inputs_faster(
+    samples: list[float], fresh: list[bool], calibration: float = 1.0, noise_s: float = 0.0
+) -> str | None:
     """Why the samples look like a result kept between launches, or None: runs on inputs the
     candidate had seen before must not be much faster than the runs on new inputs among them.
     `calibration`: the same ratio for the trusted original in an A/B (an honest kernel's own
-    cost of new inputs, such as cold TLBs), which the candidate's is judged against."""
+    cost of new inputs, such as cold TLBs), which the candidate's is judged against. `noise_s`:
+    a gap between the medians that the device's own first use of new inputs can make (the fake
+    GPU's: the host's caches, which nothing flushes), below which nothing is read into it."""
     ratios = sorted(_local_ratios(samples, fresh))
     if len(ratios) < 2:
         return None
@@ -551,6 +555,8 @@ def seen_inputs_faster(samples: list[float], fresh: list[bool], calibration: flo
         return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
     old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
+    if new[len(new) // 2] - old[len(old) // 2] <= noise_s:
+        return None
     return (
         f"runs on inputs it had already seen took {ratio:.2f}x the time of runs on new inputs "
         f"around them ({old[len(old) // 2] * 1e6:.1f} us, median of {len(old)}, against "

@@ -77,6 +77,11 @@ def load_spec(desc: dict[str, Any]) -> Spec:
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
 
 
+def _first_use_noise(device: Any) -> float:
+    """What a device's own first use of new inputs can cost an honest run (runner/fake.py)."""
+    return float(getattr(device, "first_use_noise_s", 0.0))
+
+
 def _judged(steps: list[Any] | None) -> bool:
     return any(isinstance(s, RemotePipeline) for s in steps or [])
 
@@ -295,7 +300,7 @@ class Worker:
             clock = self._clock(sets) if judged else self.device
             samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
-                why = seen_inputs_faster(samples, clock.fresh[0])
+                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
                 how = clock.describe()
@@ -368,7 +373,7 @@ class Worker:
                 a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
                     calibration = ratio_seen_to_new(a, clock.fresh[0])
-                    why = seen_inputs_faster(b, clock.fresh[1], calibration)
+                    why = seen_inputs_faster(b, clock.fresh[1], calibration, _first_use_noise(self.device))
                     if why:
                         problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()
