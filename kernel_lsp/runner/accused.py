@@ -150,11 +150,7 @@ def fault_reply(e: BaseException) -> dict[str, Any]:
     from kernel_lsp.runner.device import DeviceFault
 
     if isinstance(e, DeviceFault):
-        status = None
-        if e.code == "entry_status":
-            digits = str(e).rsplit(" returned ", 1)[-1].split()[0] if " returned " in str(e) else ""
-            status = int(digits) if digits.lstrip("-").isdigit() else None
-        return {"status": "fault", "code": e.code, "sticky": e.sticky, "entry_status": status}
+        return {"status": "fault", "code": e.code, "sticky": e.sticky, "entry_status": e.status}
     return {"status": "fault", "code": type(e).__name__, "sticky": False, "entry_status": None}
 
 

@@ -72,10 +72,11 @@ FRIENDLY = {
 class DeviceFault(RuntimeError):
     """A CUDA call failed. `sticky`: the context is lost (the worker must exit)."""
 
-    def __init__(self, message: str, code: str = "", sticky: bool = False):
+    def __init__(self, message: str, code: str = "", sticky: bool = False, status: int | None = None):
         super().__init__(message)
         self.code = code
         self.sticky = sticky
+        self.status = status  # a host entry's own non-zero status (code "entry_status")
 
 
 class NoDevice(RuntimeError):

@@ -273,7 +273,9 @@ class EntryStep:
                 if self.runtime is not None and 0 < result < 1000
                 else ""
             )
-            raise DeviceFault(f"`{self.kernel}` returned {int(result)}{what}", "entry_status")
+            raise DeviceFault(
+                f"`{self.kernel}` returned {int(result)}{what}", "entry_status", status=int(result)
+            )
 
 
 # --- leaks: what the timed calls left behind ------------------------------------------------------

@@ -315,3 +315,14 @@ def test_a_candidate_whose_process_dies_as_it_loads_is_a_crash_and_the_judge_ans
     assert not result.ok and result.problems[0].kind == "crash", words(result)
     assert "ended while loading it" in words(result)
     assert check(judged, tmp_path, HONEST).ok
+
+
+def test_a_small_status_is_quoted_and_a_large_one_is_not(judged, tmp_path):
+    small = HONEST.replace('extern "C" void', 'extern "C" int').replace(
+        "2.0f * x[i];\n}", "2.0f * x[i];\n    return 7;\n}"
+    )
+    result = check(judged, tmp_path, small)
+    assert not result.ok and "`scale` returned 7" in words(result), words(result)
+    large = small.replace("return 7;", "return 0x7f3a9c;")
+    result = check(judged, tmp_path, large)
+    assert "returned a non-zero status" in words(result) and str(0x7F3A9C) not in words(result), words(result)
