@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,8 @@ from kernel_lsp.spec import SpecError, case_label, launch_dims
 ANSWERED: list[float] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
+PROBES = 15  # probes timed per accused process for its floor
+SPARES = 2  # accused processes started ahead (a comparison takes two)
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
 RUNTIME_ERRORS = frozenset(
@@ -181,8 +184,14 @@ class AccusedProcess:
     """One confined process that runs one candidate's code; the judge's socket pair to it."""
 
     def __init__(
-        self, device: int, fake: bool, mechanism: str = "", start_timeout_s: float = START_TIMEOUT_S
+        self,
+        device: int,
+        fake: bool,
+        mechanism: str = "",
+        start_timeout_s: float = START_TIMEOUT_S,
+        wait: bool = True,
     ):
+        """Starts the process; with `wait`, also waits for its hello (else `ready()` does)."""
         self.folder = tempfile.mkdtemp(prefix="kernel-lsp-accused-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -221,7 +230,35 @@ class AccusedProcess:
             raise
         finally:
             theirs.close()
-        self.hello = self.request({"op": "hello"}, timeout_s=start_timeout_s)
+        self._start_timeout_s = start_timeout_s
+        self.hello: dict[str, Any] = {}
+        self.floor_s = 0.0  # the round trip of a probe, timed before any candidate code loaded
+        self.probes: list[float] = []
+        if wait:
+            self.ready()
+
+    def ready(self) -> dict[str, Any]:
+        """Its hello (asked once): whether it opened the GPU, and how it is confined."""
+        if not self.hello:
+            self.hello = self.request({"op": "hello"}, timeout_s=self._start_timeout_s)
+        return self.hello
+
+    def measure_floor(self, before: Callable[[], None], count: int = PROBES) -> float:
+        """Time `count` probes (GPU work in its own context, waited for, and the answer), each
+        after `before` (the judge's own preparation of a timed run: an L2 flush, a wait). Called
+        before the candidate's code is loaded, so nothing of the candidate can lengthen it: the
+        median is what every run of this process costs at least, whatever it runs."""
+        times = []
+        for _ in range(count):
+            before()
+            start = time.perf_counter()
+            reply = self.request({"op": "probe"})
+            times.append(time.perf_counter() - start)
+            if reply.get("status") != "ok":
+                return self.floor_s
+        self.probes = sorted(times)
+        self.floor_s = self.probes[len(self.probes) // 2]
+        return self.floor_s
 
     def new_id(self) -> int:
         self._next_id += 1
@@ -260,6 +297,10 @@ class AccusedProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
 
+    def retire(self) -> None:
+        """`close` in a thread of its own: the judge does not wait for a process to end."""
+        threading.Thread(target=self.close, name="accused-close", daemon=True).start()
+
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(AccusedGone):
@@ -287,6 +328,51 @@ def start_accused(device: int, fake: bool, mechanisms: list[str]) -> tuple[Accus
         tried.append(f"{mechanism or 'default'}: {why}")
         accused.close()
     return None, "", "; ".join(tried)
+
+
+class AccusedPool:
+    """Accused processes started ahead of need: a judge's request takes ready ones (each runs
+    one candidate's code, then is retired), and new spares start while the judge is idle
+    between requests, so starting a process (Python, the sandbox, a CUDA context: about a
+    second) is off the path of a round. A spare has run nothing but kernel-lsp's own code."""
+
+    def __init__(self, device: int, fake: bool, mechanism: str, spares: int = SPARES):
+        self.device, self.fake, self.mechanism, self.spares = device, fake, mechanism, spares
+        self._waiting: list[AccusedProcess] = []
+
+    def take(self) -> tuple[AccusedProcess | None, str]:
+        """(a started, confined process with the GPU open, why none)."""
+        while self._waiting:
+            accused = self._waiting.pop(0)
+            try:
+                accused.ready()
+            except AccusedGone:
+                accused.retire()
+                continue
+            if accused.available:
+                return accused, ""
+            accused.retire()
+        accused, _mechanism, why = start_accused(self.device, self.fake, [self.mechanism])
+        return accused, why
+
+    def adopt(self, accused: AccusedProcess) -> None:
+        """A started process that has run no candidate's code, as a spare."""
+        self._waiting.append(accused)
+
+    def refill(self) -> None:
+        """Start spares up to the pool's size, without waiting for them."""
+        while len(self._waiting) < self.spares:
+            try:
+                self._waiting.append(AccusedProcess(self.device, self.fake, self.mechanism, wait=False))
+            except OSError:
+                return
+
+    def close(self) -> None:
+        for accused in self._waiting:
+            accused.kill()
+            accused.sock.close()
+            shutil.rmtree(accused.folder, ignore_errors=True)
+        self._waiting.clear()
 
 
 class RemotePipeline:
@@ -429,6 +515,9 @@ class RemotePipeline:
         raise Failed(Problem("crash" if sticky else "launch_error", case, f"{message} in case {case}"))
 
 
+SMALLEST_SAMPLE_S = 1e-7  # a sample after the floor is taken off: never zero or less
+
+
 class HostClock:
     """`time_rounds` for runs another process executes, on the judge's wall clock, after the judge
     has prepared the inputs, flushed the L2 and waited for its own stream. A sample is the time
@@ -437,7 +526,17 @@ class HostClock:
     on the GPU, so an answer given before the work is done saves nothing, while the copy's own
     fixed cost (a context switch, the bytes) stays out of the figure. CUDA events of the judge
     cannot see another context's work, and the accused's own are not believed; nothing the
-    accused does can make the judge's copy faster than its fastest."""
+    accused does can make the judge's copy faster than its fastest.
+
+    From each sample the `floor_s` is taken off: the median round trip of a probe (GPU work in
+    the accused's own context, waited for, answered), timed before the candidate's code was
+    loaded (`AccusedProcess.measure_floor`). It is the switch between two processes' contexts
+    and the socket, which every run pays whatever it runs (about 250 us on an H200, against a
+    15 us kernel): left in, it shows a small kernel many times slower than it is and squeezes
+    every A/B ratio towards 1. A run does more than a probe (restoring globals, its launches),
+    so what is left is never less than the run's own work. `raw` keeps the samples with the
+    floor in, for the test of a result kept between runs (a ratio of times, which the floor
+    only makes more conservative)."""
 
     host_clock = True
 
@@ -447,8 +546,11 @@ class HostClock:
         tag: Callable[[int], bool] | None = None,
         start: Callable[[], None] | None = None,
         prepare_side: Callable[[int], None] | None = None,
+        floor_s: float = 0.0,
     ):
         self.device = device
+        self.floor_s = floor_s
+        self.raw: list[list[float]] = []  # per side: the samples with the floor in
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
@@ -462,7 +564,7 @@ class HostClock:
 
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self.fresh, self.answers, self.copies = [], [], []
+        self.fresh, self.raw, self.answers, self.copies = [], [], [], []
         if self._start is not None:
             self._start()
 
@@ -475,6 +577,7 @@ class HostClock:
     ) -> list[list[float]]:
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
+            self.raw = [[] for _ in runs]
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
@@ -493,7 +596,9 @@ class HostClock:
                 answered = ANSWERED[-1] if ANSWERED else end
                 copy = end - answered
                 self._copy_floor = min(self._copy_floor, copy)
-                out[j].append((answered - start) + max(0.0, copy - self._copy_floor))
+                sample = (answered - start) + max(0.0, copy - self._copy_floor)
+                self.raw[j].append(sample)
+                out[j].append(max(SMALLEST_SAMPLE_S, sample - self.floor_s))
                 self.answers.append(answered - start)
                 self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
@@ -507,7 +612,9 @@ class HostClock:
         return (
             f"the judge's clock, end to end: request to answer {ans[len(ans) // 2] * 1e6:.0f} us (median), "
             f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
-            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} runs"
+            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} runs, less "
+            f"{self.floor_s * 1e6:.0f} us, the round trip of an empty request timed before the "
+            "candidate loaded"
         )
 
 

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
@@ -31,6 +30,8 @@ from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
 from kernel_lsp.runner.isolation import JUDGED_SETS, TimedSets, restorer, set_count
 from kernel_lsp.runner.judge import (
+    AccusedGone,
+    AccusedPool,
     AccusedProcess,
     HostClock,
     RemotePipeline,
@@ -91,22 +92,12 @@ def _on_legacy_stream(*step_lists: list[Any] | None) -> bool:
     return any(isinstance(s, EntryStep) and not s.takes_stream for steps in step_lists for s in steps or [])
 
 
-@dataclass
-class Judging:
-    """A judge worker's way to start accused processes (runner/judge.py): which GPU, and the
-    sandbox mechanism that opened it there at hello."""
-
-    device: int
-    fake: bool
-    mechanism: str
-
-
 class Worker:
     def __init__(
         self,
         device: Any,
         send: Send,
-        judging: Judging | None = None,
+        judging: AccusedPool | None = None,
     ):
         self.device = device
         self.send = send
@@ -171,18 +162,27 @@ class Worker:
         if self.judging is None:
             return build_steps(self.device, image, steps, modules, states, *self._confined)
         self.progress("starting the candidate's process", "", None)
-        accused, _mechanism, why = start_accused(
-            self.judging.device, self.judging.fake, [self.judging.mechanism]
-        )
+        accused, why = self.judging.take()
         if accused is None:
             raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
         self.accused.append(accused)
+        try:  # before its code loads: nothing of the candidate's can lengthen the floor
+            accused.measure_floor(self._before_timed_run)
+        except AccusedGone:
+            raise Failed(Problem("crash", "", "the candidate's process ended before its code loaded")) from None
         return [RemotePipeline(accused, image, steps, timeout)]
+
+    def _before_timed_run(self) -> None:
+        """What the judge does before each timed run of another process (HostClock)."""
+        self.device.flush_l2()
+        self.device.sync()
 
     def _release_accused(self) -> None:
         for accused in self.accused:
-            accused.close()
+            accused.retire()
         self.accused.clear()
+        if self.judging is not None:  # the next request's processes start while this one is idle
+            self.judging.refill()
 
     @property
     def _confined(self) -> tuple[bool, str]:
@@ -262,9 +262,12 @@ class Worker:
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         most = JUDGED_SETS if judged else None
-        count = set_count(
-            spec, sizes, int(self.device.info().get("total_mem_bytes", 0)), *([most] if most else [])
-        )
+        memory = int(self.device.info().get("total_mem_bytes", 0))
+        if judged:
+            # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
+            # accused processes: count from what is free now, halved.
+            memory = min(memory, int(self.device.free_memory()) // 2)
+        count = set_count(spec, sizes, memory, *([most] if most else []))
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
         sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given)
@@ -300,7 +303,7 @@ class Worker:
             clock = self._clock(sets) if judged else self.device
             samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
-                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
+                why = seen_inputs_faster(clock.raw[0], clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
                 how = clock.describe()
@@ -326,7 +329,8 @@ class Worker:
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
         inputs were new to that side (A or B)."""
-        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side)
+        floor = min((a.floor_s for a in self.accused), default=0.0)
+        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side, floor)
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -372,8 +376,9 @@ class Worker:
                 clock = self._clock(sets) if judged else self.device
                 a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
-                    calibration = ratio_seen_to_new(a, clock.fresh[0])
-                    why = seen_inputs_faster(b, clock.fresh[1], calibration, _first_use_noise(self.device))
+                    calibration = ratio_seen_to_new(clock.raw[0], clock.fresh[0])
+                    noise = _first_use_noise(self.device)
+                    why = seen_inputs_faster(clock.raw[1], clock.fresh[1], calibration, noise)
                     if why:
                         problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()
@@ -403,17 +408,20 @@ class Worker:
         raise ValueError(f"unknown op {op!r}")
 
 
-def _probe_accused(device: int, fake: bool) -> tuple[Judging | None, dict[str, Any] | None, str]:
+def _probe_accused(device: int, fake: bool) -> tuple[AccusedPool | None, dict[str, Any] | None, str]:
     """Start one accused process to learn which sandbox opens the GPU here (fail closed: none
-    is no judging at all): (how to start them, how they are confined, why none started)."""
+    is no judging at all): (the pool that starts them, holding this one as its first spare,
+    how they are confined, why none started)."""
     forced = os.environ.get("KERNEL_LSP_SANDBOX", "")
     mechanisms = [forced] if forced else ["", "bwrap", "landlock"]
     accused, mechanism, why = start_accused(device, fake, mechanisms)
     if accused is None:
         return None, None, why
     confinement = dict(accused.hello.get("sandbox") or {})
-    accused.close()
-    return Judging(device, fake, mechanism), confinement, ""
+    pool = AccusedPool(device, fake, mechanism)
+    pool.adopt(accused)  # it has run nothing but kernel-lsp's code
+    pool.refill()
+    return pool, confinement, ""
 
 
 def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
@@ -451,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         reason = str(e)
     except Exception as e:  # a broken driver install must still give a plain reason
         reason = f"cannot open the GPU: {type(e).__name__}: {e}"
-    judging: Judging | None = None
+    judging: AccusedPool | None = None
     if args.judge and device is not None:
         judging, confinement, sandbox_error = _probe_accused(args.device, fake)
         if judging is None:

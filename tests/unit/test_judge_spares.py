@@ -1,0 +1,156 @@
+"""The judge's accused processes started ahead of need (runner/judge.AccusedPool) and the floor
+its clock takes off each run (HostClock.floor_s), against candidates that try to profit from
+either: a process that kept something of an earlier candidate, a floor the candidate could
+lengthen, a floor that eats a run's own work."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
+from kernel_lsp.fence.sandbox import in_process_available
+from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.runner import judge
+from kernel_lsp.runner.fake import FakeDevice
+from kernel_lsp.runner.judge import AccusedPool, HostClock
+from kernel_lsp.runner.timing import TimingSettings
+
+needs_nvcc = pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing")
+needs_sandbox = pytest.mark.skipif(
+    in_process_available() is not None, reason=f"no sandbox here: {in_process_available()}"
+)
+FAST = TimingSettings(warmup_s=0.0, budget_s=0.05, min_samples=30, max_samples=30)
+OPTIONS = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())
+
+SPEC = """from kernel_lsp.spec import Spec, In, Out, Scalar
+SPEC = Spec(
+    entry="scale",
+    sizes=[{"n": 1000}],
+    args={"x": In("float32", shape="n"), "y": Out("float32", shape="n"), "n": Scalar("int32")},
+    reference=lambda x: {"y": 2.0 * x},
+)
+"""
+
+# Right only in a process no earlier candidate used: it leaves a mark in its process's
+# environment (which outlives the library) and answers zeros where it finds one.
+REMEMBERS = r"""
+#include <cstdlib>
+__attribute__((constructor)) static void arrive()
+{
+    if (getenv("KLSP_WAS_HERE")) setenv("KLSP_SECOND", "1", 1);
+    setenv("KLSP_WAS_HERE", "1", 1);
+}
+extern "C" void scale(const float* x, float* y, int n)
+{
+    bool second = getenv("KLSP_SECOND") != 0;
+    for (int i = 0; i < n; ++i) y[i] = second ? 0.0f : 2.0f * x[i];
+}
+"""
+
+# Honest, and slow: 2 ms of sleep in every call.
+SLOW = r"""
+#include <unistd.h>
+extern "C" void scale(const float* x, float* y, int n)
+{
+    usleep(2000);
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+
+
+def check(session: GpuSession, tmp_path: Path, source: str):
+    (tmp_path / "scale.cu").write_text(source)
+    (tmp_path / "scale.spec.py").write_text(SPEC)
+    (result,) = check_file(session, str(tmp_path / "scale.cu"), compile_options=OPTIONS)
+    return result
+
+
+@needs_nvcc
+@needs_sandbox
+def test_no_candidate_runs_in_a_process_an_earlier_one_used(tmp_path):
+    with GpuSession(fake=True, timing=FAST) as plain:
+        first, second = check(plain, tmp_path, REMEMBERS), check(plain, tmp_path, REMEMBERS)
+        assert first.ok and not second.ok, "in one process the mark should have been found"
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as judged:
+        for _ in range(3):  # each request's process is a spare no candidate has used
+            result = check(judged, tmp_path, REMEMBERS)
+            assert result.ok, [p.message for p in result.problems]
+
+
+@needs_nvcc
+@needs_sandbox
+def test_the_floor_never_eats_a_runs_own_work_and_is_said(tmp_path):
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as judged:
+        result = check(judged, tmp_path, SLOW)
+    assert result.ok, [p.message for p in result.problems]
+    (timing,) = result.timings
+    assert timing.measurement.median_s >= 0.002, timing.measurement.median_s
+    assert "less" in timing.clock and "before the candidate loaded" in timing.clock, timing.clock
+
+
+@needs_sandbox
+def test_the_floor_is_timed_before_the_candidate_loads(monkeypatch):
+    """The order of a judge's requests to one accused: every probe before the load, so no code
+    of the candidate's runs while its floor is timed."""
+    from kernel_lsp.runner.worker import Worker
+
+    sent: list[str] = []
+    real = judge.AccusedProcess.request
+
+    def spy(self, message, fds=None, timeout_s=judge.REQUEST_TIMEOUT_S):
+        sent.append(str(message.get("op")))
+        return real(self, message, fds, timeout_s)
+
+    monkeypatch.setattr(judge.AccusedProcess, "request", spy)
+    pool = AccusedPool(0, True, "", spares=1)
+    worker = Worker(FakeDevice(), lambda m: None, judging=pool)
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - an empty image does not load; the order is the point
+            worker._candidate(b"", [{"kind": "kernel", "kernel": "k", "symbol": "k"}], [], [], 5.0)
+        assert "probe" in sent and "load" in sent, sent
+        assert max(i for i, op in enumerate(sent) if op == "probe") < sent.index("load"), sent
+        assert worker.accused[0].floor_s > 0
+    finally:
+        worker._release_accused()
+        pool.close()
+
+
+@needs_sandbox
+def test_the_pool_hands_out_started_processes_and_starts_spares_without_waiting():
+    pool = AccusedPool(0, True, "", spares=2)
+    try:
+        began = time.perf_counter()
+        pool.refill()
+        assert time.perf_counter() - began < 0.5  # started, not waited for
+        a, why = pool.take()
+        b, _ = pool.take()
+        assert a is not None and b is not None, why
+        assert a.available and b.available and a.proc.pid != b.proc.pid
+        c, _ = pool.take()  # none left: started there and then
+        assert c is not None and c.available and c.proc.pid not in (a.proc.pid, b.proc.pid)
+        for accused in (a, b, c):
+            accused.retire()
+        deadline = time.time() + 20
+        while time.time() < deadline and any(x.proc.poll() is None for x in (a, b, c)):
+            time.sleep(0.05)
+        assert all(x.proc.poll() is not None for x in (a, b, c))
+    finally:
+        pool.close()
+
+
+def test_the_clock_takes_the_floor_off_each_sample_and_keeps_the_raw_ones():
+    def run() -> None:
+        time.sleep(0.003)
+        judge.ANSWERED.append(time.perf_counter())
+
+    clock = HostClock(FakeDevice(), floor_s=0.002)
+    (samples,) = clock.time_rounds([run], rounds=5, cold_l2=False)
+    assert all(0.0009 < s < 0.003 for s in samples), samples
+    assert all(r >= 0.003 for r in clock.raw[0])
+    # A floor larger than a sample never gives a figure of zero or less.
+    big = HostClock(FakeDevice(), floor_s=1.0)
+    (tiny,) = big.time_rounds([run], rounds=2, cold_l2=False)
+    assert all(s == judge.SMALLEST_SAMPLE_S for s in tiny)
