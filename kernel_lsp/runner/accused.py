@@ -6,10 +6,9 @@ launcher), confined, and nothing else. Started by the judge (runner/judge.py) as
 It enters the sandbox before CUDA starts, opens its own CUDA context, and then only answers
 the judge over the inherited socket pair (fd N, SOCK_SEQPACKET: one JSON message per packet,
 file descriptors beside it): `hello`, `load` (a CUBIN or an entry's library from its folder),
-`probe` (one byte filled on the GPU and the context waited for: the judge times it before any
-candidate code is loaded, as the floor of a request's round trip), `map` (buffers the judge
-exported, as file descriptors), `bind` (the exact launches or the entry call on mapped buffers),
-`run` (a bound plan, then wait for the whole context), `unmap`, `shutdown`.
+`map` (buffers the judge exported, as file descriptors), `bind` (the exact launches or the
+entry call on mapped buffers), `run` (a bound plan, then wait for the whole context), `unmap`,
+`shutdown`.
 
 Nothing it says is believed. The judge reads outputs from its own mapping of the buffers and
 times every run itself, end to end; a reply only says "done" or which CUDA error name or
@@ -67,13 +66,6 @@ class Accused:
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
-        self._probe = device.alloc(256)
-
-    def probe(self) -> dict[str, Any]:
-        """The least a run costs: GPU work in this context, waited for, and the answer."""
-        self.device.fill_async(self._probe, 0, 1)
-        self.device.sync_all()
-        return {"status": "ok"}
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
@@ -146,15 +138,18 @@ class Accused:
         return call
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        for state in self.states:
-            state.restore()
-        if self.states and self.entries:
-            # The globals are put back on this process's stream; an entry may launch on the
-            # legacy stream or streams of its own, which do not wait for it.
-            self.device.sync()
-        for call in self.plans[int(msg["binding"])]:
-            call()
-        self.device.sync_all()
+        """Bound plans one after another, each waited for before the next (a batch: the judge
+        pays the request's fixed cost once for them all)."""
+        for binding in msg["bindings"]:
+            for state in self.states:
+                state.restore()
+            if self.states and self.entries:
+                # The globals are put back on this process's stream; an entry may launch on the
+                # legacy stream or streams of its own, which do not wait for it.
+                self.device.sync()
+            for call in self.plans[int(binding)]:
+                call()
+            self.device.sync_all()
         return {"status": "ok"}
 
 
@@ -206,7 +201,6 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Callable[..., dict[str, Any]]] = {}
     if accused is not None:
         handlers = {
-            "probe": lambda m, f: accused.probe(),
             "load": lambda m, f: accused.load(m),
             "map": accused.map,
             "unmap": lambda m, f: accused.unmap(m),

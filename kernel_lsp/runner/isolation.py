@@ -31,9 +31,13 @@ from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_input
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
-# A candidate judged from another process (runner/judge.py) gets more sets, none it has seen in
-# verification: its runs on new inputs are the yardstick for its runs on inputs seen before.
-JUDGED_SETS = 6
+# A candidate judged from another process (runner/judge.py) runs a group of sets in one request
+# (a batch: the request's fixed cost, a switch between two processes' contexts, is paid once for
+# the group), none it has seen in verification. Its sets are made up front in groups; now and
+# then a side's batch runs on a group new to it: those batches are the yardstick for the
+# batches on inputs seen before.
+FRESH_GROUPS = 3  # groups new to a side, at its 2nd, 4th and 8th measured batch
+JUDGED_SETS = 4 * (1 + FRESH_GROUPS)  # four sets a batch, where memory allows
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
 
@@ -162,10 +166,13 @@ class TimedSets:
         # Judged from another process (the worker sets `warming`): warm up on set 0 alone, then
         # note per side (A/B) which sets each run had seen before, for judge.seen_inputs_faster.
         self.warming = False
-        self._seen: dict[int, set[int]] = {}
-        self._calls: dict[int, int] = {}  # per side: judged runs measured
-        self._active: dict[int, int] = {}  # per side: sets in its rotation (0 .. active-1)
-        self._turn: dict[int, int] = {}  # per side: the set of its last run
+        self._seen: dict[int, set[int]] = {}  # per side: the input groups it has run on
+        self._calls: dict[int, int] = {}  # per side: judged batches measured
+        self._group = 0  # the group of sets judged batches run on now
+        self._groups_used = 1
+        self._new = False  # whether the last batch's group was new to its side
+        self.batched = False  # a judged candidate's runs: every set in one request
+        self.seed = seed
         given = list(verified)[: max(0, count - 1)]
         try:
             for k in range(max(1, count)):
@@ -194,26 +201,44 @@ class TimedSets:
     def prepare(self) -> None:
         """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
         buffers back to their initial values, globals back to the loaded image."""
+        if self.batched:  # a judged batch runs on every set
+            self.prepare_all()
+            return
         self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
         self._prepare_current()
 
+    @property
+    def batch_size(self) -> int:
+        """Sets a judged batch runs on: the sets split into groups, one for the warm-up and
+        one for each fresh turn, as far as there are sets."""
+        return max(1, len(self.sets) // (1 + FRESH_GROUPS))
+
+    def _group_sets(self, group: int) -> range:
+        return range(group * self.batch_size, (group + 1) * self.batch_size)
+
     def prepare_side(self, side: int) -> None:
-        """`prepare` for judged runs (runner/judge.HostClock), each side (A, B) on a rotation of
-        its own: set 0 while warming up, then a set new to that side joins its rotation at its
-        2nd, 4th, 8th, 16th... run, so runs on new inputs are spread over the measurement and
-        each can be set against the runs on seen inputs just around it."""
-        if self.warming:
-            self.current = 0
-        else:
+        """Before a judged batch of side `side` (runner/judge.HostClock): the sets of one group
+        prepared as `prepare` does one. Group 0 while warming up; at a side's 2nd, 4th and 8th
+        measured batch, a group new to that side (the one the other side just moved to, or the
+        next unused one), so batches on new inputs are spread over the measurement and each can
+        be set against the batches on seen inputs just around it; otherwise the group in use."""
+        if not self.warming:
             calls = self._calls[side] = self._calls.get(side, 0) + 1
-            active = self._active.get(side, 1)
-            if calls >= 2 and calls & (calls - 1) == 0 and active < len(self.sets):
-                active = self._active[side] = active + 1
-                self.current = active - 1
-            else:
-                self.current = (self._turn.get(side, 0) + 1) % active
-            self._turn[side] = self.current
-        self._prepare_current()
+            seen = self._seen.setdefault(side, {0})
+            groups = len(self.sets) // self.batch_size
+            fresh_turn = calls >= 2 and calls & (calls - 1) == 0
+            if fresh_turn and self._group in seen and self._groups_used < groups:
+                self._group = self._groups_used
+                self._groups_used += 1
+            self._new = self._group not in seen
+            seen.add(self._group)
+        self.prepare_all()
+
+    def prepare_all(self) -> None:
+        """Every set of the group in use prepared for a timed run (a judged batch)."""
+        for k in self._group_sets(self._group):
+            self.current = k
+            self._prepare_current()
 
     def _prepare_current(self) -> None:
         s = self.sets[self.current]
@@ -231,15 +256,14 @@ class TimedSets:
         self.warming = False
 
     def new_to(self, side: int) -> bool:
-        """Whether the set the last `prepare` chose is new to side `side`; marks it seen."""
-        seen = self._seen.setdefault(side, set())
-        new = self.current not in seen
-        seen.add(self.current)
-        return new
+        """Whether the inputs of side `side`'s last judged batch were new to it."""
+        return self._new
 
     def runner(self, steps: list[Step]) -> Callable[[], None]:
         """The timed part for `steps`: zeroing the scratch the spec asks for, then the launch, on
         the set `prepare` chose."""
+        if len(steps) == 1 and hasattr(steps[0], "run_batch"):
+            return self._batch_runner(steps[0])
         launches = [launcher(self.device, steps, s.bufs) for s in self.sets]
 
         def run() -> None:
@@ -252,15 +276,37 @@ class TimedSets:
 
         return run
 
+    def _batch_runner(self, pipeline: Any) -> Callable[[], None]:
+        """A judged candidate's timed part: one request that runs it on each set of the group in
+        use in turn (runner/judge.RemotePipeline.run_batch); the scratch the spec zeroes is zeroed first,
+        and waited for, in the judge's context."""
+        bound = [pipeline.bind(self.device, s.bufs) for s in self.sets]
+        self.batched = True
+
+        def run() -> None:
+            group = self._group_sets(self._group)
+            if self.zero:
+                for s in (self.sets[k] for k in group):
+                    for name, arg in self.spec.buffers().items():
+                        if isinstance(arg, Scratch) and arg.zero:
+                            self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
+                self.device.sync()
+            pipeline.run_batch([bound[k] for k in group])
+
+        return run
+
     def check_outputs(
         self, label: str, progress: Callable[[str, str, float | None], None], include: int | None = None
     ) -> None:
         """The outputs left by the last timed launch on each set whose reference is known, on
-        set `include`, and on sets chosen at random until CHECKED_SETS are checked, must match the
+        set `include`, and on sets chosen at random until CHECKED_SETS are checked (on every set
+        run, after judged batches: a batch could skip the work of one set in it), must match the
         reference of that set's inputs (no fast path while timed)."""
         self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
-        chosen = {k for k in launched if self.sets[k].reference is not None or k == include}
+        chosen = {
+            k for k in launched if self.batched or self.sets[k].reference is not None or k == include
+        }
         rest = [k for k in launched if k not in chosen]
         chosen.update(self.rng.sample(rest, max(0, min(CHECKED_SETS - len(chosen), len(rest)))))
         for k in sorted(chosen):

@@ -44,7 +44,6 @@ from kernel_lsp.spec import SpecError, case_label, launch_dims
 ANSWERED: list[float] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
-PROBES = 15  # probes timed per accused process for its floor
 SPARES = 2  # accused processes started ahead (a comparison takes two)
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
@@ -232,8 +231,6 @@ class AccusedProcess:
             theirs.close()
         self._start_timeout_s = start_timeout_s
         self.hello: dict[str, Any] = {}
-        self.floor_s = 0.0  # the round trip of a probe, timed before any candidate code loaded
-        self.probes: list[float] = []
         if wait:
             self.ready()
 
@@ -242,23 +239,6 @@ class AccusedProcess:
         if not self.hello:
             self.hello = self.request({"op": "hello"}, timeout_s=self._start_timeout_s)
         return self.hello
-
-    def measure_floor(self, before: Callable[[], None], count: int = PROBES) -> float:
-        """Time `count` probes (GPU work in its own context, waited for, and the answer), each
-        after `before` (the judge's own preparation of a timed run: an L2 flush, a wait). Called
-        before the candidate's code is loaded, so nothing of the candidate can lengthen it: the
-        median is what every run of this process costs at least, whatever it runs."""
-        times = []
-        for _ in range(count):
-            before()
-            start = time.perf_counter()
-            reply = self.request({"op": "probe"})
-            times.append(time.perf_counter() - start)
-            if reply.get("status") != "ok":
-                return self.floor_s
-        self.probes = sorted(times)
-        self.floor_s = self.probes[len(self.probes) // 2]
-        return self.floor_s
 
     def new_id(self) -> int:
         self._next_id += 1
@@ -484,38 +464,40 @@ class RemotePipeline:
             ) from None
         if reply.get("status") != "ok":
             self._fail(reply, case)
-        request = {"op": "run", "binding": binding}
 
         def run() -> None:
-            try:
-                answer = self.accused.request(request, timeout_s=self.timeout_s)
-            except AccusedGone as e:
-                if e.hung:
-                    raise Failed(
-                        Problem(
-                            "timeout",
-                            case,
-                            f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}",
-                        )
-                    ) from None
-                raise Failed(
-                    Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")
-                ) from None
-            if answer.get("status") != "ok":
-                self._fail(answer, case)
-            ANSWERED.append(time.perf_counter())
-            bufs.settle(outputs_only=bufs.timed)
+            self.run_batch([run])
 
+        run.binding, run.bufs, run.case = binding, bufs, case  # type: ignore[attr-defined]
         return run
+
+    def run_batch(self, bound: list[Callable[[], None]]) -> None:
+        """Run bound plans (from `bind`) one after another in one request, each waited for
+        before the next starts; then settle each one's buffers."""
+        case = bound[0].case  # type: ignore[attr-defined]
+        request = {"op": "run", "bindings": [b.binding for b in bound]}  # type: ignore[attr-defined]
+        timeout = self.timeout_s * len(bound)
+        try:
+            answer = self.accused.request(request, timeout_s=timeout)
+        except AccusedGone as e:
+            if e.hung:
+                raise Failed(
+                    Problem("timeout", case, f"`{self.kernel}` did not finish within {timeout:g} s in case {case}")
+                ) from None
+            raise Failed(
+                Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")
+            ) from None
+        if answer.get("status") != "ok":
+            self._fail(answer, case)
+        ANSWERED.append(time.perf_counter())
+        for b in bound:
+            b.bufs.settle(outputs_only=b.bufs.timed)  # type: ignore[attr-defined]
 
     def _fail(self, reply: dict[str, Any], case: str) -> None:
         """A fault of the candidate's run, as the verdict of this case (the judge's own context
         is untouched: a sticky error ended the accused, not the judge)."""
         message, _code, sticky = fault_message(reply, self.kernel)
         raise Failed(Problem("crash" if sticky else "launch_error", case, f"{message} in case {case}"))
-
-
-SMALLEST_SAMPLE_S = 1e-7  # a sample after the floor is taken off: never zero or less
 
 
 class HostClock:
@@ -528,15 +510,11 @@ class HostClock:
     cannot see another context's work, and the accused's own are not believed; nothing the
     accused does can make the judge's copy faster than its fastest.
 
-    From each sample the `floor_s` is taken off: the median round trip of a probe (GPU work in
-    the accused's own context, waited for, answered), timed before the candidate's code was
-    loaded (`AccusedProcess.measure_floor`). It is the switch between two processes' contexts
-    and the socket, which every run pays whatever it runs (about 250 us on an H200, against a
-    15 us kernel): left in, it shows a small kernel many times slower than it is and squeezes
-    every A/B ratio towards 1. A run does more than a probe (restoring globals, its launches),
-    so what is left is never less than the run's own work. `raw` keeps the samples with the
-    floor in, for the test of a result kept between runs (a ratio of times, which the floor
-    only makes more conservative)."""
+    A call runs a batch (`batch` runs, one per input set, in one request: runner/isolation.py),
+    and its sample is the batch's time over `batch`: the request's fixed cost (a switch between
+    two processes' contexts and the socket, about 250 us on an H200 against a 15 us kernel) is
+    shared by the batch's runs rather than added to each, and every run's outputs are the
+    judge's to check."""
 
     host_clock = True
 
@@ -546,11 +524,10 @@ class HostClock:
         tag: Callable[[int], bool] | None = None,
         start: Callable[[], None] | None = None,
         prepare_side: Callable[[int], None] | None = None,
-        floor_s: float = 0.0,
+        batch: int = 1,
     ):
         self.device = device
-        self.floor_s = floor_s
-        self.raw: list[list[float]] = []  # per side: the samples with the floor in
+        self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
@@ -564,7 +541,7 @@ class HostClock:
 
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self.fresh, self.raw, self.answers, self.copies = [], [], [], []
+        self.fresh, self.answers, self.copies = [], [], []
         if self._start is not None:
             self._start()
 
@@ -577,7 +554,6 @@ class HostClock:
     ) -> list[list[float]]:
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
-            self.raw = [[] for _ in runs]
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
@@ -596,9 +572,7 @@ class HostClock:
                 answered = ANSWERED[-1] if ANSWERED else end
                 copy = end - answered
                 self._copy_floor = min(self._copy_floor, copy)
-                sample = (answered - start) + max(0.0, copy - self._copy_floor)
-                self.raw[j].append(sample)
-                out[j].append(max(SMALLEST_SAMPLE_S, sample - self.floor_s))
+                out[j].append(((answered - start) + max(0.0, copy - self._copy_floor)) / self.batch)
                 self.answers.append(answered - start)
                 self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
@@ -612,9 +586,8 @@ class HostClock:
         return (
             f"the judge's clock, end to end: request to answer {ans[len(ans) // 2] * 1e6:.0f} us (median), "
             f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
-            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} runs, less "
-            f"{self.floor_s * 1e6:.0f} us, the round trip of an empty request timed before the "
-            "candidate loaded"
+            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} requests of "
+            f"{self.batch} run(s) each, on distinct inputs; a sample is a request's time over {self.batch}"
         )
 
 

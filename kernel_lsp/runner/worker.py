@@ -30,7 +30,6 @@ from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
 from kernel_lsp.runner.isolation import JUDGED_SETS, TimedSets, restorer, set_count
 from kernel_lsp.runner.judge import (
-    AccusedGone,
     AccusedPool,
     AccusedProcess,
     HostClock,
@@ -166,16 +165,7 @@ class Worker:
         if accused is None:
             raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
         self.accused.append(accused)
-        try:  # before its code loads: nothing of the candidate's can lengthen the floor
-            accused.measure_floor(self._before_timed_run)
-        except AccusedGone:
-            raise Failed(Problem("crash", "", "the candidate's process ended before its code loaded")) from None
         return [RemotePipeline(accused, image, steps, timeout)]
-
-    def _before_timed_run(self) -> None:
-        """What the judge does before each timed run of another process (HostClock)."""
-        self.device.flush_l2()
-        self.device.sync()
 
     def _release_accused(self) -> None:
         for accused in self.accused:
@@ -303,7 +293,7 @@ class Worker:
             clock = self._clock(sets) if judged else self.device
             samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
-                why = seen_inputs_faster(clock.raw[0], clock.fresh[0], noise_s=_first_use_noise(self.device))
+                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
                 how = clock.describe()
@@ -329,8 +319,7 @@ class Worker:
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
         inputs were new to that side (A or B)."""
-        floor = min((a.floor_s for a in self.accused), default=0.0)
-        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side, floor)
+        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side, sets.batch_size)
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -376,9 +365,9 @@ class Worker:
                 clock = self._clock(sets) if judged else self.device
                 a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
-                    calibration = ratio_seen_to_new(clock.raw[0], clock.fresh[0])
+                    calibration = ratio_seen_to_new(a, clock.fresh[0])
                     noise = _first_use_noise(self.device)
-                    why = seen_inputs_faster(clock.raw[1], clock.fresh[1], calibration, noise)
+                    why = seen_inputs_faster(b, clock.fresh[1], calibration, noise)
                     if why:
                         problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()

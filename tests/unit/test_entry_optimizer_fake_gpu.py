@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 FAKE_SANITIZER = Path(__file__).resolve().parents[1] / "fixtures" / "fake_sanitizer.py"
-FAST = TimingSettings(warmup_s=0.0, budget_s=0.05, min_samples=15, max_samples=15)
+FAST = TimingSettings(warmup_s=0.0, budget_s=0.3, min_samples=15, max_samples=15)
 
 # The original: right, and slow (the whole sum sixteen times over).
 ORIGINAL = """\

@@ -31,7 +31,7 @@ def test_an_answer_given_before_the_work_is_done_still_pays_for_it():
     h, e = sorted(samples[0])[3], sorted(samples[1])[3]
     assert h >= 0.004 and e >= 0.0035, (h, e)  # the early answer saved (almost) nothing
     assert h < 0.0048  # the copy's own fixed cost is not counted
-    assert "request to answer" in clock.describe() and "12 runs" in clock.describe()
+    assert "request to answer" in clock.describe() and "12 requests of 1 run(s)" in clock.describe()
 
 
 def test_runs_on_seen_inputs_much_faster_than_new_ones_are_suspicious():
