@@ -36,8 +36,10 @@ MAX_SETS = 3  # distinct input sets for timed launches (one of them a verificati
 # the group), none it has seen in verification. Its sets are made up front in groups; now and
 # then a side's batch runs on a group new to it: those batches are the yardstick for the
 # batches on inputs seen before.
-FRESH_GROUPS = 3  # groups new to a side, at its 2nd, 4th and 8th measured batch
-JUDGED_SETS = 4 * (1 + FRESH_GROUPS)  # four sets a batch, where memory allows
+# Each set costs its inputs and, once checked, a reference: on an H200 sixteen sets made a round
+# 3x slower than the six unbatched ones did (benchmarks/judge_cost.py).
+FRESH_GROUPS = 2  # groups new to a side, at its 2nd and 4th measured batch
+JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch, where memory allows
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
 
@@ -218,7 +220,7 @@ class TimedSets:
 
     def prepare_side(self, side: int) -> None:
         """Before a judged batch of side `side` (runner/judge.HostClock): the sets of one group
-        prepared as `prepare` does one. Group 0 while warming up; at a side's 2nd, 4th and 8th
+        prepared as `prepare` does one. Group 0 while warming up; at a side's 2nd and 4th
         measured batch, a group new to that side (the one the other side just moved to, or the
         next unused one), so batches on new inputs are spread over the measurement and each can
         be set against the batches on seen inputs just around it; otherwise the group in use."""
@@ -299,14 +301,13 @@ class TimedSets:
         self, label: str, progress: Callable[[str, str, float | None], None], include: int | None = None
     ) -> None:
         """The outputs left by the last timed launch on each set whose reference is known, on
-        set `include`, and on sets chosen at random until CHECKED_SETS are checked (on every set
-        run, after judged batches: a batch could skip the work of one set in it), must match the
+        set `include`, on every set of the last judged batch (a batch could skip the work of one
+        set in it), and on sets chosen at random until CHECKED_SETS are checked, must match the
         reference of that set's inputs (no fast path while timed)."""
         self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
-        chosen = {
-            k for k in launched if self.batched or self.sets[k].reference is not None or k == include
-        }
+        last = set(self._group_sets(self._group)) if self.batched else set()
+        chosen = {k for k in launched if k in last or self.sets[k].reference is not None or k == include}
         rest = [k for k in launched if k not in chosen]
         chosen.update(self.rng.sample(rest, max(0, min(CHECKED_SETS - len(chosen), len(rest)))))
         for k in sorted(chosen):
