@@ -23,14 +23,17 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup
 from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
-from .model import CompileResult
+from .model import CompileResult, Diagnostic
+
+if TYPE_CHECKING:  # the spec package (numpy) loads where a spec is read, not in every worker
+    from .spec import SpecLoad
 
 _Log = Callable[[str], None]
 
@@ -41,6 +44,21 @@ def _stamp(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One file to check, as a front end asks for it: `path`, the editor's `text` (None: the file
+    on disk), its spec's text (None: the spec on disk), the files that include it (a header is
+    checked as they see it), its compile_commands.json lookup when the front end has it (a worker
+    need not read the database itself), and the cancel token of the check (compile/cancel.py)."""
+
+    path: str
+    text: str | None = None
+    spec_text: str | None = None
+    includers: tuple[Includer, ...] = ()
+    project: Lookup | None = None
+    cancel_token: str | None = None
 
 
 @dataclass
@@ -209,10 +227,7 @@ class Workspace:
 
     def device_options(self, path: str, device: Any, source: str | None = None) -> CompileOptions:
         """compile_options for a GPU's exact arch (an `a` variant such as sm_90a is kept)."""
-        options = self.compile_options(path, None, source)
-        if device is not None and options.arch.rstrip("af") != device.arch:
-            options = replace(options, arch=device.arch)
-        return options
+        return self.compile_options(path, None, source).with_arch(device.arch if device else None)
 
     # --- analysis (no GPU) ------------------------------------------------------------------------
 
@@ -235,6 +250,16 @@ class Workspace:
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
         return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
+
+    def check(self, request: CheckRequest) -> FileCheck:
+        """`analyze` for a CheckRequest (the server's save walk, the CLI's workers)."""
+        r = request
+        return self.analyze(r.path, r.text, r.spec_text, r.includers, r.project)
+
+    def first_look_at(self, request: CheckRequest) -> FileCheck | None:
+        """`first_look` for a CheckRequest."""
+        r = request
+        return self.first_look(r.path, r.text, r.spec_text, r.includers, r.project)
 
     def reported(self, check: FileCheck) -> FileCheck:
         """`check` with only the findings its file's `select`/`ignore` keep (kernel_lsp/codes.py),
@@ -263,6 +288,21 @@ class Workspace:
             return None
         found = front_end_check(source, path, settings, self.root, spec_text, includers, project)
         return self.reported(found) if found is not None else None
+
+    # --- files ------------------------------------------------------------------------------------
+
+    def read(self, path: str) -> tuple[str | None, Diagnostic | None]:
+        """`path`'s text as every front end reads it (BOM dropped, bytes that are not UTF-8 as "?",
+        under its settings' size limit, never blocking on a FIFO), or None and why not."""
+        return read_source(path, self.settings_for(path).max_file_bytes)
+
+    def load_specs(self, path: str, spec_path: str | None = None, spec_text: str | None = None) -> SpecLoad:
+        """The specs of `path` (its sidecar, or `spec_path`), loaded in a worker under a deadline
+        (spec/isolated.py): a spec is the user's Python and never runs in a front end's process."""
+        from .spec import spec_path_for
+        from .spec.isolated import load_specs_isolated
+
+        return load_specs_isolated(spec_path or spec_path_for(path), spec_text)
 
     # --- GPUs -------------------------------------------------------------------------------------
 

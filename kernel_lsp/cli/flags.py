@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import Settings
+from ..api.checks import Settings
 from ..workspace import Workspace
 from .exit_codes import EXIT_CLEAN as EXIT_CLEAN  # the commands import them from here
 from .exit_codes import EXIT_FINDINGS as EXIT_FINDINGS

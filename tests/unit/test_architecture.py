@@ -53,11 +53,20 @@ LAYERS: dict[str, int] = {
     "check_jobs": 6,  # what compile workers run, over the Workspace
     "gpu_check": 6,
     "optimizer": 7,
-    "cli": 8,
-    "server": 8,
-    "__main__": 9,
+    "api": 8,  # the front door's named surface, the optimizer's runs included
+    "cli": 9,
+    "server": 9,
+    "__main__": 10,
 }
 FRONT_ENDS = ("cli", "server")
+# What a front end may import from the rest of kernel_lsp: the Workspace and the api package.
+FRONT_DOOR = ("workspace", "api")
+# The only other imports a front end may make into the engine, each with why (at most 10).
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("kernel_lsp.cli.main", "kernel_lsp.child_python"): (
+        "process hygiene set before any command parses its flags: the engine is not loaded yet"
+    ),
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -168,6 +177,64 @@ def test_the_front_ends_do_not_import_each_other_and_only_the_server_knows_lsp()
         m for m, targets in GRAPH.items() if {"pygls", "lsprotocol"} & targets and _part(m) != "server"
     )
     assert lsp == []
+
+
+def side_doors(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a front end into kernel_lsp that go around the front door (and are not one
+    of the EXCEPTIONS). The package itself (`__version__`) is not the engine."""
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if _part(m) in FRONT_ENDS
+        for t in targets
+        if t in MODULES
+        and t != "kernel_lsp"
+        and _part(t) not in (*FRONT_ENDS, *FRONT_DOOR)
+        and (m, t) not in EXCEPTIONS
+    )
+
+
+def test_front_ends_import_only_the_front_door():
+    """cli/ and server/ reach the engine through kernel_lsp.workspace and kernel_lsp.api alone."""
+    assert side_doors(GRAPH) == []
+
+
+def test_the_exceptions_are_few_justified_and_still_needed():
+    assert len(EXCEPTIONS) <= 10
+    for (module, target), why in EXCEPTIONS.items():
+        assert why.strip() and "\n" not in why, (module, target)
+        assert target in GRAPH.get(module, ()), f"{module} -> {target} is gone: drop the exception"
+
+
+def test_a_new_side_door_is_caught():
+    """The rule fails on a front end that imports the engine directly, at module level or inside
+    a function, absolutely or relatively, and keeps passing the front door and the exceptions."""
+    synthetic = {m: set(t) for m, t in GRAPH.items()}
+    synthetic["kernel_lsp.server.app"] |= {"kernel_lsp.gpu", "kernel_lsp.api.model"}
+    synthetic["kernel_lsp.cli.bench"] |= {"kernel_lsp.compile.nvrtc"}
+    assert side_doors(synthetic) == [
+        "kernel_lsp.cli.bench -> kernel_lsp.compile.nvrtc",
+        "kernel_lsp.server.app -> kernel_lsp.gpu",
+    ]
+
+
+def test_the_graph_reads_function_level_and_relative_imports(tmp_path):
+    """The reader of the graph sees the imports a side door would use (a function's, relative)."""
+    pkg = tmp_path / "kernel_lsp"
+    (pkg / "server").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gpu.py").write_text("")
+    (pkg / "api.py").write_text("")
+    (pkg / "server" / "__init__.py").write_text("")
+    (pkg / "server" / "app.py").write_text("from .. import api\ndef f():\n    from ..gpu import GpuSession\n")
+    modules = {
+        "kernel_lsp": pkg / "__init__.py",
+        "kernel_lsp.gpu": pkg / "gpu.py",
+        "kernel_lsp.api": pkg / "api.py",
+        "kernel_lsp.server": pkg / "server" / "__init__.py",
+        "kernel_lsp.server.app": pkg / "server" / "app.py",
+    }
+    assert _imports(modules)["kernel_lsp.server.app"] == {"kernel_lsp.api", "kernel_lsp.gpu"}
 
 
 @pytest.mark.parametrize("part", ["runner", "compile", "spec"])
