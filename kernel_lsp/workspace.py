@@ -336,6 +336,13 @@ class Workspace:
             session.close()
         return usable, reason
 
+    def gpu_session(self, path: str | None = None) -> Any:
+        """A GpuSession on this machine's GPU that `path`'s settings name (`gpu.device`; None:
+        the workspace's), opened on first use (the editor's FSR without the GPU feature)."""
+        from .gpu import GpuSession
+
+        return GpuSession(device=self.settings_for(path).gpu_device)
+
     def verify(
         self,
         session: Any,

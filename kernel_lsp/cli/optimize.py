@@ -24,11 +24,11 @@ from ..api.optimize import (
     STRATEGIES,
     OptimizeError,
     PrintObserver,
-    RunRequest,
     before_after_rows,
     run,
     unified_diff,
 )
+from ..api.optimize import request as optimize_request
 from ..api.sources import create_in_workspace, replace_file
 from .flags import add_backend_flags, backend_overrides
 from .spec import pick_kernel
@@ -174,11 +174,10 @@ def optimize_main(argv: list[str]) -> int:
             print(f"kernel-lsp optimize: {args.file}: {why}", file=sys.stderr)
             return EXIT_FAILED
         kernel_name = kernel.name
-    req = RunRequest(
-        path=path,
-        kernel=kernel_name,
-        settings=(engine := _engine(path, args)).settings_for(path),
-        engine=engine,
+    req = optimize_request(
+        _engine(path, args),
+        path,
+        kernel_name,
         source=started_with,
         proposer=args.proposer,
         rounds=args.rounds,

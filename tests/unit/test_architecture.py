@@ -5,6 +5,8 @@ through the layers, only the server knows LSP, the front ends stay apart."""
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -286,3 +288,36 @@ def test_request_handlers_are_functions_of_a_snapshot_not_of_the_server():
         [function] = [f for f in _top_level_functions(REQUESTS / f"{module}.py") if f.name == handler]
         first = function.args.args[0].annotation
         assert first is not None and ast.unparse(first) == "DocumentSnapshot", f"{module}.{handler}"
+
+
+def _diagram_rows() -> list[tuple[str, set[str]]]:
+    """ARCHITECTURE.md's layer diagram: each row's label and the parts it names, top first."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    rows: list[tuple[str, list[str]]] = []
+    for line in block.strip("\n").splitlines():
+        if line[:1].strip():
+            label, _, rest = line.partition("   ")
+            rows.append((label.strip(), [rest]))
+        elif rows:
+            rows[-1][1].append(line)
+    out = []
+    for label, lines in rows:
+        body = re.sub(r"\([^)]*\)", " ", " ".join(lines))  # what a part holds, in parentheses
+        names = set()
+        for token in re.split(r"[\s,·]+", body):
+            token = token.removeprefix("kernel_lsp/").rstrip("/").removesuffix(".py")
+            if token:
+                names.add(token)
+        out.append((label, names))
+    return out
+
+
+def test_the_layer_diagram_agrees_with_the_layers():
+    rows = _diagram_rows()
+    named = [name for _, names in rows for name in names]
+    assert sorted(set(named) - set(LAYERS)) == [], "the diagram names a part LAYERS does not know"
+    assert sorted(set(LAYERS) - set(named)) == [], "a part of LAYERS is missing from the diagram"
+    assert len(named) == len(set(named)), "a part in two rows"
+    for (upper, above), (lower, below) in itertools.pairwise(rows):
+        assert min(LAYERS[n] for n in above) >= max(LAYERS[n] for n in below), (upper, lower)

@@ -222,3 +222,37 @@ def test_a_fifo_as_a_baseline_is_an_error_not_a_hang(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(OSError, match="FIFO"):
         read_text_file(str(fifo))
+
+
+# --- one per-file settings rule for every front end ------------------------------------------------
+
+
+def test_every_front_end_asks_fsr_with_the_files_own_settings(tmp_path):
+    """The editor's Optimize and `kernel-lsp optimize` build their RunRequest through
+    api.optimize.request: the settings of the file (its own pyproject.toml under the front
+    end's), not the workspace root's, and the same Workspace as the engine."""
+    from kernel_lsp.api.optimize import request
+
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\ndefines = ["ROOT=1"]\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text('[tool.kernel-lsp]\ndefines = ["SUB=1"]\n')
+    cu = sub / "k.cu"
+    cu.write_text("__global__ void k() {}\n")
+    editor = Workspace({"gpu.enabled": False}, str(tmp_path))  # as the server builds it
+    cli = Workspace({})  # as the CLI builds it
+    for workspace in (editor, cli):
+        req = request(workspace, str(cu), "k", source=cu.read_text())
+        assert req.settings.defines == ("SUB=1",)
+        assert req.engine is workspace and req.settings == workspace.settings_for(str(cu))
+    assert editor.settings.defines == ("ROOT=1",)  # what the editor passed before
+
+
+def test_the_server_asks_the_workspace_for_its_fsr_request_and_session():
+    """No front end builds a RunRequest or a GpuSession itself."""
+    found = []
+    for path in sorted((PACKAGE / "server").rglob("*.py")) + sorted((PACKAGE / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("RunRequest", "GpuSession"):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == []

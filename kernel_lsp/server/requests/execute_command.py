@@ -79,9 +79,7 @@ def _session(ls) -> Any:
         return shared
     state = _state(ls)
     if state.session is None and not _test_evaluator():
-        from ...api.gpu import GpuSession
-
-        state.session = GpuSession(device=ls.settings.gpu_device)
+        state.session = ls.engine.gpu_session()
     return state.session
 
 
@@ -125,7 +123,8 @@ def register(server) -> None:
 
     @server.command(OPTIMIZE_COMMAND)
     async def optimize(ls, *args) -> dict[str, Any]:
-        from kernel_lsp.api.optimize import OptimizeError, RunRequest, run
+        from kernel_lsp.api.optimize import OptimizeError, run
+        from kernel_lsp.api.optimize import request as optimize_request
 
         parsed = uri_and_kernel(args)
         if parsed is None:
@@ -185,11 +184,11 @@ def register(server) -> None:
                     types.WorkDoneProgressReport(message=f"{event.headline}: {event.message}"),
                 )
 
-        req = RunRequest(
-            path=path,
-            kernel=kernel,
-            settings=ls.settings,
-            engine=ls.engine,
+        # The file's own settings (its pyproject.toml under the editor's), as the CLI's.
+        req = optimize_request(
+            ls.engine,
+            path,
+            kernel,
             source=source,
             spec_source=spec_doc.source if spec_doc is not None else None,
             workspace=ls.root_path() or os.path.dirname(path),
