@@ -22,8 +22,11 @@ class CheckStatus(str, enum.Enum):
     """A GPU check's verdict (`KernelCheck.status`). A str: it prints, compares and serialises
     (JSON, SARIF, the editor) as the word it was before it was typed."""
 
-    __str__ = str.__str__
-    __format__ = str.__format__
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self.value), format_spec)
 
     OK = "ok"
     FAILED = "failed"  # ran, and a case did not verify
