@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
+from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup
@@ -214,16 +214,21 @@ class Workspace:
 
     def archs(self, path: str, source: str | None = None) -> list[str]:
         settings = self.settings_for(path)
-        return settings.archs(file_flags(path, source or "", settings).flags)
+        found, _ = file_options(path, source or "", settings, self.root)
+        return settings.archs(found.flags)
 
     def compile_options(
-        self, path: str, arch: str | None = None, source: str | None = None
+        self, path: str, arch: str | None = None, source: str | None = None, includer: str | None = None
     ) -> CompileOptions:
-        """The options `path` compiles with for `arch` (default: its first arch). `source`: the
-        file's text, to see that it is a PyTorch extension (its include folders)."""
+        """The options `path` compiles with for `arch` (default: its first arch), as its check
+        compiles it (check.file_options: the same recipe). `source`: the file's text, to see that
+        it is a PyTorch extension (its include folders); `includer`: for a header, the file whose
+        compile_commands.json entry it borrows."""
         settings = self.settings_for(path)
-        flags = file_flags(path, source or "", settings).flags
-        return settings.compile_options(arch or settings.archs(flags)[0], self.root, flags)
+        found, options = file_options(path, source or "", settings, self.root, includer=includer)
+        if arch is None:
+            return options[0]
+        return settings.compile_options(arch, self.root, found.flags)
 
     def device_options(self, path: str, device: Any, source: str | None = None) -> CompileOptions:
         """compile_options for a GPU's exact arch (an `a` variant such as sm_90a is kept)."""
