@@ -29,7 +29,7 @@ from .check import FileCheck, Includer, check_bytes, check_path, file_options, f
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup
-from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
+from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .model import CompileResult, Diagnostic
 
 if TYPE_CHECKING:  # the spec package (numpy) loads where a spec is read, not in every worker
@@ -128,20 +128,23 @@ def launched_kernels(
 
 
 class Workspace:
-    """`overrides`: the front end's settings as a raw object (the editor's `kernelLsp` section, or
-    the CLI's flags in the same shape); `root`: the workspace folder (relative include folders of
+    """`overrides`: the front end's settings, parsed by the front end (`config.parse_overrides`
+    of the editor's `kernelLsp` section, or of the CLI's flags in the same shape; a raw object is
+    parsed here), laid over each file's own settings; `root`: the workspace folder (relative include folders of
     the editor's settings are relative to it); `config`: a pyproject.toml to use for every file
     instead of each file's nearest one (`--config`); `base`: settings to start from instead of
     reading any pyproject.toml (`Workspace.fixed`, for callers that already hold Settings)."""
 
     def __init__(
         self,
-        overrides: Mapping[str, Any] | None = None,
+        overrides: SettingsOverrides | Mapping[str, Any] | None = None,
         root: str | None = None,
         config: str | None = None,
         base: Settings | None = None,
     ) -> None:
-        self.overrides: dict[str, Any] = dict(overrides or {})
+        # The front ends parse their settings (config.parse_overrides) and hand them over typed; a
+        # raw mapping (tests, scripts) is parsed here, once.
+        self.overrides = overrides if isinstance(overrides, SettingsOverrides) else parse_overrides(overrides)
         self.root = os.path.abspath(root) if root else None
         self.config = os.path.abspath(config) if config else None
         self.base = base
@@ -158,8 +161,7 @@ class Workspace:
         self._settings = {}
 
     def __repr__(self) -> str:  # the cache keys of checks hold it; never the API key
-        safe = {k: v for k, v in self.overrides.items() if "apiKey" not in k and "api_key" not in k}
-        return f"Workspace(root={self.root!r}, config={self.config!r}, overrides={safe!r})"
+        return f"Workspace(root={self.root!r}, config={self.config!r}, overrides={self.overrides!r})"
 
     # --- settings -------------------------------------------------------------------------------
 
@@ -199,7 +201,7 @@ class Workspace:
             base, problems = settings_from_pyproject(pyproject)
         else:
             base, problems = self.base or Settings(), []
-        settings, more = settings_from_dict(self.overrides, base)
+        settings, more = self.overrides.apply(base)
         if not base.runs_specs:  # a repository may keep its specs from running, never the reverse
             settings = replace(settings, specs_run="never")
         with self._lock:
@@ -208,7 +210,7 @@ class Workspace:
 
     def with_overrides(self, **changes: Any) -> Workspace:
         """The same workspace with some settings changed (CLI flags such as --no-gpu)."""
-        return Workspace({**self.overrides, **changes}, self.root, self.config, self.base)
+        return Workspace(self.overrides.merged(parse_overrides(changes)), self.root, self.config, self.base)
 
     # --- compile options --------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from ..compile.files import read_text_file, read_text_prefix
 from ..compile.jobs import JobFailed, WorkerPool, run_jobs
 from ..compile.options import CompileOptions, cuda_include_dirs
 from ..compile.versions import CudaVersions, cuda_versions
-from ..config import Settings
+from ..config import Settings, SettingsOverrides, parse_overrides
 from ..workspace import CheckRequest, Workspace
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "JobFailed",
     "Lookup",
     "Settings",
+    "SettingsOverrides",
     "WorkerPool",
     "Workspace",
     "archs_checked",
@@ -58,6 +59,7 @@ __all__ = [
     "job_deadline",
     "lean_analyze",
     "local_gpu_arch",
+    "parse_overrides",
     "project_include_dirs",
     "rank_includers",
     "read_source",

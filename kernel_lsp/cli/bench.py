@@ -206,6 +206,7 @@ def bench_main(
 def _workspace(args: argparse.Namespace):
     """The Workspace of the run: each file's settings under the flags (-I, -D, --backend,
     --ray-address, --device)."""
+    from kernel_lsp.api.checks import parse_overrides
     from kernel_lsp.workspace import Workspace
 
     from .flags import backend_overrides
@@ -217,7 +218,7 @@ def _workspace(args: argparse.Namespace):
         overrides["defines"] = list(args.define)
     if args.device is not None:
         overrides["gpu.device"] = args.device
-    return Workspace(overrides)
+    return Workspace(parse_overrides(overrides))
 
 
 def launched_line(title: str, launched: list) -> str:

@@ -19,6 +19,7 @@ import time
 from kernel_lsp.api.sources import find_kernels
 from kernel_lsp.workspace import Workspace
 
+from ..api.checks import parse_overrides
 from ..api.optimize import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -99,7 +100,7 @@ def _engine(path: str, args: argparse.Namespace) -> Workspace:
         overrides["llm.baseUrl"] = args.base_url
     if args.gpus:
         overrides["gpu.devices"] = args.gpus
-    engine = Workspace(overrides)
+    engine = Workspace(parse_overrides(overrides))
     for problem in engine.problems(path):
         print(f"kernel-lsp: {problem}", file=sys.stderr)
     return engine

@@ -349,10 +349,12 @@ class KernelLanguageServer(LanguageServer):
         if raw is not None and not isinstance(raw, dict):
             self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
             raw = {}
+        from ..api.checks import parse_overrides
         from ..workspace import Workspace
 
         before = self.engine.settings
-        self.engine = Workspace(raw, self.root_path())
+        # The editor's settings parsed here, by the front end; the Workspace gets them typed.
+        self.engine = Workspace(parse_overrides(raw), self.root_path())
         settings = self.engine.settings
         for problem in self.engine.problems():
             self.show_warning(f"kernel-lsp: {origin}: {problem}")

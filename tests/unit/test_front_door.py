@@ -256,3 +256,40 @@ def test_the_server_asks_the_workspace_for_its_fsr_request_and_session():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("RunRequest", "GpuSession"):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []
+
+
+# --- settings parsed by the front ends, typed into the Workspace -----------------------------------
+
+
+def test_the_front_ends_hand_the_workspace_parsed_settings(tmp_path):
+    from kernel_lsp.config import SettingsOverrides, parse_overrides
+
+    raw = {"kernelLsp": {"defines": ["A=1"], "arch": 7, "nope": 1, "llm.apiKey": "sk-x"}}
+    parsed = parse_overrides(raw)
+    assert isinstance(parsed, SettingsOverrides)
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\narch = ["sm_80"]\n')
+    cu = tmp_path / "k.cu"
+    workspace = Workspace(parsed)
+    settings = workspace.settings_for(str(cu))
+    assert settings.defines == ("A=1",) and settings.arch == ("sm_80",)  # the file's own kept
+    problems = workspace.problems(str(cu))
+    assert "unknown setting `nope`" in problems
+    # A value of the wrong type is worded with the value the file keeps (its pyproject.toml's).
+    assert any(p.startswith("setting `arch`:") and p.endswith("keeping ('sm_80',)") for p in problems)
+    assert "sk-x" not in repr(workspace)
+    # The same as a raw mapping parsed by the Workspace (tests and scripts still pass one).
+    assert Workspace(parsed).settings_for(str(cu)) == Workspace(raw).settings_for(str(cu))
+    # A flag over the settings: merged, later wins.
+    assert workspace.with_overrides(defines=["B=2"]).settings_for(str(cu)).defines == ("B=2",)
+
+
+def test_no_front_end_hands_the_workspace_a_raw_settings_object():
+    """cli/ and server/ construct a Workspace only from parse_overrides' result."""
+    found = []
+    for path in sorted((PACKAGE / "server").rglob("*.py")) + sorted((PACKAGE / "cli").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Workspace" and node.args:
+                first = node.args[0]
+                if not (isinstance(first, ast.Call) and getattr(first.func, "id", None) == "parse_overrides"):
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == []
