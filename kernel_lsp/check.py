@@ -7,7 +7,15 @@ import fnmatch
 import os
 from dataclasses import dataclass, field, replace
 
-from .compile import JOB_TIMEOUT_S, SKIPPED, compile_front_end, compile_source, decode_source, read_source
+from .compile import (
+    JOB_TIMEOUT_S,
+    SKIPPED,
+    CompileOptions,
+    compile_front_end,
+    compile_source,
+    decode_source,
+    read_source,
+)
 from .compile.compile_commands import (
     CommandFlags,
     Database,
@@ -268,6 +276,22 @@ class FileFlags:
     blocking: Diagnostic | None = None
 
 
+def file_options(
+    path: str,
+    source: str,
+    settings: Settings,
+    base_dir: str | None = None,
+    project: Lookup | None = None,
+    includer: str | None = None,
+) -> tuple[FileFlags, list[CompileOptions]]:
+    """The one recipe of a file's options, for every front end (the Workspace's compile options,
+    the checks): its project flags (a header's from its includer, `file_flags`), the archs those
+    and the settings name, and the CompileOptions for each, first arch first."""
+    found = file_flags(path, source, settings, base_dir, project, includer)
+    flags = found.flags
+    return found, [settings.compile_options(arch, base_dir, flags) for arch in settings.archs(flags)]
+
+
 def file_flags(
     path: str,
     source: str,
@@ -322,11 +346,9 @@ def compile_all_archs(
     settings; a database that cannot be used is one warning at the top of the file. A file
     without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
     the first arch only (None when NVRTC compiles the file)."""
-    found = file_flags(path, source, settings, base_dir, project, includer)
+    found, options = file_options(path, source, settings, base_dir, project, includer)
     if found.blocking is not None:
         return FileCheck(path, [found.blocking], checked=False)
-    flags = found.flags
-    options = [settings.compile_options(arch, base_dir, flags) for arch in settings.archs(flags)]
     if front_end:
         first = compile_front_end(source, path, options[0])
         if first is None or first.stage == SKIPPED or first.cancelled:

@@ -14,38 +14,22 @@ from dataclasses import replace
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
 from .compile.compile_commands import Lookup
-from .workspace import Workspace
+from .workspace import CheckRequest, Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
 # library, shared between workers but counted in each one's RSS).
 WORKER_MIB = 130
 
 
-def check_job(
-    text: str | None,
-    path: str,
-    workspace: Workspace,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    project: Lookup | None = None,
-    cancel_token: str | None = None,
-) -> FileCheck:
-    with cancel_scope(cancel_token):
-        return lean(workspace.analyze(path, text, spec_text, includers, project))
+def check_job(request: CheckRequest, workspace: Workspace) -> FileCheck:
+    with cancel_scope(request.cancel_token):
+        return lean(workspace.check(request))
 
 
-def front_end_job(
-    text: str | None,
-    path: str,
-    workspace: Workspace,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    project: Lookup | None = None,
-    cancel_token: str | None = None,
-) -> FileCheck | None:
+def front_end_job(request: CheckRequest, workspace: Workspace) -> FileCheck | None:
     """The first phase of an nvcc file's check (None: nothing quicker than the full check)."""
-    with cancel_scope(cancel_token):
-        check = workspace.first_look(path, text, spec_text, includers, project)
+    with cancel_scope(request.cancel_token):
+        check = workspace.first_look_at(request)
     return lean(check) if check is not None else None
 
 

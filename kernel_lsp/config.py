@@ -234,14 +234,44 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
-    """Apply a settings object (camelCase, nested or dotted; a `kernelLsp` wrapper is allowed)."""
-    settings = base or Settings()
-    problems: list[str] = []
+@dataclass(frozen=True)
+class SettingsOverrides:
+    """A front end's settings, parsed once by the front end (the editor's `kernelLsp` section, the
+    CLI's flags in the same shape): the Settings fields they set, each value coerced, and what
+    could not be read. The Workspace lays them over each file's own settings (`apply`)."""
+
+    changes: tuple[tuple[str, Any], ...] = ()  # (Settings field, value), in the order given
+    # What could not be read, in order: a message, or (key, field, error) for a value of the
+    # wrong type, worded with the value kept (which depends on the file's own settings).
+    problems: tuple[str | tuple[str, str, str], ...] = ()
+
+    def apply(self, base: Settings) -> tuple[Settings, list[str]]:
+        """`base` with these settings over it, and the problems in words."""
+        problems = [
+            p if isinstance(p, str) else f"setting `{p[0]}`: {p[2]}; keeping {getattr(base, p[1])!r}"
+            for p in self.problems
+        ]
+        return replace(base, **dict(self.changes)), problems
+
+    def merged(self, later: SettingsOverrides) -> SettingsOverrides:
+        """These settings with `later`'s over them (a CLI flag over the command's settings)."""
+        changes = dict(self.changes)
+        changes.update(later.changes)
+        return SettingsOverrides(tuple(changes.items()), self.problems + later.problems)
+
+    def __repr__(self) -> str:  # cache keys hold it (through the Workspace's): never the API key
+        shown = [(k, "<set>" if k == "llm_api_key" and v else v) for k, v in self.changes]
+        return f"SettingsOverrides({shown!r})"
+
+
+def parse_overrides(raw: Any) -> SettingsOverrides:
+    """Read a settings object (camelCase, nested or dotted; a `kernelLsp` wrapper is allowed):
+    the front ends' one parser of their settings. Never raises: what cannot be read is a problem."""
+    problems: list[str | tuple[str, str, str]] = []
     if raw is None:
-        return settings, problems
+        return SettingsOverrides()
     if not isinstance(raw, dict):
-        return settings, [f"settings must be an object, got {type(raw).__name__}"]
+        return SettingsOverrides((), (f"settings must be an object, got {type(raw).__name__}",))
     if isinstance(raw.get("kernelLsp"), dict):
         raw = raw["kernelLsp"]
     types = {f.name: f.type for f in fields(Settings)}
@@ -271,7 +301,7 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
         try:
             changes[name] = _coerce(name, value)
         except (TypeError, ValueError) as e:
-            problems.append(f"setting `{key}`: {e}; keeping {getattr(settings, name)!r}")
+            problems.append((key, name, str(e)))
             continue
         if name in _CODE_LISTS:  # a selector that matches no code is a typo: say so, leave it out
             unknown = unknown_selectors(changes[name])
@@ -281,7 +311,12 @@ def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings
             refused = [p for d in changes[name] if (p := define_problem(d))]
             problems += [f"setting `{key}`: {p}; left out" for p in refused]
             changes[name] = tuple(d for d in changes[name] if define_problem(d) is None)
-    return replace(settings, **changes), problems
+    return SettingsOverrides(tuple(changes.items()), tuple(problems))
+
+
+def settings_from_dict(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
+    """Apply a settings object (camelCase, nested or dotted; a `kernelLsp` wrapper is allowed)."""
+    return parse_overrides(raw).apply(base or Settings())
 
 
 def _coerce(name: str, value: Any) -> Any:

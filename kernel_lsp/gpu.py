@@ -47,7 +47,7 @@ from kernel_lsp.evaluation.specs import (
 )
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 from kernel_lsp.host_entry import find_host_function
-from kernel_lsp.model import CompileResult, Diagnostic, Severity
+from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import ProfileReport, find_ncu
 from kernel_lsp.runner.sanitizer import TOOLS as SANITIZER_TOOLS
@@ -179,9 +179,7 @@ class GpuSession:
         dev = self.device
         if dev is None:
             return options
-        if options.arch.rstrip("af") != dev.arch:
-            options = replace(options, arch=dev.arch)
-        return options
+        return options.with_arch(dev.arch)
 
     def compile(self, source: str, path: str, options: Any = None) -> CompileResult:
         """compile_source (in a worker process) for this device's exact arch: what check and compare take."""
@@ -318,10 +316,16 @@ class GpuSession:
             return check
 
         if not self.available:
-            return done(KernelCheck(kernel or "", "unavailable", message=no_gpu_message(self.reason)))
+            return done(
+                KernelCheck(kernel or "", CheckStatus.UNAVAILABLE, message=no_gpu_message(self.reason))
+            )
         spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
         if spec is None:
-            status = "spec_error" if any(d.severity is Severity.ERROR for d in diags) else "no_spec"
+            status = (
+                CheckStatus.SPEC_ERROR
+                if any(d.severity is Severity.ERROR for d in diags)
+                else CheckStatus.NO_SPEC
+            )
             return done(
                 KernelCheck(
                     kernel or "", status, message=diags[0].message if diags else "", diagnostics=diags
@@ -333,18 +337,20 @@ class GpuSession:
         try:
             built, problems = self._built(source, path, spec, artifact, defines)
         except Exception as e:
-            return done(KernelCheck(kernel, "error", message=f"compile failed: {e}"))
+            return done(KernelCheck(kernel, CheckStatus.ERROR, message=f"compile failed: {e}"))
         if built is None:
-            status = "spec_error" if _in_spec(problems, spec) else "compile_error"
+            status = CheckStatus.SPEC_ERROR if _in_spec(problems, spec) else CheckStatus.COMPILE_ERROR
             if any((d.code or "").startswith("fence-") for d in problems):
-                status = "fenced"  # host code an LLM wrote that may not run
+                status = CheckStatus.FENCED  # host code an LLM wrote that may not run
             return done(KernelCheck(kernel, status, message=problems[0].message, diagnostics=problems))
         baseline = None
         if reference_outputs_from is None and spec.is_entry and spec.baseline:
             baseline, problems = self._entry_baseline(spec, path, artifact)
             if baseline is None:
                 return done(
-                    KernelCheck(kernel, "spec_error", message=problems[0].message, diagnostics=problems)
+                    KernelCheck(
+                        kernel, CheckStatus.SPEC_ERROR, message=problems[0].message, diagnostics=problems
+                    )
                 )
         if reference_outputs_from is not None:
             ref_source, ref_artifact = (
@@ -354,7 +360,9 @@ class GpuSession:
             )
             baseline, _ = self._built(ref_source, path, spec, ref_artifact, defines)
             if baseline is None:
-                return done(KernelCheck(kernel, "error", message="the original kernel does not build"))
+                return done(
+                    KernelCheck(kernel, CheckStatus.ERROR, message="the original kernel does not build")
+                )
         return done(self.backend.check(spec, spec_source, built, measure, baseline, on_progress))
 
     def _entry_baseline(
@@ -363,8 +371,7 @@ class GpuSession:
         """The spec's baseline file (the user's own original) built like the file it checks."""
         baseline_path = spec.baseline_path() or ""
         try:
-            with open(baseline_path, encoding="utf-8") as f:
-                text = f.read()
+            text = read_text_file(baseline_path)  # regular, bounded, never blocking on a FIFO
         except OSError as e:
             message = f"baseline {spec.baseline}: {e}"
             return None, [
@@ -615,7 +622,9 @@ def check_file(
     loaded = load_specs_isolated(spec_path, spec_source)
     if not loaded.ok:
         first = next(d for d in loaded.diagnostics if d.severity is Severity.ERROR)
-        return [KernelCheck("", "spec_error", message=first.message, diagnostics=loaded.diagnostics)]
+        return [
+            KernelCheck("", CheckStatus.SPEC_ERROR, message=first.message, diagnostics=loaded.diagnostics)
+        ]
     if artifact is None and session.available and any(not s.is_entry for s in loaded.specs):
         artifact = session.compile(source, cu_path, compile_options)
     library = None

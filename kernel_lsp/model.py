@@ -18,6 +18,26 @@ class Severity(enum.IntEnum):
         return {4: "error", 3: "warning", 2: "info", 1: "hint"}[int(self)]
 
 
+class CheckStatus(str, enum.Enum):
+    """A GPU check's verdict (`KernelCheck.status`). A str: it prints, compares and serialises
+    (JSON, SARIF, the editor) as the word it was before it was typed."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self.value), format_spec)
+
+    OK = "ok"
+    FAILED = "failed"  # ran, and a case did not verify
+    UNAVAILABLE = "unavailable"  # no GPU answered
+    COMPILE_ERROR = "compile_error"
+    SPEC_ERROR = "spec_error"
+    NO_SPEC = "no_spec"
+    FENCED = "fenced"  # host code an LLM wrote that may not run
+    ERROR = "error"  # something else went wrong (the original does not build, ...)
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     """One finding. `line` and `col` are 1-based, as compilers print them; `end_col` is exclusive

@@ -23,14 +23,17 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .check import FileCheck, Includer, check_bytes, check_path, file_flags, front_end_check
+from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup
-from .config import Settings, find_pyproject, settings_from_dict, settings_from_pyproject
-from .model import CompileResult
+from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
+from .model import CompileResult, Diagnostic
+
+if TYPE_CHECKING:  # the spec package (numpy) loads where a spec is read, not in every worker
+    from .spec import SpecLoad
 
 _Log = Callable[[str], None]
 
@@ -41,6 +44,21 @@ def _stamp(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """One file to check, as a front end asks for it: `path`, the editor's `text` (None: the file
+    on disk), its spec's text (None: the spec on disk), the files that include it (a header is
+    checked as they see it), its compile_commands.json lookup when the front end has it (a worker
+    need not read the database itself), and the cancel token of the check (compile/cancel.py)."""
+
+    path: str
+    text: str | None = None
+    spec_text: str | None = None
+    includers: tuple[Includer, ...] = ()
+    project: Lookup | None = None
+    cancel_token: str | None = None
 
 
 @dataclass
@@ -110,20 +128,23 @@ def launched_kernels(
 
 
 class Workspace:
-    """`overrides`: the front end's settings as a raw object (the editor's `kernelLsp` section, or
-    the CLI's flags in the same shape); `root`: the workspace folder (relative include folders of
+    """`overrides`: the front end's settings, parsed by the front end (`config.parse_overrides`
+    of the editor's `kernelLsp` section, or of the CLI's flags in the same shape; a raw object is
+    parsed here), laid over each file's own settings; `root`: the workspace folder (relative include folders of
     the editor's settings are relative to it); `config`: a pyproject.toml to use for every file
     instead of each file's nearest one (`--config`); `base`: settings to start from instead of
     reading any pyproject.toml (`Workspace.fixed`, for callers that already hold Settings)."""
 
     def __init__(
         self,
-        overrides: Mapping[str, Any] | None = None,
+        overrides: SettingsOverrides | Mapping[str, Any] | None = None,
         root: str | None = None,
         config: str | None = None,
         base: Settings | None = None,
     ) -> None:
-        self.overrides: dict[str, Any] = dict(overrides or {})
+        # The front ends parse their settings (config.parse_overrides) and hand them over typed; a
+        # raw mapping (tests, scripts) is parsed here, once.
+        self.overrides = overrides if isinstance(overrides, SettingsOverrides) else parse_overrides(overrides)
         self.root = os.path.abspath(root) if root else None
         self.config = os.path.abspath(config) if config else None
         self.base = base
@@ -140,8 +161,7 @@ class Workspace:
         self._settings = {}
 
     def __repr__(self) -> str:  # the cache keys of checks hold it; never the API key
-        safe = {k: v for k, v in self.overrides.items() if "apiKey" not in k and "api_key" not in k}
-        return f"Workspace(root={self.root!r}, config={self.config!r}, overrides={safe!r})"
+        return f"Workspace(root={self.root!r}, config={self.config!r}, overrides={self.overrides!r})"
 
     # --- settings -------------------------------------------------------------------------------
 
@@ -181,7 +201,7 @@ class Workspace:
             base, problems = settings_from_pyproject(pyproject)
         else:
             base, problems = self.base or Settings(), []
-        settings, more = settings_from_dict(self.overrides, base)
+        settings, more = self.overrides.apply(base)
         if not base.runs_specs:  # a repository may keep its specs from running, never the reverse
             settings = replace(settings, specs_run="never")
         with self._lock:
@@ -190,29 +210,31 @@ class Workspace:
 
     def with_overrides(self, **changes: Any) -> Workspace:
         """The same workspace with some settings changed (CLI flags such as --no-gpu)."""
-        return Workspace({**self.overrides, **changes}, self.root, self.config, self.base)
+        return Workspace(self.overrides.merged(parse_overrides(changes)), self.root, self.config, self.base)
 
     # --- compile options --------------------------------------------------------------------------
 
     def archs(self, path: str, source: str | None = None) -> list[str]:
         settings = self.settings_for(path)
-        return settings.archs(file_flags(path, source or "", settings).flags)
+        found, _ = file_options(path, source or "", settings, self.root)
+        return settings.archs(found.flags)
 
     def compile_options(
-        self, path: str, arch: str | None = None, source: str | None = None
+        self, path: str, arch: str | None = None, source: str | None = None, includer: str | None = None
     ) -> CompileOptions:
-        """The options `path` compiles with for `arch` (default: its first arch). `source`: the
-        file's text, to see that it is a PyTorch extension (its include folders)."""
+        """The options `path` compiles with for `arch` (default: its first arch), as its check
+        compiles it (check.file_options: the same recipe). `source`: the file's text, to see that
+        it is a PyTorch extension (its include folders); `includer`: for a header, the file whose
+        compile_commands.json entry it borrows."""
         settings = self.settings_for(path)
-        flags = file_flags(path, source or "", settings).flags
-        return settings.compile_options(arch or settings.archs(flags)[0], self.root, flags)
+        found, options = file_options(path, source or "", settings, self.root, includer=includer)
+        if arch is None:
+            return options[0]
+        return settings.compile_options(arch, self.root, found.flags)
 
     def device_options(self, path: str, device: Any, source: str | None = None) -> CompileOptions:
         """compile_options for a GPU's exact arch (an `a` variant such as sm_90a is kept)."""
-        options = self.compile_options(path, None, source)
-        if device is not None and options.arch.rstrip("af") != device.arch:
-            options = replace(options, arch=device.arch)
-        return options
+        return self.compile_options(path, None, source).with_arch(device.arch if device else None)
 
     # --- analysis (no GPU) ------------------------------------------------------------------------
 
@@ -235,6 +257,16 @@ class Workspace:
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
         return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
+
+    def check(self, request: CheckRequest) -> FileCheck:
+        """`analyze` for a CheckRequest (the server's save walk, the CLI's workers)."""
+        r = request
+        return self.analyze(r.path, r.text, r.spec_text, r.includers, r.project)
+
+    def first_look_at(self, request: CheckRequest) -> FileCheck | None:
+        """`first_look` for a CheckRequest."""
+        r = request
+        return self.first_look(r.path, r.text, r.spec_text, r.includers, r.project)
 
     def reported(self, check: FileCheck) -> FileCheck:
         """`check` with only the findings its file's `select`/`ignore` keep (kernel_lsp/codes.py),
@@ -263,6 +295,21 @@ class Workspace:
             return None
         found = front_end_check(source, path, settings, self.root, spec_text, includers, project)
         return self.reported(found) if found is not None else None
+
+    # --- files ------------------------------------------------------------------------------------
+
+    def read(self, path: str) -> tuple[str | None, Diagnostic | None]:
+        """`path`'s text as every front end reads it (BOM dropped, bytes that are not UTF-8 as "?",
+        under its settings' size limit, never blocking on a FIFO), or None and why not."""
+        return read_source(path, self.settings_for(path).max_file_bytes)
+
+    def load_specs(self, path: str, spec_path: str | None = None, spec_text: str | None = None) -> SpecLoad:
+        """The specs of `path` (its sidecar, or `spec_path`), loaded in a worker under a deadline
+        (spec/isolated.py): a spec is the user's Python and never runs in a front end's process."""
+        from .spec import spec_path_for
+        from .spec.isolated import load_specs_isolated
+
+        return load_specs_isolated(spec_path or spec_path_for(path), spec_text)
 
     # --- GPUs -------------------------------------------------------------------------------------
 
@@ -295,6 +342,13 @@ class Workspace:
                 log(f"kernel-lsp: {gpu_label(session)} skipped: {no_gpu_message(session.reason)}")
             session.close()
         return usable, reason
+
+    def gpu_session(self, path: str | None = None) -> Any:
+        """A GpuSession on this machine's GPU that `path`'s settings name (`gpu.device`; None:
+        the workspace's), opened on first use (the editor's FSR without the GPU feature)."""
+        from .gpu import GpuSession
+
+        return GpuSession(device=self.settings_for(path).gpu_device)
 
     def verify(
         self,

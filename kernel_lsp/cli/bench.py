@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from kernel_lsp.stats import format_seconds
+from kernel_lsp.api.model import format_seconds
 
 EXIT_OK, EXIT_FAILED, EXIT_TOOL = 0, 1, 2
 
@@ -71,13 +71,13 @@ def bench_main(
         argv = list(argv_or_path)
     args = _parser().parse_args(argv)
 
-    from kernel_lsp.compile import read_source
-    from kernel_lsp.evaluation.choose import RayUnavailable
-    from kernel_lsp.gpu import no_gpu_message
-    from kernel_lsp.profile_text import profile_lines
-    from kernel_lsp.runner.timing import TimingSettings
-    from kernel_lsp.spec import spec_path_for
-    from kernel_lsp.spec.isolated import load_specs_isolated
+    from kernel_lsp.api.gpu import (
+        RayUnavailable,
+        TimingSettings,
+        no_gpu_message,
+        profile_lines,
+    )
+    from kernel_lsp.api.sources import spec_path_for
 
     from .formats import gpu_json
 
@@ -89,13 +89,16 @@ def bench_main(
         return EXIT_TOOL
 
     path = os.path.abspath(args.file)
-    source, problem = read_source(path)  # as --check reads it: BOM dropped, not-UTF-8 bytes as "?"
+    # The file's pyproject.toml and compile_commands.json under the flags, as --check, optimize
+    # and the editor see them: its compile options, and the evaluation backend it names.
+    workspace = _workspace(args)
+    source, problem = workspace.read(path)  # as --check reads it: BOM dropped, not-UTF-8 bytes as "?"
     if source is None:
         return tool_failed(f"{path}: {problem.message if problem else 'cannot read'}")
     spec_path = args.spec or spec_path_for(path)
     if not os.path.exists(spec_path):
         return tool_failed(no_spec_message(args.file, spec_path, source, args.kernel))
-    loaded = load_specs_isolated(spec_path)
+    loaded = workspace.load_specs(path, spec_path)
     for d in loaded.diagnostics:
         print(f"{d.path}:{d.line}:{d.col}: {d.severity.label}: {d.message}", file=sys.stderr)
     specs = [s for s in loaded.specs if args.kernel in (None, s.kernel, s.name)]
@@ -105,9 +108,6 @@ def bench_main(
         return tool_failed(f"no spec for kernel {args.kernel}")
 
     timing = TimingSettings(cold_l2=not args.warm_l2, budget_s=args.budget)
-    # The file's pyproject.toml and compile_commands.json under the flags, as --check, optimize
-    # and the editor see them: its compile options, and the evaluation backend it names.
-    workspace = _workspace(args)
     for line in workspace.problems(path):
         print(f"kernel-lsp: {line}", file=sys.stderr)
     try:
@@ -206,6 +206,7 @@ def bench_main(
 def _workspace(args: argparse.Namespace):
     """The Workspace of the run: each file's settings under the flags (-I, -D, --backend,
     --ray-address, --device)."""
+    from kernel_lsp.api.checks import parse_overrides
     from kernel_lsp.workspace import Workspace
 
     from .flags import backend_overrides
@@ -217,7 +218,7 @@ def _workspace(args: argparse.Namespace):
         overrides["defines"] = list(args.define)
     if args.device is not None:
         overrides["gpu.device"] = args.device
-    return Workspace(overrides)
+    return Workspace(parse_overrides(overrides))
 
 
 def launched_line(title: str, launched: list) -> str:
@@ -243,8 +244,8 @@ if __name__ == "__main__":
 
 def no_spec_message(file: str, spec_path: str, source: str, kernel: str | None) -> str:
     """No spec beside the file: what `kernel-lsp spec` command writes one."""
-    from kernel_lsp.entry_skeleton import launcher_entries
-    from kernel_lsp.source import find_kernels
+    from kernel_lsp.api.skeletons import launcher_entries
+    from kernel_lsp.api.sources import find_kernels
 
     entries = launcher_entries(source)
     if kernel is None and entries:

@@ -11,22 +11,23 @@ import difflib
 import os
 import sys
 
-from ..check import (
+from ..api.checks import (
     CUDA_SUFFIXES,
+    MAX_FILE_BYTES,
     FileCheck,
+    JobFailed,
     archs_checked,
     collect_files,
     failed_check,
     includers_for,
     job_deadline,
+    lean_analyze,
     report_once,
+    run_jobs,
 )
-from ..check_jobs import lean_analyze
-from ..codes import DESCRIPTIONS, unknown_selectors
-from ..compile import MAX_FILE_BYTES
-from ..compile.jobs import JobFailed, run_jobs
-from ..evaluation.pool import gpus_arg
-from ..spec import spec_path_for
+from ..api.gpu import gpus_arg
+from ..api.model import DESCRIPTIONS, unknown_selectors
+from ..api.sources import spec_path_for
 from ..workspace import Workspace
 from .flags import (
     EXIT_CLEAN,
@@ -70,8 +71,7 @@ def _load_the_rest() -> None:
     """What the checks and check_main need (numpy for specs and GPU verification: ~0.2 s), loaded
     before the workers fork: they inherit it, where they and this process each imported it
     before, and a one-file check costs what it did in process."""
-    from .. import gpu_check  # noqa: F401
-    from ..evaluation import choose  # noqa: F401
+    from ..api import gpu  # noqa: F401  (check's GPU pass, the backends)
     from . import formats  # noqa: F401
 
 
@@ -231,7 +231,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
-    from ..compile import check_arch, local_gpu_arch
+    from ..api.checks import check_arch, local_gpu_arch
 
     archs = settings.archs()
     bad_arch = [m for a in archs if (m := check_arch(a))]
@@ -276,9 +276,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
         print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    from ..evaluation.choose import RayUnavailable, wants_ray
-    from ..evaluation.local import fake_from_env
-    from ..gpu_check import mark_unverified, verify_checks
+    from ..api.gpu import RayUnavailable, fake_from_env, mark_unverified, verify_checks, wants_ray
 
     # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
     rest = _specs_read_only(checks, workspace, specs_asked)
@@ -290,7 +288,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         or local_gpu_arch()
         or fake_from_env()
     ):
-        from ..gpu import local_gpu_absence, no_gpu_message
+        from ..api.gpu import local_gpu_absence, no_gpu_message
 
         mark_unverified(rest, no_gpu_message(local_gpu_absence()))  # hover's and the editor's words
     elif stdin_text is not None:
@@ -306,7 +304,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     for c in checks:
         workspace.reported(c)
     report_once(checks)
-    from ..compile.versions import cuda_versions
+    from ..api.checks import cuda_versions
     from .formats import FORMATTERS, View
 
     errors = sum(c.errors for c in checks)
@@ -362,7 +360,7 @@ def _quiet(_line: str) -> None:
 def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) -> list[FileCheck]:
     """Mark the files whose specs were read and not run as unverified, saying why (once on
     stderr too); return the others, which a GPU may verify."""
-    from ..gpu_check import mark_unverified
+    from ..api.gpu import mark_unverified
 
     rest, reasons = [], set()
     for c in checks:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import Settings
+from ..api.checks import Settings, parse_overrides
 from ..workspace import Workspace
 from .exit_codes import EXIT_CLEAN as EXIT_CLEAN  # the commands import them from here
 from .exit_codes import EXIT_FINDINGS as EXIT_FINDINGS
@@ -102,7 +102,8 @@ def workspace_from_args(args: argparse.Namespace, anchor: str, **more: Any) -> t
     """The Workspace a command works in: each file's pyproject.toml (or `--config`'s), under the
     command's flags; and what could not be read there (for stderr)."""
     overrides = {**compile_overrides(args), **backend_overrides(args), **more}
-    workspace = Workspace(overrides, config=getattr(args, "config", None))
+    # The flags parsed here, by the front end, into typed settings (the Workspace never sees argparse).
+    workspace = Workspace(parse_overrides(overrides), config=getattr(args, "config", None))
     return workspace, workspace.problems(os.path.abspath(anchor))
 
 

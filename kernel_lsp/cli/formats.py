@@ -14,11 +14,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
-from ..check import FileCheck
-from ..codes import describe, rule_id
-from ..compile.versions import CudaVersions
-from ..host_launch.occupancy import occupancy_summary
-from ..model import Diagnostic, KernelResources, Severity, format_bytes
+from ..api.checks import CudaVersions, FileCheck
+from ..api.model import Diagnostic, KernelResources, Severity, describe, format_bytes, rule_id
+from ..api.sources import occupancy_summary
 
 
 def _rel(path: str) -> str:

@@ -16,14 +16,21 @@ import os
 import sys
 import time
 
-from kernel_lsp.source import find_kernels
+from kernel_lsp.api.sources import find_kernels
 from kernel_lsp.workspace import Workspace
 
-from ..optimizer.observers import PrintObserver
-from ..optimizer.report import before_after_rows, unified_diff
-from ..optimizer.session import OptimizeError, RunRequest, run
-from ..optimizer.strategies import DEFAULT_STRATEGY, STRATEGIES
-from ..safe_write import create_in_workspace, replace_file
+from ..api.checks import parse_overrides
+from ..api.optimize import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    OptimizeError,
+    PrintObserver,
+    before_after_rows,
+    run,
+    unified_diff,
+)
+from ..api.optimize import request as optimize_request
+from ..api.sources import create_in_workspace, replace_file
 from .flags import add_backend_flags, backend_overrides
 from .spec import pick_kernel
 
@@ -73,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
     add_backend_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    from kernel_lsp.evaluation.pool import gpus_arg
+    from kernel_lsp.api.gpu import gpus_arg
 
     p.add_argument(
         "--gpus",
@@ -93,7 +100,7 @@ def _engine(path: str, args: argparse.Namespace) -> Workspace:
         overrides["llm.baseUrl"] = args.base_url
     if args.gpus:
         overrides["gpu.devices"] = args.gpus
-    engine = Workspace(overrides)
+    engine = Workspace(parse_overrides(overrides))
     for problem in engine.problems(path):
         print(f"kernel-lsp: {problem}", file=sys.stderr)
     return engine
@@ -139,8 +146,8 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
 
 def _only_entry(path: str, source: str) -> str | None:
     """The entry a file's spec names, when it names exactly one (read as text)."""
-    from ..optimizer.entry import named_entries
-    from ..spec import spec_path_for
+    from ..api.optimize import named_entries
+    from ..api.sources import spec_path_for
 
     try:
         with open(spec_path_for(path), encoding="utf-8") as f:
@@ -168,11 +175,10 @@ def optimize_main(argv: list[str]) -> int:
             print(f"kernel-lsp optimize: {args.file}: {why}", file=sys.stderr)
             return EXIT_FAILED
         kernel_name = kernel.name
-    req = RunRequest(
-        path=path,
-        kernel=kernel_name,
-        settings=(engine := _engine(path, args)).settings_for(path),
-        engine=engine,
+    req = optimize_request(
+        _engine(path, args),
+        path,
+        kernel_name,
         source=started_with,
         proposer=args.proposer,
         rounds=args.rounds,

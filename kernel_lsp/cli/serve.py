@@ -54,7 +54,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from ..compile.versions import cuda_versions
+        from ..api.checks import cuda_versions
 
         print(f"kernel-lsp {__version__}\n{cuda_versions().describe()}", flush=True)
         parser.exit()

@@ -14,13 +14,24 @@ import argparse
 import os
 import sys
 
-from ..compile import read_source
-from ..entry_skeleton import entry_skeleton, launcher_entries
-from ..host_entry import find_host_function
-from ..safe_write import replace_file
-from ..skeleton import files_pipeline, launcher_pipelines, skeleton_for, spec_skeleton
-from ..source import KernelSignature, find_kernel, find_kernels, parse_directives
-from ..spec import spec_path_for
+from ..api.checks import read_source
+from ..api.skeletons import (
+    entry_skeleton,
+    files_pipeline,
+    launcher_entries,
+    launcher_pipelines,
+    skeleton_for,
+    spec_skeleton,
+)
+from ..api.sources import (
+    KernelSignature,
+    find_host_function,
+    find_kernel,
+    find_kernels,
+    parse_directives,
+    replace_file,
+    spec_path_for,
+)
 from .flags import doc_description
 
 EXIT_WRITTEN, EXIT_NOT_WRITTEN = 0, 2

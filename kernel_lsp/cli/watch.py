@@ -13,11 +13,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TextIO
 
-from ..check import FileCheck, failed_check
-from ..compile.jobs import JobFailed, WorkerPool
-from ..compile.versions import CudaVersions, cuda_versions
-from ..include_graph import IncludeGraph, normalize
-from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
+from ..api.checks import CudaVersions, FileCheck, JobFailed, WorkerPool, cuda_versions, failed_check
+from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher, is_cuda, normalize, plan_batch
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -40,7 +37,7 @@ class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
     def __init__(self, paths: list[str], workspace: Workspace, fmt: str, out: TextIO) -> None:
-        from ..check import collect_files
+        from ..api.checks import collect_files
 
         self.workspace = workspace
         self.settings = settings = workspace.settings_for(os.path.abspath(paths[0]))
@@ -51,7 +48,7 @@ class _WatchSession:
         self.files = {normalize(f) for f in files}
         self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
         self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
-        from ..check import project_include_dirs
+        from ..api.checks import project_include_dirs
 
         dirs = settings.compile_options(self.archs[0]).include_dirs if self.archs else ()
         roots = self.folders or sorted({os.path.dirname(p) for p in self.explicit})
@@ -93,7 +90,7 @@ class _WatchSession:
 
     def _includers(self, path: str) -> tuple:
         """The `.cu` a header is checked in the context of when it fails on its own."""
-        from ..check import rank_includers
+        from ..api.checks import rank_includers
 
         if path.endswith(".cu"):
             return ()
@@ -102,7 +99,7 @@ class _WatchSession:
 
     def shown_checks(self) -> list[FileCheck]:
         """The checks as --check prints them: a header's findings once, not once per includer."""
-        from ..check import report_once
+        from ..api.checks import report_once
 
         copies = [
             replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
@@ -177,7 +174,7 @@ class _WatchSession:
     def archs_used(self) -> list[str]:
         """The archs the files were checked for: a file with a compile_commands.json entry is
         checked for its database's, and the report names those, not the default."""
-        from ..check import archs_checked
+        from ..api.checks import archs_checked
 
         return archs_checked(list(self.state.values()), self.archs)
 

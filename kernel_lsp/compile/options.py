@@ -39,7 +39,12 @@ class CompileOptions:
     # is never cached).
     timeout_s: float | None = field(default=None, compare=False, repr=False)
 
-    def with_arch(self, arch: str) -> CompileOptions:
+    def with_arch(self, arch: str | None) -> CompileOptions:
+        """These options for a device of `arch` (None: as they are). The one rule for the device
+        arch: an `a`/`f` variant of that arch (sm_90a on an sm_90 device) is kept, any other arch
+        is replaced by the device's."""
+        if arch is None or self.arch.rstrip("af") == arch:
+            return self
         return replace(self, arch=arch)
 
 

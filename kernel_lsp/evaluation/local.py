@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.model import CheckStatus
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
@@ -221,11 +222,12 @@ class LocalBackend:
 
     @staticmethod
     def _compile_helper(source: str, arch: str) -> bytes | None:
-        """The backend's own measuring kernels (FP32 peak, stream bandwidth), built for this device."""
+        """The backend's own measuring kernels (FP32 peak, stream bandwidth), built for this device
+        in the shared compile worker: no compiler runs in the server's process."""
         try:
-            from kernel_lsp.compile import CompileOptions, compile_source
+            from kernel_lsp.compile import CompileOptions, compile_isolated
 
-            result = compile_source(source, "kernel_lsp_helper.cu", CompileOptions(arch=arch))
+            result = compile_isolated(source, "kernel_lsp_helper.cu", CompileOptions(arch=arch))
             return result.cubin if result.ok else None
         except Exception:
             return None
@@ -267,7 +269,7 @@ class LocalBackend:
         with self._lock:
             if not self.available:
                 return self._stamp(
-                    KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason))
+                    KernelCheck(spec.kernel, CheckStatus.UNAVAILABLE, message=no_gpu_message(self.reason))
                 )
             message: dict[str, Any] = {
                 "op": "check",
@@ -298,10 +300,14 @@ class LocalBackend:
             reply = self._request(message, blobs, on_progress)
         except WorkerHung as e:
             p = Problem("timeout", e.case, f"kernel {e}")
-            return KernelCheck(kernel, "failed", message=p.message, problems=[p], spec_name=spec.title)
+            return KernelCheck(
+                kernel, CheckStatus.FAILED, message=p.message, problems=[p], spec_name=spec.title
+            )
         except (WorkerDied, RuntimeError) as e:
             p = Problem("crash", getattr(e, "case", ""), str(e))
-            return KernelCheck(kernel, "failed", message=p.message, problems=[p], spec_name=spec.title)
+            return KernelCheck(
+                kernel, CheckStatus.FAILED, message=p.message, problems=[p], spec_name=spec.title
+            )
         problems = [Problem(**p) for p in reply.get("problems", [])]
         timings = [
             CaseTiming(
@@ -325,7 +331,7 @@ class LocalBackend:
         ok = not problems
         return KernelCheck(
             kernel,
-            "ok" if ok else "failed",
+            CheckStatus.OK if ok else CheckStatus.FAILED,
             ok=ok,
             message="" if ok else problems[0].message,
             problems=problems,

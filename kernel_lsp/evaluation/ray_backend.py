@@ -27,6 +27,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.model import CheckStatus
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.runner.timing import TimingSettings
@@ -191,7 +192,7 @@ class EvaluationActor:
         spec = self._spec(spec_path, spec_source, name)
         if spec is None:
             return self._stamp(
-                KernelCheck(name, "spec_error", message=f"the spec {spec_path} did not load on {self.host}")
+                KernelCheck(name, CheckStatus.SPEC_ERROR, message=f"the spec {spec_path} did not load on {self.host}")
             )
         return self._stamp(self._backend(judged).check(spec, spec_source, built, measure, baseline))
 
@@ -236,9 +237,10 @@ class EvaluationActor:
 
 
 def _read(path: str) -> str | None:
+    from kernel_lsp.compile.files import read_text_file
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        return read_text_file(path)  # regular, bounded, never blocking on a FIFO
     except OSError:
         return None
 
@@ -377,7 +379,7 @@ class RayBackend:
         with self._lock:
             if not self.available:
                 return self._stamp(
-                    KernelCheck(spec.kernel, "unavailable", message=no_gpu_message(self.reason))
+                    KernelCheck(spec.kernel, CheckStatus.UNAVAILABLE, message=no_gpu_message(self.reason))
                 )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
@@ -385,7 +387,7 @@ class RayBackend:
             if isinstance(result, str):
                 p = Problem("crash", "", result)
                 return self._stamp(
-                    KernelCheck(spec.kernel, "failed", message=result, problems=[p], spec_name=spec.title)
+                    KernelCheck(spec.kernel, CheckStatus.FAILED, message=result, problems=[p], spec_name=spec.title)
                 )
             return result
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernel_lsp.model import Diagnostic
+from kernel_lsp.model import CheckStatus, Diagnostic
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import OccupancyFigure, ProfileReport
 from kernel_lsp.runner.verify import Problem
@@ -44,7 +44,7 @@ class CaseTiming:
 @dataclass
 class KernelCheck:
     kernel: str
-    status: str  # ok, failed, unavailable, compile_error, spec_error, error
+    status: CheckStatus  # a plain word is read as its CheckStatus
     ok: bool = False
     message: str = ""
     problems: list[Problem] = field(default_factory=list)
@@ -64,6 +64,9 @@ class KernelCheck:
     host: str = ""
     device_index: int | None = None
     entry: bool = False  # `kernel` names a host entry (its own launches), not a kernel
+
+    def __post_init__(self) -> None:
+        self.status = CheckStatus(self.status)
 
     @property
     def headline(self) -> str:

@@ -13,7 +13,7 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import archs
@@ -82,9 +82,7 @@ class Evaluator(ABC):
 
     def compile_options(self) -> CompileOptions:
         hw = self.hardware()
-        if hw and self.options.arch.rstrip("af") != hw.arch:
-            return replace(self.options, arch=hw.arch)
-        return self.options
+        return self.options.with_arch(hw.arch if hw else None)
 
     # --- gate 1: the compiler (real for every evaluator) -------------------------------------------
 

@@ -34,16 +34,30 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, job_deadline, spec_owners
-from ..check_jobs import check_job, default_workers, front_end_job, warm_up
-from ..compile import header_stamps, include_closure
-from ..compile.cancel import cancel
-from ..compile.compile_commands import Lookup, database_stamp
-from ..compile.jobs import JobFailed, WorkerPool
-from ..config import Settings
-from ..model import Diagnostic, KernelResources
-from ..spec import spec_path_for
-from ..workspace import Workspace
+from ..api.checks import (
+    CUDA_SUFFIXES,
+    SPEC_SUFFIX,
+    FileCheck,
+    Includer,
+    JobFailed,
+    Lookup,
+    Settings,
+    WorkerPool,
+    cancel,
+    check_job,
+    database_stamp,
+    default_workers,
+    failed_check,
+    front_end_job,
+    header_stamps,
+    include_closure,
+    job_deadline,
+    spec_owners,
+    warm_up,
+)
+from ..api.model import Diagnostic, KernelResources
+from ..api.sources import spec_path_for
+from ..workspace import CheckRequest, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -288,7 +302,7 @@ class Analysis:
             token = self._new_token()
             self._inflight[path] = (snap, token)
             try:
-                job = (snap.text, path, workspace, spec_text, includers, project, token)
+                job = (CheckRequest(path, snap.text, spec_text, includers, project, token), workspace)
                 check = await self._compile(path, snap, settings, job, token)
             finally:
                 # The token file (created only by a cancel) stays until shutdown: a first phase
@@ -324,7 +338,7 @@ class Analysis:
         self._on_checked(path, check, snap)
 
     async def _compile(
-        self, path: str, snap: Snapshot, settings: Settings, job: tuple, token: str
+        self, path: str, snap: Snapshot, settings: Settings, job: tuple[CheckRequest, Workspace], token: str
     ) -> FileCheck | None:
         """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
         published as soon as it lands. None when a newer text cancelled it."""

@@ -6,6 +6,7 @@ engine's modules (the compilers' bindings, numpy) would double that wait."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import os
@@ -21,9 +22,8 @@ from .convert import to_lsp
 from .uris import path_to_uri, uri_to_path
 
 if TYPE_CHECKING:
-    from ..check import FileCheck
-    from ..config import Settings
-    from ..model import Diagnostic
+    from ..api.checks import FileCheck, Settings
+    from ..api.model import Diagnostic
     from ..workspace import Workspace
     from .analysis import Analysis, Snapshot
     from .gpu_feature import GpuFeature
@@ -44,6 +44,7 @@ class KernelLanguageServer(LanguageServer):
         self.device_name: str | None = None
         self.optimizing = False
         self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
+        self._publishes: dict[str, int] = {}  # path -> its latest publishDiagnostics' turn
         # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
         self.after_check_hooks: list = []
         # Features that start after `initialized` (async, no arguments) and stop on `shutdown`.
@@ -186,7 +187,7 @@ class KernelLanguageServer(LanguageServer):
         alone (a cloned repository would run its code on open)."""
         if not self.engine.settings_for(path).runs_specs:
             return False
-        from ..spec import spec_path_for
+        from ..api.sources import spec_path_for
 
         return path in self.acted_on or spec_path_for(path) in self.acted_on
 
@@ -236,7 +237,7 @@ class KernelLanguageServer(LanguageServer):
     def _document_snapshot(
         self, uri: str, path: str, check: FileCheck | None, with_spec_text: bool = False
     ) -> DocumentSnapshot:
-        from ..spec import spec_path_for
+        from ..api.sources import spec_path_for
         from .snapshot import DocumentSnapshot
 
         text, version, unreadable = self._document_text(uri, path)
@@ -264,7 +265,7 @@ class KernelLanguageServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri) or self.open_document(path)
         if doc is not None:
             return doc.source, doc.version, None
-        from ..compile.files import read_text_file
+        from ..api.checks import read_text_file
 
         try:
             return read_text_file(path), None, None
@@ -291,12 +292,36 @@ class KernelLanguageServer(LanguageServer):
             if caps and caps.diagnostics and caps.diagnostics.refresh_support:
                 self.workspace_diagnostic_refresh(None)
             return
+        # Each publish of a path supersedes the ones before it, also those still reading lines.
+        self._publishes[path] = turn = self._publishes.get(path, 0) + 1
         doc = self.open_document(path)
-        lines = doc.lines if doc is not None else _read_lines(path)
+        if doc is not None:
+            self._send_diagnostics(path, diagnostics, doc.lines, doc.version)
+            return
+        # A file the editor has not opened (a header a check reached): its lines (for the ranges
+        # of whole-line findings) are read off the event loop, which never reads a file.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop in this thread: nothing to keep from blocking
+            self._send_diagnostics(path, diagnostics, _read_lines(path), None)
+            return
+        read = loop.run_in_executor(None, _read_lines, path)
+
+        def send(done: asyncio.Future) -> None:
+            if self._publishes.get(path) != turn or done.cancelled():
+                return  # a newer publish of the path went out meanwhile
+            lines = done.result() if done.exception() is None else None
+            self._send_diagnostics(path, diagnostics, lines, None)
+
+        read.add_done_callback(send)
+
+    def _send_diagnostics(
+        self, path: str, diagnostics: list[Diagnostic], lines: list[str] | None, version: int | None
+    ) -> None:
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
                 uri=path_to_uri(path),
-                version=doc.version if doc is not None else None,
+                version=version,
                 diagnostics=self.lsp_diagnostics(path, diagnostics, lines),
             )
         )
@@ -324,14 +349,16 @@ class KernelLanguageServer(LanguageServer):
         if raw is not None and not isinstance(raw, dict):
             self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
             raw = {}
+        from ..api.checks import parse_overrides
         from ..workspace import Workspace
 
         before = self.engine.settings
-        self.engine = Workspace(raw, self.root_path())
+        # The editor's settings parsed here, by the front end; the Workspace gets them typed.
+        self.engine = Workspace(parse_overrides(raw), self.root_path())
         settings = self.engine.settings
         for problem in self.engine.problems():
             self.show_warning(f"kernel-lsp: {origin}: {problem}")
-        from ..compile import check_arch
+        from ..api.checks import check_arch
 
         for arch in settings.archs():
             if message := check_arch(arch):
@@ -363,7 +390,7 @@ class KernelLanguageServer(LanguageServer):
 
 
 def _read_lines(path: str) -> list[str] | None:
-    from ..compile.files import MAX_FILE_BYTES, read_text_prefix
+    from ..api.checks import MAX_FILE_BYTES, read_text_prefix
 
     text = read_text_prefix(path, MAX_FILE_BYTES)  # never blocks on a FIFO
     return text.splitlines(keepends=True) if text is not None else None

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..advice import for_editor
-from ..model import Diagnostic, Severity
+from ..api.model import Diagnostic, Severity, for_editor
 from .uris import path_to_uri
 
 _SEVERITY = {

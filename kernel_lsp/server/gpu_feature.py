@@ -11,10 +11,9 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-from ..compile.files import read_text_file
-from ..evaluation.pool import BackendPool, parse_gpus
-from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
-from ..spec import spec_path_for
+from ..api.checks import read_text_file
+from ..api.gpu import GPU_OFF_IN_EDITOR, BackendPool, GpuSession, KernelCheck, no_gpu_message, parse_gpus
+from ..api.sources import spec_path_for
 
 log = logging.getLogger(__name__)
 

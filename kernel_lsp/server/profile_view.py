@@ -7,10 +7,8 @@ import os
 
 from lsprotocol import types
 
-from ..profile_text import memory_text, sol_text, stall_text
-from ..runner.hot_lines import HotLine
-from ..runner.profile import ProfileReport
-from ..stats import format_seconds
+from ..api.gpu import HotLine, ProfileReport, memory_text, sol_text, stall_text
+from ..api.model import format_seconds
 
 
 def profile_markdown(report: ProfileReport, hot: int = 5) -> str:

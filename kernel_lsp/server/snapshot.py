@@ -10,10 +10,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: the GPU and check modules load with the engine, after start-up
-    from ..check import FileCheck
-    from ..gpu import KernelCheck
-    from ..model import KernelResources
-    from ..runner.hot_lines import HotLine
+    from ..api.checks import FileCheck
+    from ..api.gpu import HotLine, KernelCheck
+    from ..api.model import KernelResources
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class GpuFigures:
 
     def check_for(self, kernel: str) -> KernelCheck | None:
         """A template's hover and lens show its instance's figures (`scale<float>` under `scale`)."""
-        from ..source import kernel_base_name
+        from ..api.sources import kernel_base_name
 
         return next((k for k in self.checks if k.kernel == kernel), None) or next(
             (k for k in self.checks if kernel_base_name(k.kernel) == kernel), None

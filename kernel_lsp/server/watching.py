@@ -40,9 +40,8 @@ from lsprotocol import types
 from .uris import uri_to_path
 
 if TYPE_CHECKING:
-    from ..check import Includer
-    from ..include_graph import IncludeGraph
-    from ..watch import Batch, WorkspaceWatcher
+    from ..api.checks import Includer
+    from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher
 
 # The engine's modules (the include graph, the checker, watchdog) are imported where they are
 # used: registering the feature must not slow the server's answer to `initialize` (app.py).
@@ -81,7 +80,7 @@ class Watching:
     def graph(self) -> IncludeGraph:
         """Who includes whom (built on first use, under `graph_lock` like every use)."""
         if self._graph is None:
-            from ..include_graph import IncludeGraph
+            from ..api.watching import IncludeGraph
 
             self._graph = IncludeGraph(read=self._read)
         return self._graph
@@ -100,12 +99,12 @@ class Watching:
             snap = self.server.snapshot(path)
             if snap.text is not None:
                 return snap.text
-        from ..include_graph import read_text
+        from ..api.watching import read_text
 
         return read_text(path)
 
     def _include_dirs(self) -> tuple[str, ...]:
-        from ..check import project_include_dirs
+        from ..api.checks import project_include_dirs
 
         settings = self.server.settings
         archs = settings.archs()
@@ -115,7 +114,7 @@ class Watching:
     def includers_of(self, path: str) -> tuple[Includer, ...]:
         """The file a header is checked in the context of: its nearest `.cu` includer, with its
         editor text when it is open."""
-        from ..check import rank_includers
+        from ..api.checks import rank_includers
 
         with self.graph_lock:
             found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
@@ -125,7 +124,7 @@ class Watching:
         """Check the `.cu` files that include `header` and have no result yet (nearest first, at
         most INSTANCE_CHECK_LIMIT): their template instances get their resources at the header's
         definitions. Returns how many were queued."""
-        from ..check import rank_includers
+        from ..api.checks import rank_includers
 
         with self.graph_lock:
             found = {f for f in self.graph.dependents(header) if f.endswith(".cu")}
@@ -135,7 +134,7 @@ class Watching:
         return len(todo)
 
     def folders(self) -> list[str]:
-        from ..include_graph import normalize
+        from ..api.watching import normalize
 
         ws = self.server.workspace
         out = []
@@ -184,7 +183,7 @@ class Watching:
             await self.sync_folders()
 
     async def _start(self, root: str) -> None:
-        from ..watch import WorkspaceWatcher
+        from ..api.watching import WorkspaceWatcher
 
         watcher = WorkspaceWatcher(root, self._from_thread, self._exclude_for(root))
         self.watchers[root] = watcher
@@ -211,8 +210,7 @@ class Watching:
         log.info("watching %s (%d CUDA/spec files)", root, len(scan.files))
 
     def _scan(self, watcher: WorkspaceWatcher):
-        from ..include_graph import read_text
-        from ..watch import is_cuda
+        from ..api.watching import is_cuda, read_text
 
         scan = watcher.scan(SCAN_LIMIT)
         with self.graph_lock:
@@ -261,7 +259,7 @@ class Watching:
 
     def handle_batch(self, batch: Batch, include_dirs: tuple[str, ...] | None = None) -> None:
         """On the loop: turn a batch into re-checks and forgotten files."""
-        from ..watch import plan_batch
+        from ..api.watching import plan_batch
 
         if self._stopped:
             return
@@ -283,7 +281,7 @@ class Watching:
 
     def after_check(self, path, check, snap) -> None:
         """Every check (editor or watcher) refreshes the file's includes in the graph."""
-        from ..watch import is_cuda
+        from ..api.watching import is_cuda
 
         if not is_cuda(path):
             return

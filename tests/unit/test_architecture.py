@@ -5,6 +5,8 @@ through the layers, only the server knows LSP, the front ends stay apart."""
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -53,11 +55,20 @@ LAYERS: dict[str, int] = {
     "check_jobs": 6,  # what compile workers run, over the Workspace
     "gpu_check": 6,
     "optimizer": 7,
-    "cli": 8,
-    "server": 8,
-    "__main__": 9,
+    "api": 8,  # the front door's named surface, the optimizer's runs included
+    "cli": 9,
+    "server": 9,
+    "__main__": 10,
 }
 FRONT_ENDS = ("cli", "server")
+# What a front end may import from the rest of kernel_lsp: the Workspace and the api package.
+FRONT_DOOR = ("workspace", "api")
+# The only other imports a front end may make into the engine, each with why (at most 10).
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("kernel_lsp.cli.main", "kernel_lsp.child_python"): (
+        "process hygiene set before any command parses its flags: the engine is not loaded yet"
+    ),
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -170,6 +181,64 @@ def test_the_front_ends_do_not_import_each_other_and_only_the_server_knows_lsp()
     assert lsp == []
 
 
+def side_doors(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a front end into kernel_lsp that go around the front door (and are not one
+    of the EXCEPTIONS). The package itself (`__version__`) is not the engine."""
+    return sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        if _part(m) in FRONT_ENDS
+        for t in targets
+        if t in MODULES
+        and t != "kernel_lsp"
+        and _part(t) not in (*FRONT_ENDS, *FRONT_DOOR)
+        and (m, t) not in EXCEPTIONS
+    )
+
+
+def test_front_ends_import_only_the_front_door():
+    """cli/ and server/ reach the engine through kernel_lsp.workspace and kernel_lsp.api alone."""
+    assert side_doors(GRAPH) == []
+
+
+def test_the_exceptions_are_few_justified_and_still_needed():
+    assert len(EXCEPTIONS) <= 10
+    for (module, target), why in EXCEPTIONS.items():
+        assert why.strip() and "\n" not in why, (module, target)
+        assert target in GRAPH.get(module, ()), f"{module} -> {target} is gone: drop the exception"
+
+
+def test_a_new_side_door_is_caught():
+    """The rule fails on a front end that imports the engine directly, at module level or inside
+    a function, absolutely or relatively, and keeps passing the front door and the exceptions."""
+    synthetic = {m: set(t) for m, t in GRAPH.items()}
+    synthetic["kernel_lsp.server.app"] |= {"kernel_lsp.gpu", "kernel_lsp.api.model"}
+    synthetic["kernel_lsp.cli.bench"] |= {"kernel_lsp.compile.nvrtc"}
+    assert side_doors(synthetic) == [
+        "kernel_lsp.cli.bench -> kernel_lsp.compile.nvrtc",
+        "kernel_lsp.server.app -> kernel_lsp.gpu",
+    ]
+
+
+def test_the_graph_reads_function_level_and_relative_imports(tmp_path):
+    """The reader of the graph sees the imports a side door would use (a function's, relative)."""
+    pkg = tmp_path / "kernel_lsp"
+    (pkg / "server").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "gpu.py").write_text("")
+    (pkg / "api.py").write_text("")
+    (pkg / "server" / "__init__.py").write_text("")
+    (pkg / "server" / "app.py").write_text("from .. import api\ndef f():\n    from ..gpu import GpuSession\n")
+    modules = {
+        "kernel_lsp": pkg / "__init__.py",
+        "kernel_lsp.gpu": pkg / "gpu.py",
+        "kernel_lsp.api": pkg / "api.py",
+        "kernel_lsp.server": pkg / "server" / "__init__.py",
+        "kernel_lsp.server.app": pkg / "server" / "app.py",
+    }
+    assert _imports(modules)["kernel_lsp.server.app"] == {"kernel_lsp.api", "kernel_lsp.gpu"}
+
+
 @pytest.mark.parametrize("part", ["runner", "compile", "spec"])
 def test_the_worker_side_never_imports_the_client_side(part):
     """The GPU worker, the compile stage and specs load in worker processes: they must not pull
@@ -219,3 +288,36 @@ def test_request_handlers_are_functions_of_a_snapshot_not_of_the_server():
         [function] = [f for f in _top_level_functions(REQUESTS / f"{module}.py") if f.name == handler]
         first = function.args.args[0].annotation
         assert first is not None and ast.unparse(first) == "DocumentSnapshot", f"{module}.{handler}"
+
+
+def _diagram_rows() -> list[tuple[str, set[str]]]:
+    """ARCHITECTURE.md's layer diagram: each row's label and the parts it names, top first."""
+    text = (PACKAGE.parent / "ARCHITECTURE.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1]
+    rows: list[tuple[str, list[str]]] = []
+    for line in block.strip("\n").splitlines():
+        if line[:1].strip():
+            label, _, rest = line.partition("   ")
+            rows.append((label.strip(), [rest]))
+        elif rows:
+            rows[-1][1].append(line)
+    out = []
+    for label, lines in rows:
+        body = re.sub(r"\([^)]*\)", " ", " ".join(lines))  # what a part holds, in parentheses
+        names = set()
+        for token in re.split(r"[\s,·]+", body):
+            token = token.removeprefix("kernel_lsp/").rstrip("/").removesuffix(".py")
+            if token:
+                names.add(token)
+        out.append((label, names))
+    return out
+
+
+def test_the_layer_diagram_agrees_with_the_layers():
+    rows = _diagram_rows()
+    named = [name for _, names in rows for name in names]
+    assert sorted(set(named) - set(LAYERS)) == [], "the diagram names a part LAYERS does not know"
+    assert sorted(set(LAYERS) - set(named)) == [], "a part of LAYERS is missing from the diagram"
+    assert len(named) == len(set(named)), "a part in two rows"
+    for (upper, above), (lower, below) in itertools.pairwise(rows):
+        assert min(LAYERS[n] for n in above) >= max(LAYERS[n] for n in below), (upper, lower)

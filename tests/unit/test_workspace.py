@@ -16,7 +16,7 @@ from kernel_lsp.cli.check import check_main
 from kernel_lsp.cli.optimize import optimize_main
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.config import Settings
-from kernel_lsp.workspace import Workspace
+from kernel_lsp.workspace import CheckRequest, Workspace
 
 KERNEL = """\
 #include "op.cuh"
@@ -116,7 +116,7 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     recorded.clear()
     server = KernelLanguageServer()
     server.apply_settings({"arch": ["sm_90"]}, "test")  # no workspace folder: a file opened alone
-    check = check_job(None, str(cu), server.engine)
+    check = check_job(CheckRequest(str(cu)), server.engine)
     assert check.errors == 0, check.diagnostics
     assert {_what_matters(o) for o in recorded} == by_check
 

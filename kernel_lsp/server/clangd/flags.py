@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from ...compile.options import CompileOptions, cuda_include_dirs
+from ...api.checks import CompileOptions, cuda_include_dirs
 
 # What argv[0] says in the database: clangd never runs it (no --query-driver is passed).
 COMPILER_NAME = "clang++"

@@ -17,7 +17,7 @@ def register(server) -> None:
             if ls.settings.gpu_enabled:
                 await ls.gpu_feature.start()
             else:
-                from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+                from ...api.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
                 ls.gpu_feature.stop()
                 ls.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)

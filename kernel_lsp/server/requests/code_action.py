@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def _kernels_at(source: str, line: int):
     """The kernel whose definition holds 0-based `line` (the last one starting above it); all
     kernels when the cursor is above the first."""
-    from ...source import find_kernels
+    from ...api.sources import find_kernels
 
     kernels = find_kernels(source)
     above = [k for k in kernels if k.line - 1 <= line]
@@ -66,7 +66,7 @@ def optimize_targets(snapshot: DocumentSnapshot, line: int) -> list[str]:
     spec_text = snapshot.spec_text
     if spec_text is None or not snapshot.path.endswith(".cu"):
         return []
-    from ...optimizer.entry import entries_at  # the optimizer loads on first use, not at start
+    from ...api.optimize import entries_at  # the optimizer loads on first use, not at start
 
     names = entries_at(snapshot.text, spec_text, line + 1)
     return names + [k.name for k in _kernels_at(snapshot.text, line) if spec_mentions(spec_text, k.name)]

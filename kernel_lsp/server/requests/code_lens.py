@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from ...model import KernelResources
+    from ...api.model import KernelResources
     from ..snapshot import DocumentSnapshot
 
 # More instances than this on one line: one summary lens instead of a lens each.
@@ -113,7 +113,7 @@ def code_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
 
 def _entry_lenses(snapshot: DocumentSnapshot) -> list[types.CodeLens]:
     """The headline of each checked host entry, above its function."""
-    from ...host_entry import find_host_function
+    from ...api.sources import find_host_function
 
     lenses = []
     for name in snapshot.gpu.entries:

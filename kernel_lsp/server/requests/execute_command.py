@@ -51,16 +51,16 @@ def gpu_absent_reason(ls) -> str | None:
     """None when FSR can run here, else why not: `no GPU: ...` (kernel_lsp.gpu.no_gpu_message)."""
     if _test_evaluator():
         return None
-    from ...gpu import GPU_OFF_IN_EDITOR, no_gpu_message
+    from ...api.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
     if not ls.settings.gpu_enabled:
         return no_gpu_message(GPU_OFF_IN_EDITOR)
     if ls.gpu is not None:
         return None
-    from ...compile import local_gpu_arch
+    from ...api.checks import local_gpu_arch
 
     if local_gpu_arch() is None:
-        from ...gpu import local_gpu_absence
+        from ...api.gpu import local_gpu_absence
 
         return no_gpu_message(local_gpu_absence())
     return None
@@ -68,7 +68,7 @@ def gpu_absent_reason(ls) -> str | None:
 
 def fsr_unavailable_message(ls, no_gpu: str) -> str:
     """The optimize action's answer without a GPU: the CLI's words (kernel_lsp.optimizer.requirements)."""
-    from ...optimizer.requirements import fsr_cannot_run
+    from ...api.optimize import fsr_cannot_run
 
     return fsr_cannot_run(no_gpu, ls.settings)
 
@@ -79,9 +79,7 @@ def _session(ls) -> Any:
         return shared
     state = _state(ls)
     if state.session is None and not _test_evaluator():
-        from ...gpu import GpuSession
-
-        state.session = GpuSession(device=ls.settings.gpu_device)
+        state.session = ls.engine.gpu_session()
     return state.session
 
 
@@ -92,7 +90,7 @@ def _reply(applied: bool, report: str | None, message: str) -> dict[str, Any]:
 def _edit(
     uri: str, version: int | None, old: str, new: str, label: str, description: str
 ) -> types.WorkspaceEdit:
-    from kernel_lsp.optimizer.edits import line_edits
+    from kernel_lsp.api.optimize import line_edits
 
     edits = [
         types.AnnotatedTextEdit(
@@ -125,7 +123,8 @@ def register(server) -> None:
 
     @server.command(OPTIMIZE_COMMAND)
     async def optimize(ls, *args) -> dict[str, Any]:
-        from kernel_lsp.optimizer.session import OptimizeError, RunRequest, run
+        from kernel_lsp.api.optimize import OptimizeError, run
+        from kernel_lsp.api.optimize import request as optimize_request
 
         parsed = uri_and_kernel(args)
         if parsed is None:
@@ -152,7 +151,7 @@ def register(server) -> None:
         if snapshot.unreadable:
             return _reply(False, None, f"cannot read {path}: {snapshot.unreadable}")
         source, version = snapshot.text, snapshot.version
-        from ...spec import spec_path_for
+        from ...api.sources import spec_path_for
 
         spec_doc = ls.open_document(spec_path_for(path))
 
@@ -185,11 +184,11 @@ def register(server) -> None:
                     types.WorkDoneProgressReport(message=f"{event.headline}: {event.message}"),
                 )
 
-        req = RunRequest(
-            path=path,
-            kernel=kernel,
-            settings=ls.settings,
-            engine=ls.engine,
+        # The file's own settings (its pyproject.toml under the editor's), as the CLI's.
+        req = optimize_request(
+            ls.engine,
+            path,
+            kernel,
             source=source,
             spec_source=spec_doc.source if spec_doc is not None else None,
             workspace=ls.root_path() or os.path.dirname(path),

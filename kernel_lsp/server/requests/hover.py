@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from ...model import format_bytes
+from ...api.model import format_bytes
 from .code_lens import span
 
 if TYPE_CHECKING:
-    from ...model import KernelResources
+    from ...api.model import KernelResources
     from ..snapshot import DocumentSnapshot
 
 # The engine's modules (launch reading, specs, numpy's statistics, the profile's wording) are
@@ -53,7 +53,7 @@ def resources_markdown(
     name: str, kernels: list[KernelResources], compiler: str = "nvrtc", sources: tuple[str, ...] = ()
 ) -> str:
     """`sources`: the files that compiled instances of a template written elsewhere."""
-    from ...host_launch.occupancy import NO_BLOCK
+    from ...api.sources import NO_BLOCK
 
     # Template instances and overloads share the word under the cursor: a row each, named.
     names = sorted({k.name for k in kernels})
@@ -106,7 +106,7 @@ def _instances_line(kernels: list[KernelResources], names: list[str], sources: t
 def launches_markdown(kernels: list[KernelResources], several: bool) -> str:
     """Where each block size came from (a launch in host code, __launch_bounds__, the launch
     comment) and why a launch gives none, for the first arch's figures."""
-    from ...host_launch.occupancy import describe_launches
+    from ...api.sources import describe_launches
 
     firsts: dict[str, KernelResources] = {}
     for k in kernels:
@@ -181,7 +181,7 @@ def _word(snapshot: DocumentSnapshot, position: types.Position) -> str | None:
 
 def needs_check(snapshot: DocumentSnapshot, position: types.Position) -> bool:
     """Whether the hover is on a kernel of the file: only then does it wait for the file's check."""
-    from ...source import find_kernels
+    from ...api.sources import find_kernels
 
     name = _word(snapshot, position)
     return bool(name) and any(k.name == name for k in find_kernels(snapshot.text))
@@ -189,7 +189,7 @@ def needs_check(snapshot: DocumentSnapshot, position: types.Position) -> bool:
 
 def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[str]:
     """kernel-lsp's part: a kernel's resources and GPU figures; nothing for other words."""
-    from ...source import find_kernels
+    from ...api.sources import find_kernels
 
     name = _word(snapshot, position)
     if not name:
@@ -235,8 +235,8 @@ def kernel_parts(snapshot: DocumentSnapshot, position: types.Position) -> list[s
 
 def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     """The GPU's verdict and figures for `kernel` (a kernel or a host entry), or why there are none."""
-    from ...spec import spec_path_for
-    from ...stats import format_seconds
+    from ...api.model import format_seconds
+    from ...api.sources import spec_path_for
     from ..profile_view import profile_markdown
 
     gpu = snapshot.gpu

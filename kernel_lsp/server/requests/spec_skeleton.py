@@ -31,10 +31,8 @@ def register(server) -> None:
     @server.command(WRITE_SPEC_COMMAND)
     async def write_spec_skeleton(ls, *args) -> dict[str, Any]:
         # The skeleton's reader and the spec package load here, on first use, not at start-up.
-        from ...safe_write import inside, replace_file
-        from ...skeleton import files_pipeline, skeleton_for, spec_skeleton
-        from ...source import find_kernels, parse_directives
-        from ...spec import spec_path_for
+        from ...api.skeletons import files_pipeline, skeleton_for, spec_skeleton
+        from ...api.sources import find_kernels, inside, parse_directives, replace_file, spec_path_for
 
         parsed = uri_and_kernel(args)
         if parsed is None:

@@ -1,0 +1,72 @@
+"""Checking files: the results, the settings and options they ran with, and the worker pool the
+front ends schedule the Workspace's checks on (the server on its event loop, the CLI in a batch)."""
+
+from ..check import (
+    CUDA_SUFFIXES,
+    SPEC_SUFFIX,
+    FileCheck,
+    Includer,
+    archs_checked,
+    collect_files,
+    failed_check,
+    includers_for,
+    job_deadline,
+    project_include_dirs,
+    rank_includers,
+    report_once,
+    spec_owners,
+)
+from ..check_jobs import check_job, default_workers, front_end_job, lean_analyze, warm_up
+from ..compile import MAX_FILE_BYTES, check_arch, header_stamps, include_closure, local_gpu_arch, read_source
+from ..compile.cancel import cancel
+from ..compile.compile_commands import Lookup, database_stamp
+from ..compile.files import read_text_file, read_text_prefix
+from ..compile.jobs import JobFailed, WorkerPool, run_jobs
+from ..compile.options import CompileOptions, cuda_include_dirs
+from ..compile.versions import CudaVersions, cuda_versions
+from ..config import Settings, SettingsOverrides, parse_overrides
+from ..workspace import CheckRequest, Workspace
+
+__all__ = [
+    "CUDA_SUFFIXES",
+    "MAX_FILE_BYTES",
+    "SPEC_SUFFIX",
+    "CheckRequest",
+    "CompileOptions",
+    "CudaVersions",
+    "FileCheck",
+    "Includer",
+    "JobFailed",
+    "Lookup",
+    "Settings",
+    "SettingsOverrides",
+    "WorkerPool",
+    "Workspace",
+    "archs_checked",
+    "cancel",
+    "check_arch",
+    "check_job",
+    "collect_files",
+    "cuda_include_dirs",
+    "cuda_versions",
+    "database_stamp",
+    "default_workers",
+    "failed_check",
+    "front_end_job",
+    "header_stamps",
+    "include_closure",
+    "includers_for",
+    "job_deadline",
+    "lean_analyze",
+    "local_gpu_arch",
+    "parse_overrides",
+    "project_include_dirs",
+    "rank_includers",
+    "read_source",
+    "read_text_file",
+    "read_text_prefix",
+    "report_once",
+    "run_jobs",
+    "spec_owners",
+    "warm_up",
+]

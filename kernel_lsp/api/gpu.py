@@ -1,0 +1,34 @@
+"""GPU sessions (opened through the Workspace) and what they return: checks, profiles, why no GPU."""
+
+from ..evaluation.choose import RayUnavailable, wants_ray
+from ..evaluation.local import fake_from_env
+from ..evaluation.pool import BackendPool, gpus_arg, parse_gpus
+from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, local_gpu_absence, no_gpu_message
+from ..gpu_check import mark_unverified, verify_checks
+from ..profile_text import memory_text, profile_lines, sol_text, stall_text
+from ..runner.hot_lines import HotLine
+from ..runner.profile import ProfileReport
+from ..runner.timing import TimingSettings
+
+__all__ = [
+    "GPU_OFF_IN_EDITOR",
+    "BackendPool",
+    "GpuSession",
+    "HotLine",
+    "KernelCheck",
+    "ProfileReport",
+    "RayUnavailable",
+    "TimingSettings",
+    "fake_from_env",
+    "gpus_arg",
+    "local_gpu_absence",
+    "mark_unverified",
+    "memory_text",
+    "no_gpu_message",
+    "parse_gpus",
+    "profile_lines",
+    "sol_text",
+    "stall_text",
+    "verify_checks",
+    "wants_ray",
+]
