@@ -9,7 +9,10 @@ what it imports it holds for its life.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from collections.abc import Iterator
+from concurrent.futures import as_completed
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
@@ -60,6 +63,106 @@ def lean_analyze(
     """`Workspace.analyze` for `--check`'s workers: what it prints, not the CUBINs (GPU
     verification compiles for the device's arch anyway)."""
     return lean(workspace.analyze(path, text, spec_text, includers, project))
+
+
+@dataclass
+class Prebuilt:
+    """A spec'd file compiled for the GPU's arch in its check worker, beside the resource compile
+    (whose in-process cache answers it when the options are the same): the text it compiled and
+    the options, so that verification reuses it only for the same text and options."""
+
+    text: str
+    options: Any  # CompileOptions
+    artifact: Any  # CompileResult, its log dropped
+
+
+def analyze_for_gpu(
+    workspace: Workspace,
+    path: str,
+    text: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
+    gpu_arch: str | None = None,
+) -> tuple[FileCheck, Prebuilt | None]:
+    """`lean_analyze`, and for a file that compiled cleanly and has a spec, its compile for
+    `gpu_arch` (what `Workspace.verify` would compile in the GPU phase, one file after another),
+    made here in parallel with the other files' checks."""
+    check = workspace.analyze(path, text, spec_text, includers, project)
+    prebuilt = None
+    if gpu_arch and text is None and check.checked and not check.errors:
+        prebuilt = prebuild(workspace, path, gpu_arch)
+    return lean(check), prebuilt
+
+
+class _Arch:
+    """What `Workspace.device_options` reads of a device: its arch."""
+
+    def __init__(self, arch: str):
+        self.arch = arch
+
+
+def prebuild(workspace: Workspace, path: str, arch: str) -> Prebuilt | None:
+    """`path` compiled as `Workspace.verify` compiles it for a device of `arch` (None: no spec,
+    an entry spec's library, or a compile that failed: the GPU phase does it as before)."""
+    from .compile import compile_source, read_source
+    from .spec import spec_path_for
+
+    if not os.path.exists(spec_path_for(path)):
+        return None
+    source, _ = read_source(path, workspace.settings_for(path).max_file_bytes)
+    if source is None:
+        return None
+    options = workspace.device_options(path, _Arch(arch), source)
+    result = compile_source(source, path, options)
+    if not result.ok or result.cubin is None:
+        return None
+    return Prebuilt(source, options, replace(result, log=""))
+
+
+def check_stream(
+    workspace: Workspace,
+    files: list[str],
+    jobs: int,
+    gpu_arch: str | None = None,
+) -> Iterator[tuple[int, FileCheck | Any, Prebuilt | None]]:
+    """Each file's check in a worker process under its deadline and memory limit, yielded as
+    each finishes: (index in `files`, the FileCheck or a JobFailed, its Prebuilt for `gpu_arch`).
+    The worker processes are forked before this yields anything (no thread of the caller's
+    started yet is copied into them)."""
+    from .check import includers_for, job_deadline
+    from .compile.jobs import JobFailed, WorkerPool
+
+    settings = workspace.settings
+    # A header that does not compile alone is checked as the file that includes it sees it.
+    context = includers_for(files, settings)
+    # The database flags here, before the workers fork: they inherit the database read once.
+    args = [
+        (
+            workspace,
+            f,
+            None,
+            None,
+            context.get(f, ()),
+            workspace.settings_for(f).project_flags(f, workspace.root),
+            gpu_arch,
+        )
+        for f in files
+    ]
+    if not files:
+        return
+    pool = WorkerPool(min(jobs, len(files)) or 1)
+    try:
+        deadline, memory = job_deadline(settings), settings.compile_memory_bytes
+        futures = {pool.submit(analyze_for_gpu, a, deadline, memory): i for i, a in enumerate(args)}
+        for future in as_completed(futures):
+            result = future.result()
+            if isinstance(result, JobFailed):
+                yield futures[future], result, None
+            else:
+                yield futures[future], result[0], result[1]
+    finally:
+        pool.close()
 
 
 def lean(check: FileCheck) -> FileCheck:
