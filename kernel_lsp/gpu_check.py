@@ -236,17 +236,12 @@ def check_and_verify(
 
 
 def expected_arch() -> str | None:
-    """The arch of this machine's first GPU, known before any GPU worker starts (nvidia-smi; the
-    fake GPU's), so that the check workers can compile spec'd files for it (None: unknown)."""
+    """The arch of this machine's first GPU, known before any GPU worker starts (nvidia-smi), so
+    that the check workers can compile spec'd files for it (None: unknown; the fake GPU, which
+    loads no real CUBIN: its callers' own compile runs in the GPU phase, as before)."""
     from .compile import local_gpu_arch
-    from .evaluation.local import fake_from_env
 
-    arch = local_gpu_arch()
-    if arch is None and fake_from_env():
-        from .runner.fake import FakeDevice
-
-        arch = str(FakeDevice().info()["arch"])
-    return arch
+    return local_gpu_arch()
 
 
 def file_line(d: FileDone) -> str:
