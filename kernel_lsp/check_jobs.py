@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -74,6 +74,8 @@ class Prebuilt:
     text: str
     options: Any  # CompileOptions
     artifact: Any  # CompileResult, its log dropped
+    entries: bool = False  # its spec has entry specs: they run the file as a shared library
+    library: Any = None  # LibraryBuild for them, built by a job of its own (`prebuild_library`)
 
 
 def analyze_for_gpu(
@@ -117,7 +119,28 @@ def prebuild(workspace: Workspace, path: str, arch: str) -> Prebuilt | None:
     result = compile_source(source, path, options)
     if not result.ok or result.cubin is None:
         return None
-    return Prebuilt(source, options, replace(result, log=""))
+    return Prebuilt(source, options, replace(result, log=""), _has_entries(path))
+
+
+def _has_entries(path: str) -> bool:
+    """Whether the spec beside `path` has an entry spec (read here, in the check's worker, as
+    the check itself read it)."""
+    from .spec import load_specs, spec_path_for
+
+    try:
+        return any(s.is_entry for s in load_specs(spec_path_for(path)).specs)
+    except Exception:
+        return False
+
+
+def prebuild_library(prebuilt: Prebuilt, path: str) -> Prebuilt:
+    """`prebuilt` with the shared library its entry specs run, built as `GpuSession.
+    build_library` builds it (compile_library with the fence, the same options), in a check
+    worker while other files are checked and verified."""
+    from .gpu import _build_library
+
+    prebuilt.library = _build_library(prebuilt.text, path, prebuilt.options, None)
+    return prebuilt
 
 
 def check_stream(
@@ -154,13 +177,24 @@ def check_stream(
     pool = WorkerPool(min(jobs, len(files)) or 1)
     try:
         deadline, memory = job_deadline(settings), settings.compile_memory_bytes
-        futures = {pool.submit(analyze_for_gpu, a, deadline, memory): i for i, a in enumerate(args)}
-        for future in as_completed(futures):
-            result = future.result()
-            if isinstance(result, JobFailed):
-                yield futures[future], result, None
-            else:
-                yield futures[future], result[0], result[1]
+        checks = {pool.submit(analyze_for_gpu, a, deadline, memory): i for i, a in enumerate(args)}
+        libraries: dict[Future, tuple[int, FileCheck, Prebuilt]] = {}
+        waiting = set(checks)
+        while waiting:
+            finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                if future in libraries:  # a library job: its file is ready for the GPU
+                    i, check, prebuilt = libraries.pop(future)
+                    yield i, check, result if isinstance(result, Prebuilt) else prebuilt
+                elif isinstance(result, JobFailed):
+                    yield checks[future], result, None
+                elif result[1] is not None and result[1].entries:
+                    job = pool.submit(prebuild_library, (result[1], files[checks[future]]), deadline, memory)
+                    libraries[job] = (checks[future], result[0], result[1])
+                    waiting.add(job)
+                else:
+                    yield checks[future], result[0], result[1]
     finally:
         pool.close()
 

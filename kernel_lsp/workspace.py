@@ -318,11 +318,12 @@ class Workspace:
         options = self.device_options(path, session.device, text)
         if text is None:  # gone since the compile check
             return Verification(path, None, options, None)
+        library = None
         if prebuilt is not None and prebuilt.text == text and prebuilt.options == options:
-            artifact = prebuilt.artifact
+            artifact, library = prebuilt.artifact, prebuilt.library
         else:
             artifact = session.compile(text, path, options) if session.available else None
-        checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact)
+        checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact, library)
         return Verification(path, text, options, artifact, checks, spec_text)
 
     def bench(

@@ -34,6 +34,7 @@ SPEC = textwrap.dedent(
     """
 )
 SYMBOL = "_Z4vaddPKfS0_Pfi"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 
 
 def fake_compile(self, source: str, path: str, options=None) -> CompileResult:
@@ -123,27 +124,34 @@ def test_files_spread_over_two_gpus_with_the_serial_verdicts(fake_gpus, tmp_path
     assert all(d.verify_s > 0 for d in done)
 
 
-def test_the_check_workers_compile_for_the_gpu_and_verification_reuses_it(monkeypatch, tmp_path):
-    """With the real compiler (the fake GPU, sm_90, cannot load its CUBIN: every verdict is the
-    same load failure), the prebuilt path compiles nothing in the GPU phase and gives the verdicts of
-    the path that compiles there."""
+def test_the_check_workers_build_for_the_gpu_and_verification_reuses_it(monkeypatch, tmp_path):
+    """With the real compilers (the fake GPU, sm_90, cannot load their CUBINs: the kernels'
+    verdicts are the same load failure), the prebuilt path compiles nothing and builds no entry
+    library in the GPU phase, and gives the verdicts of the path that does."""
     monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
-    paths = project(tmp_path, ["vadd", "vadd"])
+    paths = [*project(tmp_path, ["vadd", "vadd"]), str(SAMPLES / "entries" / "vector_add_bf16.cu")]
     assert expected_arch() is None  # no nvidia-smi here: the CLI compiles in the GPU phase
-    compiled_there: list[str] = []
-    real_compile = GpuSession.compile
+    built_there: list[str] = []
+    real_compile, real_library = GpuSession.compile, GpuSession.build_library
 
-    def counting(self, source, path, options=None):
-        compiled_there.append(path)
+    def compile_counted(self, source, path, options=None):
+        built_there.append(Path(path).name)
         return real_compile(self, source, path, options)
 
-    monkeypatch.setattr(GpuSession, "compile", counting)
+    def library_counted(self, source, path, *args, **kwargs):
+        built_there.append(f"library of {Path(path).name}")
+        return real_library(self, source, path, *args, **kwargs)
+
+    monkeypatch.setattr(GpuSession, "compile", compile_counted)
+    monkeypatch.setattr(GpuSession, "build_library", library_counted)
     workspace = Workspace.fixed(Settings())
     reused = check_and_verify(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_90"))
-    assert compiled_there == []
+    assert built_there == []
     again = check_and_verify(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_80"))
-    assert sorted(compiled_there) == sorted(paths)  # another arch: compiled for the device
-    assert verdicts(reused) == verdicts(again) and len(verdicts(reused)) == 2
+    # Another arch than the device's: compiled and built in the GPU phase, as before.
+    assert sorted(built_there) == ["k0.cu", "k1.cu", "library of vector_add_bf16.cu", "vector_add_bf16.cu"]
+    assert [v[:3] for v in verdicts(reused)] == [v[:3] for v in verdicts(again)]
+    assert len(verdicts(reused)) == 3
 
 
 def test_check_verbose_streams_one_line_per_file(fake_gpus, tmp_path, capsys):
