@@ -17,6 +17,7 @@ from typing import Any
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
 from .compile.compile_commands import Lookup
+from .compile.jobs import WorkerPool
 from .workspace import Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
@@ -154,7 +155,7 @@ def check_stream(
     The worker processes are forked before this yields anything (no thread of the caller's
     started yet is copied into them)."""
     from .check import includers_for, job_deadline
-    from .compile.jobs import JobFailed, WorkerPool
+    from .compile.jobs import JobFailed
 
     settings = workspace.settings
     # A header that does not compile alone is checked as the file that includes it sees it.
