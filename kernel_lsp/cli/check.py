@@ -166,7 +166,7 @@ def parser(prog: str = "kernel-lsp check") -> argparse.ArgumentParser:
         "--gpus",
         metavar="all|N",
         type=gpus_arg,
-        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
+        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: all, or gpu.devices)",
     )
     add_backend_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
