@@ -522,12 +522,19 @@ def _prepare_runs(
         inputs = make_inputs(spec, sizes, VERIFY_SEED + spec.seed, run)
         return inputs, ({} if differential else run_reference(spec, sizes, inputs))
 
-    makers = [functools.partial(make, run) for run in range(runs)]
-    if runs < 2 or not (SIDE_BY_SIDE_BYTES <= case_bytes * runs <= SIDE_BY_SIDE_MAX_BYTES):
+    return side_by_side([functools.partial(make, run) for run in range(runs)], case_bytes)
+
+
+def side_by_side(makers: list[Callable[[], Any]], each_bytes: int) -> list[_Prepared]:
+    """`makers` (each making about `each_bytes` of arrays) as _Prepared: the first made when
+    taken, in the caller's thread, the others started now in threads when they are large
+    enough together to gain from it (and not so large that holding them all is a risk)."""
+    total = each_bytes * len(makers)
+    if len(makers) < 2 or not (SIDE_BY_SIDE_BYTES <= total <= SIDE_BY_SIDE_MAX_BYTES):
         return [_Prepared(m) for m in makers]
     from concurrent.futures import ThreadPoolExecutor
 
-    executor = ThreadPoolExecutor(runs - 1, thread_name_prefix="kernel-lsp-inputs")
+    executor = ThreadPoolExecutor(len(makers) - 1, thread_name_prefix="kernel-lsp-inputs")
     later = [_Prepared(m, executor.submit(m)) for m in makers[1:]]
-    executor.shutdown(wait=False)  # its threads end when their runs are made
+    executor.shutdown(wait=False)  # its threads end when their arrays are made
     return [_Prepared(makers[0]), *later]

@@ -81,3 +81,35 @@ def test_a_large_case_verifies_on_the_fake_gpu(spec, monkeypatch):
         check = gpu.check_compiled(fake_cubin({"vadd": "vadd"}), steps, spec, measure=False)
     assert check.ok, check.message
     assert {"case": f"n={N}", "ok": True} in check.cases  # its 2 runs were made side by side
+
+
+def test_timed_sets_of_a_large_case_are_the_serial_ones(spec, monkeypatch):
+    from kernel_lsp.runner.fake import FakeDevice
+    from kernel_lsp.runner.isolation import TimedSets
+
+    device, sizes = FakeDevice(), {"n": N}
+
+    def inputs_of(count: int) -> list[dict]:
+        sets = TimedSets(device, spec, sizes, 11, lambda: None, count)
+        try:
+            return [s.inputs for s in sets.sets]
+        finally:
+            sets.free()
+
+    threads: list[str] = []
+    real = verify.side_by_side
+
+    def noted(makers, each_bytes):
+        prepared = real(makers, each_bytes)
+        threads.append("threads" if any(p._future is not None for p in prepared) else "serial")
+        return prepared
+
+    monkeypatch.setattr("kernel_lsp.runner.isolation.side_by_side", noted)
+    threaded = inputs_of(3)
+    monkeypatch.setattr(verify, "SIDE_BY_SIDE_BYTES", 1 << 62)
+    serial = inputs_of(3)
+    assert threads == ["threads", "serial"]
+    assert len(threaded) == len(serial) == 3
+    for t, s in zip(threaded, serial, strict=True):
+        assert all(np.array_equal(t[k], s[k]) for k in ("a", "b"))
+    assert not np.array_equal(threaded[0]["a"], threaded[1]["a"])  # each set its own seed
