@@ -71,7 +71,9 @@ def run_check(path: str, devices: list[str], extra: list[str], timeout_s: float)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     command = [sys.executable, "-m", "kernel_lsp", "check", path, "-v", "--specs", "run", *extra]
     start = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     files: list[tuple[float, str]] = []  # (seconds since start, path) as each file's line came
     kernels: list[tuple[str, str, float]] = []  # (kernel, status, seconds)
     gpus: set[str] = set()
@@ -116,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = device_name(fake, devices[0])
     print(f"# `kernel-lsp check {args.path} -v --specs run`; device: {name}; visible: {','.join(devices)}")
-    print("| GPUs | run | wall s | first file s | files | kernels | verify median s | p90 s | max s | GPUs used | verdicts | exit |")
+    print(
+        "| GPUs | run | wall s | first file s | files | kernels | verify median s | p90 s | max s | GPUs used | verdicts | exit |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     for count in [int(c) for c in args.gpus.split(",") if c.strip()]:
         if count > len(devices):
