@@ -9,11 +9,15 @@ what it imports it holds for its life.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, replace
+from typing import Any
 
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
 from .compile.compile_commands import Lookup
+from .compile.jobs import WorkerPool
 from .workspace import CheckRequest, Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
@@ -44,6 +48,140 @@ def lean_analyze(
     """`Workspace.analyze` for `--check`'s workers: what it prints, not the CUBINs (GPU
     verification compiles for the device's arch anyway)."""
     return lean(workspace.analyze(path, text, spec_text, includers, project))
+
+
+@dataclass
+class Prebuilt:
+    """A spec'd file compiled for the GPU's arch in its check worker, beside the resource compile
+    (whose in-process cache answers it when the options are the same): the text it compiled and
+    the options, so that verification reuses it only for the same text and options."""
+
+    text: str
+    options: Any  # CompileOptions
+    artifact: Any  # CompileResult, its log dropped
+    entries: bool = False  # its spec has entry specs: they run the file as a shared library
+    library: Any = None  # LibraryBuild for them, built by a job of its own (`prebuild_library`)
+
+
+def analyze_for_gpu(
+    workspace: Workspace,
+    path: str,
+    text: str | None = None,
+    spec_text: str | None = None,
+    includers: tuple[Includer, ...] = (),
+    project: Lookup | None = None,
+    gpu_arch: str | None = None,
+) -> tuple[FileCheck, Prebuilt | None]:
+    """`lean_analyze`, and for a file that compiled cleanly and has a spec, its compile for
+    `gpu_arch` (what `Workspace.verify` would compile in the GPU phase, one file after another),
+    made here in parallel with the other files' checks."""
+    check = workspace.analyze(path, text, spec_text, includers, project)
+    prebuilt = None
+    if gpu_arch and text is None and check.checked and not check.errors:
+        prebuilt = prebuild(workspace, path, gpu_arch)
+    return lean(check), prebuilt
+
+
+class _Arch:
+    """What `Workspace.device_options` reads of a device: its arch."""
+
+    def __init__(self, arch: str):
+        self.arch = arch
+
+
+def prebuild(workspace: Workspace, path: str, arch: str) -> Prebuilt | None:
+    """`path` compiled as `Workspace.verify` compiles it for a device of `arch` (None: no spec,
+    an entry spec's library, or a compile that failed: the GPU phase does it as before)."""
+    from .compile import compile_source, read_source
+    from .spec import spec_path_for
+
+    if not os.path.exists(spec_path_for(path)):
+        return None
+    source, _ = read_source(path, workspace.settings_for(path).max_file_bytes)
+    if source is None:
+        return None
+    options = workspace.device_options(path, _Arch(arch), source)
+    result = compile_source(source, path, options)
+    if not result.ok or result.cubin is None:
+        return None
+    return Prebuilt(source, options, replace(result, log=""), _has_entries(path))
+
+
+def _has_entries(path: str) -> bool:
+    """Whether the spec beside `path` has an entry spec (read here, in the check's worker, as
+    the check itself read it)."""
+    from .spec import load_specs, spec_path_for
+
+    try:
+        return any(s.is_entry for s in load_specs(spec_path_for(path)).specs)
+    except Exception:
+        return False
+
+
+def prebuild_library(prebuilt: Prebuilt, path: str) -> Prebuilt:
+    """`prebuilt` with the shared library its entry specs run, built as `GpuSession.
+    build_library` builds it (compile_library with the fence, the same options), in a check
+    worker while other files are checked and verified."""
+    from .gpu import _build_library
+
+    prebuilt.library = _build_library(prebuilt.text, path, prebuilt.options, None)
+    return prebuilt
+
+
+def check_stream(
+    workspace: Workspace,
+    files: list[str],
+    jobs: int,
+    gpu_arch: str | None = None,
+) -> Iterator[tuple[int, FileCheck | Any, Prebuilt | None]]:
+    """Each file's check in a worker process under its deadline and memory limit, yielded as
+    each finishes: (index in `files`, the FileCheck or a JobFailed, its Prebuilt for `gpu_arch`).
+    The worker processes are forked before this yields anything (no thread of the caller's
+    started yet is copied into them)."""
+    from .check import includers_for, job_deadline
+    from .compile.jobs import JobFailed
+
+    settings = workspace.settings
+    # A header that does not compile alone is checked as the file that includes it sees it.
+    context = includers_for(files, settings)
+    # The database flags here, before the workers fork: they inherit the database read once.
+    args = [
+        (
+            workspace,
+            f,
+            None,
+            None,
+            context.get(f, ()),
+            workspace.settings_for(f).project_flags(f, workspace.root),
+            gpu_arch,
+        )
+        for f in files
+    ]
+    if not files:
+        return
+    pool = WorkerPool(min(jobs, len(files)) or 1)
+    try:
+        deadline, memory = job_deadline(settings), settings.compile_memory_bytes
+        checks = {pool.submit(analyze_for_gpu, a, deadline, memory): i for i, a in enumerate(args)}
+        libraries: dict[Future, tuple[int, FileCheck, Prebuilt]] = {}
+        waiting = set(checks)
+        while waiting:
+            finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                if future in libraries:  # a library job: its file is ready for the GPU
+                    i, check, prebuilt = libraries.pop(future)
+                    yield i, check, result if isinstance(result, Prebuilt) else prebuilt
+                elif isinstance(result, JobFailed):
+                    yield checks[future], result, None
+                elif result[1] is not None and result[1].entries:
+                    job = pool.submit(prebuild_library, (result[1], files[checks[future]]), deadline, memory)
+                    libraries[job] = (checks[future], result[0], result[1])
+                    waiting.add(job)
+                else:
+                    yield checks[future], result[0], result[1]
+    finally:
+        pool.close()
 
 
 def lean(check: FileCheck) -> FileCheck:

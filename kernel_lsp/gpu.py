@@ -611,9 +611,11 @@ def check_file(
     spec_source: str | None = None,
     on_progress: ProgressFn | None = None,
     artifact: CompileResult | None = None,
+    library: LibraryBuild | None = None,
 ) -> list[KernelCheck]:
     """Check every kernel of a .cu that its sidecar spec describes (the CLI's and server's entry):
-    compiled once for the device (or `artifact`, already compiled for it), then each kernel."""
+    compiled once for the device (or `artifact`, already compiled for it; `library`, the shared
+    library of its entry specs, already built for it), then each kernel."""
     if source is None:
         source = read_text_file(cu_path)
     spec_path = spec_path_for(cu_path)
@@ -627,8 +629,7 @@ def check_file(
         ]
     if artifact is None and session.available and any(not s.is_entry for s in loaded.specs):
         artifact = session.compile(source, cu_path, compile_options)
-    library = None
-    if session.available and any(s.is_entry for s in loaded.specs):
+    if library is None and session.available and any(s.is_entry for s in loaded.specs):
         library = session.build_library(source, cu_path, compile_options)
     return [
         session.check(

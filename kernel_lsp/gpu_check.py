@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 from .check import FileCheck
 from .evaluation.pool import BackendPool
@@ -20,9 +26,13 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def verify_file(workspace: Workspace, gpu: GpuSession, c: FileCheck, profile: bool = False) -> None:
-    """Compile `c`'s file for this GPU, check every spec'd kernel, add the findings to `c`."""
-    verification = workspace.verify(gpu, c.path)
+def verify_file(
+    workspace: Workspace, gpu: GpuSession, c: FileCheck, profile: bool = False, prebuilt: Any = None
+) -> None:
+    """Compile `c`'s file for this GPU, check every spec'd kernel, add the findings to `c`.
+    `prebuilt` (check_jobs.Prebuilt): the compile its check worker made for this GPU's arch,
+    used when the file's text and the device's options are still the ones it compiled."""
+    verification = workspace.verify(gpu, c.path, prebuilt=prebuilt)
     if verification.artifact is None:  # gone or changed since the compile check
         return
     c.gpu_checks = verification.checks
@@ -80,3 +90,172 @@ def verify_checks(
         return names[0] if len(sessions) == 1 else f"{len(sessions)} GPUs ({', '.join(names)})"
     finally:
         pool.close()
+
+
+# --- a whole run, streamed: the compile checks and the GPU verification in one pipeline ---------
+
+
+@dataclass
+class FileDone:
+    """One file finished (its compile check, and its GPU verification where it had one):
+    `done` of `total` files so far; `gpu` the label of the GPU that verified it ("" none)."""
+
+    check: FileCheck
+    index: int
+    done: int
+    total: int
+    gpu: str = ""
+    verify_s: float = 0.0
+
+
+@dataclass
+class GpuPlan:
+    """How a run verifies: `gpus` (`--gpus`, None: every visible GPU on this machine, the
+    setting's on Ray), `may_verify(path)` (False: its spec is only read), the ncu `profile`,
+    and `log` for the one-off lines (GPU skipped, a device that did not answer)."""
+
+    gpus: str | None = None
+    may_verify: Callable[[str], bool] = lambda _path: True
+    profile: bool = False
+    log: Callable[[str], None] = _stderr
+    arch: str | None = None  # the GPU's arch when known before the GPUs open (to prebuild for)
+    device: str | None = field(default=None, init=False)  # what verified, once known
+
+
+class _Verifier:
+    """Opens the GPUs when the first file needs one, and verifies each file on whichever is
+    free (one worker process per GPU, kept across files)."""
+
+    def __init__(self, workspace: Workspace, plan: GpuPlan):
+        self.workspace, self.plan = workspace, plan
+        self._lock = threading.Lock()
+        self._pool: BackendPool | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self.reason: str | None = None  # why nothing is verified (no GPU answered)
+
+    def _open(self) -> None:
+        sessions, reason = self.workspace.open_gpus(self.plan.gpus, self.plan.log)
+        if not sessions:
+            self.reason = no_gpu_message(reason)
+            self.plan.log(f"kernel-lsp: GPU verification skipped: {self.reason}")
+            return
+        self._pool = BackendPool(sessions)
+        self._executor = ThreadPoolExecutor(len(sessions), thread_name_prefix="kernel-lsp-gpu")
+        names = sorted({s.device.name for s in sessions if s.device})
+        if names:
+            many = f"{len(sessions)} GPUs ({', '.join(names)})"
+            self.plan.device = names[0] if len(sessions) == 1 else many
+
+    @property
+    def gpus(self) -> int:
+        return len(self._pool) if self._pool is not None else 0
+
+    def submit(self, c: FileCheck, prebuilt: Any) -> Future | None:
+        """The file's verification, started on the next free GPU; None when there is none
+        (the file is marked unverified)."""
+        with self._lock:
+            if self._pool is None and self.reason is None:
+                self._open()
+        if self._pool is None or self._executor is None:
+            mark_unverified([c], self.reason or "no GPU")
+            return None
+        pool = self._pool
+
+        def run() -> tuple[str, float]:
+            def one(gpu: GpuSession) -> tuple[str, float]:
+                start = time.perf_counter()
+                verify_file(self.workspace, gpu, c, self.plan.profile, prebuilt)
+                return gpu_label(gpu), time.perf_counter() - start
+
+            return pool.run(one)
+
+        return self._executor.submit(run)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.close()
+
+
+def check_and_verify(
+    workspace: Workspace,
+    files: list[str],
+    jobs: int,
+    plan: GpuPlan | None = None,
+    on_file: Callable[[FileDone], None] | None = None,
+) -> list[FileCheck]:
+    """Check `files` (compile, findings, resources: `jobs` worker processes) and, with a `plan`,
+    verify each spec'd file on the GPUs as soon as its compile check is done, while the others
+    still compile. `on_file` is called (from one thread at a time) as each file is finished.
+    Returns the checks in the order of `files`. Raises RayUnavailable when Ray was asked for
+    and cannot serve, RuntimeError when the engine itself failed on a file."""
+    from .check import failed_check
+    from .check_jobs import check_stream
+    from .compile.jobs import JobFailed
+
+    checks: list[FileCheck | None] = [None] * len(files)
+    done = 0
+    report_lock = threading.Lock()
+
+    def finished(i: int, c: FileCheck, gpu: str = "", seconds: float = 0.0) -> None:
+        nonlocal done
+        with report_lock:
+            checks[i] = c
+            done += 1
+            if on_file is not None:
+                on_file(FileDone(c, i, done, len(files), gpu, seconds))
+
+    verifier = _Verifier(workspace, plan) if plan is not None else None
+    pending: list[Future] = []
+    try:
+        for i, result, prebuilt in check_stream(workspace, files, jobs, plan.arch if plan else None):
+            path = files[i]
+            if isinstance(result, JobFailed):
+                if result.reason == "error":  # the engine raised: the tool failed, not the user's code
+                    raise RuntimeError(f"checking {path}: {result.detail}")
+                result = failed_check(path, result, workspace.settings_for(path))
+            c: FileCheck = result
+            if verifier is None or not awaiting_gpu([c]) or not plan.may_verify(path):  # type: ignore[union-attr]
+                finished(i, c)
+                continue
+            future = verifier.submit(c, prebuilt)
+            if future is None:
+                finished(i, c)
+                continue
+            future.add_done_callback(
+                lambda f, i=i, c=c: finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
+            )
+            pending.append(future)
+        for f in pending:
+            f.result()  # an engine error in a verification surfaces here
+    finally:
+        if verifier is not None:
+            verifier.close()
+    return [c for c in checks if c is not None]
+
+
+def expected_arch() -> str | None:
+    """The arch of this machine's first GPU, known before any GPU worker starts (nvidia-smi), so
+    that the check workers can compile spec'd files for it (None: unknown; the fake GPU, which
+    loads no real CUBIN: its callers' own compile runs in the GPU phase, as before)."""
+    from .compile import local_gpu_arch
+
+    return local_gpu_arch()
+
+
+def file_line(d: FileDone) -> str:
+    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s)`, or its
+    compile findings when nothing ran on a GPU."""
+    head = f"kernel-lsp: [{d.done}/{d.total}] {os.path.relpath(d.check.path)}"
+    c = d.check
+    if c.gpu_checks:
+        kernels = ", ".join(
+            f"{k.kernel or '?'} {k.status} ({getattr(k, 'duration_s', 0.0) or 0.0:.2f} s)"
+            for k in c.gpu_checks
+        )
+        return f"{head}: {d.gpu}: {kernels}" if d.gpu else f"{head}: {kernels}"
+    if not c.checked:
+        return f"{head}: not checked"
+    found = f"{c.errors} error(s), {c.warnings} warning(s), {len(c.kernels)} kernel(s)"
+    return f"{head}: {found}" + (f"; not verified: {c.unverified}" if c.unverified else "")

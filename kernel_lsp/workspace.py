@@ -358,9 +358,12 @@ class Workspace:
         spec_text: str | None = None,
         measure: bool = True,
         on_progress: Any = None,
+        prebuilt: Any = None,
     ) -> Verification:
         """Every kernel of `path` that its spec describes, compiled once for the session's device
-        with the file's options, verified (and timed, with `measure`) there."""
+        with the file's options, verified (and timed, with `measure`) there. `prebuilt`
+        (check_jobs.Prebuilt): that compile made already, used when its text and options are
+        the ones this would compile."""
         from .gpu import check_file
 
         if text is None:
@@ -369,8 +372,12 @@ class Workspace:
         options = self.device_options(path, session.device, text)
         if text is None:  # gone since the compile check
             return Verification(path, None, options, None)
-        artifact = session.compile(text, path, options) if session.available else None
-        checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact)
+        library = None
+        if prebuilt is not None and prebuilt.text == text and prebuilt.options == options:
+            artifact, library = prebuilt.artifact, prebuilt.library
+        else:
+            artifact = session.compile(text, path, options) if session.available else None
+        checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact, library)
         return Verification(path, text, options, artifact, checks, spec_text)
 
     def bench(

@@ -4,7 +4,15 @@ from ..evaluation.choose import RayUnavailable, wants_ray
 from ..evaluation.local import fake_from_env
 from ..evaluation.pool import BackendPool, gpus_arg, parse_gpus
 from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, local_gpu_absence, no_gpu_message
-from ..gpu_check import mark_unverified, verify_checks
+from ..gpu_check import (
+    FileDone,
+    GpuPlan,
+    check_and_verify,
+    expected_arch,
+    file_line,
+    mark_unverified,
+    verify_checks,
+)
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
 from ..runner.hot_lines import HotLine
 from ..runner.profile import ProfileReport
@@ -13,13 +21,18 @@ from ..runner.timing import TimingSettings
 __all__ = [
     "GPU_OFF_IN_EDITOR",
     "BackendPool",
+    "FileDone",
+    "GpuPlan",
     "GpuSession",
     "HotLine",
     "KernelCheck",
     "ProfileReport",
     "RayUnavailable",
     "TimingSettings",
+    "check_and_verify",
+    "expected_arch",
     "fake_from_env",
+    "file_line",
     "gpus_arg",
     "local_gpu_absence",
     "mark_unverified",

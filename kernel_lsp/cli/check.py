@@ -20,8 +20,6 @@ from ..api.checks import (
     collect_files,
     failed_check,
     includers_for,
-    job_deadline,
-    lean_analyze,
     report_once,
     run_jobs,
 )
@@ -43,28 +41,15 @@ from .flags import (
 )
 
 
-def run_checks(files: list[str], workspace: Workspace, jobs: int) -> list[FileCheck]:
+def run_checks(files: list[str], workspace: Workspace, jobs: int, gpu=None, on_file=None) -> list[FileCheck]:
     """Each file in a worker process under its deadline and memory limit (NVRTC serialises
-    compiles within a process; a compiler or a spec that hangs can only be stopped there)."""
-    settings = workspace.settings
-    # A header that does not compile alone is checked as the file that includes it sees it.
-    context = includers_for(files, settings)
-    # The database flags here, before the workers fork: they inherit the database read once.
-    jobs_args = [
-        (
-            workspace,
-            f,
-            None,
-            None,
-            context.get(f, ()),
-            workspace.settings_for(f).project_flags(f, workspace.root),
-        )
-        for f in files
-    ]
+    compiles within a process; a compiler or a spec that hangs can only be stopped there); with
+    `gpu` (gpu_check.GpuPlan), each spec'd file verified on a GPU as soon as it compiled.
+    `on_file(gpu_check.FileDone)` as each file is finished."""
     _load_the_rest()
-    # Checks come back without their CUBINs (lean_analyze): GPU verification compiles again.
-    results = run_jobs(lean_analyze, jobs_args, jobs, job_deadline(settings), settings.compile_memory_bytes)
-    return [_job_check(f, r, workspace) for f, r in zip(files, results, strict=True)]
+    from ..api.gpu import check_and_verify
+
+    return check_and_verify(workspace, files, jobs, gpu, on_file)
 
 
 def _load_the_rest() -> None:
@@ -181,7 +166,7 @@ def parser(prog: str = "kernel-lsp check") -> argparse.ArgumentParser:
         "--gpus",
         metavar="all|N",
         type=gpus_arg,
-        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: one)",
+        help="verify spec'd files in parallel on all visible GPUs or on N of them (default: all, or gpu.devices)",
     )
     add_backend_flags(p)
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
@@ -231,7 +216,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
-    from ..api.checks import check_arch, local_gpu_arch
+    from ..api.checks import check_arch
 
     archs = settings.archs()
     bad_arch = [m for a in archs if (m := check_arch(a))]
@@ -239,6 +224,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     if stdin_text is not None:
+        gpu_off = _gpu_off_reason(args, settings, stdin_text)
         checks = _check_stdin(args.paths[0], stdin_text, workspace)
         if checks is None:
             return EXIT_TOOL_FAILED
@@ -266,7 +252,27 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
                 return EXIT_CLEAN
             print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
             return EXIT_TOOL_FAILED
-        checks = run_checks(files, workspace, args.jobs)
+        from ..api.gpu import GpuPlan, RayUnavailable, expected_arch, wants_ray
+
+        gpu_off = _gpu_off_reason(args, settings, None)  # None: verify on the GPUs
+        plan = None
+        if gpu_off is None:  # verified as each file compiles; local: every visible GPU by default
+            local = not wants_ray(settings.evaluation_backend, settings.cluster_address)
+            plan = GpuPlan(
+                args.gpus or settings.gpu_devices or ("all" if local else None),
+                lambda path: not specs_not_run_reason(workspace.settings_for(path), specs_asked),
+                args.occupancy,
+                _quiet if args.quiet else _stderr,
+                expected_arch() if local else None,
+            )
+        progress = _Progress(args.show_resources, args.quiet)
+        try:
+            checks = run_checks(files, workspace, args.jobs, plan, progress)
+        except RayUnavailable as e:
+            print(f"kernel-lsp: {e}", file=sys.stderr)
+            return EXIT_TOOL_FAILED
+        finally:
+            progress.end()
     if any(d.code == "nvrtc" for c in checks for d in c.diagnostics):
         print(
             "kernel-lsp: NVRTC could not run; install `cuda-python[all]` and `cuda-toolkit[cudart,cccl]`",
@@ -276,30 +282,12 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
         print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    from ..api.gpu import RayUnavailable, fake_from_env, mark_unverified, verify_checks, wants_ray
+    from ..api.gpu import mark_unverified
 
     # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
     rest = _specs_read_only(checks, workspace, specs_asked)
-    # With Ray the GPUs are the cluster's: this machine may have none.
-    if not settings.gpu_enabled:
-        mark_unverified(rest, "--no-gpu" if args.no_gpu else "gpu.enabled is false")
-    elif not (
-        wants_ray(settings.evaluation_backend, settings.cluster_address)
-        or local_gpu_arch()
-        or fake_from_env()
-    ):
-        from ..api.gpu import local_gpu_absence, no_gpu_message
-
-        mark_unverified(rest, no_gpu_message(local_gpu_absence()))  # hover's and the editor's words
-    elif stdin_text is not None:
-        mark_unverified(rest, "read from stdin")
-    else:
-        try:
-            log = _quiet if args.quiet else _stderr
-            verify_checks(rest, workspace, log=log, profile=args.occupancy, gpus=args.gpus)
-        except RayUnavailable as e:
-            print(f"kernel-lsp: {e}", file=sys.stderr)
-            return EXIT_TOOL_FAILED
+    if gpu_off is not None:
+        mark_unverified(rest, gpu_off)
     # GPU findings pass the same selection; then each finding once (a header's at the header).
     for c in checks:
         workspace.reported(c)
@@ -318,6 +306,53 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         return EXIT_CLEAN
     incomplete = any(c.incomplete for c in checks)  # not checked in time, out of memory
     return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
+
+
+def _gpu_off_reason(args: argparse.Namespace, settings, stdin_text: str | None) -> str | None:
+    """Why this run verifies nothing on a GPU (None: it does). With Ray the GPUs are the
+    cluster's: this machine may have none."""
+    from ..api.checks import local_gpu_arch
+    from ..api.gpu import fake_from_env, wants_ray
+
+    if not settings.gpu_enabled:
+        return "--no-gpu" if args.no_gpu else "gpu.enabled is false"
+    if not (
+        wants_ray(settings.evaluation_backend, settings.cluster_address)
+        or local_gpu_arch()
+        or fake_from_env()
+    ):
+        from ..api.gpu import local_gpu_absence, no_gpu_message
+
+        return no_gpu_message(local_gpu_absence())  # hover's and the editor's words
+    if stdin_text is not None:
+        return "read from stdin"
+    return None
+
+
+class _Progress:
+    """Files as they finish, on stderr: with -v one line each; else, in a terminal, one progress
+    line rewritten in place (and cleared at the end); nothing with -q or into a pipe."""
+
+    def __init__(self, verbose: bool, quiet: bool):
+        self.verbose = verbose and not quiet
+        self.live = not quiet and not verbose and sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done) -> None:
+        from ..api.gpu import file_line
+
+        if self.verbose:
+            print(file_line(done), file=sys.stderr, flush=True)
+        elif self.live:
+            line = f"kernel-lsp: {done.done}/{done.total} files: {os.path.relpath(done.check.path)}"
+            sys.stderr.write("\r\033[K" + line[:120])
+            sys.stderr.flush()
+            self.shown = True
+
+    def end(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] | None:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
-from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher
+from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher, side_by_side
 from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_inputs, run_reference
 
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
@@ -123,11 +124,15 @@ class InputSet:
     reference: dict[str, np.ndarray] | None = None  # known already (a verification run's)
 
 
-def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int, most: int = MAX_SETS) -> int:
-    """How many input sets of this case fit the memory share (at least one, at most `most`)."""
-    case_bytes = sum(
+def _case_bytes(spec: Spec, sizes: dict[str, int]) -> int:
+    return sum(
         math.prod(eval_shape(a.shape, sizes)) * DTYPES[a.dtype].itemsize for a in spec.buffers().values()
     )
+
+
+def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int, most: int = MAX_SETS) -> int:
+    """How many input sets of this case fit the memory share (at least one, at most `most`)."""
+    case_bytes = _case_bytes(spec, sizes)
     if device_bytes <= 0 or case_bytes <= 0:
         return most
     return max(1, min(most, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
@@ -176,6 +181,19 @@ class TimedSets:
         self.batched = False  # a judged candidate's runs: every set in one request
         self.seed = seed
         given = list(verified)[: max(0, count - 1)]
+        # A different seed per fresh set: distinct values, same distribution (run 0); a large
+        # case's fresh sets are made side by side in threads (runner/verify.side_by_side).
+        fresh = [k for k in range(max(1, count)) if not 1 <= k <= len(given)]
+        made = dict(
+            zip(
+                fresh,
+                side_by_side(
+                    [functools.partial(make_inputs, spec, sizes, seed + 7919 * k, 0) for k in fresh],
+                    _case_bytes(spec, sizes),
+                ),
+                strict=True,
+            )
+        )
         try:
             for k in range(max(1, count)):
                 bufs = Buffers(device, spec, sizes, timed=True)
@@ -183,8 +201,7 @@ class TimedSets:
                 if 1 <= k <= len(given):
                     inputs, self.sets[-1].reference = given[k - 1]
                 else:
-                    # A different seed per set: distinct values, same distribution (run 0).
-                    inputs = make_inputs(spec, sizes, seed + 7919 * k, 0)
+                    inputs = made[k]()
                 self.sets[-1].inputs = inputs
                 for name, array in inputs.items():
                     bufs.upload(name, array)

@@ -82,13 +82,30 @@ def capture_evaluator(path, spec, options, spec_source, specs):
     raise SystemExit(f"options {options!r}")
 
 
+class InProcessPool:
+    """compile.jobs.WorkerPool's shape, each job run at once in this process."""
+
+    def __init__(self, *args) -> None:
+        pass
+
+    def submit(self, fn, args, timeout_s, memory_bytes=0):
+        from concurrent.futures import Future
+
+        future: Future = Future()
+        future.set_result(fn(*args))
+        return future
+
+    def close(self) -> None:
+        pass
+
+
 def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     tmp_path, monkeypatch, recorded, capsys
 ):
     cu = project(tmp_path)
     monkeypatch.chdir(tmp_path / "src")
     # --check runs each file's job in a worker process, out of the spy's sight: here, in process.
-    monkeypatch.setattr("kernel_lsp.cli.check.run_jobs", lambda fn, jobs, *limits: [fn(*a) for a in jobs])
+    monkeypatch.setattr("kernel_lsp.check_jobs.WorkerPool", InProcessPool)
 
     assert check_main([str(cu), "--no-gpu", "--arch", "sm_90"]) == 0, capsys.readouterr()
     by_check = {_what_matters(o) for o in recorded}

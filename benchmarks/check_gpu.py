@@ -1,0 +1,149 @@
+"""`kernel-lsp check samples/` on the GPU: wall time with 1, 2, ... GPUs, and each kernel's
+verification time (median, p90, max), one table row printed as each run is measured.
+
+    python3 benchmarks/check_gpu.py --gpus 1,2            # a machine with 2 GPUs
+    KERNEL_LSP_FAKE_GPU=1 python3 benchmarks/check_gpu.py  # no GPU: the fake one (CI, a laptop)
+
+Each row is one `python -m kernel_lsp check PATH -v --specs run` in a fresh process, its GPUs
+chosen with CUDA_VISIBLE_DEVICES (the first N of those visible; the fake GPU takes the same
+variable as its device count). The per-kernel times are the `-v` lines' (`dot ok (4.21 s)`: the
+kernel's verification and timing on its GPU, its compile not included); `GPUs used` counts the
+distinct GPUs those lines name. On the fake GPU the samples' real CUBINs do not load (every
+verdict is `failed`): the rows there time the pipeline, not the verification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# `kernel-lsp: [4/39] samples/dot/dot_bf16.cu: GPU 0: dot ok (4.21 s), ...`
+FILE_LINE = re.compile(r"^kernel-lsp: \[(\d+)/(\d+)\] (\S+): (?:((?:\S+ )?GPU \d+): )?(.*)$")
+KERNEL = re.compile(r"(\S+) (\w+) \((\d+\.\d+) s\)")
+
+
+def visible_devices(fake: bool) -> list[str]:
+    """The device ids this process may hand out: CUDA_VISIBLE_DEVICES's, else nvidia-smi's
+    (the fake GPU: 0..7)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+    if fake:
+        return [str(i) for i in range(8)]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    out = subprocess.run([smi, "-L"], capture_output=True, text=True, check=False).stdout
+    return [str(i) for i, line in enumerate(out.splitlines()) if line.startswith("GPU ")]
+
+
+def device_name(fake: bool, device: str) -> str:
+    if fake:
+        return "Fake GPU (no-GPU mode)"
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return "?"
+    out = subprocess.run(
+        [smi, "--query-gpu=name", "--format=csv,noheader", "-i", device],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return out.splitlines()[0] if out else "?"
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def run_check(path: str, devices: list[str], extra: list[str], timeout_s: float) -> dict:
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    command = [sys.executable, "-m", "kernel_lsp", "check", path, "-v", "--specs", "run", *extra]
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    files: list[tuple[float, str]] = []  # (seconds since start, path) as each file's line came
+    kernels: list[tuple[str, str, float]] = []  # (kernel, status, seconds)
+    gpus: set[str] = set()
+    assert proc.stderr is not None
+    try:
+        for line in proc.stderr:
+            m = FILE_LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            files.append((time.perf_counter() - start, m.group(3)))
+            if m.group(4):
+                gpus.add(m.group(4))
+                kernels += [(k, status, float(s)) for k, status, s in KERNEL.findall(m.group(5))]
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    wall = time.perf_counter() - start
+    stdout = proc.stdout.read() if proc.stdout else ""
+    summary = next((ln for ln in stdout.splitlines() if ln.startswith("checked ")), "")
+    return {
+        "wall": wall,
+        "rc": proc.returncode,
+        "files": files,
+        "kernels": kernels,
+        "gpus": gpus,
+        "summary": summary,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gpus", default="1,2", help="GPU counts to run with, comma-separated (default 1,2)")
+    p.add_argument("--path", default="samples/", help="what to check (default samples/)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per GPU count (default 1)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per run (default 900)")
+    p.add_argument("extra", nargs="*", help="more arguments for `kernel-lsp check` (after --)")
+    args = p.parse_args(argv)
+    fake = os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    devices = visible_devices(fake)
+    if not devices:
+        print("no GPU visible (set KERNEL_LSP_FAKE_GPU=1 for the fake one)", file=sys.stderr)
+        return 2
+    name = device_name(fake, devices[0])
+    print(f"# `kernel-lsp check {args.path} -v --specs run`; device: {name}; visible: {','.join(devices)}")
+    print(
+        "| GPUs | run | wall s | first file s | files | kernels | verify median s | p90 s | max s | GPUs used | verdicts | exit |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    for count in [int(c) for c in args.gpus.split(",") if c.strip()]:
+        if count > len(devices):
+            print(f"| {count} | - | skipped: {len(devices)} GPU(s) visible | | | | | | | | | |", flush=True)
+            continue
+        for run in range(1, args.repeat + 1):
+            r = run_check(args.path, devices[:count], args.extra, args.timeout)
+            times = [s for _, _, s in r["kernels"]]
+            verdicts: dict[str, int] = {}
+            for _, status, _ in r["kernels"]:
+                verdicts[status] = verdicts.get(status, 0) + 1
+            first = f"{r['files'][0][0]:.1f}" if r["files"] else "-"
+            print(
+                f"| {count} | {run} | {r['wall']:.1f} | {first} | {len(r['files'])} | {len(times)} | "
+                f"{percentile(times, 0.5):.2f} | {percentile(times, 0.9):.2f} | "
+                f"{max(times) if times else float('nan'):.2f} | {len(r['gpus'])} | "
+                f"{' '.join(f'{k} {v}' for k, v in sorted(verdicts.items()))} | {r['rc']} |",
+                flush=True,
+            )
+            if r["summary"]:
+                print(f"<!-- {r['summary']} -->", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
