@@ -52,7 +52,10 @@ def pytest_collection_modifyitems(config, items):
 
     items.sort(key=seconds)
     gpu_reason = gpu_absent_reason()
+    unit_tier = REPO / "tests" / "unit"
     for item in items:
+        if unit_tier in item.path.parents:  # the unit tier, by its folder: `-m unit` selects it too
+            item.add_marker(pytest.mark.unit)
         if gpu_reason and "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=f"gpu test skipped: {gpu_reason}"))
         editor = item.get_closest_marker("editor")

@@ -3,7 +3,7 @@ reference and the original kernel's outputs) → time, and the final interleaved
 
 `Evaluator` is what the loop talks to. `GpuEvaluator` is the real one, over
 kernel_lsp.gpu.GpuSession. The compile gate is the same real NVRTC compile for every evaluator;
-tests replace only the GPU gates (see tests/unit/test_optimizer_llm.py).
+tests replace only the GPU gates (see tests/integration/test_optimizer_llm.py).
 """
 
 from __future__ import annotations

@@ -286,5 +286,5 @@ class FakeDevice:
         # The fake kernels run on the host CPU, whose copy rate swings with load: a rate measured
         # here let honest fake kernels cross the speed-of-light bound on a busy CI machine. A bound
         # no host reaches keeps the CPU tests about verification; the bounds have unit tests with
-        # fixed figures (tests/unit/test_isolation.py).
+        # fixed figures (tests/integration/test_isolation.py).
         return FAKE_COPY_BANDWIDTH_BPS

@@ -1,5 +1,5 @@
 """Bad input through the real server: each case gets a clear message (or nothing, where nothing is
-right), and the server keeps serving. The --check side of these is in tests/unit/test_cli.py."""
+right), and the server keeps serving. The --check side of these is in tests/integration/test_cli.py."""
 
 from __future__ import annotations
 

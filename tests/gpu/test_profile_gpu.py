@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 LIMITERS = {"memory-bound", "compute-bound", "latency-bound", "launch-bound"}
 # (sample, spec kernel, the lines the H200 recording (tests/fixtures/ncu) found hottest). One live
 # run (each costs 10-30 s of ncu); the limiter of the stencil and the GEMM is tested on the
-# recordings (tests/unit/test_profile.py).
+# recordings (tests/integration/test_profile.py).
 SAMPLES = [
     ("reduce_sum/reduce_sum_fp32.cu", "reduce_sum", {35, 63}),
 ]

@@ -7,7 +7,7 @@ Retries: a 429 (rate limit), a 5xx or a dropped connection is retried with expon
 likely be as slow again; the candidate is reported as a failed request.
 
 The API key comes from the settings or OPENAI_API_KEY. It is passed to the client and nowhere
-else: not in reprs, logs, reports or error messages (tests/unit/test_optimizer_llm.py checks).
+else: not in reprs, logs, reports or error messages (tests/integration/test_optimizer_llm.py checks).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ from kernel_lsp.spec import (
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 BROKEN = SAMPLES / "broken"
-# Host code, a CMake project, a PyTorch extension: tests/unit/test_real_samples.py checks them;
-# launchers with entry specs: tests/unit/test_entry_samples.py.
+# Host code, a CMake project, a PyTorch extension: tests/integration/test_real_samples.py checks them;
+# launchers with entry specs: tests/integration/test_entry_samples.py.
 REAL_WORLD = [
     SAMPLES / "host_program",
     SAMPLES / "cmake_project",

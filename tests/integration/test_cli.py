@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 
 BASE = ["--no-gpu", "--arch", "sm_90"]
-# Samples with host code, a CMake project and a PyTorch extension: tests/unit/test_real_samples.py.
+# Samples with host code, a CMake project and a PyTorch extension: tests/integration/test_real_samples.py.
 REAL_WORLD = ("host_program", "cmake_project", "torch_extension")
 
 

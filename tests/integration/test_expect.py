@@ -4,7 +4,7 @@ resources) and the hover of each kernel. A change in what users see shows as a d
 
 After an intended change, rewrite the files and review the diff in git:
 
-    KERNEL_LSP_UPDATE_EXPECT=1 python -m pytest tests/unit/test_expect.py
+    KERNEL_LSP_UPDATE_EXPECT=1 python -m pytest tests/integration/test_expect.py
 """
 
 from __future__ import annotations

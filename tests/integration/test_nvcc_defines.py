@@ -1,6 +1,6 @@
 """Defines reach nvcc with the meaning nvcc gives them (issue 33): a plain `-DNAME=value` goes on
 nvcc's command line as written, before nvcc's own `-include cuda_runtime.h`, and only a value a
-shell would read takes the pre-included header (tests/unit/test_security.py holds the hostile
+shell would read takes the pre-included header (tests/integration/test_security.py holds the hostile
 values; a marker file must never appear here either).
 
 Each behaviour is checked against nvcc itself: the same file and defines compiled by the wheel's
