@@ -112,7 +112,8 @@ def report_once(checks: list[FileCheck]) -> None:
     finding is reported at the header, once, however many checked files include it (and whether
     or not the header is checked itself); the `#include` lines that lead to it become its related
     locations instead of findings of their own (the editor keeps those: it shows each file's)."""
-    includes: dict[tuple, list[tuple[str, int, int, str]]] = {}
+    # (header, line, col) -> (the finding's message, the #include line that leads to it)
+    includes: dict[tuple, list[tuple[str, tuple[str, int, int, str]]]] = {}
     for c in checks:
         kept = []
         for d in c.diagnostics:

@@ -139,9 +139,9 @@ class Resolver:
             return self._opaque(f"`{root}`, a template parameter of `{fn.name}`")
         if root in self.macro_params:
             return self._opaque(f"`{root}`, a parameter of macro `{self.macro}`")
-        found = self.constants.find(n)  # the file's constants, then its headers'
-        if found is not None:
-            return self._constant(n, *found, at, depth)
+        constant = self.constants.find(n)  # the file's constants, then its headers'
+        if constant is not None:
+            return self._constant(n, *constant, at, depth)
         where = f"a local of `{fn.name}`, one of its parameters" if fn else "a parameter of the macro"
         headers = " or of the headers it includes" if self.constants.has_headers else ""
         return self._opaque(f"`{n}`, which is neither {where} nor a constant of this file{headers}")

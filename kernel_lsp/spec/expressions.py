@@ -37,7 +37,7 @@ def user_line(exc: BaseException, path: str, default: int = 1) -> int:
     return line or default
 
 
-def eval_expr(expr: str | int | float, sizes: Mapping[str, Any]) -> Any:
+def eval_expr(expr: object, sizes: Mapping[str, Any]) -> Any:
     """Evaluate a size expression (`"cdiv(n, 256)"`, `"(m, n)"`, `256`) over the sizes."""
     if isinstance(expr, (int, float, np.integer, np.floating)):
         return expr
