@@ -71,9 +71,6 @@ class FileCheck:
         """A first look: nvcc's front end only, no resources yet."""
         return bool(self.results) and all(r.stage == "front-end" for r in self.results)
 
-    def result_for(self, arch: str) -> CompileResult | None:
-        return next((r for r in self.results if r.arch == arch), None)
-
 
 def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:
     """The archs the checks really compiled for (a file with a compile_commands.json entry is

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .constants.cexpr import Binary, Expr, Unary, parse, to_python
 from .host_entry import entry_abi, find_host_function
@@ -95,22 +95,6 @@ def _calls(source: str, fn: HostFunction, name: str) -> bool:
 
 
 # --- the launcher's buffers ------------------------------------------------------------------------
-
-
-@dataclass
-class _Use:
-    """One place a device buffer reaches a kernel: launch index, kernel, its parameter there."""
-
-    index: int
-    kernel: str
-    param: str
-
-
-@dataclass
-class _Param:
-    name: str
-    arg: _Arg
-    uses: list[_Use] = field(default_factory=list)
 
 
 def _copies(fn: HostFunction, param: str) -> tuple[list[HostCall], list[HostCall]]:

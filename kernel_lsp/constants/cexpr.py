@@ -655,7 +655,7 @@ def walk(e: Expr) -> list[Expr]:
 
 
 def names_and_calls(e: Expr) -> tuple[list[str], list[str]]:
-    """(free_names(e), calls_in(e)) in one walk."""
+    """(free_names(e), the functions `e` still calls after evaluation) in one walk."""
     names: dict[str, None] = {}
     calls: dict[str, None] = {}
     todo = [e]
@@ -675,11 +675,6 @@ def names_and_calls(e: Expr) -> tuple[list[str], list[str]]:
 def free_names(e: Expr) -> list[str]:
     """The names left in `e`, in order, each once (function names of calls not included)."""
     return names_and_calls(e)[0]
-
-
-def calls_in(e: Expr) -> list[str]:
-    """The functions `e` still calls after evaluation (what kept it from a value)."""
-    return names_and_calls(e)[1]
 
 
 def rename(e: Expr, names: Mapping[str, str]) -> Expr:

@@ -141,9 +141,6 @@ class HostLaunch:
         via = f" (through macro `{self.macro}`)" if self.macro else ""
         return f"the launch at {at}{inside}{via}"
 
-    def argument_for(self, param: str) -> LaunchArgument | None:
-        return next((a for a in self.arguments if a.param == param), None)
-
 
 @dataclass(frozen=True)
 class HostCall:

@@ -439,8 +439,6 @@ class HostClock:
     cannot see another context's work, and the accused's own are not believed; nothing the
     accused does can make the judge's copy faster than its fastest."""
 
-    host_clock = True
-
     def __init__(
         self,
         device: Any,

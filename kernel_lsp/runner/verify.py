@@ -204,11 +204,6 @@ class Buffers:
             elif arg.kind == "out":
                 self.device.fill(self.ptrs[name], byte, self.nbytes[name])
 
-    def zero_scratch(self) -> None:
-        for name, arg in self.spec.buffers().items():
-            if isinstance(arg, Scratch) and arg.zero:
-                self.device.fill(self.ptrs[name], 0, self.nbytes[name])
-
     def args_for(self, step: Step) -> list[np.ndarray]:
         args = []
         for p in step.params:

@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 # A header block or a body larger than this is a broken peer, not a message.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 METHOD_NOT_FOUND = -32601
-REQUEST_CANCELLED = -32800
 
 
 class RpcError(Exception):
