@@ -421,8 +421,9 @@ def int_value(e: Expr | None) -> int | tuple[int, ...] | None:
         return int(e.value)
     if isinstance(e, Braced):
         items = [int_value(x) for x in e.items]
-        if all(isinstance(x, int) for x in items):
-            return tuple(items)  # type: ignore[arg-type]
+        ints = [x for x in items if isinstance(x, int)]
+        if len(ints) == len(items):
+            return tuple(ints)
     return None
 
 

@@ -32,7 +32,8 @@ class Quantity:
         if self.dims is None:
             return None
         values = [int_value(d) for d in self.dims]
-        return tuple(values) if all(isinstance(v, int) for v in values) else None  # type: ignore[arg-type]
+        ints = [v for v in values if isinstance(v, int)]
+        return tuple(ints) if len(ints) == len(values) else None
 
     @property
     def total(self) -> int | None:

@@ -134,7 +134,8 @@ class Resolver:
         if root in self.params:
             if root == n:
                 return Name(PARAM + n)
-            return self._opaque(f"`{n}`, a member of the parameter `{root}` of `{fn.name}`")  # type: ignore[union-attr]
+            of = f" of `{fn.name}`" if fn is not None else ""
+            return self._opaque(f"`{n}`, a member of the parameter `{root}`{of}")
         if fn is not None and root in fn.template_params:
             return self._opaque(f"`{root}`, a template parameter of `{fn.name}`")
         if root in self.macro_params:

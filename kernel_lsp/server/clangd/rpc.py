@@ -139,7 +139,8 @@ class JsonRpcConnection:
     def _dispatch(self, message: dict) -> None:
         method = message.get("method")
         if method is None:
-            future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            answered = message.get("id")  # ours are ints
+            future = self._pending.pop(answered, None) if isinstance(answered, int) else None
             if future is None or future.done():
                 return  # an answer to a request cancelled meanwhile
             if "error" in message:
