@@ -79,9 +79,6 @@ class FileCheck:
         """A first look: nvcc's front end only, no resources yet."""
         return bool(self.results) and all(r.stage == "front-end" for r in self.results)
 
-    def result_for(self, arch: str) -> CompileResult | None:
-        return next((r for r in self.results if r.arch == arch), None)
-
 
 def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:
     """The archs the checks really compiled for (a file with a compile_commands.json entry is
@@ -120,7 +117,8 @@ def report_once(checks: list[FileCheck]) -> None:
     finding is reported at the header, once, however many checked files include it (and whether
     or not the header is checked itself); the `#include` lines that lead to it become its related
     locations instead of findings of their own (the editor keeps those: it shows each file's)."""
-    includes: dict[tuple, list[tuple[str, int, int, str]]] = {}
+    # (header, line, col) -> (the finding's message, the #include line that leads to it)
+    includes: dict[tuple, list[tuple[str, tuple[str, int, int, str]]]] = {}
     for c in checks:
         kept = []
         for d in c.diagnostics:

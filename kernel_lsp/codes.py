@@ -147,7 +147,8 @@ def describe(rule: str, example: str = "") -> str:
     if is_number(rule):
         template = _ARCH_LIST.sub("", _QUOTED.sub('"…"', example.splitlines()[0] if example else ""))
         template = template.removeprefix("in included header ").strip()
-        number = _NUMBER.fullmatch(rule.strip()).group(1)  # type: ignore[union-attr]
+        match = _NUMBER.fullmatch(rule.strip())
+        number = match.group(1) if match else rule.strip()
         return f"Compiler diagnostic #{number}" + (f": {template}" if template else "")
     family = next((k for k in DESCRIPTIONS if k.endswith("-") and rule.startswith(k)), None)
     if family:

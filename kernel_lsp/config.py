@@ -155,7 +155,7 @@ class Settings:
             relaxed_constexpr=project.relaxed_constexpr,
             extended_lambda=project.extended_lambda,
             extra=project.extra,
-            **({"std": project.std} if project.std else {}),
+            std=project.std or base.std,
         )
 
 
@@ -404,7 +404,8 @@ def settings_from_pyproject(path: str) -> tuple[Settings, list[str]]:
     settings, problems = settings_from_dict(table)
     refused = [key for name, key in USER_ONLY.items() if getattr(settings, name) is not None]
     if refused:
-        settings = replace(settings, **dict.fromkeys(USER_ONLY, None))
+        cleared: dict[str, Any] = dict.fromkeys(USER_ONLY, None)
+        settings = replace(settings, **cleared)
         problems += [
             f"`{key}` is not read from pyproject.toml: set it in the editor or on the command line"
             for key in refused

@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .constants.cexpr import Binary, Expr, Unary, parse, to_python
 from .host_entry import entry_abi, find_host_function
@@ -95,22 +95,6 @@ def _calls(source: str, fn: HostFunction, name: str) -> bool:
 
 
 # --- the launcher's buffers ------------------------------------------------------------------------
-
-
-@dataclass
-class _Use:
-    """One place a device buffer reaches a kernel: launch index, kernel, its parameter there."""
-
-    index: int
-    kernel: str
-    param: str
-
-
-@dataclass
-class _Param:
-    name: str
-    arg: _Arg
-    uses: list[_Use] = field(default_factory=list)
 
 
 def _copies(fn: HostFunction, param: str) -> tuple[list[HostCall], list[HostCall]]:
@@ -409,8 +393,8 @@ def plan_entry(source: str, entry: str) -> EntryPlan | None:
             if arg.source in device and arg.param
         ]
         dtype = a.dtype or ""
-        kernel_args = [plans[i].args.get(p) for i, _, p in uses if i in plans]
-        kernel_args = [k for k in kernel_args if k is not None]
+        found = (plans[i].args.get(p) for i, _, p in uses if i in plans)
+        kernel_args = [k for k in found if k is not None]
         if not dtype:
             dtype = next((k.dtype for k in kernel_args if k.kind != "Scalar"), "float32")
         notes_here: list[str] = []
@@ -479,11 +463,11 @@ def plan_entry(source: str, entry: str) -> EntryPlan | None:
     for x in launches:
         for q in (x.grid, x.block, x.smem):
             size_uses |= set(q.symbols)
-        for arg in x.arguments:
-            if arg.value is not None and arg.value.resolved and arg.param:
-                for i, p in plans.items():
-                    if launches[i] is x and arg.param in p.sizes:
-                        size_uses |= set(arg.value.symbols)
+        for argument in x.arguments:
+            if argument.value is not None and argument.value.resolved and argument.param:
+                for i, plan in plans.items():
+                    if launches[i] is x and argument.param in plan.sizes:
+                        size_uses |= set(argument.value.symbols)
     for c in fn.calls:
         if c.bytes is not None:
             size_uses |= set(c.bytes.symbols)

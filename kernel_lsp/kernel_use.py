@@ -521,10 +521,10 @@ def _dims(reader: _Reader, access: Access) -> list[Extent] | None:
         # `idx < N * C` with `row = idx / C`, `col = idx % C`: rows of C, not one long run.
         (var,) = next(iter(top))
         total = parse_index(extent.text) or {}
-        inner = reader.split_of(var)
-        outer = divide(total, symbol(inner)) if inner and len(total) == 1 else None
-        if outer:
-            return [Extent(text=reader.text(outer)), Extent(text=inner)]
+        row = reader.split_of(var)
+        rows = divide(total, symbol(row)) if row and len(total) == 1 else None
+        if rows and row:
+            return [Extent(text=reader.text(rows)), Extent(text=row)]
     dims.append(extent)
     return list(reversed(dims))
 

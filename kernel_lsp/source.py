@@ -130,13 +130,13 @@ def _find_kernels(source: str) -> list[KernelSignature]:
     # none in this file, its last declaration). Overloads (other parameter types) are kernels of
     # their own; a definition repeated with the same types (#if/#else branches) counts once, the last.
     defined = {k.name for k in kernels if k.definition}
-    last: dict[tuple, KernelSignature] = {}
+    final: dict[tuple, KernelSignature] = {}
     for k in kernels:
         if k.definition:
-            last[(k.namespace, k.name, tuple(" ".join(p.type.split()) for p in k.params))] = k
+            final[(k.namespace, k.name, tuple(" ".join(p.type.split()) for p in k.params))] = k
         elif k.name not in defined:
-            last[(k.name,)] = k
-    kept = {id(k) for k in last.values()}
+            final[(k.name,)] = k
+    kept = {id(k) for k in final.values()}
     return [k for k in kernels if id(k) in kept]
 
 

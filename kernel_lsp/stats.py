@@ -46,7 +46,7 @@ class Measurement:
         return f"{format_seconds(self.p10_s)}-{format_seconds(self.p90_s)}"
 
 
-def median_noise(samples: Sequence[float]) -> float:
+def median_noise(samples: Sequence[float] | np.ndarray) -> float:
     """Relative standard error of the median: the stop rule's figure (0.005 = 0.5%)."""
     x = np.asarray(samples, dtype=np.float64)
     if x.size < 2:

@@ -40,6 +40,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
 from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, spec_owners
 from .compile.compile_commands import MAX_DATABASE_BYTES
@@ -304,7 +305,7 @@ class WorkspaceWatcher:
         self.rules = IgnoreRules(self.root, exclude)
         self.collector = BatchCollector(on_batch, debounce_s, max_delay_s)
         self._accept = accept
-        self._observer = None
+        self._observer: BaseObserver | None = None
         self.events_seen = 0
         self._databases: dict[str, str | None] = {}  # path -> digest of its last text seen
 

@@ -149,6 +149,19 @@ try {
     if (!imported.startsWith(join(storageDir, 'server-env'))) {
         fail(`kernel_lsp imports from ${imported}, not from the new environment`);
     }
+    // The optimizer's source is the checkout's top-level optimizer/ folder, installed as
+    // kernel_lsp.optimizer (setup.py): it is in the wheel, and no top-level `optimizer` is.
+    const [optimizerFile, topLevel] = execFileSync(
+        venvPython,
+        ['-I', '-c', 'import importlib.util, kernel_lsp.optimizer.loop as m; print(m.__file__); print(importlib.util.find_spec("optimizer"))'],
+        { cwd: storageDir },
+    )
+        .toString('utf8')
+        .trim()
+        .split('\n');
+    if (!optimizerFile.startsWith(join(storageDir, 'server-env')) || topLevel !== 'None') {
+        fail(`kernel_lsp.optimizer imports from ${optimizerFile}; a top-level optimizer: ${topLevel}`);
+    }
     const handshake = await lspHandshake(venvPython, ['-I', '-m', 'kernel_lsp'], storageDir);
     const serverName = handshake.initialize?.result?.serverInfo?.name;
     if (!handshake.initialize?.result?.capabilities || handshake.shutdown === undefined || handshake.code !== 0) {

@@ -135,9 +135,9 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
         with open(path, "rb") as original:
             data = original.read()
         names = [stem] + [f"{stem}-{n}" for n in range(2, 100)]
-        backup, f = create_in_workspace(workspace, BACKUP_DIR, names, binary=True)
-        with f:
-            f.write(data)
+        backup, copy = create_in_workspace(workspace, BACKUP_DIR, names, binary=True)
+        with copy:
+            copy.write(data)
         replace_file(path, new_source)
     except OSError as e:
         raise OptimizeError(str(e)) from None

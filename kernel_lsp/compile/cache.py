@@ -6,6 +6,7 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from typing import Any, Generic, TypeVar
 
 from ..model import FAULT_CODES, CompileResult
 from .includes import header_stamps, include_closure
@@ -13,14 +14,18 @@ from .options import CompileOptions
 
 _OUT_OF_MEMORY = "out of memory"
 
+# What a cache holds: a CompileResult, or a shared library's build (compile/shared_lib.py), which
+# holds its CompileResult as `.result`.
+Item = TypeVar("Item")
 
-class CompileCache:
+
+class CompileCache(Generic[Item]):
     """LRU of results keyed by content, options and the stamps of the user headers read; at most
     `capacity` results and `max_bytes` of CUBINs and logs (a CUB-heavy file's CUBIN is MBs: 256
     of them held a long-lived compile worker at hundreds of MB)."""
 
     def __init__(self, capacity: int = 256, max_bytes: int = 32 * 2**20) -> None:
-        self._items: OrderedDict[str, CompileResult] = OrderedDict()
+        self._items: OrderedDict[str, Item] = OrderedDict()
         self._capacity = capacity
         self._max_bytes = max_bytes
         self._bytes = 0
@@ -35,18 +40,18 @@ class CompileCache:
         h.update(repr((os.path.abspath(path), options, header_stamps(headers))).encode())
         return h.hexdigest()
 
-    def get(self, key: str) -> CompileResult | None:
+    def get(self, key: str) -> Item | None:
         with self._lock:
             r = self._items.get(key)
             if r is not None:
                 self._items.move_to_end(key)
             return r
 
-    def put(self, key: str, result: CompileResult) -> None:
+    def put(self, key: str, result: Item) -> None:
         """Keep `result`, unless the compile did not finish (a deadline, the memory limit, a
         crash): that says nothing about the text, and the next check must try again. Nor one
         larger than the whole byte budget."""
-        compiled = getattr(result, "result", result)  # a shared-library build holds its compile
+        compiled = _compiled(result)
         if any(d.code in FAULT_CODES for d in compiled.diagnostics) or _OUT_OF_MEMORY in compiled.log:
             return
         if _size(result) > self._max_bytes:
@@ -61,10 +66,15 @@ class CompileCache:
                 self._bytes -= _size(dropped)
 
 
-def _size(item) -> int:
+def _compiled(item: Any) -> CompileResult:
+    """The compile an item holds: itself, or a shared-library build's `.result`."""
+    return getattr(item, "result", item)
+
+
+def _size(item: Any) -> int:
     """The bytes a cached result holds: its CUBIN and log (and a shared-library build's library)."""
-    compiled = getattr(item, "result", item)
+    compiled = _compiled(item)
     return len(getattr(item, "library", None) or b"") + len(compiled.cubin or b"") + len(compiled.log)
 
 
-_cache = CompileCache()
+_cache: CompileCache[CompileResult] = CompileCache()

@@ -263,28 +263,34 @@ class _NotAList(ValueError):
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
+def _after_whitespace(text: str, i: int) -> int:
+    """The index of the first character at or after `i` that is not JSON whitespace."""
+    m = _WHITESPACE.match(text, i)  # `*`: it always matches
+    return m.end() if m else i
+
+
 def _entries(text: str):
     """The entries of a JSON list, decoded one at a time: one `json.loads` of a large database
     held the interpreter lock for seconds, stalling every other thread (the server's event loop
     among them); between entries here, other threads run."""
     decoder = json.JSONDecoder()
-    i = _WHITESPACE.match(text, 0).end()  # type: ignore[union-attr]
+    i = _after_whitespace(text, 0)
     if not text.startswith("[", i):
         data = json.loads(text)  # not a list: the message names what it is (or why it is no JSON)
         raise _NotAList(type(data).__name__)
-    i = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+    i = _after_whitespace(text, i + 1)
     if text.startswith("]", i):
         return
     while True:
         entry, i = decoder.raw_decode(text, i)
         yield entry
-        i = _WHITESPACE.match(text, i).end()  # type: ignore[union-attr]
+        i = _after_whitespace(text, i)
         if text.startswith("]", i):
             break
         if not text.startswith(",", i):
             raise json.JSONDecodeError("Expecting ',' delimiter", text, i)
-        i = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
-    end = _WHITESPACE.match(text, i + 1).end()  # type: ignore[union-attr]
+        i = _after_whitespace(text, i + 1)
+    end = _after_whitespace(text, i + 1)
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
 
@@ -307,7 +313,7 @@ def _parse_entry(
     file = os.path.normpath(os.path.join(directory, file))
     args, command = entry.get("arguments"), entry.get("command")
     key = _flags_key(args, command, directory, (written, file)) if shared is not None else None
-    if key is not None and (hit := shared.get(key)) is not None:  # type: ignore[union-attr]
+    if key is not None and shared is not None and (hit := shared.get(key)) is not None:
         return (None, file, hit.problem) if hit.problem else (hit, file, None)
     if args is None:
         if not isinstance(command, str):
@@ -319,8 +325,8 @@ def _parse_entry(
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         return None, file, "`arguments` is not a list of strings"
     flags = parse_arguments(args, directory, file, db_path)
-    if key is not None:
-        shared[key] = flags  # type: ignore[index]
+    if key is not None and shared is not None:
+        shared[key] = flags
     if flags.problem:
         return None, file, flags.problem
     return flags, file, None

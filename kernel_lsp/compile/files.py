@@ -15,12 +15,19 @@ MAX_HEADER_BYTES = 64 * 1024 * 1024
 BINARY_PROBE_BYTES = 8192
 UTF8_BOM = "\ufeff"
 
+
 # One "?" per byte that is not UTF-8: a Latin-1 `é` in a comment stays one column wide, so the
 # compiler's columns after it still match the line the user sees.
-codecs.register_error("kernel-lsp-byte", lambda e: ("?" * (e.end - e.start), e.end))
+def _question_marks(e: UnicodeError) -> tuple[str, int]:
+    if not isinstance(e, UnicodeDecodeError | UnicodeEncodeError | UnicodeTranslateError):
+        raise e
+    return "?" * (e.end - e.start), e.end
 
 
-def format_size(n: int) -> str:
+codecs.register_error("kernel-lsp-byte", _question_marks)
+
+
+def format_size(n: int | float) -> str:
     """Binary units, as the limit is set in (2097152 bytes is 2.0 MiB, not "2.1 MB")."""
     if n < 1024:
         return f"{n} bytes"

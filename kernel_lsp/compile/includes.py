@@ -53,7 +53,7 @@ def include_closure(source: str, path: str, include_dirs: tuple[str, ...]) -> di
 
 def header_stamps(paths) -> tuple:
     """(path, mtime, size) of each header, for cache keys: a header edited on disk changes it."""
-    out = []
+    out: list[tuple[str, int | None, int | None]] = []
     for p in sorted(paths):
         try:
             st = os.stat(p)

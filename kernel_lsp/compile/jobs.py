@@ -251,7 +251,7 @@ class WorkerPool:
                             while self._wake_r.poll():
                                 self._wake_r.recv_bytes()
                     elif conn in self._busy:
-                        self._receive(self._busy[conn])  # type: ignore[index]
+                        self._receive(self._busy[conn])
                     else:  # an idle worker said something or died: it is of no use any more
                         idle = next((w for w in self._idle if w.conn is conn), None)
                         if idle is not None:

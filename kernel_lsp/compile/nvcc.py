@@ -44,7 +44,7 @@ TIMEOUT_SETTING = (
 # Stages of a compile (CompileResult.stage); SKIPPED: this nvcc cannot run the front end alone.
 FULL, FRONT_END, SKIPPED = "full", "front-end", "skipped"
 
-_cache = CompileCache()
+_cache: CompileCache[CompileResult] = CompileCache()
 
 
 def _tool_diagnostic(path: str, options: CompileOptions, message: str, log: str = "") -> CompileResult:
@@ -311,6 +311,7 @@ def _compile_in_temp_dir(
                 result.timed_out = True
                 result.diagnostics.append(not_checked_in_time(path, timeout_s, TIMEOUT_SETTING, "nvcc"))
             return result
+        assert code is not None  # a run that ended "done" has its exit code
         ok = code == 0
         if not ok and _NO_ROOM.search(log) and _free_bytes(tmp) < LOW_DISK_BYTES:
             return _disk_full(path, options, os.path.dirname(tmp), log)

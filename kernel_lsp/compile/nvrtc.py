@@ -47,7 +47,7 @@ def check_arch(arch: str) -> str | None:
     return None
 
 
-_cache = CompileCache()
+_cache: CompileCache[CompileResult] = CompileCache()
 
 
 # --- compile ----------------------------------------------------------------------------------

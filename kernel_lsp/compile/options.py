@@ -13,9 +13,6 @@ from dataclasses import dataclass, field, replace
 FALLBACK_ARCH = "sm_90"
 
 
-COMPILERS = ("auto", "nvrtc", "nvcc")
-
-
 @dataclass(frozen=True)
 class CompileOptions:
     """Backend-neutral: each backend turns these into its own flags."""

@@ -46,7 +46,7 @@ class _NoFence:
     symbol: str = ""
 
 
-_cache = CompileCache(capacity=32)  # libraries are larger than CUBINs
+_cache: CompileCache[LibraryBuild] = CompileCache(capacity=32)  # libraries are larger than CUBINs
 
 
 @dataclass

@@ -214,7 +214,7 @@ def scope_marks(code: str) -> list[tuple[int, Scope | None]]:
         if any(entry is None for entry in stack):
             marks.append((m.end(), None))
         else:
-            marks.append((m.end(), tuple(e for e in stack if e and e[1])))  # type: ignore[misc]
+            marks.append((m.end(), tuple(e for e in stack if e and e[1])))
     return marks
 
 
@@ -309,14 +309,14 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
         before = code[max(0, open_paren - 200) : open_paren]
         if "__global__" in before.rsplit(";", 1)[-1].rsplit("}", 1)[-1]:
             continue
-        params = []
+        names: list[str] = []
         for p in code[open_paren + 1 : m.start()].split(","):
             words = re.findall(r"[A-Za-z_]\w*", p.split("=")[0])
             if words:
-                params.append(words[-1])
+                names.append(words[-1])
         body = parse(m.group("body"))
         if body is not None:
-            out.functions[head.group(1)] = Function(tuple(params), body)
+            out.functions[head.group(1)] = Function(tuple(names), body)
     return out
 
 

@@ -421,8 +421,9 @@ def int_value(e: Expr | None) -> int | tuple[int, ...] | None:
         return int(e.value)
     if isinstance(e, Braced):
         items = [int_value(x) for x in e.items]
-        if all(isinstance(x, int) for x in items):
-            return tuple(items)  # type: ignore[arg-type]
+        ints = [x for x in items if isinstance(x, int)]
+        if len(ints) == len(items):
+            return tuple(ints)
     return None
 
 
@@ -446,7 +447,6 @@ def _c_div(a: int, b: int) -> int:
 
 
 def _arith(op: str, a: int | float, b: int | float) -> int | float | None:
-    both_int = isinstance(a, int) and isinstance(b, int)
     if op == "+":
         return a + b
     if op == "-":
@@ -459,19 +459,19 @@ def _arith(op: str, a: int | float, b: int | float) -> int | float | None:
         if op == "//":
             return a // b
         if op == "/":
-            return _c_div(a, b) if both_int else a / b  # type: ignore[arg-type]
-        return a - _c_div(a, b) * b if both_int else math.fmod(a, b)
+            return _c_div(a, b) if isinstance(a, int) and isinstance(b, int) else a / b
+        return a - _c_div(a, b) * b if isinstance(a, int) and isinstance(b, int) else math.fmod(a, b)
     if op in ("<", ">", "<=", ">=", "==", "!="):
         return int({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
     if op in ("&&", "||"):
         return int(bool(a) and bool(b)) if op == "&&" else int(bool(a) or bool(b))
-    if not both_int:
+    if not isinstance(a, int) or not isinstance(b, int):
         return None
     if op in ("<<", ">>"):
-        if not 0 <= b <= 64:  # type: ignore[operator]
+        if not 0 <= b <= 64:
             return None
-        return a << b if op == "<<" else a >> b  # type: ignore[operator]
-    return {"&": a & b, "|": a | b, "^": a ^ b}.get(op)  # type: ignore[operator]
+        return a << b if op == "<<" else a >> b
+    return {"&": a & b, "|": a | b, "^": a ^ b}.get(op)
 
 
 def _cast(type_: str, v: int | float) -> int | float:
@@ -562,16 +562,15 @@ class Evaluator:
         base = e.func.replace("std::", "").replace("::", "")
         fn = self.functions.get(e.func) or self.functions.get(base)
         if fn is not None and len(fn.params) == len(e.args):
-            args = [self.simplify(a) for a in e.args]
-            bound = dict(zip(fn.params, args, strict=True))
+            bound = dict(zip(fn.params, (self.simplify(a) for a in e.args), strict=True))
             outer = self.lookup
             inner = Evaluator(lambda n: bound.get(n) if n in bound else outer(n), self.functions)
             inner.depth = self.depth
             return inner.simplify(fn.body)
         args = tuple(self.simplify(a) for a in e.args)
         if base in ("min", "max", "fminf", "fmaxf", "fmin", "fmax") and len(args) == 2:
-            if all(isinstance(a, Num) for a in args):
-                values = [a.value for a in args]  # type: ignore[union-attr]
+            values = [a.value for a in args if isinstance(a, Num)]
+            if len(values) == len(args):
                 return Num(min(values) if base in ("min", "fminf", "fmin") else max(values))
             return Call(base.replace("fmin", "min").replace("fmax", "max").rstrip("f"), args)
         if base == "cdiv" and len(args) == 2:
@@ -657,7 +656,7 @@ def walk(e: Expr) -> list[Expr]:
 
 
 def names_and_calls(e: Expr) -> tuple[list[str], list[str]]:
-    """(free_names(e), calls_in(e)) in one walk."""
+    """(free_names(e), the functions `e` still calls after evaluation) in one walk."""
     names: dict[str, None] = {}
     calls: dict[str, None] = {}
     todo = [e]
@@ -677,11 +676,6 @@ def names_and_calls(e: Expr) -> tuple[list[str], list[str]]:
 def free_names(e: Expr) -> list[str]:
     """The names left in `e`, in order, each once (function names of calls not included)."""
     return names_and_calls(e)[0]
-
-
-def calls_in(e: Expr) -> list[str]:
-    """The functions `e` still calls after evaluation (what kept it from a value)."""
-    return names_and_calls(e)[1]
 
 
 def rename(e: Expr, names: Mapping[str, str]) -> Expr:
@@ -745,8 +739,8 @@ def _render(e: Expr, python: bool, parent: int = 0) -> str:
     if isinstance(e, Name):
         return e.name
     if isinstance(e, Braced):
-        inner = ", ".join(r(x) for x in e.items)
-        return f"({inner})" if python else "{" + inner + "}"
+        items = ", ".join(r(x) for x in e.items)
+        return f"({items})" if python else "{" + items + "}"
     if isinstance(e, Cast):
         if python:
             return f"int({r(e.operand)})" if e.type.split()[-1] in INT_TYPES else r(e.operand, 11)

@@ -22,7 +22,7 @@ from kernel_lsp.runner.profile import ProfileReport, profile_kernels
 from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
-from kernel_lsp.spec import Spec, distributions
+from kernel_lsp.spec import In, InOut, Spec, distributions
 from kernel_lsp.stats import Measurement, bootstrap_ratio, summarize
 
 from .backend import Built
@@ -278,7 +278,9 @@ class LocalBackend:
                 "measure": measure,
                 "timing": self.timing.__dict__,
                 "device": self.device.to_dict() if self.device else {},
-                "runs": max([2] + [len(distributions(a)) for a in spec.args.values() if a.is_input]),
+                "runs": max(
+                    [2] + [len(distributions(a)) for a in spec.args.values() if isinstance(a, (In, InOut))]
+                ),
             }
             blobs = [built[0]]
             if baseline is not None:

@@ -383,7 +383,9 @@ class RayBackend:
                 )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
-            result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged)
+            result = self._call(
+                "check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged
+            )
             if isinstance(result, str):
                 p = Problem("crash", "", result)
                 return self._stamp(
@@ -434,7 +436,6 @@ class RayBackend:
                 return ProfileReport(note=result)
             return result
 
-
     def judged_twin(self) -> JudgedRayBackend:
         return JudgedRayBackend(self)
 
@@ -459,10 +460,10 @@ class JudgedRayBackend:
         return self._sandbox
 
     def check(self, *args: Any, **kwargs: Any) -> KernelCheck:
-        return self.plain.check(*args, **kwargs, judged=True)
+        return self.plain.check(*args, **{**kwargs, "judged": True})
 
     def compare(self, *args: Any, **kwargs: Any) -> Comparison:
-        return self.plain.compare(*args, **kwargs, judged=True)
+        return self.plain.compare(*args, **{**kwargs, "judged": True})
 
     def close(self) -> None:
         """The plain backend owns the actor."""

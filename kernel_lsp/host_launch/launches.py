@@ -100,9 +100,10 @@ def find_sites(text: str, lo: int = 0, hi: int | None = None) -> list[_Site]:
         callee = _callee_of_pointer(kernel)
         if not callee:
             continue
-        args = tuple(call[2:]) if api == "cudaLaunchKernelEx" else None
         kind = "cudaLaunchKernelEx" if api.startswith("cudaLaunchKernelEx") else api
-        sites.append(_Site(kind, callee, m.start(), call, args))
+        sites.append(
+            _Site(kind, callee, m.start(), call, tuple(call[2:]) if api == "cudaLaunchKernelEx" else None)
+        )
     sites.sort(key=lambda s: s.offset)
     return sites
 
@@ -281,7 +282,7 @@ class _Builder:
             s = statement_at(stmts, site.offset)
             place = Place(site.offset, s.blocks if s else (0,))
             function = span.name if span is not None else ""
-            out.append(self.launch(site, resolver, place, function, lambda _o, u=at: u, macro=name))
+            out.append(self.launch(site, resolver, place, function, lambda _offset: at, macro=name))
         return out
 
     def macro_launches(self, used: set[str]) -> list[HostLaunch]:
@@ -319,7 +320,7 @@ class _Builder:
             in_grid = self._shape(site, resolver, at, ("grid",))[0]
             resolver.stop_constants = False
             _, in_block, in_smem, _, _ = self._shape(site, resolver, at, ("block", "smem"))
-            in_kernel = LaunchShape(in_grid, in_block, in_smem)  # type: ignore[arg-type]
+            in_kernel = LaunchShape(in_grid, in_block, in_smem)
         finally:
             resolver.stops.clear()
             resolver.stop_constants = False

@@ -32,7 +32,8 @@ class Quantity:
         if self.dims is None:
             return None
         values = [int_value(d) for d in self.dims]
-        return tuple(values) if all(isinstance(v, int) for v in values) else None  # type: ignore[arg-type]
+        ints = [v for v in values if isinstance(v, int)]
+        return tuple(ints) if len(ints) == len(values) else None
 
     @property
     def total(self) -> int | None:
@@ -140,9 +141,6 @@ class HostLaunch:
         inside = f" in `{self.function}`" if self.function else ""
         via = f" (through macro `{self.macro}`)" if self.macro else ""
         return f"the launch at {at}{inside}{via}"
-
-    def argument_for(self, param: str) -> LaunchArgument | None:
-        return next((a for a in self.arguments if a.param == param), None)
 
 
 @dataclass(frozen=True)

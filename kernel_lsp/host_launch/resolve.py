@@ -134,14 +134,15 @@ class Resolver:
         if root in self.params:
             if root == n:
                 return Name(PARAM + n)
-            return self._opaque(f"`{n}`, a member of the parameter `{root}` of `{fn.name}`")  # type: ignore[union-attr]
+            of = f" of `{fn.name}`" if fn is not None else ""
+            return self._opaque(f"`{n}`, a member of the parameter `{root}`{of}")
         if fn is not None and root in fn.template_params:
             return self._opaque(f"`{root}`, a template parameter of `{fn.name}`")
         if root in self.macro_params:
             return self._opaque(f"`{root}`, a parameter of macro `{self.macro}`")
-        found = self.constants.find(n)  # the file's constants, then its headers'
-        if found is not None:
-            return self._constant(n, *found, at, depth)
+        constant = self.constants.find(n)  # the file's constants, then its headers'
+        if constant is not None:
+            return self._constant(n, *constant, at, depth)
         where = f"a local of `{fn.name}`, one of its parameters" if fn else "a parameter of the macro"
         headers = " or of the headers it includes" if self.constants.has_headers else ""
         return self._opaque(f"`{n}`, which is neither {where} nor a constant of this file{headers}")

@@ -213,7 +213,7 @@ class FakeDevice:
     ) -> list[tuple[str, int | None, int]]:
         return [(f"{s}_state", fn.state, STATE_BYTES) for s, fn in module.items() if fn.state is not None]
 
-    def launch(self, fn: str, grid: Any, block: Any, smem: int, args: list[np.ndarray]) -> None:
+    def launch(self, fn: FakeFunction, grid: Any, block: Any, smem: int, args: list[np.ndarray]) -> None:
         self._launches += 1
         if fn == "hang":
             while True:
@@ -226,6 +226,7 @@ class FakeDevice:
         if fn == "noop":
             return
         if fn == "counter":
+            assert fn.state is not None  # load gives every STATEFUL behaviour its global
             count = self._locate(fn.state, 4)[0][:4].view(np.int32)
             count[0] += 1
             if count[0] > 1:

@@ -138,9 +138,6 @@ class DeviceInfo:
         """The rate of the memory bound (device descriptions cached before it existed: the copy)."""
         return self.memory_bandwidth_Bps or self.copy_bandwidth_Bps
 
-    def peak_for(self, dtype: str) -> float:
-        return self.peak_flops.get(dtype) or self.peak_flops.get("float32", 0.0)
-
 
 def derived_peaks(arch: str, sm_count: int, sm_clock_mhz: int) -> dict[str, float]:
     table = _FLOP_PER_CLOCK_PER_SM.get(arch)

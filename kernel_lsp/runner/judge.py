@@ -516,8 +516,6 @@ class HostClock:
     shared by the batch's runs rather than added to each, and every run's outputs are the
     judge's to check."""
 
-    host_clock = True
-
     def __init__(
         self,
         device: Any,

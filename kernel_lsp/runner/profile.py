@@ -262,8 +262,8 @@ def profile_kernels(
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-ncu-") as job_dir:
         with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
             json.dump(job, f)
-        with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
-            f.write(cubin)
+        with open(os.path.join(job_dir, "kernel.cubin"), "wb") as image:
+            image.write(cubin)
         report_base = os.path.join(job_dir, "report")
         cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
         pages = _collect(ncu, cmd, env, report_base, timeout_s, runs)

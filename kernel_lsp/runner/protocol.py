@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 MAGIC = b"KLSP"
 _HEADER = struct.Struct("<4sI")
@@ -35,7 +35,7 @@ class ProtocolError(RuntimeError):
     """The stream does not hold a well-formed frame (the peer died or wrote garbage)."""
 
 
-def write_message(stream: BinaryIO, message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
+def write_message(stream: IO[bytes], message: dict[str, Any], blobs: list[bytes] | None = None) -> None:
     blobs = blobs or []
     header = dict(message)
     if blobs:
@@ -48,7 +48,7 @@ def write_message(stream: BinaryIO, message: dict[str, Any], blobs: list[bytes] 
     stream.flush()
 
 
-def _read_exact(stream: BinaryIO, n: int) -> bytes:
+def _read_exact(stream: IO[bytes], n: int) -> bytes:
     chunks, left = [], n
     while left:
         chunk = stream.read(left)
@@ -59,7 +59,7 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_message(stream: BinaryIO) -> tuple[dict[str, Any], list[bytes]]:
+def read_message(stream: IO[bytes]) -> tuple[dict[str, Any], list[bytes]]:
     """One frame: (header, blobs). EOFError when the stream ends cleanly before a frame."""
     head = stream.read(_HEADER.size)
     if not head:

@@ -194,4 +194,5 @@ def smallest_case(sizes: list[dict[str, int]]) -> dict[str, int]:
         return math.prod(max(1, int(v)) for v in s.values())
 
     real = [s for s in sizes if all(int(v) > 1 for v in s.values())]
-    return dict(min(real or sizes, key=volume))
+    smallest = min(real or sizes, key=volume)
+    return dict(smallest)

@@ -180,7 +180,7 @@ class Buffers:
                 broken.append(f"`{name}`: wrote {-off} bytes before its start")
             if not np.array_equal(tail, guard):
                 diff = np.flatnonzero(tail != guard)
-                item = DTYPES[self.spec.args[name].dtype].itemsize
+                item = DTYPES[self.spec.buffer(name).dtype].itemsize
                 broken.append(
                     f"`{name}`: wrote past its end (element {self.nbytes[name] // item + diff[0] // item}"
                     f" of {self.nbytes[name] // item}, {diff.size} guard bytes changed)"
@@ -192,7 +192,7 @@ class Buffers:
         self.device.upload(self.ptrs[name], array)
 
     def read(self, name: str) -> np.ndarray:
-        dtype = DTYPES[self.spec.args[name].dtype]
+        dtype = DTYPES[self.spec.buffer(name).dtype]
         raw = self._download(self.ptrs[name], self.nbytes[name])
         return raw.view(dtype).reshape(self.shapes[name])
 
@@ -203,11 +203,6 @@ class Buffers:
                 self.device.fill(self.ptrs[name], 0 if arg.zero else byte, self.nbytes[name])
             elif arg.kind == "out":
                 self.device.fill(self.ptrs[name], byte, self.nbytes[name])
-
-    def zero_scratch(self) -> None:
-        for name, arg in self.spec.buffers().items():
-            if isinstance(arg, Scratch) and arg.zero:
-                self.device.fill(self.ptrs[name], 0, self.nbytes[name])
 
     def args_for(self, step: Step) -> list[np.ndarray]:
         args = []
@@ -355,7 +350,7 @@ def tolerance(arg: Any) -> tuple[float, float]:
 
 def _poison_count(spec: Spec, name: str, got: np.ndarray, poison: int) -> int:
     """Elements still holding the poison bytes (a kernel that never wrote them)."""
-    item = DTYPES[spec.args[name].dtype].itemsize
+    item = DTYPES[spec.buffer(name).dtype].itemsize
     raw = np.ascontiguousarray(got).view(np.uint8).reshape(-1, item)
     return int(np.all(raw == poison, axis=1).sum())
 

@@ -48,7 +48,7 @@ def check_loopback(host: str) -> None:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except OSError as e:
         raise TcpSetupError(f"--tcp: cannot resolve {host!r}: {e}") from None
-    addresses = {info[4][0] for info in infos}
+    addresses = {str(info[4][0]) for info in infos}  # a str for IP addresses (typeshed: str | int)
     outside = sorted(a for a in addresses if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
     if outside:
         raise TcpSetupError(

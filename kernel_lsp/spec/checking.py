@@ -11,7 +11,7 @@ from ..source import Directives, KernelSignature, Param, find_kernel
 from .dtypes import DTYPES, c_type_dtype
 from .expressions import SpecError, launch_dims
 from .loading import _diag
-from .model import Alias, Arg, InOut, Out, Scalar, Spec, case_label
+from .model import Alias, In, InOut, Out, Scalar, Scratch, Spec, case_label
 
 if TYPE_CHECKING:  # the host-code reader imports this package: types only
     from ..host_entry import EntryAbi, HostFunction
@@ -52,7 +52,7 @@ def check_spec(
                 continue
             line = getattr(arg, "line", 0) or spec.line  # an alias's findings at the alias
             aliased = isinstance(arg, Alias)
-            if aliased:
+            if isinstance(arg, Alias):
                 # The alias is checked as the buffer it names (its dtype, const-ness).
                 target = spec.args.get(arg.target)
                 if target is None or isinstance(target, (Scalar, Alias)):
@@ -108,7 +108,12 @@ def check_spec(
 
 
 def _param_findings(
-    spec: Spec, kname: str, param: Param, arg: Arg, line: int, aliased: bool = False
+    spec: Spec,
+    kname: str,
+    param: Param,
+    arg: In | Out | InOut | Scratch | Scalar,
+    line: int,
+    aliased: bool = False,
 ) -> list[Diagnostic]:
     """Where one argument does not fit its parameter (at `line`): pointer vs scalar, dtype vs C
     type, const. `aliased`: `arg` is the buffer an Alias names."""
@@ -198,7 +203,14 @@ def check_entry_spec(spec: Spec, function: HostFunction | None, abi: EntryAbi | 
                 )
             )
             continue
-        out += _param_findings(spec, name, param, arg, getattr(arg, "line", 0) or spec.line)
+        line = getattr(arg, "line", 0) or spec.line  # an alias's findings at the alias
+        aliased = isinstance(arg, Alias)
+        if isinstance(arg, Alias):  # checked as the buffer it names, as a kernel's are
+            target = spec.args.get(arg.target)
+            if target is None or isinstance(target, (Scalar, Alias)):
+                continue  # load_specs reported it
+            arg = target
+        out += _param_findings(spec, name, param, arg, line, aliased)
     names = {param.name for param in function.params}
     for arg_name, arg in spec.args.items():
         line = getattr(arg, "line", 0) or spec.line

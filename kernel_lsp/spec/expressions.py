@@ -37,7 +37,7 @@ def user_line(exc: BaseException, path: str, default: int = 1) -> int:
     return line or default
 
 
-def eval_expr(expr: str | int | float, sizes: Mapping[str, Any]) -> Any:
+def eval_expr(expr: object, sizes: Mapping[str, Any]) -> Any:
     """Evaluate a size expression (`"cdiv(n, 256)"`, `"(m, n)"`, `256`) over the sizes."""
     if isinstance(expr, (int, float, np.integer, np.floating)):
         return expr
@@ -107,10 +107,10 @@ def launch_dims(
         t = tuple(v) if isinstance(v, (tuple, list)) else (v,)
         if not 1 <= len(t) <= 3 or not all(isinstance(x, (int, np.integer)) for x in t):
             raise SpecError(f"{what}={expr} gives {v!r}; expected 1 to 3 ints")
-        t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
-        if min(t) < 1:
+        x, y, z = [int(d) for d in t] + [1] * (3 - len(t))
+        if min(x, y, z) < 1:
             raise SpecError(f"{what}={expr} gives {v!r}; each dimension must be >= 1")
-        return t  # type: ignore[return-value]
+        return x, y, z
 
     s = eval_expr(smem or "0", sizes)
     if not isinstance(s, (int, np.integer)) or s < 0:

@@ -30,9 +30,9 @@ def distributions(arg: In | InOut) -> list[Distribution]:
         if arg.dtype.startswith("u"):
             return list(DEFAULT_UNSIGNED_DISTS)
         return list(DEFAULT_SIGNED_DISTS)
-    if isinstance(arg.dist, (list, tuple)):
-        return list(arg.dist)
-    return [arg.dist]
+    if isinstance(arg.dist, str) or callable(arg.dist):
+        return [arg.dist]
+    return list(arg.dist)
 
 
 def check_distribution(dist: Distribution) -> str | None:
@@ -182,35 +182,35 @@ def run_reference(
                 f"got {type(result).__name__}"
             )
     got: dict[str, np.ndarray] = {}
-    for name, arg in outputs.items():
+    for name, buf in outputs.items():
         if name not in result:
             raise SpecError(f"reference returned no `{name}` (it returned {', '.join(result)})")
-        shape = eval_shape(arg.shape, sizes)
+        shape = eval_shape(buf.shape, sizes)
         value = np.asarray(result[name])
         if value.dtype.kind not in "biuf":  # complex, object (a None inside), strings
             raise SpecError(
                 f"reference output `{name}` is an array of {value.dtype} ({_first_of(value)}); "
-                f"the buffer holds {arg.dtype}"
+                f"the buffer holds {buf.dtype}"
             )
         if value.size != math.prod(shape):
             raise SpecError(
                 f"reference output `{name}` has {value.size} elements, the buffer "
                 f"{math.prod(shape)} (shape {shape})"
             )
-        if arg.dtype not in FLOAT_DTYPES and value.dtype.kind == "f":
+        if buf.dtype not in FLOAT_DTYPES and value.dtype.kind == "f":
             bad = ~np.isfinite(value) | (value != np.round(value))
             if np.any(bad):
                 i = int(np.flatnonzero(bad.reshape(-1))[0])
                 raise SpecError(
-                    f"reference output `{name}` is {arg.dtype}, but the reference gives "
+                    f"reference output `{name}` is {buf.dtype}, but the reference gives "
                     f"{value.reshape(-1)[i]} at index {i}: round it (np.rint) or give the buffer a float dtype"
                 )
         if _dims(value.shape) != _dims(shape) and len(_dims(value.shape)) > 1 and len(_dims(shape)) > 1:
             # Same count, other dimensions: a transposed or mis-ordered result. A flat result is
             # fine (it is reshaped to the buffer's shape).
             raise SpecError(f"reference output `{name}` has shape {value.shape}, the buffer {shape}")
-        target = np.float32 if arg.dtype in ("float16", "bfloat16") else DTYPES[arg.dtype]
-        got[name] = value.reshape(shape).astype(target)
+        host_type = np.float32 if buf.dtype in ("float16", "bfloat16") else DTYPES[buf.dtype]
+        got[name] = value.reshape(shape).astype(host_type)
     return got
 
 

@@ -37,9 +37,6 @@ class SpecLoad:
     def ok(self) -> bool:
         return not any(d.severity is Severity.ERROR for d in self.diagnostics)
 
-    def for_kernel(self, kernel: str) -> Spec | None:
-        return next((s for s in self.specs if s.kernel == kernel), None)
-
 
 def _diag(path: str, line: int, message: str, code: str, severity: Severity = Severity.ERROR) -> Diagnostic:
     return Diagnostic(path, max(1, line), 1, severity, message, code=code, source=SPEC_SOURCE)

@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ _THIS_FILE = os.path.abspath(__file__)
 
 def _caller_line() -> int:
     """The line of the first frame outside this module: where the user wrote In(...) / Spec(...)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and (
         os.path.abspath(frame.f_code.co_filename) == _THIS_FILE
         # the __init__ that dataclasses generate has no file of its own
@@ -241,6 +242,13 @@ class Spec:
         """The buffers that are allocated: every In, Out, InOut and Scratch (not their aliases)."""
         return {k: a for k, a in self.args.items() if not isinstance(a, (Scalar, Alias))}
 
+    def buffer(self, name: str) -> _Buffer:
+        """The buffer `name` (an In, Out, InOut or Scratch); KeyError for a Scalar or an Alias."""
+        arg = self.args[name]
+        if isinstance(arg, (Scalar, Alias)):
+            raise KeyError(name)
+        return arg
+
     def buffer_name(self, param: str) -> str:
         """The buffer a parameter gets: itself, or the target of its Alias."""
         arg = self.args.get(param)
@@ -251,7 +259,7 @@ class Spec:
         return {k: a.target for k, a in self.args.items() if isinstance(a, Alias)}
 
     def outputs(self) -> dict[str, _Buffer]:
-        return {k: a for k, a in self.args.items() if a.is_output}
+        return {k: a for k, a in self.buffers().items() if a.is_output}
 
     def scalar_value(self, name: str, sizes: Mapping[str, Any]) -> Any:
         arg = self.args[name]

@@ -67,6 +67,5 @@ def _literal_kernels(call: ast.Call) -> list[str]:
         items = [values["kernel"]] if "kernel" in values else []
     else:
         return []  # a pipeline computed at run time
-    if not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in items):
-        return []
-    return [e.value for e in items]  # type: ignore[attr-defined]
+    names = [e.value for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return names if len(names) == len(items) else []

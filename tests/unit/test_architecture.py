@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "kernel_lsp"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "kernel_lsp"
+# The optimizer's source: installed as kernel_lsp.optimizer (setup.py); kernel_lsp/optimizer links
+# to it, and rglob does not follow links.
+OPTIMIZER = REPO / "optimizer"
 
 # Each part of kernel_lsp and its layer, lowest first (ARCHITECTURE.md's code map). A module may
 # import its own part and any part of a lower layer, or of its own layer; never a higher one.
@@ -71,13 +75,15 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 
-def _modules() -> dict[str, Path]:
+def package_files() -> dict[str, Path]:
+    """Every module of the package as it is installed (kernel_lsp.optimizer.* from optimizer/)."""
     out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
+    for root, prefix in ((PACKAGE, ["kernel_lsp"]), (OPTIMIZER, ["kernel_lsp", "optimizer"])):
+        for path in root.rglob("*.py"):
+            parts = prefix + list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
     return out
 
 
@@ -108,7 +114,7 @@ def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
     return graph
 
 
-GRAPH = _imports(MODULES := _modules())
+GRAPH = _imports(MODULES := package_files())
 
 
 def _part(module: str) -> str:

@@ -20,7 +20,9 @@ from kernel_lsp.codes import (
 )
 from kernel_lsp.model import Diagnostic, Severity
 
-PACKAGE = Path(__file__).resolve().parents[2] / "kernel_lsp"
+REPO = Path(__file__).resolve().parents[2]
+# kernel_lsp/ and optimizer/, installed as kernel_lsp.optimizer (rglob does not follow the link).
+PACKAGE_FOLDERS = (REPO / "kernel_lsp", REPO / "optimizer")
 
 
 def finding(
@@ -33,7 +35,7 @@ def emitted_codes() -> set[str]:
     """Every literal code the package gives a finding: `code="x"`, a spec `_diag(..., "spec-x")`,
     a runner problem kind (`gpu-` + kind)."""
     codes: set[str] = set()
-    for path in PACKAGE.rglob("*.py"):
+    for path in (p for folder in PACKAGE_FOLDERS for p in folder.rglob("*.py")):
         text = path.read_text()
         codes |= set(re.findall(r'\bcode="([a-z][a-z0-9-]*)"', text))
         codes |= set(re.findall(r'"(spec-[a-z-]+)"', text))

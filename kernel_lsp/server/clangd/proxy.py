@@ -38,10 +38,12 @@ from .semantic_tokens import LegendMap
 
 log = logging.getLogger(__name__)
 
+
 @functools.cache
 def _converter():
     """lsprotocol's converter, built on first use (35 ms: not on the way to `initialize`)."""
     return converters.get_converter()
+
 
 MAX_RESTARTS = 5  # in a row; a clangd that ran STABLE_S resets the count
 STABLE_S = 60.0
@@ -278,7 +280,7 @@ class ClangdProxy:
         if session is not None:  # the flags may have changed (defines, includes, arch)
             for uri in list(self.server.workspace.text_documents):
                 if path := uri_to_path(uri):
-                    session.enqueue(lambda s=session, p=path: self._send_command(s, p))
+                    session.enqueue(functools.partial(self._send_command, session, path))
 
     async def _supervise(self) -> None:
         failures = 0
@@ -368,7 +370,7 @@ class ClangdProxy:
                 "version": doc.version or 0,
                 "text": doc.source,
             }
-            session.enqueue(lambda s=session, u=uri, i=item: self._open(s, u, i))
+            session.enqueue(functools.partial(self._open, session, uri, item))
         self.session = session
         self._ready.set()
         log.info("clangd ready: %s (pid %s)", session.server_version, process.pid)
@@ -414,6 +416,8 @@ class ClangdProxy:
             if self.server.settings.clangd_diagnostics != "agreeing":
                 return  # nvcc's diagnostics are the truth; clangd's are dropped
             uri = params.get("uri")
+            if not isinstance(uri, str):
+                return
             self.diagnostics[uri] = list(params.get("diagnostics") or [])
             if path := uri_to_path(uri):
                 self.server.republish(path)

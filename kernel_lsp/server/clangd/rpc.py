@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 # A header block or a body larger than this is a broken peer, not a message.
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 METHOD_NOT_FOUND = -32601
-REQUEST_CANCELLED = -32800
 
 
 class RpcError(Exception):
@@ -140,7 +139,8 @@ class JsonRpcConnection:
     def _dispatch(self, message: dict) -> None:
         method = message.get("method")
         if method is None:
-            future = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            answered = message.get("id")  # ours are ints
+            future = self._pending.pop(answered, None) if isinstance(answered, int) else None
             if future is None or future.done():
                 return  # an answer to a request cancelled meanwhile
             if "error" in message:

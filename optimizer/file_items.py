@@ -16,7 +16,6 @@ from kernel_lsp.source import blank_comments, find_includes
 # code can call: __device__, __host__ __device__), "host" (a host function), "other" (types,
 # constants, `__constant__`/`__device__` variables, using/typedef, templates of types) and
 # "block" (an `extern "C" {` or `namespace` block taken as one).
-DEVICE_SIDE = ("pp", "kernel", "device", "other")
 
 
 @dataclass(frozen=True)

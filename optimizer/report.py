@@ -188,11 +188,11 @@ def markdown(result: RunResult) -> str:
         lines += ["", "## Static checks (new mutable globals, clock-steered control flow, asm)", ""]
         for o in looked:
             lines += [f"- {o.id} ({o.status.label}): " + "; ".join(o.findings)]
-    profiled = [o for o in [result.baseline, *result.outcomes] if o.profile is not None]
+    profiled = [(o.id, o.profile) for o in [result.baseline, *result.outcomes] if o.profile is not None]
     if profiled:
         lines += ["", "## What limits them (Nsight Compute)", ""]
-        for o in profiled:
-            lines += [f"### {o.id}", "", "```", *profile_lines(o.profile), "```", ""]
+        for oid, profile in profiled:
+            lines += [f"### {oid}", "", "```", *profile_lines(profile), "```", ""]
     diff = unified_diff(result.original, final_source(result) or result.original, result.path)
     lines += ["", "## Final diff", ""]
     lines += ["```diff", diff.rstrip(), "```"] if diff else ["(none: nothing offered)"]

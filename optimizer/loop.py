@@ -461,7 +461,10 @@ def optimize(
         correct = [o for o in outcomes if o.status is Status.CORRECT and o.latency_s]
         round_best = min(correct, key=lambda o: o.latency_s or 0.0) if correct else None
         improved = bool(
-            round_best and best.latency_s and round_best.latency_s < best.latency_s * (1 - IMPROVEMENT)
+            round_best
+            and round_best.latency_s
+            and best.latency_s
+            and round_best.latency_s < best.latency_s * (1 - IMPROVEMENT)
         )
         if improved and round_best is not None:
             previous, best = best, round_best
@@ -602,16 +605,16 @@ def _decide(
                 f"correct on every case. {result.proof_note}{extraction}" + tail
             )
             return
-    comp = result.comparison
+    measured = result.comparison
     best = faster[0]
     if best.status is Status.SANITIZER:
         why = f"compute-sanitizer found a bug in {best.id}, the fastest correct candidate: {best.message}"
         result.verdict = f"nothing offered: {why}." + tail
         return
-    if comp and not comp.problems:
+    if measured and not measured.problems:
         why = (
-            f"the fastest correct candidate ({best.id}) measured {comp.speedup:.2f}x in the interleaved A/B, "
-            f"but its lower bound {comp.ci_low:.3f} does not clear {settings.min_speedup:g}"
+            f"the fastest correct candidate ({best.id}) measured {measured.speedup:.2f}x in the interleaved A/B, "
+            f"but its lower bound {measured.ci_low:.3f} does not clear {settings.min_speedup:g}"
         )
     else:
         why = f"the A/B of {best.id} failed: {best.message}"

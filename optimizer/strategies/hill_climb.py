@@ -118,7 +118,7 @@ class HillClimb(Strategy):
                 if ahead is not None and self.space.key(ahead) not in self.asked:
                     return [ahead]
                 cost = self._cost(ahead) if ahead is not None else None
-                if cost is not None and cost < here:
+                if ahead is not None and cost is not None and cost < here:
                     self.current = ahead
                     continue
                 self._direction = None
