@@ -223,9 +223,10 @@ def check_and_verify(
             if future is None:
                 finished(i, c)
                 continue
-            future.add_done_callback(
-                lambda f, i=i, c=c: finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
-            )
+            def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
+                finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
+
+            future.add_done_callback(done_verifying)
             pending.append(future)
         for f in pending:
             f.result()  # an engine error in a verification surfaces here

@@ -198,6 +198,7 @@ class TimedSets:
             for k in range(max(1, count)):
                 bufs = Buffers(device, spec, sizes, timed=True)
                 self.sets.append(InputSet(bufs, {}, {}))
+                inputs: dict[str, np.ndarray]
                 if 1 <= k <= len(given):
                     inputs, self.sets[-1].reference = given[k - 1]
                 else:

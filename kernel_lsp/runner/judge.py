@@ -332,8 +332,8 @@ class AccusedPool:
             if accused.available:
                 return accused, ""
             accused.retire()
-        accused, _mechanism, why = start_accused(self.device, self.fake, [self.mechanism])
-        return accused, why
+        started, _mechanism, why = start_accused(self.device, self.fake, [self.mechanism])
+        return started, why
 
     def adopt(self, accused: AccusedProcess) -> None:
         """A started process that has run no candidate's code, as a spare."""

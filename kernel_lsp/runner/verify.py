@@ -497,7 +497,7 @@ class _Prepared:
     def __init__(self, make: Callable[[], Any], future: Any = None):
         self._make, self._future = make, future
 
-    def __call__(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    def __call__(self) -> Any:  # what its maker returns
         return self._future.result() if self._future is not None else self._make()
 
     def cancel(self) -> None:
