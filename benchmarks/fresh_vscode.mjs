@@ -124,11 +124,12 @@ try {
         .some((e) => /reg/.test(e.textContent ?? '')), null, { timeout: 300_000 });
     results.codeLens = await page.locator('.codelens-decoration').allTextContents();
     // The mouse on the kernel's name, as a user hovers (kept there for the screenshot).
+    await goto(decl, 1);
     const name = page.locator('.view-line').filter({ hasText: '__global__ void saxpy(' })
         .locator('span span', { hasText: /^saxpy$/ }).first();
     const hover = page.locator('.monaco-hover:visible').filter({ hasText: 'registers' });
     for (let i = 0; i < 20; i++) {
-        await page.mouse.move(5, 300);
+        await page.mouse.move(5, 450);
         await page.waitForTimeout(300);
         await name.hover();
         if (await hover.first().waitFor({ timeout: 5000 }).then(() => true, () => false)) break;
@@ -136,7 +137,7 @@ try {
     results.hover = ((await hover.first().textContent().catch(() => '')) ?? '').slice(0, 200);
     await page.waitForTimeout(800);
     await shot('vscode-hover.png');
-    await page.mouse.move(5, 300);
+    await page.mouse.move(5, 450);
     await page.keyboard.press('Escape');
 
     // 3. Go to definition from the launch `saxpy<<<`: Peek Definition for the screenshot,
