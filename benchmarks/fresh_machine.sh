@@ -190,3 +190,13 @@ rc=$?
 set -e
 cat "$ROOT/home/user/nvim-run/report.txt" 2>/dev/null || { echo "no report (nvim exit $rc)"; cat "$ROOT/home/user/nvim-run/nvim.out"; }
 echo "nvim exit $rc"
+
+say "Neovim from a new terminal (the venv not active, so no kernel-lsp on PATH): what the user sees"
+cat > "$ROOT/home/user/nvim-run/messages.lua" <<'LUA'
+vim.wait(3000, function() return false end, 50)
+local f = io.open('messages.txt', 'w'); f:write(vim.fn.execute('messages')); f:close()
+vim.cmd('qa!')
+LUA
+chroot "$ROOT" chown user:user /home/user/nvim-run/messages.lua
+in_root 'cd nvim-run && timeout 60 nvim --headless -i NONE -n -u init.lua -c "luafile messages.lua" error.cu > /dev/null 2>&1;
+  sed "/^$/d" messages.txt' || true
