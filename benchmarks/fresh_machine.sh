@@ -75,7 +75,7 @@ SECOND=$(awk '/^```sh/{f=1; next} f && /^```/{exit} f' "$REPO/README.md" | sed -
 printf '%s\n' "$FIRST" > "$ROOT/home/user/first.sh"
 printf '%s\n%s\n' "$FIRST" "$SECOND" > "$ROOT/home/user/both.sh"
 
-say "pip install -e . in a bare system (what the README says not to do: shows why the venv)"
+say "pip install -e . outside a venv, in the bare system (why the README makes a venv)"
 in_root 'cd kernel-lsp && pip install -e . 2>&1 | tail -3; python3 -m pip --version 2>&1 | tail -1' || true
 
 say "the README's first command, as written: $FIRST"
@@ -199,4 +199,4 @@ vim.cmd('qa!')
 LUA
 chroot "$ROOT" chown user:user /home/user/nvim-run/messages.lua
 in_root 'cd nvim-run && timeout 60 nvim --headless -i NONE -n -u init.lua -c "luafile messages.lua" error.cu > /dev/null 2>&1;
-  sed "/^$/d" messages.txt' || true
+  sed "/^$/d" messages.txt; echo' || true
