@@ -166,6 +166,7 @@ class EvaluationActor:
             "device": self.local.device if available else None,
             "restarts": self.local.restarts,
             "worker_pid": self.local.worker_pid,
+            "version": _version(),
         }
 
     def _spec(self, spec_path: str, spec_source: str | None, name: str) -> Spec | None:
@@ -299,6 +300,15 @@ class RayBackend:
         self._info, self.host, self.device_index = info, info["host"], info["gpu_id"]
         self.restarts = self._replaced + int(info.get("restarts", 0))
         self._reason = "" if info["available"] else str(info["reason"])
+        theirs = info.get("version")
+        if theirs != _version():
+            # Results from another kernel-lsp may mean something else (a spec field, a verdict).
+            info = dict(info, available=False)
+            self._reason = (
+                f"the Ray cluster's kernel-lsp is {theirs or 'older than 0.1.0'}, this one is {_version()}: "
+                f'install the same version on the GPU host (pip install "kernel-lsp[ray]=={_version()}")'
+            )
+            self._info = info
         return info
 
     def _lost(self, e: BaseException) -> str:
@@ -381,7 +391,9 @@ class RayBackend:
                 )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
-            result = self._call("check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged)
+            result = self._call(
+                "check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged
+            )
             if isinstance(result, str):
                 p = Problem("crash", "", result)
                 return self._stamp(
@@ -432,7 +444,6 @@ class RayBackend:
                 return ProfileReport(note=result)
             return result
 
-
     def judged_twin(self) -> JudgedRayBackend:
         return JudgedRayBackend(self)
 
@@ -464,6 +475,12 @@ class JudgedRayBackend:
 
     def close(self) -> None:
         """The plain backend owns the actor."""
+
+
+def _version() -> str:
+    from kernel_lsp import __version__
+
+    return __version__
 
 
 def _first_line(e: BaseException) -> str:

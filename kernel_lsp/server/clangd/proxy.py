@@ -38,10 +38,12 @@ from .semantic_tokens import LegendMap
 
 log = logging.getLogger(__name__)
 
+
 @functools.cache
 def _converter():
     """lsprotocol's converter, built on first use (35 ms: not on the way to `initialize`)."""
     return converters.get_converter()
+
 
 MAX_RESTARTS = 5  # in a row; a clangd that ran STABLE_S resets the count
 STABLE_S = 60.0
