@@ -364,7 +364,7 @@ def start_ray(n: int, fake: bool) -> tuple[Any, str]:
     """A Ray head in this process over N GPUs (fake: N GPU resources); the children join it."""
     import ray
 
-    ray.init(num_gpus=n, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.init(address="local", num_gpus=n, include_dashboard=False, log_to_driver=False, configure_logging=False)
     return ray, ray.get_runtime_context().gcs_address
 
 

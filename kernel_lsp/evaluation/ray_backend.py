@@ -88,7 +88,8 @@ def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_gpus=local_gpus, **kwargs)
+            # "local": a new cluster here, even where a `ray start` left its address behind.
+            ray.init(address="local", num_gpus=local_gpus, **kwargs)
     except Exception as e:  # ConnectionError, TimeoutError, ValueError for a bad address...
         where = f"at {address}" if address else "on this machine"
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -168,7 +168,7 @@ def open_bridged_backends(
     try:
         keys, lines = bridge.request("open", count, address, options)
     except BridgeLost as e:
-        raise RayUnavailable(f"no Ray cluster at {address}: {e}") from None
+        raise RayUnavailable(f"lost the connection to the Ray cluster at {address} ({e})") from None
     for line in lines:
         log(line)
     return [BridgedBackend(bridge, key, address, options) for key in keys]
