@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", default=FILES, help="samples to check (comma-separated)")
     p.add_argument("--fake", action="store_true")
     p.add_argument("--port", type=int, default=6390)
-    p.add_argument("--timeout", type=float, default=120, help="seconds per client run")
+    p.add_argument("--timeout", type=float, default=75, help="seconds per client run")
     p.add_argument("--skip-failures", action="store_true", help="only the happy path")
     args = p.parse_args(argv)
     from kernel_lsp.evaluation.pool import visible_gpu_count
@@ -166,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     t0 = time.monotonic()
+    # A `timeout` around this script stops the head too (SIGTERM runs the `finally` below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))
     head = start_head(args.port, gpus, fake)
     print(f"# head up in {time.monotonic() - t0:.1f} s", flush=True)
     failures = 0
