@@ -176,11 +176,14 @@ class RoundClock:
         return self.end - self.start if self.start is not None and self.end is not None else None
 
 
+OFFERED: list[str] = []  # what a run offered: shown, not compared (near-equal candidates tie)
+
+
 def _verdicts(result: Any) -> str:
+    """The candidates' verdicts, compared across device counts."""
     statuses = [o.status.label for o in result.outcomes]
-    best = result.accepted.note if result.accepted else "none accepted"
-    summary = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
-    return f"{summary}; {best}"
+    OFFERED.append(result.accepted.note if result.accepted else "none")
+    return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
 
 
 def tuner(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None, str]:
@@ -318,7 +321,16 @@ def one(args: argparse.Namespace) -> int:
         wall = time.perf_counter() - start
     print(
         "RESULT "
-        + json.dumps({"outcome": outcome, "wall": wall, "timed": timed, "what": what, "used": used}),
+        + json.dumps(
+            {
+                "outcome": outcome,
+                "wall": wall,
+                "timed": timed,
+                "what": what,
+                "used": used,
+                "offered": OFFERED[-1] if OFFERED else "",
+            }
+        ),
         flush=True,
     )
     return 0
@@ -442,7 +454,10 @@ def main(argv: list[str] | None = None) -> int:
                         if name == "startup":
                             same, speedup = "-", "-"
                         used = "+".join(str(v) for _, v in sorted(r["used"].items())) or "-"
-                        row += [f"{r['wall']:.2f}", f"{seconds:.2f}", speedup, used, same, str(r["outcome"])]
+                        verdicts = str(r["outcome"]) + (
+                            f"; offered: {r['offered']}" if r.get("offered") else ""
+                        )
+                        row += [f"{r['wall']:.2f}", f"{seconds:.2f}", speedup, used, same, verdicts]
                         print(
                             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
                             flush=True,
