@@ -204,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                 named = sorted(set(re.findall(r'"(?:device|host)": "([^"]+)"', out)))[:4]
             ok = code in (0, 1) and named
             failures += not ok
-            print(f"{name:9s} exit {code}  {seconds:6.1f} s  names: {'; '.join(named) or '-'}", flush=True)
+            print(
+                f"{name:9s} exit {code}  {seconds:6.1f} s  names: {'; '.join(named)[:220] or '-'}", flush=True
+            )
             if not ok:
                 print("   " + "\n   ".join(out.strip().splitlines()[-8:]), flush=True)
         if not args.skip_failures:
