@@ -91,7 +91,11 @@ def main() -> int:
                 f"{result.accepted.speedup:.2f}x" if result.accepted and result.accepted.speedup else "-"
             )
             c = result.comparison
-            ab = f"{c.speedup:.2f} [{c.ci_low:.2f}, {c.ci_high:.2f}] n={getattr(c, 'n', getattr(c, 'samples', '?'))}" if c else "-"
+            ab = (
+                f"{c.speedup:.2f} [{c.ci_low:.2f}, {c.ci_high:.2f}] n={getattr(c, 'n', getattr(c, 'samples', '?'))}"
+                if c
+                else "-"
+            )
             row = {
                 "sample": sample,
                 "round_s": statistics.median(walls),

@@ -204,7 +204,7 @@ def _gates_in_parallel(
     stop: Callable[[], bool],
 ) -> dict[str, Outcome]:
     """The gates of a round's new candidates, run at once on the evaluator's GPUs (one candidate
-    per GPU), by source hash. Duplicates and cached ones are left to `evaluate`, in order, so a
+    per GPU at a time, the next ones compiling meanwhile), by source hash. Duplicates and cached ones are left to `evaluate`, in order, so a
     parallel round decides exactly what a serial one would. Once `stop()` (cancel, time budget),
     candidates not yet started are not."""
     fresh: dict[str, Proposal] = {}
@@ -234,7 +234,9 @@ def _gates_in_parallel(
 
     if len(fresh) < 2:
         return {}
-    with ThreadPoolExecutor(max_workers=evaluator.parallelism, thread_name_prefix="fsr-eval") as ex:
+    # Twice as many threads as GPUs: a candidate compiles (gate 1, on the CPU) while the ones
+    # before it hold the GPUs; the pool still lends each GPU to one candidate at a time.
+    with ThreadPoolExecutor(max_workers=2 * evaluator.parallelism, thread_name_prefix="fsr-eval") as ex:
         futures = {key: ex.submit(gates, p) for key, p in fresh.items()}
     return {key: out for key, f in futures.items() if (out := f.result()) is not None}
 

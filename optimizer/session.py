@@ -214,6 +214,7 @@ def run(
             )
             cache = ResultCache(req.cache_dir or default_dir(), evaluator.device_key, context)
         result = optimize(target, proposer, evaluator, loop, observers, cancel, cache)
+        result.device = _where(evaluator, result.device)
         if cache is not None:
             result.settings["cache_hits"] = cache.hits
         if req.write_report:
@@ -243,6 +244,15 @@ def _open_sessions(engine: Workspace, req: RunRequest) -> tuple[Any, list[Any]]:
     if not sessions:
         raise OptimizeError(fsr_cannot_run(no_gpu_message(reason), req.settings, req.proposer))
     return sessions[0], sessions[1:]
+
+
+def _where(evaluator: Evaluator, device: str) -> str:
+    """The device's name, and the host that holds it when that is a cluster's (Ray)."""
+    backend = getattr(getattr(evaluator, "session", None), "backend", None)
+    host = getattr(backend, "host", "")
+    if backend is None or type(backend).__name__ == "LocalBackend" or not host:
+        return device
+    return f"{device} on {host} (Ray)"
 
 
 def _read(path: str) -> str:

@@ -215,6 +215,7 @@ def optimize_main(argv: list[str]) -> int:
                 {
                     "accepted": result.accepted.id if result.accepted else None,
                     "verdict": result.verdict,
+                    "device": result.device,
                     "diff": diff,
                     "before_after": before_after_rows(result),
                     "reports": result.report_paths,

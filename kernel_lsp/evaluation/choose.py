@@ -15,6 +15,8 @@ from typing import Any
 from .local import LocalBackend, fake_from_env
 from .pool import parse_gpus, visible_gpu_count
 from .ray_backend import RayUnavailable, cluster_address, open_ray_backends
+from .ray_bridge import open_bridged_backends
+from .ray_bridge import wanted as bridged
 
 BACKENDS = ("auto", "local", "ray")
 
@@ -67,6 +69,9 @@ def open_backends(
         # A local cluster gets this machine's GPUs; with fake GPUs (CI), as many as asked for.
         local_gpus = visible_gpu_count() or ((count or 2) if fake else 0)
         try:
+            joined = cluster_address(address)
+            if joined and bridged(joined):  # a cluster elsewhere: Ray in a child process
+                return open_bridged_backends(count, joined, log=log, **opts)
             return open_ray_backends(count, address, local_gpus=local_gpus, log=log, **opts)
         except RayUnavailable as e:
             if kind == "ray":

@@ -89,7 +89,8 @@ def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
         if address:
             ray.init(address=address, **kwargs)
         else:
-            ray.init(num_gpus=local_gpus, **kwargs)
+            # "local": a new cluster here, even where a `ray start` left its address behind.
+            ray.init(address="local", num_gpus=local_gpus, **kwargs)
     except Exception as e:  # ConnectionError, TimeoutError, ValueError for a bad address...
         where = f"at {address}" if address else "on this machine"
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
@@ -167,6 +168,7 @@ class EvaluationActor:
             "device": self.local.device if available else None,
             "restarts": self.local.restarts,
             "worker_pid": self.local.worker_pid,
+            "version": _version(),
         }
 
     def _spec(self, spec_path: str, spec_source: str | None, name: str) -> Spec | None:
@@ -301,6 +303,15 @@ class RayBackend:
         self._info, self.host, self.device_index = info, info["host"], info["gpu_id"]
         self.restarts = self._replaced + int(info.get("restarts", 0))
         self._reason = "" if info["available"] else str(info["reason"])
+        theirs = info.get("version")
+        if theirs != _version():
+            # Results from another kernel-lsp may mean something else (a spec field, a verdict).
+            info = dict(info, available=False)
+            self._reason = (
+                f"the Ray cluster's kernel-lsp is {theirs or 'older than 0.1.0'}, this one is {_version()}: "
+                f'install the same version on the GPU host (pip install "kernel-lsp[ray]=={_version()}")'
+            )
+            self._info = info
         return info
 
     def _lost(self, e: BaseException) -> str:
@@ -467,6 +478,12 @@ class JudgedRayBackend:
 
     def close(self) -> None:
         """The plain backend owns the actor."""
+
+
+def _version() -> str:
+    from kernel_lsp import __version__
+
+    return __version__
 
 
 def _first_line(e: BaseException) -> str:

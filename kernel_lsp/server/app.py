@@ -61,7 +61,9 @@ class KernelLanguageServer(LanguageServer):
         self.exit_code = 0
         self.client_log = None  # logs.ClientLogHandler: the log as window/logMessage, once serving
         self._settings_logged = False
-        self.after_check_hooks.append(lambda path, check, snap: self.gpu_feature.after_check(path, check, snap))
+        self.after_check_hooks.append(
+            lambda path, check, snap: self.gpu_feature.after_check(path, check, snap)
+        )
         from .clangd.proxy import ClangdProxy
 
         self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..api.checks import read_text_file
 from ..api.gpu import GPU_OFF_IN_EDITOR, BackendPool, GpuSession, KernelCheck, no_gpu_message, parse_gpus
 from ..api.sources import spec_path_for
+from ..workspace import gpu_label
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +60,10 @@ class GpuFeature:
         session = sessions[0]
         self.session = session
         self.server.gpu = self
-        self.server.device_name = session.device.name if session.device else "GPU"
+        self.server.device_name = remote_name(session, session.device.name if session.device else "GPU")
         log.info(
             "GPU checks on %s",
-            ", ".join(f"GPU {s.device_index} ({s.device.name if s.device else '?'})" for s in sessions),
+            ", ".join(f"{gpu_label(s)} ({s.device.name if s.device else '?'})" for s in sessions),
         )
         self.server.send_status(None)
         # Files checked before the GPU answered get verified now.
@@ -154,3 +155,12 @@ class GpuFeature:
         caps = self.server.client_capabilities.workspace
         if caps and caps.code_lens and caps.code_lens.refresh_support:
             self.server.workspace_code_lens_refresh(None)
+
+
+def remote_name(session: GpuSession, name: str) -> str:
+    """The device's name, and the host when another machine holds it (a Ray cluster's GPU, for
+    an editor on a machine without one): what hover, lenses and the status bar show."""
+    import socket
+
+    host = session.host
+    return name if host in ("", socket.gethostname()) else f"{name} on {host}"

@@ -100,7 +100,9 @@ def user_choice(raw: object) -> tuple[bool, str | None]:
     if isinstance(raw, dict):
         walk(raw["kernelLsp"] if isinstance(raw.get("kernelLsp"), dict) else raw, "")
     enabled, path = flat.get("clangd.enabled", True), flat.get("clangd.path")
-    return (enabled if isinstance(enabled, bool) else True), (path if isinstance(path, str) and path else None)
+    return (enabled if isinstance(enabled, bool) else True), (
+        path if isinstance(path, str) and path else None
+    )
 
 
 def find_clangd(user_path: str | None = None) -> tuple[ClangdBinary | None, str | None]:

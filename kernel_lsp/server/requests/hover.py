@@ -255,7 +255,7 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
         status = "suspicious ⚠" if any(p.kind == "suspicious" for p in k.problems) else k.status
         return [f"**GPU check ({device}): {status}** — {as_code_names(k.message)}"]
     rows = [
-        f"**GPU ({k.device.name if k.device else device})** — verified on {len(k.cases)} case(s); "
+        f"**GPU ({_where(k, device)})** — verified on {len(k.cases)} case(s); "
         "latency is the median of n cold-L2 samples, spread p10–p90",
         "",
         "| case | median | p10–p90 | n | bandwidth | FLOP/s | roofline |",
@@ -288,3 +288,12 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
     if k.profile is not None and k.profile.kernels:
         rows += ["", profile_markdown(k.profile)]
     return ["\n".join(rows)]
+
+
+def _where(k, device: str) -> str:
+    """The device that measured `k`, and its host when that is another machine (a Ray cluster's)."""
+    import socket
+
+    name = k.device.name if k.device else device
+    host = getattr(k, "host", "")
+    return name if not host or host == socket.gethostname() or host in name else f"{name} on {host}"
