@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "safe_write": 0,  # kernel-lsp's own files, never through a link
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
+    "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
