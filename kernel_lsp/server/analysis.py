@@ -13,7 +13,8 @@ Invariants:
 - Findings a file's check makes on other files (errors inside a header) are published on those
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
-  NVRTC loaded) and start again with the next check.
+  NVRTC loaded) and start again with the next check; all but one end after `WORKER_SHRINK_S`
+  idle (jobs.py), and each gives its freed heap back after a job.
 - An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
   compile and its findings are published as soon as they land, where the front end is well under
   the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
@@ -46,6 +47,8 @@ from ..spec import spec_path_for
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+WORKER_SHRINK_S = 20.0  # idle workers beyond one end after this
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
@@ -116,7 +119,9 @@ class Analysis:
 
     def _executor(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self._workers, "spawn")  # the server has threads: no fork
+            # The server has threads: no fork. After a burst (the start-up check of a project)
+            # the workers beyond one end after WORKER_SHRINK_S idle, the last after worker_idle_s.
+            self._pool = WorkerPool(self._workers, "spawn", shrink_after_s=WORKER_SHRINK_S)
         return self._pool
 
     def warm_up(self) -> None:
