@@ -505,7 +505,7 @@ def initialize_ms(code_root: Path) -> str:
     import startup
 
     root = tempfile.mkdtemp(prefix="kernel-lsp-startup-")
-    extra = {"XDG_CACHE_HOME": os.path.join(root, "cache"), "PYTHONPATH": str(code_root)}
+    extra = {"XDG_CACHE_HOME": os.path.join(root, "cache")}
     saved_repo = startup.REPO
     try:
         startup.REPO = code_root
@@ -624,6 +624,7 @@ def main() -> None:
             for name, root in sides:
                 m = asyncio.run(tree_memory(root, corpus, opened, args.settle))
                 i = m["idle"]
+                print(f"  ({name}: {m})", flush=True)
                 print(
                     f"| kernel-lsp {name} | {m['checked']} | {m['peak']:.0f} | {sum(i.values()):.0f} "
                     f"| {i['server']:.0f} | {i['workers']:.0f} | {i['clangd']:.0f} | {i['compilers']:.0f} "
