@@ -53,13 +53,14 @@ def _find_prctl():
 _prctl = _find_prctl()
 
 
-def release_memory() -> bool:
+def release_memory(collect: bool = True) -> bool:
     """Give the heap's free pages back to the system: a collection, then glibc's malloc_trim (a
     compile worker between jobs keeps what a large check freed otherwise). Whether the
     trim ran (glibc only)."""
     import gc
 
-    gc.collect()
+    if collect:  # not in the server: a collection there holds the GIL, the loop waits
+        gc.collect()
     if not sys.platform.startswith("linux"):
         return False
     try:

@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import procs
 from ..check import CUDA_SUFFIXES, SPEC_SUFFIX, FileCheck, Includer, failed_check, job_deadline, spec_owners
 from ..check_jobs import check_job, default_workers, front_end_job, warm_up
 from ..compile import header_stamps, include_closure
@@ -49,6 +50,7 @@ from ..workspace import Workspace
 log = logging.getLogger(__name__)
 
 WORKER_SHRINK_S = 20.0  # idle workers beyond one end after this
+TRIM_AFTER_S = 5.0  # quiet this long: the server's freed heap goes back (malloc_trim)
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
@@ -98,6 +100,7 @@ class Analysis:
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
         self._closed = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._trim_timer: asyncio.TimerHandle | None = None
         self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
         # The files a header is checked in the context of, best first (the watcher's include graph).
         self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
@@ -148,10 +151,19 @@ class Analysis:
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
         idle_s = self._workspace().settings.worker_idle_s
+        loop = asyncio.get_running_loop()
         if idle_s > 0 and self._pool is not None and not self._closed:
-            self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
+            self._idle_timer = loop.call_later(idle_s, self._idle_stop)
+        if not self._closed:
+            # Quiet for a while: the heap the checks freed goes back (malloc_trim, off the loop).
+            self._trim_timer = loop.call_later(
+                TRIM_AFTER_S, lambda: loop.run_in_executor(None, procs.release_memory, False)
+            )
 
     def _cancel_idle_stop(self) -> None:
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
+            self._trim_timer = None
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
