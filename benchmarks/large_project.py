@@ -60,8 +60,11 @@ def tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
+        # Every thread's children: the server's compile workers are started by the pool's thread.
         with contextlib.suppress(OSError):
-            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
     return out
 
 
@@ -464,8 +467,8 @@ async def tree_memory(code_root: Path, corpus: Corpus, opened: list[Path], settl
             await asyncio.sleep(2)
             await open_and_parse(server.client, opened)
             await server.idle()
-        await asyncio.sleep(settle_s)
-        idle = tree_parts_mib(server.pid)
+            await asyncio.sleep(settle_s)
+            idle = tree_parts_mib(server.pid)
         checked = (await server.stats())["checkedFiles"]
     finally:
         await server.stop()
@@ -491,8 +494,8 @@ async def clangd_alone(corpus: Corpus, opened: list[Path], settle_s: float) -> d
         client.initialized(types.InitializedParams())
         with PeakSampler(pid) as sampler:
             await open_and_parse(client, opened)
-        await asyncio.sleep(settle_s)
-        idle = tree_rss_mib(pid)
+            await asyncio.sleep(settle_s)
+            idle = tree_rss_mib(pid)
         await asyncio.wait_for(client.shutdown_async(None), 30)
         client.exit(None)
     finally:
@@ -533,7 +536,7 @@ def main() -> None:
     parser.add_argument("--saves", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated: saves,check,memory,tree")
-    parser.add_argument("--open", type=int, default=4, help="files open in the editor for `tree`")
+    parser.add_argument("--open", type=int, default=1, help="files open in the editor for `tree`")
     parser.add_argument("--settle", type=float, default=30.0, help="idle: seconds after the check")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -611,7 +614,7 @@ def main() -> None:
             print()
 
         if "tree" not in skip:
-            opened = [u for u in corpus.units if "inst" in u.parts][: max(0, args.open - 1)] + samples[1:2]
+            opened = (samples[1:2] + [u for u in corpus.units if "inst" in u.parts])[: args.open]
             print(
                 f"the whole tree (server + compile workers + clangd), every file checked at start-up, "
                 f"{len(opened)} files open; idle {args.settle:.0f} s after the check; "
