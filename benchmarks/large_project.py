@@ -60,8 +60,11 @@ def tree(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
+        # Every thread's children: the server's compile workers are started by the pool's thread.
         with contextlib.suppress(OSError):
-            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError):
+                    todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
     return out
 
 
@@ -242,12 +245,18 @@ def check_project(code_root: Path, corpus: Corpus, jobs: int) -> dict:
 
 class Server:
     def __init__(
-        self, code_root: Path, corpus: Corpus, startup_checks: bool = False, idle_s: int = 300
+        self,
+        code_root: Path,
+        corpus: Corpus,
+        startup_checks: bool = False,
+        idle_s: int = 300,
+        clangd: bool = False,
     ) -> None:
         self.code_root = code_root
         self.corpus = corpus
         self.startup_checks = startup_checks
         self.idle_s = idle_s
+        self.clangd = clangd
         self.client = LanguageClient("kernel-lsp-large-bench", "1")
         self.published: dict[str, list[tuple[int | None, float]]] = {}
         self.arrived = asyncio.Event()
@@ -282,8 +291,8 @@ class Server:
                     "gpu": {"enabled": False},
                     "workerIdleSeconds": self.idle_s,
                     "compileCommands": str(self.corpus.database),
-                    # kernel-lsp's own work only: clangd (where the server starts it) is not it.
-                    "clangd": {"enabled": False},
+                    # kernel-lsp's own work only, unless the whole tree is measured.
+                    "clangd": {"enabled": self.clangd},
                 },
             )
         )
@@ -404,6 +413,112 @@ async def server_memory(code_root: Path, corpus: Corpus) -> dict:
     }
 
 
+# --- the whole tree beside clangd alone (issue 33) ---------------------------------------------
+
+
+def tree_parts_mib(pid: int) -> dict[str, float]:
+    """RSS of a server's tree by part: the server, its compile workers (Python children), clangd,
+    and the compilers running now."""
+    parts = {"server": 0.0, "workers": 0.0, "clangd": 0.0, "compilers": 0.0}
+    for p in tree(pid):
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{p}/exe"))
+        except OSError:
+            continue
+        part = (
+            "server"
+            if p == pid
+            else "clangd"
+            if exe.startswith("clangd")
+            else "workers"
+            if exe.startswith("python")
+            else "compilers"
+        )
+        parts[part] += rss_mib(p)
+    return parts
+
+
+async def open_and_parse(client: LanguageClient, paths: list[Path]) -> None:
+    """Open `paths` as an editor does and wait until clangd has parsed each (documentSymbol)."""
+    for path in paths:
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=path.as_uri(), language_id="cuda", version=1, text=path.read_text()
+                )
+            )
+        )
+    for path in paths:
+        await asyncio.wait_for(
+            client.text_document_document_symbol_async(
+                types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=path.as_uri()))
+            ),
+            300,
+        )
+
+
+async def tree_memory(code_root: Path, corpus: Corpus, opened: list[Path], settle_s: float) -> dict:
+    """Every file checked at start-up with clangd on and `opened` open in the editor: peak, idle
+    (`settle_s` after the check) and, where the workers end sooner, after they ended."""
+    server = Server(code_root, corpus, startup_checks=True, idle_s=300, clangd=True)
+    await server.start()
+    try:
+        with PeakSampler(server.pid) as sampler:
+            await asyncio.sleep(2)
+            await open_and_parse(server.client, opened)
+            await server.idle()
+            await asyncio.sleep(settle_s)
+            idle = tree_parts_mib(server.pid)
+        checked = (await server.stats())["checkedFiles"]
+    finally:
+        await server.stop()
+    return {"checked": checked, "peak": sampler.peak, "idle": idle}
+
+
+async def clangd_alone(corpus: Corpus, opened: list[Path], settle_s: float) -> dict:
+    """clangd as an editor runs it on the project (its own defaults), the same files open."""
+    from kernel_lsp.server.clangd.binary import find_clangd
+
+    binary, problem = find_clangd()
+    if binary is None:
+        return {"problem": problem}
+    client = LanguageClient("clangd-alone-bench", "1")
+    await client.start_io(
+        binary.path, f"--compile-commands-dir={corpus.database.parent}", "--log=error", cwd=str(corpus.root)
+    )
+    try:
+        pid = client._server.pid  # type: ignore[union-attr]
+        await client.initialize_async(
+            types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=corpus.root.as_uri())
+        )
+        client.initialized(types.InitializedParams())
+        with PeakSampler(pid) as sampler:
+            await open_and_parse(client, opened)
+            await asyncio.sleep(settle_s)
+            idle = tree_rss_mib(pid)
+        await asyncio.wait_for(client.shutdown_async(None), 30)
+        client.exit(None)
+    finally:
+        await client.stop()
+    return {"peak": sampler.peak, "idle": idle, "binary": binary.path}
+
+
+def initialize_ms(code_root: Path) -> str:
+    """The median `initialize` latency of 5 starts (benchmarks/startup.py), answer saved."""
+    import startup
+
+    root = tempfile.mkdtemp(prefix="kernel-lsp-startup-")
+    extra = {"XDG_CACHE_HOME": os.path.join(root, "cache")}
+    saved_repo = startup.REPO
+    try:
+        startup.REPO = code_root
+        first = startup.one_start(root, True, **extra)
+        later = [startup.one_start(root, True, **extra) for _ in range(5)]
+    finally:
+        startup.REPO = saved_repo
+    return f"{statistics.median(later) * 1e3:.0f} (first {first * 1e3:.0f})"
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 
@@ -420,7 +535,9 @@ def main() -> None:
     parser.add_argument("--heavy", type=int, default=108)
     parser.add_argument("--saves", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--skip", default="", help="comma-separated: saves,check,memory")
+    parser.add_argument("--skip", default="", help="comma-separated: saves,check,memory,tree")
+    parser.add_argument("--open", type=int, default=1, help="files open in the editor for `tree`")
+    parser.add_argument("--settle", type=float, default=30.0, help="idle: seconds after the check")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     sides = [("after", REPO)] + ([("before", Path(args.before).resolve())] if args.before else [])
@@ -494,6 +611,33 @@ def main() -> None:
                     f"| {name} | {m['checked']} | {m['wall']:.0f} | {m['peak']:.0f} | {m['idle']:.0f} ({m['server']:.0f}) "
                     f"| {m['processes']} | {m['ended']:.0f} |"
                 )
+            print()
+
+        if "tree" not in skip:
+            opened = (samples[1:2] + [u for u in corpus.units if "inst" in u.parts])[: args.open]
+            print(
+                f"the whole tree (server + compile workers + clangd), every file checked at start-up, "
+                f"{len(opened)} files open; idle {args.settle:.0f} s after the check; "
+                "clangd alone on the same files\n"
+            )
+            print(
+                "| | files checked | peak MiB | idle MiB | server | workers | clangd | compilers | initialize ms |"
+            )
+            print("|---|---|---|---|---|---|---|---|---|")
+            for name, root in sides:
+                m = asyncio.run(tree_memory(root, corpus, opened, args.settle))
+                i = m["idle"]
+                print(f"  ({name}: {m})", flush=True)
+                print(
+                    f"| kernel-lsp {name} | {m['checked']} | {m['peak']:.0f} | {sum(i.values()):.0f} "
+                    f"| {i['server']:.0f} | {i['workers']:.0f} | {i['clangd']:.0f} | {i['compilers']:.0f} "
+                    f"| {initialize_ms(root)} |"
+                )
+            c = asyncio.run(clangd_alone(corpus, opened, args.settle))
+            if "problem" in c:
+                print(f"| clangd alone | {c['problem']} |")
+            else:
+                print(f"| clangd alone ({c['binary']}) | | {c['peak']:.0f} | {c['idle']:.0f} | | | | | |")
             print()
 
 

@@ -53,6 +53,24 @@ def _find_prctl():
 _prctl = _find_prctl()
 
 
+def release_memory(collect: bool = True) -> bool:
+    """Give the heap's free pages back to the system: a collection, then glibc's malloc_trim (a
+    compile worker between jobs keeps what a large check freed otherwise). Whether the
+    trim ran (glibc only)."""
+    import gc
+
+    if collect:  # not in the server: a collection there holds the GIL, the loop waits
+        gc.collect()
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl)
+        return False
+    trim(0)
+    return True
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """Ask the kernel to send `sig` to this process when the thread that started it ends.
     False where there is no prctl (not Linux)."""

@@ -25,6 +25,7 @@ from ..compile.jobs import JobFailed, WorkerPool, run_jobs
 from ..compile.options import CompileOptions, cuda_include_dirs
 from ..compile.versions import CudaVersions, cuda_versions
 from ..config import Settings, SettingsOverrides, parse_overrides
+from ..procs import release_memory
 from ..workspace import CheckRequest, Workspace
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "read_source",
     "read_text_file",
     "read_text_prefix",
+    "release_memory",
     "report_once",
     "run_jobs",
     "spec_owners",

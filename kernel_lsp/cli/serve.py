@@ -108,6 +108,12 @@ def serve_main(argv: list[str]) -> int:
     # watchdog logs every inotify event at DEBUG: with the log inside the workspace, each line
     # written was an event, logged, written... (7 MB/s).
     logging.getLogger("watchdog").setLevel(logging.INFO)
+    early = None
+    if not args.tcp:
+        # `initialize` answered (when an earlier start saved the answer) before pygls loads.
+        from ..early_initialize import answer_early
+
+        early = answer_early(sys.stdin.buffer, sys.stdout.buffer)
     from ..server import serve
 
     log_file = os.path.abspath(args.log_file) if args.log_file else None
@@ -116,7 +122,7 @@ def serve_main(argv: list[str]) -> int:
     if args.token_file:
         print("kernel-lsp: --token-file goes with --tcp", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    _exit_now(serve(log_file=log_file))
+    _exit_now(serve(log_file=log_file, early=early))
     return EXIT_CLEAN
 
 

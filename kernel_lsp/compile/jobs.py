@@ -96,6 +96,10 @@ def _serve_jobs(conn: Connection, stderr_path: str) -> None:
             return
         except Exception as e:  # the result did not pickle
             conn.send(("done", False, f"{type(e).__name__}: {e}"))
+        del job, fn, args, reply
+        with contextlib.suppress(OSError, ValueError):
+            if not conn.poll():  # nothing waiting: what the job freed goes back to the system
+                procs.release_memory()
 
 
 IDLE_LEAVE_S = 2.0  # an idle worker asked to leave gets this long before it is killed
@@ -119,6 +123,7 @@ class _Worker:
         self.process.start()
         child.close()
         self.job: _Job | None = None
+        self.idle_since = time.monotonic()
         self.deadline = 0.0
         self.phase = ""
 
@@ -178,8 +183,15 @@ class WorkerPool:
     the job did. Thread-safe. Spawned processes are started by the pool's own thread and die with
     it (PR_SET_PDEATHSIG); forked ones by the caller's thread, and die with that."""
 
-    def __init__(self, workers: int, context: str | None = None) -> None:
+    def __init__(
+        self, workers: int, context: str | None = None, shrink_after_s: float = 0.0, keep: int = 1
+    ) -> None:
+        """`shrink_after_s` > 0: idle workers beyond `keep` end after that long without a job
+        (the server's: a burst of checks needs them all, the editor's next save one)."""
         context = context or default_context()
+        self._shrink_after_s = shrink_after_s
+        self._keep = max(0, keep)
+        self.shrunk = 0  # workers ended for being idle
         # Workers are forked only here, while the caller has no other thread; a worker that
         # replaces one later is spawned (the pool's thread exists by then).
         self._ctx = multiprocessing.get_context("spawn" if context == "fork" else context)
@@ -243,6 +255,9 @@ class WorkerPool:
                     break
                 self._dispatch()
                 deadlines = [w.deadline for w in self._busy.values()]
+                shrink_at = self._shrink_at()
+                if shrink_at is not None:
+                    deadlines.append(shrink_at)
                 timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
                 ready = wait([self._wake_r, *self._busy, *(w.conn for w in self._idle)], timeout)
                 for conn in ready:
@@ -258,8 +273,33 @@ class WorkerPool:
                             self._idle.remove(idle)
                             idle.kill()
                 self._expire()
+                self._shrink()
         finally:
             self._end_all()
+
+    def _surplus(self) -> list[_Worker]:
+        """Idle workers beyond `keep`, longest idle first (the pool reuses the latest idle)."""
+        if self._shrink_after_s <= 0 or self._todo or len(self._idle) <= self._keep:
+            return []
+        return sorted(self._idle, key=lambda w: w.idle_since)[: len(self._idle) - self._keep]
+
+    def _shrink_at(self) -> float | None:
+        with self._lock:
+            surplus = self._surplus()
+        return surplus[0].idle_since + self._shrink_after_s if surplus else None
+
+    def _shrink(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            leaving = [w for w in self._surplus() if now - w.idle_since >= self._shrink_after_s]
+            for w in leaving:
+                self._idle.remove(w)
+        for w in leaving:
+            w.ask_to_leave()
+        deadline = time.monotonic() + IDLE_LEAVE_S
+        for w in leaving:
+            w.wait_or_kill(deadline - time.monotonic())
+        self.shrunk += len(leaving)
 
     def _dispatch(self) -> None:
         while True:
@@ -319,7 +359,7 @@ class WorkerPool:
         with self._lock:
             self._busy.pop(w.conn, None)
             self._idle.append(w)
-        w.job = None
+        w.job, w.idle_since = None, time.monotonic()
         if message[0] == "oom":  # a MemoryError under the limit: like a compiler that ran out
             job.future.set_result(JobFailed("crashed", message[1], w.phase, job.timeout_s))
             return

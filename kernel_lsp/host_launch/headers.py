@@ -1,12 +1,15 @@
-"""The project's own headers a file includes with quotes, for the constants its launches read
-(`<<<grid, kBlock>>>` with `constexpr int kBlock = 256;` in `"config.cuh"`).
+"""The project's own headers a file includes, for the constants its launches read
+(`<<<grid, kBlock>>>` with `constexpr int kBlock = 256;` in `"config.cuh"` or `<tk/config.cuh>`).
 
 A quoted `#include` is looked up as the compilers do: beside the including file, then in the
-include folders of the file's compile options; the headers those include with quotes are followed
-too. Angle-bracket includes are left out: they name libraries (CUDA's, CUTLASS, the standard
-library), whose constants set no launch of the file's. Each header is read through the engine's
-safe reader (a regular file only, never a FIFO or a device, at most `MAX_HEADER_TEXT` bytes),
-and at most `MAX_HEADERS` of them, so a header that includes itself or a huge tree costs little.
+include folders of the file's compile options (the project's `-I` folders from
+compile_commands.json); an angle-bracket one in those folders only, so `<cstdio>` and
+`<cuda_runtime.h>` (found in the compiler's own folders) are never read. A header found in a
+library tree (the CUDA toolkit, a Python environment's `site-packages`, `/usr/include`) is left
+out even when an `-I` names it: its constants set no launch of the file's. The headers those
+include are followed too. Each header is read through the engine's safe reader (a regular file
+only, never a FIFO or a device, at most `MAX_HEADER_TEXT` bytes), and at most `MAX_HEADERS` of
+them, so a header that includes itself or a huge tree costs little.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ HeaderStamp = tuple[str, int, int]
 
 
 def quoted_headers(source: str, path: str, include_dirs: Sequence[str] = ()) -> tuple[HeaderStamp, ...]:
-    """The headers `source` (the text of `path`) includes with quotes, directly or through one
-    another, in the order the preprocessor first reads them; each with its stamp."""
+    """The project headers `source` (the text of `path`) includes (with quotes, or with angle
+    brackets from `include_dirs`), directly or through one another, in the order the preprocessor
+    first reads them; each with its stamp."""
     found: dict[str, HeaderStamp] = {}
     dirs = tuple(include_dirs)
 
@@ -37,10 +41,10 @@ def quoted_headers(source: str, path: str, include_dirs: Sequence[str] = ()) -> 
         for inc in find_includes(text):
             if len(found) >= MAX_HEADERS:
                 return
-            if not inc.quoted:
-                continue
-            header = resolve_include(inc.target, True, folder, dirs)
+            header = resolve_include(inc.target, inc.quoted, folder, dirs)
             if header is None or header in found or os.path.abspath(header) == os.path.abspath(path):
+                continue
+            if _in_library(header):
                 continue
             try:
                 st = os.stat(header)
@@ -51,6 +55,23 @@ def quoted_headers(source: str, path: str, include_dirs: Sequence[str] = ()) -> 
 
     visit(source, os.path.dirname(os.path.abspath(path)))
     return tuple(found.values())
+
+
+project_headers = quoted_headers  # the better name: angle-bracket project headers count too
+
+
+_LIBRARY_PARTS = frozenset({"site-packages", "dist-packages"})
+_LIBRARY_ROOTS = ("/usr/include/", "/usr/local/include/", "/usr/local/cuda", "/opt/nvidia/")
+
+
+def _in_library(header: str) -> bool:
+    """A header of a library tree (CUDA's, a Python environment's, the system's), not the project's."""
+    full = os.path.abspath(header)
+    parts = full.split(os.sep)
+    if _LIBRARY_PARTS.intersection(parts) or full.startswith(_LIBRARY_ROOTS):
+        return True
+    # A CUDA toolkit elsewhere (`/opt/cuda-12.4/targets/x86_64-linux/include/...`).
+    return "targets" in parts and any(p.startswith("cuda") for p in parts)
 
 
 @functools.lru_cache(maxsize=256)

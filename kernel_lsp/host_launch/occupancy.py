@@ -21,7 +21,7 @@ from .headers import HeaderStamp, quoted_headers, with_headers
 from .launches import bounds_threads, parse_host
 from .model import HostCode, HostLaunch, launch_matches
 
-_HINTS = ("<<<", "cudaLaunch", "__launch_bounds__")
+_HINTS = ("<<<", "cudaLaunch", "__launch_bounds__", "kernel-lsp: launch")
 
 
 @functools.lru_cache(maxsize=16)
@@ -96,6 +96,10 @@ def launch_occupancies(
     return tuple(out)
 
 
+def _threads(value: int | tuple[int, ...] | None) -> int | None:
+    return math.prod(value) if isinstance(value, tuple) else value
+
+
 def _smem(launch: HostLaunch) -> int:
     v = launch.smem.total
     return v if v is not None else -1
@@ -148,7 +152,7 @@ def with_launch_occupancy(
 ) -> CompileResult:
     """`result` with each kernel's launch configurations and, where the launch comment gives no
     block, the first figure from host code or `__launch_bounds__`. Constants come from the file
-    and from the headers it includes with quotes (beside it, or in `include_dirs`)."""
+    and from the project headers it includes (beside it, or in `include_dirs`)."""
     if not result.kernels:
         return result
     directives = parse_directives(source)
@@ -158,8 +162,16 @@ def with_launch_occupancy(
         parts = demangle(k.mangled)
         function = k.source_function
         instance = parts.instance if parts else function
-        comments = directives.launches_of(function)
+        comments = directives.launches_of(instance) or directives.launches_of(function)
         smem = literal_launch_value(comments[0].smem, tuple(defines), source) if comments else 0
+        comment_block = k.block_size
+        if comments and headers and (comment_block is None or smem is None):
+            # `block=kBlock` with kBlock in a header the file includes: the compile read the file only.
+            constants = _constants(source, tuple(defines), headers)
+            if comment_block is None:
+                comment_block = _threads(constants.evaluate(comments[0].block))
+            if smem is None:
+                smem = constants.evaluate(comments[0].smem)
         configs = launch_occupancies(
             source,
             result.path,
@@ -170,7 +182,7 @@ def with_launch_occupancy(
             k.registers,
             k.shared_bytes,
             directives,
-            k.block_size,
+            comment_block,
             math.prod(smem) if isinstance(smem, tuple) else smem,
             tuple(defines),
             headers,

@@ -10,6 +10,7 @@ from argv (line 12: `int threads = atoi(argv[1])`)"), so that every unresolved q
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -134,6 +135,9 @@ class Resolver:
         if root in self.params:
             if root == n:
                 return Name(PARAM + n)
+            member = self._static_member(self.params[root].base_type, n[len(root) + 1 :])
+            if member is not None:
+                return self._constant(n, *member, at, depth)
             of = f" of `{fn.name}`" if fn is not None else ""
             return self._opaque(f"`{n}`, a member of the parameter `{root}`{of}")
         if fn is not None and root in fn.template_params:
@@ -159,6 +163,18 @@ class Resolver:
         if value is not None:
             return value
         return self._opaque(f"constant `{n}` (`{text}`){inside}, which kernel-lsp cannot evaluate")
+
+    def _static_member(self, type_text: str, member: str) -> tuple[Constants, str] | None:
+        """(owner, key) of `Type::member` when `type_text` names a class (`const Config&`,
+        `tk::Cfg`) with a static constant `member` (one name, not a path)."""
+        if not member or not re.fullmatch(r"[A-Za-z_]\w*", member):
+            return None
+        words = re.sub(
+            r"\b(?:const|constexpr|static|volatile|struct|class|typename)\b|[*&]", " ", type_text
+        ).split()
+        if len(words) != 1 or not re.fullmatch(r"(?:::)?[A-Za-z_][\w:]*", words[0]):
+            return None
+        return self.constants.find(f"{words[0]}::{member}")
 
     def _binding(self, n: str, at: Place) -> Binding | str | None:
         """The binding a read of `n` at `at` sees (of `n` or of a prefix: `grid` for `grid.x`),
@@ -212,8 +228,19 @@ class Resolver:
             return self._opaque(f"`{b.name}` ({where}), which kernel-lsp cannot read")
         if n != b.name:
             suffix = n[len(b.name) + 1 :]
-            if b.init_text.strip() in ("{0}", "{}", "{ 0 }") and not isinstance(value, Braced):
-                return Num(0)  # a zero-initialised struct (cudaLaunchConfig_t config = {0};)
+            # `cfg.kThreads` with `Config cfg{};`: a static constexpr member, the same in every
+            # object (before the zero-initialised rule below: it is no field of the object).
+            member = self._static_member(b.type, suffix)
+            if member is not None:
+                return self._constant(n, *member, Place(b.offset, b.statement.blocks), depth + 1)
+            if (
+                b.init_text.strip() in ("{0}", "{}", "{ 0 }")
+                and not isinstance(value, Braced)
+                and re.search(r"\b(?:cuda|CU)\w*$", b.type.strip())
+            ):
+                # A zero-initialised C struct of CUDA's (cudaLaunchConfig_t config = {0};); a
+                # C++ class's `{}` keeps its members' own initialisers, unknown here.
+                return Num(0)
             if isinstance(value, Braced) and suffix in ("x", "y", "z"):
                 value = value.items["xyz".index(suffix)]
             elif (

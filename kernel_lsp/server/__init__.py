@@ -27,6 +27,7 @@ def serve(
     token: str | None = None,
     on_listening=None,
     log_file: str | None = None,
+    early=None,
 ) -> int:
     """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py), until
     exit; the exit code (1 after a framing error on stdio or an exit without shutdown)."""
@@ -44,5 +45,5 @@ def serve(
         finally:
             server.close()
     else:
-        server.start_io()
+        server.start_io(early=early)  # early: kernel_lsp.early_initialize
     return server.exit_code

@@ -13,7 +13,8 @@ Invariants:
 - Findings a file's check makes on other files (errors inside a header) are published on those
   files too, merged with the findings of every other check that reached them.
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
-  NVRTC loaded) and start again with the next check.
+  NVRTC loaded) and start again with the next check; all but one end after `WORKER_SHRINK_S`
+  idle (jobs.py), and each gives its freed heap back after a job.
 - An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
   compile and its findings are published as soon as they land, where the front end is well under
   the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
@@ -52,6 +53,7 @@ from ..api.checks import (
     header_stamps,
     include_closure,
     job_deadline,
+    release_memory,
     spec_owners,
     warm_up,
 )
@@ -60,6 +62,9 @@ from ..api.sources import spec_path_for
 from ..workspace import CheckRequest, Workspace
 
 log = logging.getLogger(__name__)
+
+WORKER_SHRINK_S = 20.0  # idle workers beyond one end after this
+TRIM_AFTER_S = 5.0  # quiet this long: the server's freed heap goes back (malloc_trim)
 
 # How long requests must pause, during a burst, before the newest text is checked again.
 BURST_QUIET_S = 0.15
@@ -109,6 +114,7 @@ class Analysis:
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
         self._closed = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._trim_timer: asyncio.TimerHandle | None = None
         self.compiles = 0  # how many checks reached NVRTC (for tests and benchmarks)
         # The files a header is checked in the context of, best first (the watcher's include graph).
         self.includers: Callable[[str], tuple[Includer, ...]] = lambda path: ()
@@ -130,7 +136,9 @@ class Analysis:
 
     def _executor(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = WorkerPool(self._workers, "spawn")  # the server has threads: no fork
+            # The server has threads: no fork. After a burst (the start-up check of a project)
+            # the workers beyond one end after WORKER_SHRINK_S idle, the last after worker_idle_s.
+            self._pool = WorkerPool(self._workers, "spawn", shrink_after_s=WORKER_SHRINK_S)
         return self._pool
 
     def warm_up(self) -> None:
@@ -157,10 +165,19 @@ class Analysis:
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
         idle_s = self._workspace().settings.worker_idle_s
+        loop = asyncio.get_running_loop()
         if idle_s > 0 and self._pool is not None and not self._closed:
-            self._idle_timer = asyncio.get_running_loop().call_later(idle_s, self._idle_stop)
+            self._idle_timer = loop.call_later(idle_s, self._idle_stop)
+        if not self._closed:
+            # Quiet for a while: the heap the checks freed goes back (malloc_trim, off the loop).
+            self._trim_timer = loop.call_later(
+                TRIM_AFTER_S, lambda: loop.run_in_executor(None, release_memory, False)
+            )
 
     def _cancel_idle_stop(self) -> None:
+        if self._trim_timer is not None:
+            self._trim_timer.cancel()
+            self._trim_timer = None
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None

@@ -124,13 +124,13 @@ class KernelLanguageServer(LanguageServer):
 
     # --- transport ----------------------------------------------------------------------------
 
-    def start_io(self, stdin=None, stdout=None) -> None:
+    def start_io(self, stdin=None, stdout=None, early=None) -> None:
         """Serve over stdio with a strict reader (transport.py): a framing error ends the server
         with exit code 1 so that the client restarts it. The exit code is in `exit_code`."""
         from .transport import serve_stdio
 
         try:
-            self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+            self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer, early)
         finally:
             self.close()
 

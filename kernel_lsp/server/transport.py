@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
@@ -39,17 +40,26 @@ class _StdinReader:
     """Blocking reads of stdin in a thread of their own (never a pool the rest of the server
     waits on: at exit, a read that never returns must not hold the process)."""
 
-    def __init__(self, stdin: BinaryIO) -> None:
+    def __init__(self, stdin: BinaryIO, prefix: bytes = b"") -> None:
         self._stdin = stdin
+        self._prefix = io.BytesIO(prefix)  # what was read before the server started (early_initialize)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-stdin")
 
+    def _readline(self, n: int) -> bytes:
+        data = self._prefix.readline(n)
+        if len(data) < n and not data.endswith(b"\n"):
+            data += self._stdin.readline(n - len(data))
+        return data
+
+    def _read(self, n: int) -> bytes:
+        data = self._prefix.read(n)
+        return data + self._stdin.read(n - len(data)) if len(data) < n else data
+
     async def readline(self) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(
-            self._thread, self._stdin.readline, MAX_HEADER_LINE
-        )
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._readline, MAX_HEADER_LINE)
 
     async def read(self, n: int) -> bytes:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._stdin.read, n)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._read, n)
 
     def close(self) -> None:
         self._thread.shutdown(wait=False, cancel_futures=True)
@@ -147,10 +157,28 @@ async def _serve(protocol, reader, ended=lambda: None) -> int:
             log.exception("a message could not be handled")
 
 
-def serve_stdio(server, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    """Serve until the `exit` notification, the end of stdin or a framing error; the exit code."""
-    server.protocol.set_writer(StdoutWriter(stdout))
-    reader = _StdinReader(stdin)
+class _EarlyWriter(StdoutWriter):
+    """stdout, less the server's own `initialize` answer where one went out early."""
+
+    def __init__(self, stdout: BinaryIO, early) -> None:
+        super().__init__(stdout)
+        self._early = early
+
+    def write(self, data: bytes) -> None:
+        if self._early is not None:
+            keep = self._early.server_reply(data)
+            if self._early.request_id is None:
+                self._early = None
+            if not keep:
+                return
+        super().write(data)
+
+
+def serve_stdio(server, stdin: BinaryIO, stdout: BinaryIO, early=None) -> int:
+    """Serve until the `exit` notification, the end of stdin or a framing error; the exit code.
+    `early`: what kernel_lsp.early_initialize read (and maybe answered) before the server loaded."""
+    server.protocol.set_writer(_EarlyWriter(stdout, early) if early is not None else StdoutWriter(stdout))
+    reader = _StdinReader(stdin, early.prefix if early is not None else b"")
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:

@@ -119,10 +119,14 @@ def test_the_files_own_constants_and_defines_come_first(tmp_path):
     assert blocks(source, path, defines=("BLOCK_D=96",)) == {"a": 64, "b": 192}
 
 
-def test_angle_bracket_includes_are_libraries_and_not_read(tmp_path):
+def test_angle_bracket_includes_are_read_from_the_projects_include_folders_only(tmp_path):
     path = project(tmp_path)
     source = path.read_text().replace('"config.cuh"', "<config.cuh>")
-    found = blocks(source, path, (str(tmp_path / "include"),))
+    # In an -I folder of the file's options: the project's header, read (issue 33).
+    assert blocks(source, path, (str(tmp_path / "include"),)) == EXPECTED
+    # Not beside the file for `<...>` (that is the quoted form's first place): unknown without -I.
+    (tmp_path / "config.cuh").write_text(CONFIG)
+    found = blocks(source, path)
     assert found["a"] is None and found["d"] == 256  # local.cuh is still quoted
 
 

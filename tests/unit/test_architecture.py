@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "safe_write": 0,  # kernel-lsp's own files, never through a link
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
+    "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
@@ -71,6 +72,9 @@ FRONT_DOOR = ("workspace", "api")
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.main", "kernel_lsp.child_python"): (
         "process hygiene set before any command parses its flags: the engine is not loaded yet"
+    ),
+    ("kernel_lsp.cli.serve", "kernel_lsp.early_initialize"): (
+        "a saved `initialize` answer sent before pygls loads: standard library only, no engine"
     ),
 }
 

@@ -70,9 +70,23 @@ def clangd_command(binary: str, database_folder: str, background_index: bool) ->
         # Until a file's first parse is done clangd would complete from the words of the text
         # (`threadIdx.` offering `float`, `CHECK_CUDA`...): wait for the parser instead.
         "--completion-parse=always",
+        # Memory (issue 33): freed memory back to the system now and then (clangd's default on
+        # glibc, said anyway), preambles on disk rather than in memory, and at most 4 workers
+        # (each parse holds its AST; clangd's default is one per core).
+        "--malloc-trim",
+        "--pch-storage=disk",
+        f"-j={min(4, os.cpu_count() or 1)}",
         # clangd's log goes to the server's log; KERNEL_LSP_CLANGD_LOG=verbose to see its messages.
         f"--log={os.environ.get('KERNEL_LSP_CLANGD_LOG', 'error')}",
     ]
+
+
+def clangd_environment() -> dict[str, str]:
+    """The server's environment, with glibc's malloc arenas at 2 (unless the user set them): clangd's
+    threads otherwise each grow an arena of their own, which stays after the parse."""
+    env = dict(os.environ)
+    env.setdefault("MALLOC_ARENA_MAX", "2")
+    return env
 
 
 class Session:
@@ -331,6 +345,7 @@ class ClangdProxy:
         command = clangd_command(self.binary.path, self._database.folder, settings.clangd_background_index)
         process = await asyncio.create_subprocess_exec(
             *command,
+            env=clangd_environment(),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
