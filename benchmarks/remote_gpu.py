@@ -49,7 +49,7 @@ def client_main(argv: list[str]) -> int:
     if os.environ.get("KERNEL_LSP_FAKE_GPU") == "1":
         from scaling import use_fake_gpus
 
-        sys.path.insert(0, str(REPO / "tests" / "unit"))
+        sys.path.insert(0, str(REPO / "tests" / "integration"))
         use_fake_gpus()
     from kernel_lsp.cli.main import main
 
@@ -245,7 +245,7 @@ def loop_main(address: str, files: list[str]) -> int:
     if os.environ.get("KERNEL_LSP_FAKE_GPU") == "1":
         from scaling import use_fake_gpus
 
-        sys.path.insert(0, str(REPO / "tests" / "unit"))
+        sys.path.insert(0, str(REPO / "tests" / "integration"))
         use_fake_gpus()
     from kernel_lsp.cli.main import main
 

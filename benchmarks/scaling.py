@@ -45,7 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # the scripted LLM
-sys.path.insert(0, str(REPO / "tests" / "unit"))  # the fake compile
+sys.path.insert(0, str(REPO / "tests" / "integration"))  # the fake compile
 
 from kernel_lsp.config import Settings  # noqa: E402
 from kernel_lsp.evaluation.pool import visible_gpu_count  # noqa: E402
