@@ -178,7 +178,7 @@ class TimedSets:
         self._group = 0  # the group of sets judged batches run on now
         self._groups_used = 1
         self._new = False  # whether the last batch's group was new to its side
-        self.batched = False  # a judged candidate's runs: every set in one request
+        self.batched = False  # a judged candidate's runs: a group of sets in one request
         self.seed = seed
         given = list(verified)[: max(0, count - 1)]
         # A different seed per fresh set: distinct values, same distribution (run 0); a large
@@ -221,7 +221,7 @@ class TimedSets:
     def prepare(self) -> None:
         """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
         buffers back to their initial values, globals back to the loaded image."""
-        if self.batched:  # a judged batch runs on every set
+        if self.batched:  # a judged batch runs on every set of its group
             self.prepare_all()
             return
         self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
