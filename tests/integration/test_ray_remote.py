@@ -79,9 +79,11 @@ def test_an_optimize_round_runs_candidates_on_both_gpus(fake_gpus, tmp_path, mon
         sessions = [GpuSession(backend=RayBackend(2.0, WARM)) for _ in range(2)]
     result, _ = scripted_round(sessions, tmp_path)
     assert result.accepted is not None and result.accepted.id == "r1c3", result.verdict
-    # Six candidates (one duplicate) and the baseline: both GPUs verified some of them.
+    # Six candidates (one duplicate) and the baseline: both GPUs verified some of them. How many
+    # each gets depends on which is free first (a Ray actor that starts late on a loaded CI machine
+    # got 1 of 6): the split is the scaling benchmark's to measure, not this test's.
     assert sorted(used) == [0, 1], used
-    assert min(used.values()) >= 2 and sum(used.values()) >= 6, used
+    assert sum(used.values()) >= 6, used
 
 
 # --- an LLM's host code on Ray: the actor's judge ----------------------------------------------
