@@ -101,37 +101,22 @@ def _restore(saved) -> list[str]:
     return found
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item):
-    saved = _phase()
-    try:
-        result = yield
-    finally:
-        found = _restore(saved)
-    if found:
-        pytest.fail(f"{found[0]} in setup: {TIER_MESSAGE}", pytrace=False)
-    return result
+def _guarded(where: str):
+    """A hook wrapper that runs its phase with the guards on and fails the test on a spawn."""
+
+    def wrapper(*_args):
+        saved = _phase()
+        try:
+            result = yield
+        finally:
+            found = _restore(saved)
+        if found:
+            pytest.fail(f"{found[0]}{where}: {TIER_MESSAGE}", pytrace=False)
+        return result
+
+    return wrapper
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item):
-    saved = _phase()
-    try:
-        result = yield
-    finally:
-        found = _restore(saved)
-    if found:
-        pytest.fail(f"{found[0]}: {TIER_MESSAGE}", pytrace=False)
-    return result
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    saved = _phase()
-    try:
-        result = yield
-    finally:
-        found = _restore(saved)
-    if found:
-        pytest.fail(f"{found[0]} in teardown: {TIER_MESSAGE}", pytrace=False)
-    return result
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_guarded(" in setup"))
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_guarded(""))
+pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_guarded(" in teardown"))
