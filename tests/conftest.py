@@ -11,6 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from unit_tier import (  # noqa: F401  (the unit tier's guard: its hooks act on tests/unit/ only)
+    pytest_runtest_call,
+    pytest_runtest_setup,
+    pytest_runtest_teardown,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"

@@ -1,4 +1,4 @@
-"""The unit tier's guard (tests/unit/conftest.py) fails a unit test that starts a process or
+"""The unit tier's guard (tests/unit_tier.py) fails a unit test that starts a process or
 compiles, however it does so and even when the code under test swallows the refusal; it lets a
 pure test pass, and it leaves the tests outside its folder alone. Without the guard the same tests
 pass, so each one below is a real way in. (An integration test: it runs pytest as a child.)"""
@@ -90,8 +90,11 @@ def _suite(tmp_path: Path, guarded: bool) -> Path:
     root = tmp_path / ("guarded" if guarded else "bare")
     (root / "unit").mkdir(parents=True)
     (root / "integration").mkdir()
-    if guarded:
-        shutil.copy(REPO / "tests" / "unit" / "conftest.py", root / "unit" / "conftest.py")
+    if guarded:  # registered as tests/conftest.py does
+        shutil.copy(REPO / "tests" / "unit_tier.py", root / "unit_tier.py")
+        (root / "conftest.py").write_text(
+            "from unit_tier import pytest_runtest_call, pytest_runtest_setup, pytest_runtest_teardown\n"
+        )
     (root / "unit" / "test_spawns.py").write_text(SPAWNING_TESTS)
     (root / "unit" / "test_pure.py").write_text(PURE_TEST)
     (root / "integration" / "test_elsewhere.py").write_text(ELSEWHERE_TEST)

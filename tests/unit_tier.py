@@ -1,4 +1,6 @@
-"""The unit tier's guard: a test in tests/unit/ starts no process and compiles nothing.
+"""The unit tier's guard: a test in tests/unit/ starts no process and compiles nothing (its hooks
+are registered by tests/conftest.py, so that no second module named `conftest` shadows the one
+the e2e tests import their helpers from).
 
 No subprocess (so no nvcc, no clangd, no CLI run as a child), no fork, no `multiprocessing` worker
 (so no compile pool, no GPU worker, no Ray), and no compile in this process either (NVRTC, through
@@ -8,8 +10,8 @@ teardown), each of these raises `SpawnInUnitTier`; since the code under test may
 (a failed compile becomes a diagnostic), the test fails afterwards all the same. A test that needs
 a process or a compiler belongs in tests/integration/.
 
-These hooks apply only to the tests under this folder (pytest calls a conftest's runtest hooks for
-its own folder's items), so a whole-suite run leaves tests/integration/ and tests/e2e/ alone.
+These hooks act only on tests in a folder named `unit` (`in_unit_tier`), so a whole-suite run
+leaves tests/integration/ and tests/e2e/ alone.
 tests/integration/test_unit_tier_guard.py proves the guard catches each way in.
 """
 
@@ -46,7 +48,7 @@ def _describe(args) -> str:
     return str(args)[:120]
 
 
-def _guarded():
+def _patches():
     """(owner, name, replacement) for each way a process starts."""
 
     def popen_execute_child(self, args, *a, **k):
@@ -82,10 +84,12 @@ def _guarded():
     return patches
 
 
-_PATCHES = _guarded()
+_PATCHES: list = []  # made at the first unit test (the engine's compile module loads then)
 
 
 def _phase():
+    if not _PATCHES:
+        _PATCHES.extend(_patches())
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in _PATCHES]
     _violations.clear()
     for owner, name, replacement in _PATCHES:
@@ -101,10 +105,16 @@ def _restore(saved) -> list[str]:
     return found
 
 
-def _guarded(where: str):
-    """A hook wrapper that runs its phase with the guards on and fails the test on a spawn."""
+def in_unit_tier(item) -> bool:
+    return "unit" in item.path.relative_to(item.config.rootpath).parts[:-1]
 
-    def wrapper(*_args):
+
+def _phase_guard(where: str):
+    """A hook wrapper that runs a unit test's phase with the guards on and fails it on a spawn."""
+
+    def wrapper(item, *_args):
+        if not in_unit_tier(item):
+            return (yield)
         saved = _phase()
         try:
             result = yield
@@ -117,6 +127,6 @@ def _guarded(where: str):
     return wrapper
 
 
-pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_guarded(" in setup"))
-pytest_runtest_call = pytest.hookimpl(wrapper=True)(_guarded(""))
-pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_guarded(" in teardown"))
+pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_phase_guard(" in setup"))
+pytest_runtest_call = pytest.hookimpl(wrapper=True)(_phase_guard(""))
+pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_phase_guard(" in teardown"))
