@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -355,6 +356,20 @@ class AccusedPool:
         self._waiting.clear()
 
 
+@dataclass
+class BoundRun:
+    """A candidate's steps bound to one case's buffers in its process: called, one run of them
+    (a batch of one); `RemotePipeline.run_batch` runs several in one request."""
+
+    pipeline: RemotePipeline
+    binding: int
+    bufs: Any
+    case: str
+
+    def __call__(self) -> None:
+        self.pipeline.run_batch([self])
+
+
 class RemotePipeline:
     """A candidate's steps as one step of `verify.launcher`: bound to a case's buffers, it asks
     the accused to run them there, waits for the answer (at most `timeout_s`), and settles."""
@@ -450,7 +465,7 @@ class RemotePipeline:
             )
         return calls
 
-    def bind(self, device: Any, bufs: Any) -> Callable[[], None]:
+    def bind(self, device: Any, bufs: Any) -> BoundRun:
         self._map(device, bufs)
         binding = self.accused.new_id()
         case = case_label(bufs.sizes)
@@ -464,18 +479,13 @@ class RemotePipeline:
             ) from None
         if reply.get("status") != "ok":
             self._fail(reply, case)
+        return BoundRun(self, binding, bufs, case)
 
-        def run() -> None:
-            self.run_batch([run])
-
-        run.binding, run.bufs, run.case = binding, bufs, case  # type: ignore[attr-defined]
-        return run
-
-    def run_batch(self, bound: list[Callable[[], None]]) -> None:
+    def run_batch(self, bound: list[BoundRun]) -> None:
         """Run bound plans (from `bind`) one after another in one request, each waited for
         before the next starts; then settle each one's buffers."""
-        case = bound[0].case  # type: ignore[attr-defined]
-        request = {"op": "run", "bindings": [b.binding for b in bound]}  # type: ignore[attr-defined]
+        case = bound[0].case
+        request = {"op": "run", "bindings": [b.binding for b in bound]}
         timeout = self.timeout_s * len(bound)
         try:
             answer = self.accused.request(request, timeout_s=timeout)
@@ -491,7 +501,7 @@ class RemotePipeline:
             self._fail(answer, case)
         ANSWERED.append(time.perf_counter())
         for b in bound:
-            b.bufs.settle(outputs_only=b.bufs.timed)  # type: ignore[attr-defined]
+            b.bufs.settle(outputs_only=b.bufs.timed)
 
     def _fail(self, reply: dict[str, Any], case: str) -> None:
         """A fault of the candidate's run, as the verdict of this case (the judge's own context
