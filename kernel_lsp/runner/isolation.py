@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
+from kernel_lsp.runner import case_memo
 from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher, side_by_side
-from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape, make_inputs, run_reference
+from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
 
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
@@ -138,12 +139,6 @@ def set_count(spec: Spec, sizes: dict[str, int], device_bytes: int, most: int = 
     return max(1, min(most, int(SETS_MEMORY_FRACTION * device_bytes) // case_bytes))
 
 
-def _numpy_reference(
-    spec: Spec, sizes: dict[str, int]
-) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
-    return lambda inputs: run_reference(spec, sizes, inputs)
-
-
 class TimedSets:
     """The input sets of one timing case and the preparation of each timed launch."""
 
@@ -181,6 +176,7 @@ class TimedSets:
         self.batched = False  # a judged candidate's runs: a group of sets in one request
         self.seed = seed
         given = list(verified)[: max(0, count - 1)]
+        self._given = len(given)
         # A different seed per fresh set: distinct values, same distribution (run 0); a large
         # case's fresh sets are made side by side in threads (runner/verify.side_by_side).
         fresh = [k for k in range(max(1, count)) if not 1 <= k <= len(given)]
@@ -188,7 +184,7 @@ class TimedSets:
             zip(
                 fresh,
                 side_by_side(
-                    [functools.partial(make_inputs, spec, sizes, seed + 7919 * k, 0) for k in fresh],
+                    [functools.partial(case_memo.inputs, spec, sizes, self._seed_of(k), 0) for k in fresh],
                     _case_bytes(spec, sizes),
                 ),
                 strict=True,
@@ -213,6 +209,19 @@ class TimedSets:
         except BaseException:
             self.free()
             raise
+
+    def _seed_of(self, k: int) -> int:
+        """Set k's seed, where it was made here (not a verification run's)."""
+        return self.seed + 7919 * k
+
+    def _reference(self, k: int) -> dict[str, np.ndarray]:
+        """The outputs set k's inputs must give."""
+        s = self.sets[k]
+        if s.reference is not None:
+            return s.reference
+        if self.oracle is not None:
+            return self.oracle(s.inputs)
+        return case_memo.reference(self.spec, self.sizes, self._seed_of(k), 0, s.inputs)
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -331,7 +340,7 @@ class TimedSets:
         for k in sorted(chosen):
             s = self.sets[k]
             progress("checking timed outputs", label, None)
-            reference = s.reference or (self.oracle or _numpy_reference(self.spec, self.sizes))(s.inputs)
+            reference = self._reference(k)
             outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
             where = f"{label}, input set {k + 1} of {len(self.sets)}"
             try:

@@ -492,7 +492,9 @@ class RemotePipeline:
         except AccusedGone as e:
             if e.hung:
                 raise Failed(
-                    Problem("timeout", case, f"`{self.kernel}` did not finish within {timeout:g} s in case {case}")
+                    Problem(
+                        "timeout", case, f"`{self.kernel}` did not finish within {timeout:g} s in case {case}"
+                    )
                 ) from None
             raise Failed(
                 Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")

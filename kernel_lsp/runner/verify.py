@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kernel_lsp.runner import case_memo
 from kernel_lsp.spec import (
     DTYPES,
     FLOAT_DTYPES,
@@ -38,8 +41,6 @@ from kernel_lsp.spec import (
     eval_shape,
     host_view,
     launch_dims,
-    make_inputs,
-    run_reference,
 )
 from kernel_lsp.spec.inputs import VERIFY_SEED
 
@@ -288,6 +289,8 @@ def compare_output(
     constant = constant_output(got, expected, stored, what)
     if constant:
         return f"`{name}`: {constant}"
+    if all_close(got.reshape(-1), expected.reshape(-1), atol, rtol):
+        return None
     g = got.astype(np.float64).reshape(-1)
     e = expected.astype(np.float64).reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -319,6 +322,44 @@ def compare_output(
     )
 
 
+# A comparison of a large output goes chunk by chunk, chunks side by side in threads (numpy lets
+# go of the GIL): one pass over 16M elements took ~50 ms as whole-array float64 temporaries,
+# and a judged optimize round compares a hundred of them (benchmarks/judge_cost.py's profile).
+_CHUNK = 1 << 18
+_COMPARE_THREADS = min(8, os.cpu_count() or 1)
+
+
+@functools.cache
+def _comparer() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_COMPARE_THREADS, thread_name_prefix="kernel-lsp-compare")
+
+
+def _close_chunk(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
+    g, e = got.astype(np.float64), expected.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ok = np.abs(g - e) <= atol + rtol * np.abs(e)
+    if ok.all():
+        return True
+    return not (~ok & ~(np.isnan(g) & np.isnan(e))).any()  # NaN where NaN is expected is right
+
+
+def all_close(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
+    """Whether every element of `got` is within `atol + rtol * |expected|` of `expected` (in
+    float64; NaN only where NaN is expected): `compare_output`'s verdict without its message."""
+    n = got.size
+    if n <= 2 * _CHUNK or _COMPARE_THREADS < 2:
+        return all(
+            _close_chunk(got[lo : lo + 4 * _CHUNK], expected[lo : lo + 4 * _CHUNK], atol, rtol)
+            for lo in range(0, max(n, 1), 4 * _CHUNK)
+        )
+    chunks = range(0, n, _CHUNK)
+    return all(
+        _comparer().map(
+            lambda lo: _close_chunk(got[lo : lo + _CHUNK], expected[lo : lo + _CHUNK], atol, rtol), chunks
+        )
+    )
+
+
 def constant_output(
     got: np.ndarray, expected: np.ndarray, stored: np.dtype, what: str = "expected"
 ) -> str | None:
@@ -326,7 +367,7 @@ def constant_output(
     the output's dtype, does not: a kernel that writes a constant can hide inside a loose
     tolerance (a bf16 softmax over 4096 columns has every value below bf16's default atol)."""
     g = got.reshape(-1)
-    if g.size < 2 or not np.all(g == g[0]):
+    if g.size < 2 or not np.all(g[:64] == g[0]) or not np.all(g == g[0]):  # most differ early
         return None
     try:
         e = np.asarray(expected).astype(stored).astype(np.float64).reshape(-1)
@@ -514,8 +555,9 @@ def _prepare_runs(
     raised raises when it is taken, in order."""
 
     def make(run: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        inputs = make_inputs(spec, sizes, VERIFY_SEED + spec.seed, run)
-        return inputs, ({} if differential else run_reference(spec, sizes, inputs))
+        seed = VERIFY_SEED + spec.seed
+        inputs = case_memo.inputs(spec, sizes, seed, run)
+        return inputs, ({} if differential else case_memo.reference(spec, sizes, seed, run, inputs))
 
     return side_by_side([functools.partial(make, run) for run in range(runs)], case_bytes)
 
@@ -527,8 +569,6 @@ def side_by_side(makers: list[Callable[[], Any]], each_bytes: int) -> list[_Prep
     total = each_bytes * len(makers)
     if len(makers) < 2 or not (SIDE_BY_SIDE_BYTES <= total <= SIDE_BY_SIDE_MAX_BYTES):
         return [_Prepared(m) for m in makers]
-    from concurrent.futures import ThreadPoolExecutor
-
     executor = ThreadPoolExecutor(len(makers) - 1, thread_name_prefix="kernel-lsp-inputs")
     later = [_Prepared(m, executor.submit(m)) for m in makers[1:]]
     executor.shutdown(wait=False)  # its threads end when their arrays are made

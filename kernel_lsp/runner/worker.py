@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
+from kernel_lsp.runner import case_memo
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
@@ -73,6 +74,8 @@ def load_spec(desc: dict[str, Any]) -> Spec:
     want = desc.get("kernel")
     for spec in loaded.specs:
         if want in (None, spec.kernel, spec.name):
+            if case_memo.ACTIVE is not None:
+                case_memo.ACTIVE.begin_request(spec, desc)
             return spec
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
 
@@ -297,6 +300,7 @@ class Worker:
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
                 how = clock.describe()
+                _note_clock(label, how)
             else:
                 how = "CUDA events around each launch"
             if any(isinstance(s, EntryStep) for s in steps):
@@ -380,6 +384,7 @@ class Worker:
                 nbytes = sets.sets[0].bufs.nbytes
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
                 how = clock.describe() if judged else "CUDA events around each launch"
+                _note_clock(f"A/B {label}", how)
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()
@@ -421,6 +426,24 @@ def _protocol_streams() -> tuple[BinaryIO, BinaryIO]:
     return sys.stdin.buffer, out
 
 
+def _profiler() -> Any:
+    """A developer's profile of every request (KERNEL_LSP_WORKER_PROFILE=DIR: cProfile stats in
+    DIR/worker-PID.prof, rewritten after each request): where a verification's seconds go."""
+    if not os.environ.get("KERNEL_LSP_WORKER_PROFILE"):
+        return None
+    import cProfile
+
+    return cProfile.Profile()
+
+
+def _note_clock(label: str, how: str) -> None:
+    """With KERNEL_LSP_WORKER_PROFILE=DIR, each judged timing's clock in DIR/clocks.txt."""
+    folder = os.environ.get("KERNEL_LSP_WORKER_PROFILE")
+    if folder:
+        with open(os.path.join(folder, "clocks.txt"), "a") as f:
+            f.write(f"{os.getpid()} {label}: {how}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel_lsp.runner.worker")
     parser.add_argument("--device", type=int, default=0)
@@ -455,7 +478,9 @@ def main(argv: list[str] | None = None) -> int:
             reason, device = f"no sandbox for host code an LLM wrote: {sandbox_error}", None
         else:
             device.share_buffers = True  # the case's buffers are mapped by the accused
+            case_memo.ACTIVE = case_memo.CaseMemo()  # a judge lives for one optimize run
     worker = Worker(device, send, judging=judging) if device is not None else None
+    profiler = _profiler()
 
     while True:
         try:
@@ -484,7 +509,13 @@ def main(argv: list[str] | None = None) -> int:
             send({"event": "error", "message": f"no GPU: {reason}"})
             continue
         try:
-            reply = worker.handle(msg, blobs)
+            if profiler is not None:
+                reply = profiler.runcall(worker.handle, msg, blobs)
+                profiler.dump_stats(
+                    os.path.join(os.environ["KERNEL_LSP_WORKER_PROFILE"], f"worker-{os.getpid()}.prof")
+                )
+            else:
+                reply = worker.handle(msg, blobs)
             send({"event": "result", **reply})
         except Failed as f:
             send(

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kernel_lsp.gpu import GpuSession
-from kernel_lsp.runner import verify
+from kernel_lsp.runner import case_memo, verify
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.spec import load_specs, make_inputs
 from kernel_lsp.spec.inputs import VERIFY_SEED
@@ -58,14 +58,14 @@ def test_side_by_side_runs_are_the_serial_runs(spec):
 def test_a_run_that_raised_raises_when_taken(spec, monkeypatch):
     sizes = {"n": N}
     second = make_inputs(spec, sizes, VERIFY_SEED + spec.seed, 1)["a"][0]
-    real = verify.run_reference
+    real = case_memo.run_reference
 
     def fails_on_run_1(spec_, sizes_, inputs):
         if inputs["a"][0] == second:
             raise ValueError("the reference failed on run 1")
         return real(spec_, sizes_, inputs)
 
-    monkeypatch.setattr(verify, "run_reference", fails_on_run_1)
+    monkeypatch.setattr(case_memo, "run_reference", fails_on_run_1)
     prepared = verify._prepare_runs(spec, sizes, 2, False, 3 * 4 * N)
     inputs, _ = prepared[0]()  # run 0 is unaffected
     assert inputs["a"][0] != second
