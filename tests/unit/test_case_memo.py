@@ -38,7 +38,7 @@ def load(path, source=None):
 def test_a_memo_gives_the_arrays_it_replaces_and_makes_them_once(spec_file):
     memo = case_memo.CaseMemo(1 << 30)
     sizes = {"n": 1000}
-    for request in range(3):  # three requests of one run: the spec loaded again each time
+    for _request in range(3):  # three requests of one run: the spec loaded again each time
         spec = load(spec_file, SPEC)
         memo.begin_request(spec, {"path": str(spec_file), "source": SPEC, "kernel": "vadd"})
         inputs = memo.inputs(spec, sizes, 11, 1)
