@@ -32,7 +32,10 @@ FILE_LINE = re.compile(r"^kernel-lsp: \[(\d+)/(\d+)\] (\S+): (?:((?:\S+ )?GPU \d
 # The targets are 90 s on one H200 and 55 s on two; 130 s each leaves room to see by how much a
 # run misses and still fits a 1- and a 2-GPU run in about 4 minutes.
 DEFAULT_TIMEOUT_S = 130.0
-KERNEL = re.compile(r"(\S+) (\w+) \((\d+\.\d+) s\)")
+KERNEL = re.compile(r"(\S+) (\w+) \((\d+\.\d+) s[:)]")
+# `(4.21 s: inputs+reference 2.03, verify 0.61)`: the phases of each kernel's time
+PHASES = re.compile(r"\((\d+\.\d+) s: ([^)]*)\)")
+PHASE = re.compile(r"(\S.*?) (\d+\.\d+)$")
 
 
 def visible_devices(fake: bool) -> list[str]:
@@ -99,6 +102,7 @@ def run_check(
     files: list[tuple[float, str]] = []  # (seconds since start, path) as each file's line came
     kernels: list[tuple[str, str, float]] = []  # (kernel, status, seconds)
     gpus: set[str] = set()
+    phases: dict[str, float] = {}  # seconds by phase, summed over the kernels
     stdout_parts: list[str] = []
     lock = threading.Lock()
 
@@ -116,6 +120,11 @@ def run_check(
                 if m.group(4):
                     gpus.add(m.group(4))
                     kernels.extend((k, status, float(s)) for k, status, s in KERNEL.findall(m.group(5)))
+                    for _, listed in PHASES.findall(m.group(5)):
+                        for part in listed.split(", "):
+                            pm = PHASE.match(part)
+                            if pm:
+                                phases[pm.group(1)] = phases.get(pm.group(1), 0.0) + float(pm.group(2))
 
     def read_stdout() -> None:
         assert proc.stdout is not None
@@ -147,6 +156,7 @@ def run_check(
             "files": list(files),
             "kernels": list(kernels),
             "gpus": set(gpus),
+            "phases": dict(phases),
             "summary": summary,
         }
 
@@ -211,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
             echo = None if args.quiet else progress_printer(f"[{count} GPU(s), run {run}]")
             r = run_check(args.path, devices[:count], args.extra, args.timeout, echo)
             print(row(count, run, r), flush=True)
+            if r["phases"]:
+                spent = ", ".join(
+                    f"{k} {v:.1f}" for k, v in sorted(r["phases"].items(), key=lambda kv: -kv[1])
+                )
+                print(f"<!-- seconds by phase, summed over the kernels: {spent} -->", flush=True)
             if r["summary"]:
                 print(f"<!-- {r['summary']} -->", flush=True)
     return 0

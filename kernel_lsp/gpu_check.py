@@ -223,6 +223,7 @@ def check_and_verify(
             if future is None:
                 finished(i, c)
                 continue
+
             def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
                 finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
 
@@ -245,16 +246,23 @@ def expected_arch() -> str | None:
     return local_gpu_arch()
 
 
+def kernel_seconds(k: Any) -> str:
+    """`4.21 s: inputs+reference 2.03, verify 0.61, ...`: a kernel's verification time and the
+    phases it went to (the larger ones, in the order they ran)."""
+    total = float(getattr(k, "duration_s", 0.0) or 0.0)
+    phases = getattr(k, "phases", None) or {}
+    shown = [f"{name} {s:.2f}" for name, s in phases.items() if s >= 0.005]
+    return f"{total:.2f} s" + (f": {', '.join(shown)}" if shown else "")
+
+
 def file_line(d: FileDone) -> str:
-    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s)`, or its
+    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s: inputs+reference
+    2.03, verify 0.61, ...)`, or its
     compile findings when nothing ran on a GPU."""
     head = f"kernel-lsp: [{d.done}/{d.total}] {os.path.relpath(d.check.path)}"
     c = d.check
     if c.gpu_checks:
-        kernels = ", ".join(
-            f"{k.kernel or '?'} {k.status} ({getattr(k, 'duration_s', 0.0) or 0.0:.2f} s)"
-            for k in c.gpu_checks
-        )
+        kernels = ", ".join(f"{k.kernel or '?'} {k.status} ({kernel_seconds(k)})" for k in c.gpu_checks)
         return f"{head}: {d.gpu}: {kernels}" if d.gpu else f"{head}: {kernels}"
     if not c.checked:
         return f"{head}: not checked"

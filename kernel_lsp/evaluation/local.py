@@ -340,6 +340,7 @@ class LocalBackend:
             cases=reply.get("cases", []),
             timings=timings,
             spec_name=spec.title,
+            phases={str(k): float(v) for k, v in (reply.get("phase_s") or {}).items()},
         )
 
     def compare(

@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
@@ -59,6 +60,16 @@ from kernel_lsp.spec import (
 from kernel_lsp.spec.inputs import TIMING_SEED
 from kernel_lsp.stats import summarize
 
+# The progress phases as the `-v` line names them (several phases of one kind counted together).
+PHASE_LABELS = {
+    "inputs and reference": "inputs+reference",
+    "original entry": "verify",
+    "race check": "verify",
+    "original kernel": "verify",
+    "timing inputs": "timing inputs",
+    "timing": "timed runs",
+    "checking timed outputs": "timed outputs checked",
+}
 HOST_PHASE_TIMEOUT_S = 600.0  # numpy references on large sizes can take a while
 FATAL_EXIT = 3
 
@@ -112,9 +123,21 @@ class Worker:
         self.phase = ""
         self.case = ""
         self._dev_info: dict[str, Any] | None = None
+        # Where a request's seconds went: each phase's wall time (from its progress event to the
+        # next), for the `-v` line of `check` (`dot ok (4.2 s: inputs+reference 2.0, ...)`).
+        self.phase_s: dict[str, float] = {}
+        self._phase_start = time.perf_counter()
+
+    def _account(self, next_phase: str) -> None:
+        now = time.perf_counter()
+        if self.phase:
+            label = PHASE_LABELS.get(self.phase, self.phase)
+            self.phase_s[label] = self.phase_s.get(label, 0.0) + now - self._phase_start
+        self.phase, self._phase_start = next_phase, now
 
     def progress(self, phase: str, case: str, timeout_s: float | None) -> None:
-        self.phase, self.case = phase, case
+        self._account(phase)
+        self.case = case
         self.send(
             {
                 "event": "progress",
@@ -137,6 +160,8 @@ class Worker:
         launch_timeout_s, device {DeviceInfo fields, for the roofline}, runs.
         Reply: status ok|failed, problems [...], cases [{case, ok}], timings [{case, measurement,
         bytes, flops, bandwidth_Bps, flops_per_s, roofline, bound, suspicious}]."""
+        self.phase_s, self.phase = {}, ""
+        self.progress("spec", "", None)
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         modules: list[Any] = []
@@ -226,13 +251,16 @@ class Worker:
             for t in timings:
                 if t["suspicious"]:
                     problems.append(Problem("suspicious", t["case"], t["suspicious"]))
+        self.progress("unload", "", None)
         self._unload(modules, states)
+        self._account("")
         return {
             "status": "ok" if not problems else "failed",
             "problems": [p.to_dict() for p in problems],
             "cases": cases,
             "timings": timings,
             "globals_restored": [n for st in states for n in st.names],
+            "phase_s": {k: round(v, 4) for k, v in self.phase_s.items()},
         }
 
     def _unload(self, modules: list[Any], states: list[Any]) -> None:
