@@ -370,7 +370,9 @@ class GpuSession:
             check.phases = {
                 "prepare": asked - start,
                 **check.phases,
-                "transfer": max(0.0, request_s - sum(check.phases.values())),
+                "transfer": max(
+                    0.0, request_s - sum(v for k, v in check.phases.items() if not k.startswith("of which"))
+                ),
             }
         return done(check)
 
