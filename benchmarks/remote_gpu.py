@@ -107,11 +107,7 @@ def stop_head(head: subprocess.Popen, port: int, wait_s: float = 60) -> float:
 
 def client(args: list[str], address: str, fake: bool, timeout: float) -> tuple[int, str, float]:
     """A no-GPU client's run of `kernel-lsp ARGS` through the head at `address`."""
-    env = dict(
-        os.environ,
-        CUDA_VISIBLE_DEVICES="",
-        PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-    )
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("RAY_ADDRESS", None)
     env["KERNEL_LSP_FAKE_GPU"] = "1" if fake else env.get("KERNEL_LSP_FAKE_GPU", "")
     cmd = [sys.executable, __file__, "--client", *args, "--backend", "ray", "--ray-address", address]
@@ -275,10 +271,7 @@ def loop_main(address: str, files: list[str]) -> int:
 def failure_cases(args: argparse.Namespace, address: str, fake: bool, files: list[str], gpus: int) -> int:
     """Every GPU of the head held by another client: this one is told so, in seconds."""
     env = dict(
-        os.environ,
-        CUDA_VISIBLE_DEVICES="",
-        PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        KERNEL_LSP_FAKE_GPU="1" if fake else "",
+        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), KERNEL_LSP_FAKE_GPU="1" if fake else ""
     )
     holder = subprocess.Popen(
         [sys.executable, __file__, "--client-hold", address],
@@ -305,10 +298,7 @@ def lost_connection(address: str, fake: bool, files: list[str], head: subprocess
     """The head stopped under a client mid-run: the client's answer says the connection was
     lost, it goes on (no hang, no exit), and its next request is answered in seconds."""
     env = dict(
-        os.environ,
-        CUDA_VISIBLE_DEVICES="",
-        PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        KERNEL_LSP_FAKE_GPU="1" if fake else "",
+        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), KERNEL_LSP_FAKE_GPU="1" if fake else ""
     )
     victim = subprocess.Popen(
         [sys.executable, __file__, "--client-loop", address, *files],

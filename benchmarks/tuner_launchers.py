@@ -29,9 +29,7 @@ LAUNCHERS = REPO / "tests" / "fixtures" / "launchers"
 def tune(path: Path, budget_s: float, gpu: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="klsp-tune-") as d:
         for suffix in (".cu", ".spec.py"):
-            shutil.copy(
-                path.with_suffix(suffix) if suffix == ".cu" else path.with_name(path.stem + suffix), d
-            )
+            shutil.copy(path.with_suffix(suffix) if suffix == ".cu" else path.with_name(path.stem + suffix), d)
         target = Path(d) / path.name
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, "KERNEL_LSP_NCU": "/nonexistent/ncu"}
         cmd = [
