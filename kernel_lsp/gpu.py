@@ -363,7 +363,18 @@ class GpuSession:
                 return done(
                     KernelCheck(kernel, CheckStatus.ERROR, message="the original kernel does not build")
                 )
-        return done(self.backend.check(spec, spec_source, built, measure, baseline, on_progress))
+        asked = time.perf_counter()
+        check = self.backend.check(spec, spec_source, built, measure, baseline, on_progress)
+        if check.phases:
+            request_s = time.perf_counter() - asked
+            check.phases = {
+                "prepare": asked - start,
+                **check.phases,
+                "transfer": max(
+                    0.0, request_s - sum(v for k, v in check.phases.items() if not k.startswith("of which"))
+                ),
+            }
+        return done(check)
 
     def _entry_baseline(
         self, spec: Spec, path: str, artifact: Artifact

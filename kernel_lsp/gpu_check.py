@@ -119,7 +119,32 @@ class GpuPlan:
     profile: bool = False
     log: Callable[[str], None] = _stderr
     arch: str | None = None  # the GPU's arch when known before the GPUs open (to prebuild for)
+    # Files verified at once on each local GPU, each in a worker process of its own (timed
+    # launches still have the GPU alone: runner/turns.py). None: `check_lanes()`'s choice.
+    lanes: int | None = None
     device: str | None = field(default=None, init=False)  # what verified, once known
+
+
+MAX_LANES = 4  # worker processes per GPU at most (each holds a CUDA context and its case's arrays)
+CPUS_PER_LANE = 4  # a lane's worker makes inputs and references in threads of its own
+
+
+def check_lanes(gpus: int, fake: bool, profile: bool = False) -> int:
+    """Worker processes per GPU for `check`: KERNEL_LSP_CHECK_LANES when set; else, on a real GPU,
+    as many as the CPUs allow (CPUS_PER_LANE each, MAX_LANES at most): verifying a kernel is
+    mostly the host's work (inputs, numpy references, comparisons: a H200 run spent under 5% of
+    a kernel's seconds in timed launches). One with ncu (`profile`: its replays want the GPU
+    alone) and on the fake GPU (its runs are the host's: lanes would only share its CPUs)."""
+    forced = os.environ.get("KERNEL_LSP_CHECK_LANES", "").strip()
+    if forced.isdigit() and int(forced) > 0:
+        return min(int(forced), 16)
+    if profile or fake:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_LANES, cpus // (CPUS_PER_LANE * max(1, gpus))))
 
 
 class _Verifier:
@@ -132,19 +157,60 @@ class _Verifier:
         self._pool: BackendPool | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.reason: str | None = None  # why nothing is verified (no GPU answered)
+        self._lanes_opening: threading.Thread | None = None
+        self._closing = False
 
     def _open(self) -> None:
-        sessions, reason = self.workspace.open_gpus(self.plan.gpus, self.plan.log)
+        from .evaluation.local import fake_from_env
+        from .evaluation.pool import parse_gpus
+
+        wanted = len(parse_gpus(self.plan.gpus)[0])
+        lanes = self.plan.lanes or check_lanes(wanted, fake_from_env(), self.plan.profile)
+        sessions, reason = self.workspace.open_gpus(self.plan.gpus, self.plan.log, lanes=lanes)
         if not sessions:
             self.reason = no_gpu_message(reason)
             self.plan.log(f"kernel-lsp: GPU verification skipped: {self.reason}")
             return
         self._pool = BackendPool(sessions)
-        self._executor = ThreadPoolExecutor(len(sessions), thread_name_prefix="kernel-lsp-gpu")
+        self._executor = ThreadPoolExecutor(len(sessions) * lanes, thread_name_prefix="kernel-lsp-gpu")
         names = sorted({s.device.name for s in sessions if s.device})
         if names:
             many = f"{len(sessions)} GPUs ({', '.join(names)})"
             self.plan.device = names[0] if len(sessions) == 1 else many
+        if lanes > 1:  # the first lane of each GPU verifies already while the others start
+            self._lanes_opening = threading.Thread(
+                target=self._open_lanes, args=(sessions, lanes), name="kernel-lsp-lanes", daemon=True
+            )
+            self._lanes_opening.start()
+
+    def _open_lanes(self, sessions: list[GpuSession], lanes: int) -> None:
+        """Lanes 2.. of each local GPU (a worker process each), added to the pool as each
+        answers, GPU after GPU in turn (so that each GPU gets its second lane before any gets its
+        third). A Ray actor's GPU keeps its one."""
+        from .evaluation.local import LocalBackend
+
+        local = [s.backend for s in sessions if isinstance(s.backend, LocalBackend)]
+        for _ in range(lanes - 1):
+            for b in local:
+                if self._closing:
+                    return
+                lane = GpuSession(
+                    backend=LocalBackend(
+                        b.device_index,
+                        b.launch_timeout_s,
+                        b.timing,
+                        b.fake,
+                        b.start_timeout_s,
+                        b.use_device_cache,
+                        lanes=lanes,
+                    )
+                )
+                answered = lane.available  # its worker started (outside the lock: seconds)
+                with self._lock:
+                    if self._closing or not answered or self._pool is None:
+                        lane.close()
+                        continue
+                    self._pool.add(lane)
 
     @property
     def gpus(self) -> int:
@@ -172,8 +238,11 @@ class _Verifier:
         return self._executor.submit(run)
 
     def close(self) -> None:
+        self._closing = True
         if self._executor is not None:
             self._executor.shutdown(wait=True)
+        if self._lanes_opening is not None:
+            self._lanes_opening.join()
         if self._pool is not None:
             self._pool.close()
 
@@ -223,6 +292,7 @@ def check_and_verify(
             if future is None:
                 finished(i, c)
                 continue
+
             def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
                 finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
 
@@ -245,16 +315,23 @@ def expected_arch() -> str | None:
     return local_gpu_arch()
 
 
+def kernel_seconds(k: Any) -> str:
+    """`4.21 s: inputs+reference 2.03, verify 0.61, ...`: a kernel's verification time and the
+    phases it went to (the larger ones, in the order they ran)."""
+    total = float(getattr(k, "duration_s", 0.0) or 0.0)
+    phases = getattr(k, "phases", None) or {}
+    shown = [f"{name} {s:.2f}" for name, s in phases.items() if s >= 0.005]
+    return f"{total:.2f} s" + (f": {', '.join(shown)}" if shown else "")
+
+
 def file_line(d: FileDone) -> str:
-    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s)`, or its
+    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s: inputs+reference
+    2.03, verify 0.61, ...)`, or its
     compile findings when nothing ran on a GPU."""
     head = f"kernel-lsp: [{d.done}/{d.total}] {os.path.relpath(d.check.path)}"
     c = d.check
     if c.gpu_checks:
-        kernels = ", ".join(
-            f"{k.kernel or '?'} {k.status} ({getattr(k, 'duration_s', 0.0) or 0.0:.2f} s)"
-            for k in c.gpu_checks
-        )
+        kernels = ", ".join(f"{k.kernel or '?'} {k.status} ({kernel_seconds(k)})" for k in c.gpu_checks)
         return f"{head}: {d.gpu}: {kernels}" if d.gpu else f"{head}: {kernels}"
     if not c.checked:
         return f"{head}: not checked"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -373,11 +374,18 @@ class Workspace:
         if text is None:  # gone since the compile check
             return Verification(path, None, options, None)
         library = None
+        compile_s = 0.0
         if prebuilt is not None and prebuilt.text == text and prebuilt.options == options:
             artifact, library = prebuilt.artifact, prebuilt.library
         else:
+            started = time.perf_counter()
             artifact = session.compile(text, path, options) if session.available else None
+            compile_s = time.perf_counter() - started
         checks = check_file(session, path, text, options, measure, spec_text, on_progress, artifact, library)
+        if compile_s:  # compiled again for the device (no prebuilt, or not the one it needs)
+            for k in checks:
+                if k.phases:
+                    k.phases = {"compile": compile_s, **k.phases}
         return Verification(path, text, options, artifact, checks, spec_text)
 
     def bench(

@@ -49,9 +49,11 @@ def open_backends(
     timing: Any = None,
     fake: bool | None = None,
     start_timeout_s: float = 60.0,
+    lanes: int = 1,
 ) -> list[Any]:
     """The backends of a run, one per GPU (not yet checked for availability). Raises
-    RayUnavailable only when Ray was asked for explicitly."""
+    RayUnavailable only when Ray was asked for explicitly. `lanes`: the worker processes a
+    local run will have on each GPU (each local backend is told; a Ray actor is one)."""
     fake = fake if fake is not None else fake_from_env()
     opts = {
         "launch_timeout_s": launch_timeout_s,
@@ -80,4 +82,4 @@ def open_backends(
     devices, problem = parse_gpus(gpus, first)
     if problem:
         log(f"kernel-lsp: {problem}")
-    return [LocalBackend(d, **opts) for d in devices]
+    return [LocalBackend(d, **opts, lanes=lanes) for d in devices]

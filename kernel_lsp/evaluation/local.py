@@ -93,8 +93,12 @@ class LocalBackend:
         start_timeout_s: float = 60.0,
         use_device_cache: bool = True,
         sandboxed: bool = False,
+        lanes: int = 1,
     ):
         self.device_index = 0 if device is None else int(device)
+        # Worker processes of this run on the same GPU (`check`'s lanes), each told so: they share
+        # its memory, and take turns on it (runner/turns.py).
+        self.lanes = max(1, int(lanes))
         # Host code an LLM wrote runs only in a sandboxed worker (kernel_lsp/fence/sandbox.py).
         self.sandboxed = sandboxed
         self.sandbox: dict[str, Any] | None = None  # how the worker is confined, once started
@@ -172,7 +176,8 @@ class LocalBackend:
         """A worker and its hello. A sandboxed one is a judge: it tries the sandbox mechanisms
         itself, in its first accused process (an H100 host's driver failed cuInit under
         Landlock, not in bwrap), and answers unavailable where none works (fail closed)."""
-        worker = WorkerProcess(self.device_index, self.fake, sandboxed=self.sandboxed)
+        env = dict(os.environ, KERNEL_LSP_GPU_LANES=str(self.lanes)) if self.lanes > 1 else None
+        worker = WorkerProcess(self.device_index, self.fake, env=env, sandboxed=self.sandboxed)
         return worker, worker.request({"op": "hello"}, None, self.start_timeout_s)
 
     @property
@@ -340,6 +345,7 @@ class LocalBackend:
             cases=reply.get("cases", []),
             timings=timings,
             spec_name=spec.title,
+            phases={str(k): float(v) for k, v in (reply.get("phase_s") or {}).items()},
         )
 
     def compare(

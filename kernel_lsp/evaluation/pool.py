@@ -76,6 +76,11 @@ class BackendPool(Generic[T]):
     def __len__(self) -> int:
         return len(self.members)
 
+    def add(self, member: T) -> None:
+        """One more member, free for the next job (a lane opened after the first jobs began)."""
+        self.members.append(member)
+        self._idle.put(member)
+
     def run(self, job: Callable[[T], R]) -> R:
         """Run one job on the next free member (waiting for one)."""
         member = self._idle.get()

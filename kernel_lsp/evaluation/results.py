@@ -53,6 +53,11 @@ class KernelCheck:
     device: DeviceInfo | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     duration_s: float = 0.0
+    # Where duration_s went, in seconds by phase: the worker's (`inputs+reference`, `verify`,
+    # `timing inputs`, `timed runs`, ...), the driver's (`compile` where the file was compiled
+    # again for the device, `prepare`: spec and launch steps, `transfer`: the request's round trip
+    # beyond the worker's phases), for `check -v`.
+    phases: dict[str, float] = field(default_factory=dict)
     spec_name: str = ""
     # Achieved occupancy per kernel of the pipeline, from ncu on the largest timed case; the note
     # says why there is none (not asked for, no ncu, counters not permitted).

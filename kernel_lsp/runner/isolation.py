@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
-from kernel_lsp.runner import case_memo
+from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher, side_by_side
 from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
 
@@ -191,21 +191,23 @@ class TimedSets:
             )
         )
         try:
-            for k in range(max(1, count)):
-                bufs = Buffers(device, spec, sizes, timed=True)
-                self.sets.append(InputSet(bufs, {}, {}))
-                inputs: dict[str, np.ndarray]
-                if 1 <= k <= len(given):
-                    inputs, self.sets[-1].reference = given[k - 1]
-                else:
-                    inputs = made[k]()
-                self.sets[-1].inputs = inputs
-                for name, array in inputs.items():
-                    bufs.upload(name, array)
-                    if isinstance(spec.args[name], InOut):
-                        copy = device.alloc(bufs.nbytes[name])
-                        self.sets[-1].pristine[name] = copy
-                        device.upload(copy, array)
+            # Every set's inputs made first, on the host; then their uploads in one shared turn on
+            # the GPU (runner/turns.py).
+            chosen: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]] = [
+                given[k - 1] if 1 <= k <= len(given) else (made[k](), None) for k in range(max(1, count))
+            ]
+            with turns.shared():
+                for inputs, reference in chosen:
+                    bufs = Buffers(device, spec, sizes, timed=True)
+                    self.sets.append(InputSet(bufs, inputs, {}))
+                    if reference is not None:
+                        self.sets[-1].reference = reference
+                    for name, array in inputs.items():
+                        bufs.upload(name, array)
+                        if isinstance(spec.args[name], InOut):
+                            copy = device.alloc(bufs.nbytes[name])
+                            self.sets[-1].pristine[name] = copy
+                            device.upload(copy, array)
         except BaseException:
             self.free()
             raise
@@ -331,7 +333,8 @@ class TimedSets:
         set `include`, on every set of the last judged batch (a batch could skip the work of one
         set in it), and on sets chosen at random until CHECKED_SETS are checked, must match the
         reference of that set's inputs (no fast path while timed)."""
-        self.device.sync()
+        with turns.shared():
+            self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
         last = set(self._group_sets(self._group)) if self.batched else set()
         chosen = {k for k in launched if k in last or self.sets[k].reference is not None or k == include}
@@ -341,7 +344,8 @@ class TimedSets:
             s = self.sets[k]
             progress("checking timed outputs", label, None)
             reference = self._reference(k)
-            outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
+            with turns.shared():
+                outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
             where = f"{label}, input set {k + 1} of {len(self.sets)}"
             try:
                 CaseRunner(self.device, self.spec, lambda c: None).check_against(

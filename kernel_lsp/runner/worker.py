@@ -19,12 +19,13 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from kernel_lsp import procs
-from kernel_lsp.runner import case_memo
+from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
@@ -59,6 +60,19 @@ from kernel_lsp.spec import (
 from kernel_lsp.spec.inputs import TIMING_SEED
 from kernel_lsp.stats import summarize
 
+# The progress phases as the `-v` line names them (several phases of one kind counted together).
+PHASE_LABELS = {
+    "inputs and reference": "inputs+reference",
+    "original entry": "verify",
+    "race check": "verify",
+    "original kernel": "verify",
+    "timing inputs": "timing inputs",
+    "timing": "timed runs",
+    "checking timed outputs": "timed outputs checked",
+}
+# Seconds of the phases above spent waiting for a turn on the GPU (runner/turns.py): a part of
+# them, not one more phase.
+WAITED = "of which waiting for the GPU"
 HOST_PHASE_TIMEOUT_S = 600.0  # numpy references on large sizes can take a while
 FATAL_EXIT = 3
 
@@ -78,6 +92,14 @@ def load_spec(desc: dict[str, Any]) -> Spec:
                 case_memo.ACTIVE.begin_request(spec, desc)
             return spec
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
+
+
+def _lanes() -> int:
+    """Worker processes on this worker's GPU (KERNEL_LSP_GPU_LANES, set by its client)."""
+    try:
+        return max(1, int(os.environ.get("KERNEL_LSP_GPU_LANES", "1")))
+    except ValueError:
+        return 1
 
 
 def _first_use_noise(device: Any) -> float:
@@ -112,9 +134,22 @@ class Worker:
         self.phase = ""
         self.case = ""
         self._dev_info: dict[str, Any] | None = None
+        # Where a request's seconds went: each phase's wall time (from its progress event to the
+        # next), for the `-v` line of `check` (`dot ok (4.2 s: inputs+reference 2.0, ...)`).
+        self.phase_s: dict[str, float] = {}
+        self._waited_before = 0.0
+        self._phase_start = time.perf_counter()
+
+    def _account(self, next_phase: str) -> None:
+        now = time.perf_counter()
+        if self.phase:
+            label = PHASE_LABELS.get(self.phase, self.phase)
+            self.phase_s[label] = self.phase_s.get(label, 0.0) + now - self._phase_start
+        self.phase, self._phase_start = next_phase, now
 
     def progress(self, phase: str, case: str, timeout_s: float | None) -> None:
-        self.phase, self.case = phase, case
+        self._account(phase)
+        self.case = case
         self.send(
             {
                 "event": "progress",
@@ -137,6 +172,9 @@ class Worker:
         launch_timeout_s, device {DeviceInfo fields, for the roofline}, runs.
         Reply: status ok|failed, problems [...], cases [{case, ok}], timings [{case, measurement,
         bytes, flops, bandwidth_Bps, flops_per_s, roofline, bound, suspicious}]."""
+        self.phase_s, self.phase = {}, ""
+        self._waited_before = turns.ACTIVE.waited_s if turns.ACTIVE is not None else 0.0
+        self.progress("spec", "", None)
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         modules: list[Any] = []
@@ -226,13 +264,18 @@ class Worker:
             for t in timings:
                 if t["suspicious"]:
                     problems.append(Problem("suspicious", t["case"], t["suspicious"]))
+        self.progress("unload", "", None)
         self._unload(modules, states)
+        self._account("")
+        if turns.ACTIVE is not None and turns.ACTIVE.waited_s:
+            self.phase_s[WAITED] = turns.ACTIVE.waited_s - self._waited_before
         return {
             "status": "ok" if not problems else "failed",
             "problems": [p.to_dict() for p in problems],
             "cases": cases,
             "timings": timings,
             "globals_restored": [n for st in states for n in st.names],
+            "phase_s": {k: round(v, 4) for k, v in self.phase_s.items()},
         }
 
     def _unload(self, modules: list[Any], states: list[Any]) -> None:
@@ -255,7 +298,8 @@ class Worker:
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
         most = JUDGED_SETS if judged else None
-        memory = int(self.device.info().get("total_mem_bytes", 0))
+        # Several workers on one GPU (`check`'s lanes) share its memory: each counts its share.
+        memory = int(self.device.info().get("total_mem_bytes", 0)) // _lanes()
         if judged:
             # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
             # accused processes: count from what is free now, halved.
@@ -287,14 +331,18 @@ class Worker:
         try:
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
-            tick()
-            if settings.cold_l2:
-                # The flush buffer (2x L2) is allocated at the first flush: before the count starts,
-                # or the launcher would be blamed for it (100 MiB on an H100).
-                self.device.flush_l2()
-            before = memory_in_use(self.device)
-            clock = self._clock(sets) if judged else self.device
-            samples = measure(clock, run, settings, tick, sets.prepare)
+            # The GPU to this process alone while it times (other lanes' verification waits:
+            # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
+            self.progress("waiting for the GPU", label, None)
+            with turns.exclusive():
+                tick()
+                if settings.cold_l2:
+                    # The flush buffer (2x L2) is allocated at the first flush: before the count
+                    # starts, or the launcher would be blamed for it (100 MiB on an H100).
+                    self.device.flush_l2()
+                before = memory_in_use(self.device)
+                clock = self._clock(sets) if judged else self.device
+                samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
                 why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
@@ -365,9 +413,11 @@ class Worker:
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
-                tick()
-                clock = self._clock(sets) if judged else self.device
-                a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
+                self.progress("waiting for the GPU", label, None)
+                with turns.exclusive():
+                    tick()
+                    clock = self._clock(sets) if judged else self.device
+                    a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
                     calibration = ratio_seen_to_new(a, clock.fresh[0])
                     noise = _first_use_noise(self.device)
@@ -479,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             device.share_buffers = True  # the case's buffers are mapped by the accused
             case_memo.ACTIVE = case_memo.CaseMemo()  # a judge lives for one optimize run
+    if device is not None:
+        # Turns on the GPU with every other kernel-lsp worker on it: timed launches alone.
+        turns.ACTIVE = turns.GpuTurns(turns.device_key(device.info(), fake))
     worker = Worker(device, send, judging=judging) if device is not None else None
     profiler = _profiler()
 

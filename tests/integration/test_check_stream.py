@@ -5,8 +5,10 @@ file's compile for the GPU's arch, made in its check worker, is what verificatio
 
 from __future__ import annotations
 
+import os
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,14 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.cli.check import check_main
 from kernel_lsp.config import Settings
 from kernel_lsp.gpu import GpuSession
-from kernel_lsp.gpu_check import FileDone, GpuPlan, check_and_verify, expected_arch, verify_checks
+from kernel_lsp.gpu_check import (
+    FileDone,
+    GpuPlan,
+    check_and_verify,
+    check_lanes,
+    expected_arch,
+    verify_checks,
+)
 from kernel_lsp.model import CompileResult, KernelResources
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.workspace import Workspace
@@ -162,5 +171,71 @@ def test_check_verbose_streams_one_line_per_file(fake_gpus, tmp_path, capsys):
     assert code == 0, err
     assert len(lines) == 2
     assert any("k0.cu: GPU 0: vadd ok (" in ln for ln in lines)
+    # Where the kernel's seconds went, by phase, in the order they ran.
+    (verified,) = [ln for ln in lines if "k0.cu" in ln]
+    phases = verified.split(" s: ", 1)[1]
+    named = [part.rsplit(" ", 1)[0] for part in phases.rstrip(")").split(", ")]
+    known = {"compile", "prepare", "spec", "load", "inputs+reference", "verify", "timing inputs"}
+    known |= {"waiting for the GPU", "timed runs", "timed outputs checked", "unload", "transfer"}
+    assert set(named) <= known, verified  # (the phases under 5 ms are left out)
+    assert named.index("verify") < named.index("timed runs"), verified
     assert any("plain0.cu: 0 error(s), 0 warning(s), 1 kernel(s)" in ln for ln in lines)
     assert {ln.split("]")[0] for ln in lines} == {"kernel-lsp: [1/2", "kernel-lsp: [2/2"}
+
+
+def test_lanes_verify_files_side_by_side_on_one_gpu_with_the_serial_verdicts(
+    fake_gpus, tmp_path, monkeypatch
+):
+    """Two lanes on one (fake) GPU: two worker processes verify two files at once, and the
+    verdicts are the one-lane run's."""
+    behaviours = ["slow", "const", "slow", "half", "slow", "slow"]
+    paths = project(tmp_path, behaviours)
+    in_flight: list[int] = []
+    most = 0
+    workers: set[tuple[int, int | None]] = set()
+    lock = threading.Lock()
+    real_check = GpuSession.check
+
+    def held_check(self, source, path, *args, **kwargs):
+        nonlocal most
+        with lock:
+            in_flight.append(1)
+            most = max(most, len(in_flight))
+            workers.add((self.device_index, self.worker_pid))
+        try:
+            result = real_check(self, source, path, *args, **kwargs)
+            time.sleep(0.8)  # a file's verification that lasts: the next one starts on the other lane
+            return result
+        finally:
+            with lock:
+                in_flight.pop()
+
+    monkeypatch.setattr(GpuSession, "check", held_check)
+    plan = GpuPlan(gpus="1", log=lambda _: None, lanes=2)
+    done: list[FileDone] = []
+    laned = check_and_verify(Workspace.fixed(Settings()), paths, 2, plan, done.append)
+    assert most == 2  # two files in flight on GPU 0, never more
+    assert {d.gpu for d in done} == {"GPU 0"}
+    assert len({pid for index, pid in workers if index == 0}) == 2  # a worker process per lane
+    monkeypatch.undo()
+    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
+    monkeypatch.setattr(GpuSession, "compile", fake_compile)
+    one = check_and_verify(
+        Workspace.fixed(Settings()), paths, 2, GpuPlan(gpus="1", log=lambda _: None, lanes=1)
+    )
+    assert [(n, s, ok) for n, s, ok, _ in verdicts(laned)] == [(n, s, ok) for n, s, ok, _ in verdicts(one)]
+    assert [s for _, s, _, _ in verdicts(laned)] == ["ok", "failed", "ok", "failed", "ok", "ok"]
+
+
+def test_check_lanes_follow_the_cpus_and_the_environment(monkeypatch):
+    monkeypatch.delenv("KERNEL_LSP_CHECK_LANES", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(32)))
+    assert check_lanes(1, fake=False) == 4
+    assert check_lanes(2, fake=False) == 4
+    assert check_lanes(8, fake=False) == 1
+    assert check_lanes(1, fake=False, profile=True) == 1  # ncu's replays want the GPU alone
+    assert check_lanes(1, fake=True) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(6)))
+    assert check_lanes(1, fake=False) == 1
+    monkeypatch.setenv("KERNEL_LSP_CHECK_LANES", "3")
+    assert check_lanes(8, fake=True) == 3

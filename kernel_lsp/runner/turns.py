@@ -1,0 +1,101 @@
+"""Turns on one GPU for several worker processes (issue 31: `check` runs a few files at once on
+each GPU, because verifying a kernel is mostly the CPU's work: inputs, references, comparisons).
+
+Verification runs of different processes may share the GPU: each holds a *shared* turn around
+its GPU work (uploads, launches, downloads). Timed launches hold an *exclusive* turn: nothing of
+another kernel-lsp process runs on that GPU while a kernel is timed, so the figures are the ones
+a GPU to itself gives. A turnstile makes the exclusive turn fair: once a timer waits, no new
+shared turn starts until it has had its own.
+
+Two `flock`ed files per device (per user) carry the turns, so processes of one run and of
+different runs (the server and a CLI on one machine) take turns alike, and a process that dies
+drops its turns with it. One process takes one turn at a time (the worker's requests are
+serial); a turn asked for inside one it holds is the one it holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+
+
+class GpuTurns:
+    def __init__(self, key: str, folder: str | None = None):
+        base = os.path.join(folder or tempfile.gettempdir(), f"kernel-lsp-{os.getuid()}-gpu-{key}")
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        self._gate = os.open(base + ".gate", flags, 0o600)
+        self._use = os.open(base + ".use", flags, 0o600)
+        self._held = threading.local()  # the thread's depth of turns held
+        self.waited_s = 0.0  # seconds spent waiting for turns (a developer's figure)
+
+    def _depth(self) -> int:
+        return int(getattr(self._held, "depth", 0))
+
+    @contextlib.contextmanager
+    def shared(self) -> Iterator[None]:
+        """GPU work that may run beside other processes' (not beside a timed launch)."""
+        if self._depth():
+            yield
+            return
+        asked = time.perf_counter()
+        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._use, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+        self.waited_s += time.perf_counter() - asked
+        self._held.depth = 1
+        try:
+            yield
+        finally:
+            self._held.depth = 0
+            fcntl.flock(self._use, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Timed launches: the GPU to this process alone."""
+        if self._depth():
+            raise RuntimeError("an exclusive GPU turn asked for inside a turn held")
+        asked = time.perf_counter()
+        fcntl.flock(self._gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._use, fcntl.LOCK_EX)
+            self.waited_s += time.perf_counter() - asked
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+                fcntl.flock(self._use, fcntl.LOCK_UN)
+        finally:
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self._gate)
+        os.close(self._use)
+
+
+# The worker's turns on its GPU (set by runner/worker.py); None: no turns taken (tests, tools).
+ACTIVE: GpuTurns | None = None
+
+
+def shared() -> contextlib.AbstractContextManager[None]:
+    return ACTIVE.shared() if ACTIVE is not None else contextlib.nullcontext()
+
+
+def exclusive() -> contextlib.AbstractContextManager[None]:
+    return ACTIVE.exclusive() if ACTIVE is not None else contextlib.nullcontext()
+
+
+def device_key(info: dict, fake: bool) -> str:
+    """Which GPU the turns are for: its PCI location (the same for every process, whatever
+    CUDA_VISIBLE_DEVICES each has); the fake GPU by its index."""
+    if fake:
+        return f"fake{int(info.get('index', 0))}"
+    bus = info.get("pci_bus_id")
+    return f"pci{int(bus)}" if bus else f"dev{int(info.get('index', 0))}"

@@ -1,0 +1,81 @@
+"""Turns on one GPU between worker processes (runner/turns.py): a timed launch has the GPU alone
+(no other process's shared turn runs beside its exclusive one), and once a timer waits, no new
+shared turn starts before it has had its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from kernel_lsp.runner.turns import GpuTurns
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HOLDER = textwrap.dedent(
+    """\
+    import sys, time
+    from kernel_lsp.runner.turns import GpuTurns
+    folder, mode, delay, hold, log = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+    turns = GpuTurns("test", folder)
+    time.sleep(delay)
+    with (turns.exclusive() if mode == "exclusive" else turns.shared()):
+        with open(log, "a") as f:
+            f.write(f"{mode} start {time.time()}\\n")
+        time.sleep(hold)
+        with open(log, "a") as f:
+            f.write(f"{mode} end {time.time()}\\n")
+    """
+)
+
+
+def holder(folder: Path, mode: str, delay: float, hold: float, log: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(folder), mode, str(delay), str(hold), str(log)], env=env
+    )
+
+
+def events(log: Path) -> dict[str, float]:
+    out = {}
+    for line in log.read_text().splitlines():
+        mode, what, at = line.split()
+        out[f"{mode} {what}"] = float(at)
+    return out
+
+
+def test_a_shared_turn_waits_for_an_exclusive_one_held_by_another_process(tmp_path):
+    log = tmp_path / "log"
+    timer = holder(tmp_path, "exclusive", 0.0, 1.0, log)
+    deadline = time.monotonic() + 20
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    turns = GpuTurns("test", str(tmp_path))
+    with turns.shared():
+        got = time.time()
+    assert timer.wait(20) == 0
+    assert got >= events(log)["exclusive end"]
+    assert turns.waited_s > 0.3
+
+
+def test_shared_turns_run_side_by_side_and_a_waiting_timer_goes_before_later_ones(tmp_path):
+    log = tmp_path / "log"
+    first = holder(tmp_path, "shared", 0.0, 1.5, log)
+    deadline = time.monotonic() + 20
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    timer = holder(tmp_path, "exclusive", 0.0, 0.5, tmp_path / "timer.log")
+    time.sleep(0.5)  # the timer waits for the first shared turn by now
+    later = GpuTurns("test", str(tmp_path))
+    with later.shared():
+        got = time.time()
+    assert first.wait(20) == 0 and timer.wait(20) == 0
+    shared, timed = events(log), events(tmp_path / "timer.log")
+    assert timed["exclusive start"] >= shared["shared end"]  # the GPU to the timer alone
+    assert got >= timed["exclusive end"]  # the later shared turn waited for the timer's
+    # Within one process, a turn inside a turn held is that turn.
+    with later.shared(), later.shared():
+        pass
