@@ -24,12 +24,26 @@ import time
 from collections.abc import Iterator
 
 
+def _own_file(path: str, flags: int) -> int:
+    """The lock file at `path`, only if this user owns it: one that another user made first
+    (a shared /tmp) could be held by them forever."""
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_uid != os.getuid():
+        os.close(fd)
+        raise PermissionError(f"{path} belongs to another user")
+    return fd
+
+
 class GpuTurns:
     def __init__(self, key: str, folder: str | None = None):
         base = os.path.join(folder or tempfile.gettempdir(), f"kernel-lsp-{os.getuid()}-gpu-{key}")
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        self._gate = os.open(base + ".gate", flags, 0o600)
-        self._use = os.open(base + ".use", flags, 0o600)
+        self._gate = _own_file(base + ".gate", flags)
+        try:
+            self._use = _own_file(base + ".use", flags)
+        except OSError:
+            os.close(self._gate)
+            raise
         self._held = threading.local()  # the thread's depth of turns held
         self.waited_s = 0.0  # seconds spent waiting for turns (a developer's figure)
 

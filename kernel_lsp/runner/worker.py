@@ -531,7 +531,10 @@ def main(argv: list[str] | None = None) -> int:
             case_memo.ACTIVE = case_memo.CaseMemo()  # a judge lives for one optimize run
     if device is not None:
         # Turns on the GPU with every other kernel-lsp worker on it: timed launches alone.
-        turns.ACTIVE = turns.GpuTurns(turns.device_key(device.info(), fake))
+        try:
+            turns.ACTIVE = turns.GpuTurns(turns.device_key(device.info(), fake))
+        except OSError as e:  # no turns: timed launches may then overlap other processes' work
+            print(f"kernel-lsp worker: no GPU turns with other workers ({e})", file=sys.stderr)
     worker = Worker(device, send, judging=judging) if device is not None else None
     profiler = _profiler()
 

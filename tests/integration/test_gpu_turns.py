@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from kernel_lsp.runner.turns import GpuTurns
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,3 +81,21 @@ def test_shared_turns_run_side_by_side_and_a_waiting_timer_goes_before_later_one
     # Within one process, a turn inside a turn held is that turn.
     with later.shared(), later.shared():
         pass
+
+
+def test_lock_files_another_user_made_are_not_used(tmp_path):
+    """In a shared /tmp another user could make the lock files first and hold them for ever: a
+    file this user does not own is refused (the worker then runs without turns, and says so)."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to make a file owned by another user")
+    gate = tmp_path / f"kernel-lsp-{os.getuid()}-gpu-test.gate"
+    gate.write_text("")
+    os.chown(gate, 65534, 65534)
+    try:
+        GpuTurns("test", str(tmp_path))
+    except PermissionError as e:
+        assert "another user" in str(e)
+    else:
+        raise AssertionError("a lock file owned by another user was used")
+    os.chown(gate, os.getuid(), os.getgid())
+    GpuTurns("test", str(tmp_path)).close()  # its own: used
