@@ -17,7 +17,15 @@ from ..check import (
     spec_owners,
 )
 from ..check_jobs import check_job, default_workers, front_end_job, lean_analyze, warm_up
-from ..compile import MAX_FILE_BYTES, check_arch, header_stamps, include_closure, local_gpu_arch, read_source
+from ..compile import (
+    MAX_FILE_BYTES,
+    ask_nvrtc_in_child,
+    check_arch,
+    header_stamps,
+    include_closure,
+    local_gpu_arch,
+    read_source,
+)
 from ..compile.cancel import cancel
 from ..compile.compile_commands import Lookup, database_stamp
 from ..compile.files import read_text_file, read_text_prefix
@@ -44,6 +52,7 @@ __all__ = [
     "WorkerPool",
     "Workspace",
     "archs_checked",
+    "ask_nvrtc_in_child",
     "cancel",
     "check_arch",
     "check_job",

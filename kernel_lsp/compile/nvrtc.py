@@ -7,11 +7,15 @@ Program asks the driver for the arch). Never raises: every failure is a Diagnost
 from __future__ import annotations
 
 import functools
+import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
 
 from .. import archs
+from ..child_python import python_code
 from ..model import CompileResult, Diagnostic, Severity
 from .artifact import build_result
 from .cache import CompileCache
@@ -25,8 +29,42 @@ from .versions import nvrtc_version
 os.environ["CUDA_CACHE_DISABLE"] = "1"
 
 
+# A process that compiles nothing (the language server: its workers compile) asks NVRTC in a
+# short-lived child instead of loading it: loaded, NVRTC's library stays resident, ~44 MiB RSS
+# (issue 33). `ask_nvrtc_in_child()` sets it; a process that has NVRTC loaded already asks it.
+_ask_in_child = False
+
+
+def ask_nvrtc_in_child() -> None:
+    global _ask_in_child
+    _ask_in_child = True
+
+
+def _in_child() -> bool:
+    return _ask_in_child and "cuda.bindings.nvrtc" not in sys.modules
+
+
+@functools.cache
+def _nvrtc_facts_from_child() -> tuple[tuple[str, ...], str]:
+    """(supported archs, version) as a child process with NVRTC loaded reports them."""
+    code = (
+        "import json\n"
+        "from kernel_lsp.compile.nvrtc import supported_archs\n"
+        "from kernel_lsp.compile.versions import nvrtc_version\n"
+        "print(json.dumps([supported_archs(), nvrtc_version()]))"
+    )
+    try:
+        out = subprocess.run(python_code(code), capture_output=True, text=True, timeout=60, check=True).stdout
+        archs_listed, version = json.loads(out.splitlines()[-1])
+        return tuple(archs_listed), str(version)
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
+        return (), f"unavailable ({type(e).__name__})"
+
+
 @functools.cache
 def supported_archs() -> tuple[str, ...]:
+    if _in_child():
+        return _nvrtc_facts_from_child()[0]
     try:
         from cuda.bindings import nvrtc
 
@@ -43,7 +81,8 @@ def check_arch(arch: str) -> str | None:
     supported = supported_archs()
     if archs.arch_number(arch) is None or (supported and arch.rstrip("af") not in supported):
         listed = ", ".join(supported) if supported else "unknown (NVRTC not loaded)"
-        return f"unknown or unsupported arch `{arch}`; this NVRTC ({nvrtc_version()}) supports: {listed}"
+        version = _nvrtc_facts_from_child()[1] if _in_child() else nvrtc_version()
+        return f"unknown or unsupported arch `{arch}`; this NVRTC ({version}) supports: {listed}"
     return None
 
 

@@ -351,8 +351,12 @@ class KernelLanguageServer(LanguageServer):
         if raw is not None and not isinstance(raw, dict):
             self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
             raw = {}
-        from ..api.checks import parse_overrides
+        from ..api.checks import ask_nvrtc_in_child, parse_overrides
         from ..workspace import Workspace
+
+        # The server compiles nothing (its workers do): the arch checks below ask NVRTC in a child
+        # rather than keep its library resident here (issue 33).
+        ask_nvrtc_in_child()
 
         before = self.engine.settings
         # The editor's settings parsed here, by the front end; the Workspace gets them typed.

@@ -245,3 +245,26 @@ def test_several_archs_merge_and_name_the_arch(tmp_path):
     (d,) = c.diagnostics
     assert d.line == 3 and d.message.endswith("[sm_90]")
     assert [r.arch for r in c.results] == ["sm_80", "sm_90"]
+
+
+def test_arch_check_asked_in_a_child_keeps_nvrtc_out_of_the_process():
+    """The language server compiles nothing itself: its arch checks ask NVRTC in a child, and
+    NVRTC's library (~44 MiB resident) is never loaded into it (issue 33). Run in a fresh
+    interpreter: the choice is process-wide, and this test process may have NVRTC loaded."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from kernel_lsp.compile import ask_nvrtc_in_child, check_arch, supported_archs\n"
+        "ask_nvrtc_in_child()\n"
+        "print(json.dumps([check_arch('sm_90'), check_arch('sm_12'), list(supported_archs()),\n"
+        "                  'cuda.bindings.nvrtc' in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    known, unknown, listed, loaded = json.loads(out.stdout.splitlines()[-1])
+    assert known is None
+    assert unknown and "sm_12" in unknown and "supports: " in unknown and "sm_90" in unknown
+    assert "sm_90" in listed and "sm_12" not in listed
+    assert loaded is False

@@ -127,3 +127,16 @@ def test_another_legend_is_mapped_by_name():
         (1, 0, 3, TOKEN_TYPES.index("macro"), readonly),
         (2, 1, 4, TOKEN_TYPES.index("function"), declaration),
     ]
+
+
+def test_clangd_malloc_settings_unless_the_user_set_them(monkeypatch):
+    # A fixed mmap threshold keeps the parser's big buffers out of the heap (issue 33: clangd's
+    # idle PSS 337 -> 209 MiB); the user's own setting wins.
+    from kernel_lsp.server.clangd.proxy import clangd_environment
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    env = clangd_environment()
+    assert env["MALLOC_MMAP_THRESHOLD_"] == "65536" and env["MALLOC_ARENA_MAX"] == "2"
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "1048576")
+    assert clangd_environment()["MALLOC_MMAP_THRESHOLD_"] == "1048576"

@@ -82,9 +82,16 @@ def clangd_command(binary: str, database_folder: str, background_index: bool) ->
 
 
 def clangd_environment() -> dict[str, str]:
-    """The server's environment, with glibc's malloc arenas at 2 (unless the user set them): clangd's
-    threads otherwise each grow an arena of their own, which stays after the parse."""
+    """The server's environment with glibc's malloc tuned for clangd (a setting the user made
+    stays). Measured on the 60-file template corpus, one file open (issue 33): clangd held
+    337 MiB PSS at idle with glibc's defaults, 209 with these.
+    - A fixed mmap threshold of 64 KiB: glibc otherwise raises the threshold each time a large
+      block is freed (up to 32 MiB), so the parser's big buffers land in the heap, and the heap,
+      fragmented by the AST around them, is never given back (malloc_trim cannot either).
+    - Two arenas: clangd's threads otherwise each grow an arena of their own, which stays after
+      the parse."""
     env = dict(os.environ)
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(64 * 1024))
     env.setdefault("MALLOC_ARENA_MAX", "2")
     return env
 
