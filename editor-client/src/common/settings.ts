@@ -76,7 +76,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     compileCommands: null,
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
-    workerIdleSeconds: 300,
+    workerIdleSeconds: 60,
     checkTimeoutSeconds: 120,
     compileMemoryMB: 8192,
     compileCommandsMaxBytes: 256 * 1024 * 1024,

@@ -88,7 +88,7 @@ describe('normalizeSettings', () => {
         assert.equal(settings.compileCommands, null);
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
-        assert.equal(settings.workerIdleSeconds, 300);
+        assert.equal(settings.workerIdleSeconds, 60);
         assert.equal(settings.checkTimeoutSeconds, 120);
         assert.equal(settings.compileMemoryMB, 8192);
         assert.equal(settings.compileTimeoutSeconds, null);
