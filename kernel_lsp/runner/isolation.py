@@ -176,7 +176,6 @@ class TimedSets:
         self.batched = False  # a judged candidate's runs: a group of sets in one request
         self.seed = seed
         given = list(verified)[: max(0, count - 1)]
-        self._given = len(given)
         # A different seed per fresh set: distinct values, same distribution (run 0); a large
         # case's fresh sets are made side by side in threads (runner/verify.side_by_side).
         fresh = [k for k in range(max(1, count)) if not 1 <= k <= len(given)]

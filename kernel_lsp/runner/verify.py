@@ -293,11 +293,9 @@ def compare_output(
         return None
     g = got.astype(np.float64).reshape(-1)
     e = expected.astype(np.float64).reshape(-1)
+    bad = _wrong(g, e, atol, rtol)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(g - e)
-        bad = ~(diff <= atol + rtol * np.abs(e))  # NaN anywhere counts as wrong
-    both_nan = np.isnan(g) & np.isnan(e)
-    bad &= ~both_nan
     count = int(bad.sum())
     if count == 0:
         return None
@@ -334,13 +332,16 @@ def _comparer() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(_COMPARE_THREADS, thread_name_prefix="kernel-lsp-compare")
 
 
-def _close_chunk(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
-    g, e = got.astype(np.float64), expected.astype(np.float64)
+def _wrong(g: np.ndarray, e: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Which elements of `g` (float64) are outside the tolerance around `e` (float64): NaN counts
+    as wrong, except where NaN is expected."""
     with np.errstate(invalid="ignore", over="ignore"):
-        ok = np.abs(g - e) <= atol + rtol * np.abs(e)
-    if ok.all():
-        return True
-    return not (~ok & ~(np.isnan(g) & np.isnan(e))).any()  # NaN where NaN is expected is right
+        wrong = ~(np.abs(g - e) <= atol + rtol * np.abs(e))
+    return wrong & ~(np.isnan(g) & np.isnan(e))
+
+
+def _close_chunk(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
+    return not _wrong(got.astype(np.float64), expected.astype(np.float64), atol, rtol).any()
 
 
 def all_close(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float) -> bool:
