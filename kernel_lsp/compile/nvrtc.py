@@ -47,14 +47,20 @@ def _in_child() -> bool:
 @functools.cache
 def _nvrtc_facts_from_child() -> tuple[tuple[str, ...], str]:
     """(supported archs, version) as a child process with NVRTC loaded reports them."""
+    # Our own package first on the child's path, and the server's isolation (`python -I`, as the
+    # editor starts it) kept: a workspace on PYTHONPATH with a `kernel_lsp/` of its own must not
+    # be what the child imports (tests/e2e/test_isolated_launch.py).
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = (
+        f"import sys; sys.path.insert(0, {package_root!r})\n"
         "import json\n"
         "from kernel_lsp.compile.nvrtc import supported_archs\n"
         "from kernel_lsp.compile.versions import nvrtc_version\n"
         "print(json.dumps([supported_archs(), nvrtc_version()]))"
     )
     try:
-        out = subprocess.run(python_code(code), capture_output=True, text=True, timeout=60, check=True).stdout
+        command = [sys.executable, "-I", "-c", code] if sys.flags.isolated else python_code(code)
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True).stdout
         archs_listed, version = json.loads(out.splitlines()[-1])
         return tuple(archs_listed), str(version)
     except (OSError, subprocess.SubprocessError, ValueError, IndexError) as e:
