@@ -51,6 +51,18 @@ class GpuTurns:
         return int(getattr(self._held, "depth", 0))
 
     @contextlib.contextmanager
+    def _holding(self, asked: float) -> Iterator[None]:
+        """The use lock, just taken (asked for at `asked`): its wait counted, the turn marked as
+        this thread's, and the lock let go at the end."""
+        self.waited_s += time.perf_counter() - asked
+        self._held.depth = 1
+        try:
+            yield
+        finally:
+            self._held.depth = 0
+            fcntl.flock(self._use, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
         """GPU work that may run beside other processes' (not beside a timed launch)."""
         if self._depth():
@@ -62,13 +74,8 @@ class GpuTurns:
             fcntl.flock(self._use, fcntl.LOCK_SH)
         finally:
             fcntl.flock(self._gate, fcntl.LOCK_UN)
-        self.waited_s += time.perf_counter() - asked
-        self._held.depth = 1
-        try:
+        with self._holding(asked):
             yield
-        finally:
-            self._held.depth = 0
-            fcntl.flock(self._use, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -79,13 +86,8 @@ class GpuTurns:
         fcntl.flock(self._gate, fcntl.LOCK_EX)
         try:
             fcntl.flock(self._use, fcntl.LOCK_EX)
-            self.waited_s += time.perf_counter() - asked
-            self._held.depth = 1
-            try:
+            with self._holding(asked):
                 yield
-            finally:
-                self._held.depth = 0
-                fcntl.flock(self._use, fcntl.LOCK_UN)
         finally:
             fcntl.flock(self._gate, fcntl.LOCK_UN)
 
