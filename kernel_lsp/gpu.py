@@ -211,15 +211,7 @@ class GpuSession:
             return None
         if backend.sandboxed:
             return self
-        return GpuSession(
-            device=backend.device_index,
-            launch_timeout_s=backend.launch_timeout_s,
-            timing=backend.timing,
-            fake=backend.fake,
-            start_timeout_s=backend.start_timeout_s,
-            use_device_cache=backend.use_device_cache,
-            sandboxed=True,
-        )
+        return GpuSession(backend=backend.like(sandboxed=True, lanes=1))
 
     def _built_entry(
         self, source: str, path: str, spec: Spec, artifact: Artifact

@@ -194,17 +194,7 @@ class _Verifier:
             for b in local:
                 if self._closing:
                     return
-                lane = GpuSession(
-                    backend=LocalBackend(
-                        b.device_index,
-                        b.launch_timeout_s,
-                        b.timing,
-                        b.fake,
-                        b.start_timeout_s,
-                        b.use_device_cache,
-                        lanes=lanes,
-                    )
-                )
+                lane = GpuSession(backend=b.like(lanes=lanes))
                 answered = lane.available  # its worker started (outside the lock: seconds)
                 with self._lock:
                     if self._closing or not answered or self._pool is None:

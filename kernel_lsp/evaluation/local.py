@@ -118,6 +118,21 @@ class LocalBackend:
         self._closed = False
         self._tools = ToolRuns()  # ncu, compute-sanitizer: ended by close()
 
+    def like(self, **changes: Any) -> LocalBackend:
+        """Another backend on the same GPU with the same settings, but for `changes` (a judge's
+        `sandboxed=True`, a `check` lane's `lanes`): a worker process of its own."""
+        settings: dict[str, Any] = {
+            "device": self.device_index,
+            "launch_timeout_s": self.launch_timeout_s,
+            "timing": self.timing,
+            "fake": self.fake,
+            "start_timeout_s": self.start_timeout_s,
+            "use_device_cache": self.use_device_cache,
+            "sandboxed": self.sandboxed,
+            "lanes": self.lanes,
+        }
+        return LocalBackend(**{**settings, **changes})
+
     # --- lifecycle ------------------------------------------------------------------------------
 
     def close(self) -> None:
