@@ -12,8 +12,9 @@ Workloads (each measurement in a fresh child process, from an empty result cache
   (compute-sanitizer) of the fastest. Timed: the round.
 - check: `check`'s GPU verification of 10 spec'd sample files (samples/vector_add, dot,
   reduce_sum, softmax, rmsnorm: fp32 and bf16, one kernel each, their own specs at their full
-  sizes; `--check-files` for others), files spread over the GPUs. Timed: the verification (the
-  files are compiled first, in the same child).
+  sizes; `--check-files` for others), files spread over the GPUs. Timed: the files on the GPUs
+  (each file's spec load, build for the GPU's arch, verification and timing, on the GPU it
+  was lent); the files' compile checks before, opening and closing the GPUs are in `wall`.
 - startup: opening the GPUs alone (workers, actors), which the other rows include.
 
 The optimize rounds use the benchmark's own spec for vector_add_fp32.cu (BENCH_SPEC: the sample's
@@ -248,18 +249,22 @@ class Phases:
 
     def render(self) -> str:
         parts = [
-            f"{n} {int(c)}x {s:.2f}" + (f" ({int(most)} at once)" if most > 1 else "")
-            for n, (c, s, _, most) in self.spans.items()
+            f"{n} {int(c)}x {s:.2f}"
+            + (f" ({int(most)} at once)" if most > 1 else "")
+            + (f" [{int(running)} still running]" if running else "")
+            for n, (c, s, running, most) in self.spans.items()
         ]
         line = self.timeline()
         return ("phases s: " + line + " | " if line else "") + "calls (n, s summed): " + ", ".join(parts)
 
 
 PHASES = Phases()
+FILES_ON_GPUS = "files on the GPUs"
 
 
 def instrument(phases: Phases) -> None:
     """Time the driver's calls that a round is made of (after the fake GPU's own patches)."""
+    from kernel_lsp import gpu
     from kernel_lsp.evaluation.pool import BackendPool
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.optimizer import evaluator
@@ -273,6 +278,9 @@ def instrument(phases: Phases) -> None:
     phases.wrap(GpuSession, "add_occupancy", "ncu")
     phases.wrap(GpuSession, "prove", "sanitizer")
     phases.wrap(GpuSession, "sandboxed_session", "judge twin")
+    phases.wrap(BackendPool, "map", FILES_ON_GPUS)  # check's files spread over the GPUs
+    phases.wrap(Workspace, "device_options", "file options")
+    phases.wrap(gpu, "load_specs_isolated", "spec load")
     # Waiting for a free GPU: the pool's queue.
     original_get = BackendPool.__init__
 
@@ -419,7 +427,11 @@ def check(settings: Settings, work: Path, fake: bool, files: list[str]) -> tuple
         gpus=settings.gpu_devices,
         progress=lambda _: None,
     )
-    seconds = time.perf_counter() - start
+    # Timed: the files' verification on the GPUs, from the first file lent to a GPU to the last
+    # one's verdict; opening the GPUs before it and closing them after are in `wall` (the
+    # startup row).
+    spread = PHASES.spans.get(FILES_ON_GPUS)
+    seconds = spread[1] if spread else time.perf_counter() - start
     kernels = [k for c in checks for k in c.gpu_checks]
     used: dict[str, int] = {}
     for k in kernels:
@@ -466,12 +478,13 @@ def one(args: argparse.Namespace) -> int:
         tools_off()
     used = count_device_use()
     instrument(PHASES)
-    # Killed past --timeout: say first where the time went so far (the parent reads it).
-    signal.signal(signal.SIGTERM, _say_phases_and_exit)
     if backend == "ray":
         from kernel_lsp.evaluation.ray_backend import connect
 
         connect(args.ray_address)
+    # Killed past --timeout: say first where the time went so far (the parent reads it). After
+    # Ray's start, which sets a SIGTERM handler of its own.
+    signal.signal(signal.SIGTERM, _say_phases_and_exit)
     settings = Settings(evaluation_backend=backend, gpu_devices=count, cluster_address=args.ray_address)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -594,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.deadline:g} s; host CPUs: {os.cpu_count()}; ray: {address or 'not used'}",
         flush=True,
     )
-    print("# timed: check = verification only; tuner, llm = the round (wall = the whole run)", flush=True)
+    print("# timed: check = the files on the GPUs; tuner, llm = the round (wall = the whole run)", flush=True)
     tools = "on" if args.tools else "off (--tools)"
     print(f"# ncu profiles and the proof gate (compute-sanitizer): {tools}", flush=True)
     head = ["workload", "backend", "GPUs", "wall s", "timed s", "speedup", "jobs per GPU", "same", "verdicts"]
