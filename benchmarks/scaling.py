@@ -1,28 +1,50 @@
 """Evaluation on 1 GPU against N GPUs, through the local pool and through Ray: wall time, ratio,
-which devices did the work, and whether the verdicts are the same.
+which devices did the work, whether the verdicts are the same, and where each row's time went.
 
 Workloads (each measurement in a fresh child process, from an empty result cache):
-- check: `check` GPU verification of spec'd sample files (default: a fixed subset of samples/,
-  `--check-files` for others), files spread over the GPUs. Only the verification is timed (the
-  files are compiled first, in the same child).
-- tuner: one round of `optimize --proposer tune` (brute force, 8 points of the same tunables),
-  its candidates checked at once, one per GPU. Timed: the round (the baseline before it and
-  the run's start are in `wall`).
-- llm:   one LLM round of 8 candidates from a scripted model (tests/scripted_llm.py: no network),
-  whole-file answers, each with other BLOCK/ITEMS/VEC; code an LLM wrote runs judged (the
-  sandbox), locally or in the Ray actor's judge.
+- tuner: one round of `optimize --proposer tune` (brute force) on samples/vector_add/
+  vector_add_fp32.cu, kernel `vector_add`: 8 points of BLOCK x ITEMS x VEC, checked at once, one
+  per GPU. Timed: the round (the run's start and the baseline before it, the A/B after it are in
+  `wall`).
+- llm: one LLM round of 8 candidates on the same file from a scripted model (tests/scripted_llm.py:
+  no network), whole-file answers, each with other BLOCK/ITEMS/VEC; code an LLM wrote runs judged
+  (the sandbox), locally or in the Ray actor's judge; then the A/B and the proof gate
+  (compute-sanitizer) of the fastest. Timed: the round.
+- check: `check`'s GPU verification of 10 spec'd sample files (samples/vector_add, dot,
+  reduce_sum, softmax, rmsnorm: fp32 and bf16, one kernel each, their own specs at their full
+  sizes; `--check-files` for others), files spread over the GPUs. Timed: the files on the GPUs
+  (each file's spec load, build for the GPU's arch, verification and timing, on the GPU it
+  was lent); the files' compile checks before, opening and closing the GPUs are in `wall`.
 - startup: opening the GPUs alone (workers, actors), which the other rows include.
+
+The optimize rounds use the benchmark's own spec for vector_add_fp32.cu (BENCH_SPEC: the sample's
+inputs and checks, verified up to 1M elements and timed at 4M instead of 32M), so that a round's
+work is the GPUs' (verification, timing) and a row takes seconds; the sample's spec and the judge's
+defaults are unchanged. The tools after the gates are off unless `--tools`: ncu profiles (the
+baseline's and the best's, ~5 s each on an H200) and the LLM run's proof gate (compute-sanitizer
+on the fastest candidate, ~4.5 s): each runs on one GPU, outside the round, and only lengthens
+`wall`; the candidates' verdicts compared across device counts do not depend on them.
+
+What stays serial with more GPUs, so a round's ratio is below N: in `wall`, the start (GPUs, spec,
+the original's compile), the baseline (a check on one GPU) and after the round the A/B and the
+proof gate on one GPU; in the round, the compiles of the candidates (NVRTC in 2 shared worker
+processes, ~0.1-0.5 s each, overlapped with the GPUs' checks and done before a GPU is borrowed)
+and the split of 8 candidates over the GPUs (4+4 at best). Under each row a `#` line says where
+the time went: `phases s` (start, baseline, ncu, round, after) and `calls` (count, seconds summed
+over threads, most at once: compiles, GPU checks, waits for a free GPU, A/B, sanitizer). A row
+killed at `--timeout` still prints what it had done.
 
 Each row is printed (and flushed) as soon as it is measured. A measurement that runs past
 `--timeout` is killed with its process group (its workers, its Ray actors die with their
-driver) and its row says so; past `--deadline` the rest are skipped, each with a row.
+driver) and its row says so; past `--deadline` the rest are skipped, each with a row. The
+defaults (45 s a measurement, 270 s in all) fit 5 minutes on 2 H200s for the 16 rows.
 
 On a machine without a GPU it runs on fake GPUs (the runner's no-GPU mode: each "slow" launch
 sleeps 2 ms, compiles map sources to fake images, warm L2, 0.2 s sampling) and says so: the
 figures then show the scheduling overhead and the parallelism, not GPU speed.
 
-    python benchmarks/scaling.py [--gpus N] [--workloads check,tuner,llm] [--backends local,ray]
-                                 [--repeat 1] [--timeout 75] [--deadline 285] [--fake]
+    python benchmarks/scaling.py [--gpus N] [--workloads startup,tuner,llm,check] [--backends local,ray]
+                                 [--repeat 1] [--timeout 45] [--deadline 270] [--fake] [--tools]
                                  [--check-files samples/vector_add,samples/dot]
 """
 
@@ -31,6 +53,7 @@ from __future__ import annotations
 import argparse
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -38,6 +61,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -63,6 +87,25 @@ CHECK_FILES = [
     "samples/softmax",
     "samples/rmsnorm",
 ]
+
+# The benchmark's spec for TUNED on a GPU: the sample's (samples/vector_add/vector_add_fp32.spec.py)
+# without its 32M-element case; timed at 4M elements (48 MB a launch: past the H200's L2).
+BENCH_SPEC = """\
+from kernel_lsp.spec import In, Out, Scalar, Spec
+SPEC = Spec(
+    kernel="vector_add",
+    sizes=[{"n": 1}, {"n": 3}, {"n": 1000}, {"n": 65_537}, {"n": 1_000_003}],
+    timing_sizes=[{"n": 1 << 22}],
+    args={
+        "a": In("float32", shape="n"),
+        "b": In("float32", shape="n"),
+        "c": Out("float32", shape="n", atol=1e-6, rtol=1e-6),
+        "n": Scalar("int32"),
+    },
+    reference=lambda a, b: {"c": a + b},
+    work=lambda n: {"bytes": 12 * n, "flops": n},
+)
+"""
 
 # The fake GPU's tunable kernel: BLOCK=512 is the fake's instant kernel, every other value the
 # 2 ms one, so the accepted candidate is known.
@@ -145,6 +188,109 @@ def count_device_use() -> dict[str, int]:
     return used
 
 
+class Phases:
+    """Where a measurement's seconds went: spans of the driver's calls (count, seconds summed over
+    threads, most at once) and the optimizer's phases from its progress events. Printed as a `#`
+    line under the row, so a GPU run says where its time goes."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+        self._lock = threading.Lock()
+        self.spans: dict[str, list[float]] = {}  # name -> [count, seconds, running, most at once]
+        self.marks: list[tuple[str, float]] = []  # (optimizer event, seconds since began)
+
+    def wrap(self, owner: Any, attr: str, name: str) -> None:
+        original = getattr(owner, attr)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                span = self.spans.setdefault(name, [0, 0.0, 0, 0])
+                span[2] += 1
+                span[3] = max(span[3], span[2])
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                with self._lock:
+                    span[0] += 1
+                    span[1] += time.perf_counter() - start
+                    span[2] -= 1
+
+        setattr(owner, attr, timed)
+
+    def __call__(self, event: Any) -> None:
+        """An optimizer observer: the first time of each phase's event."""
+        kind = "round" if event.kind == "round_start" else event.kind
+        if kind in ("baseline", "profile", "round", "prove", "compare", "done") or kind == "candidate":
+            self.marks.append((kind, time.perf_counter() - self.began))
+
+    def timeline(self) -> str:
+        """Optimizer phases: start (GPUs opened, spec loaded, original compiled) until the
+        baseline, the baseline's check, its ncu profile, the round, what followed (A/B, proof,
+        profile of the best)."""
+        if not any(kind == "baseline" for kind, _ in self.marks):
+            return ""  # not an optimize run
+        firsts: dict[str, float] = {}
+        for kind, t in self.marks:
+            firsts.setdefault(kind, t)
+        last_candidate = max((t for k, t in self.marks if k == "candidate"), default=None)
+        end = firsts.get("done", time.perf_counter() - self.began)
+        points = [
+            ("start", 0.0),
+            ("baseline", firsts.get("baseline")),
+            ("ncu", firsts.get("profile")),
+            ("round", firsts.get("round")),
+            ("after", last_candidate),
+            ("end", end),
+        ]
+        known = [(n, t) for n, t in points if t is not None]
+        return " ".join(f"{n} {t1 - t0:.2f}" for (n, t0), (_, t1) in itertools.pairwise(known))
+
+    def render(self) -> str:
+        parts = [
+            f"{n} {int(c)}x {s:.2f}"
+            + (f" ({int(most)} at once)" if most > 1 else "")
+            + (f" [{int(running)} still running]" if running else "")
+            for n, (c, s, running, most) in self.spans.items()
+        ]
+        line = self.timeline()
+        return ("phases s: " + line + " | " if line else "") + "calls (n, s summed): " + ", ".join(parts)
+
+
+PHASES = Phases()
+FILES_ON_GPUS = "files on the GPUs"
+
+
+def instrument(phases: Phases) -> None:
+    """Time the driver's calls that a round is made of (after the fake GPU's own patches)."""
+    from kernel_lsp import gpu
+    from kernel_lsp.evaluation.pool import BackendPool
+    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.optimizer import evaluator
+    from kernel_lsp.workspace import Workspace
+
+    phases.wrap(Workspace, "open_gpus", "open GPUs")
+    phases.wrap(evaluator.Evaluator, "compile", "compile (gate 1)")
+    phases.wrap(GpuSession, "compile", "device compile")
+    phases.wrap(GpuSession, "check", "GPU check")
+    phases.wrap(GpuSession, "compare", "A/B")
+    phases.wrap(GpuSession, "add_occupancy", "ncu")
+    phases.wrap(GpuSession, "prove", "sanitizer")
+    phases.wrap(GpuSession, "sandboxed_session", "judge twin")
+    phases.wrap(BackendPool, "map", FILES_ON_GPUS)  # check's files spread over the GPUs
+    phases.wrap(Workspace, "device_options", "file options")
+    phases.wrap(gpu, "load_specs_isolated", "spec load")
+    # Waiting for a free GPU: the pool's queue.
+    original_get = BackendPool.__init__
+
+    def init(self: Any, members: Any) -> None:
+        original_get(self, members)
+        phases.wrap(self._idle, "get", "wait for a GPU")
+
+    BackendPool.__init__ = init  # type: ignore[method-assign]
+
+
 # --- workloads: each returns (what must be equal across device counts, seconds timed, what) -----
 
 
@@ -186,6 +332,10 @@ def _verdicts(result: Any) -> str:
     return ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
 
 
+def _spec_note(fake: bool) -> str:
+    return "" if fake else "; benchmark spec: verified n=1..1000003, timed n=4194304"
+
+
 def tuner(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None, str]:
     from kernel_lsp.optimizer.session import RunRequest, run
 
@@ -196,6 +346,7 @@ def tuner(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None
             path=path,
             kernel=kernel,
             settings=settings,
+            spec_source=None if fake else BENCH_SPEC,
             proposer="tune",
             strategy="brute_force",
             rounds=1,
@@ -203,9 +354,9 @@ def tuner(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None
             use_cache=False,
             write_report=False,
         ),
-        observers=[clock],
+        observers=[clock, PHASES],
     )
-    what = f"{Path(path).name} `{kernel}`: 1 round of {len(result.outcomes)} tuner points"
+    what = f"{Path(path).name} `{kernel}`: 1 round of {len(result.outcomes)} tuner points" + _spec_note(fake)
     return _verdicts(result), clock.seconds, what
 
 
@@ -233,16 +384,20 @@ def llm(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None, 
             path=path,
             kernel=kernel,
             settings=settings,
+            spec_source=None if fake else BENCH_SPEC,
             proposer="llm",
             rounds=1,
             candidates=len(POINTS),
             use_cache=False,
             write_report=False,
         ),
-        observers=[clock],
+        observers=[clock, PHASES],
         proposer=proposer,
     )
-    what = f"{Path(path).name} `{kernel}`: 1 LLM round of {len(result.outcomes)} whole-file answers (judged)"
+    what = (
+        f"{Path(path).name} `{kernel}`: 1 LLM round of {len(result.outcomes)} whole-file answers (judged)"
+        + _spec_note(fake)
+    )
     return _verdicts(result), clock.seconds, what
 
 
@@ -261,7 +416,9 @@ def check(settings: Settings, work: Path, fake: bool, files: list[str]) -> tuple
             paths.append(str(cu))
     else:
         paths = collect_files([str(REPO / f) for f in files], settings.exclude).files
+    start = time.perf_counter()
     checks = run_checks(paths, Workspace.fixed(settings), os.cpu_count() or 1)
+    PHASES.spans["compile files (untimed)"] = [len(paths), time.perf_counter() - start, 0, 0]
     start = time.perf_counter()
     verify_checks(
         checks,
@@ -270,7 +427,11 @@ def check(settings: Settings, work: Path, fake: bool, files: list[str]) -> tuple
         gpus=settings.gpu_devices,
         progress=lambda _: None,
     )
-    seconds = time.perf_counter() - start
+    # Timed: the files' verification on the GPUs, from the first file lent to a GPU to the last
+    # one's verdict; opening the GPUs before it and closing them after are in `wall` (the
+    # startup row).
+    spread = PHASES.spans.get(FILES_ON_GPUS)
+    seconds = spread[1] if spread else time.perf_counter() - start
     kernels = [k for c in checks for k in c.gpu_checks]
     used: dict[str, int] = {}
     for k in kernels:
@@ -278,7 +439,8 @@ def check(settings: Settings, work: Path, fake: bool, files: list[str]) -> tuple
     check.used = used  # type: ignore[attr-defined]
     statuses = [k.status for k in kernels]
     verdicts = ", ".join(f"{statuses.count(s)} {s}" for s in sorted(set(statuses)))
-    what = f"{len(paths)} files, {len(kernels)} kernels verified and timed"
+    names = sorted({Path(c.path).name for c in checks})
+    what = f"{len(paths)} files, {len(kernels)} kernels verified and timed ({', '.join(names)})"
     # The verdicts compared across device counts: every kernel's, by file.
     per_kernel = ";".join(f"{Path(c.path).name}:{k.kernel}={k.status}" for c in checks for k in c.gpu_checks)
     digest = hashlib.sha256(per_kernel.encode()).hexdigest()[:6]
@@ -300,16 +462,29 @@ def startup(settings: Settings, work: Path, fake: bool) -> tuple[str, float | No
 WORKLOADS = ("startup", "check", "tuner", "llm")
 
 
+def tools_off() -> None:
+    """No ncu, no compute-sanitizer, here and in the Ray head's workers started after: the run
+    notes "not profiled", "not proven" and goes on."""
+    os.environ["KERNEL_LSP_NCU"] = "/nonexistent/ncu"
+    os.environ["KERNEL_LSP_COMPUTE_SANITIZER"] = "/nonexistent/compute-sanitizer"
+
+
 def one(args: argparse.Namespace) -> int:
     """The child: one workload on one backend and device count; prints one JSON line."""
     name, backend, count = args.one
     if args.fake:
         use_fake_gpus()
+    if not args.tools:
+        tools_off()
     used = count_device_use()
+    instrument(PHASES)
     if backend == "ray":
         from kernel_lsp.evaluation.ray_backend import connect
 
         connect(args.ray_address)
+    # Killed past --timeout: say first where the time went so far (the parent reads it). After
+    # Ray's start, which sets a SIGTERM handler of its own.
+    signal.signal(signal.SIGTERM, _say_phases_and_exit)
     settings = Settings(evaluation_backend=backend, gpu_devices=count, cluster_address=args.ray_address)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
@@ -329,6 +504,7 @@ def one(args: argparse.Namespace) -> int:
                 "what": what,
                 "used": used,
                 "offered": OFFERED[-1] if OFFERED else "",
+                "phases": PHASES.render(),
             }
         ),
         flush=True,
@@ -336,11 +512,17 @@ def one(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_phases_and_exit(signum: int, frame: Any) -> None:
+    print("PARTIAL " + json.dumps({"phases": PHASES.render()}), flush=True)
+    os._exit(1)
+
+
 def measure(
     args: argparse.Namespace, name: str, backend: str, count: int, address: str | None, timeout: float
 ) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--one", name, backend, str(count), "--check-files", args.check_files]
     cmd += ["--fake"] if args.fake else []
+    cmd += ["--tools"] if args.tools else []
     cmd += ["--ray-address", address] if address else []
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -349,7 +531,12 @@ def measure(
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        return {"error": f"timed out after {timeout:.0f} s (killed)"}
+        try:
+            out, _ = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild in its own session holds the pipe
+            out = ""
+        partial = [json.loads(x[len("PARTIAL ") :]) for x in out.splitlines() if x.startswith("PARTIAL ")]
+        return {"error": f"timed out after {timeout:.0f} s (killed)", **(partial[-1] if partial else {})}
     for line in out.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
@@ -388,8 +575,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="local,ray")
     p.add_argument("--fake", action="store_true", help="fake GPUs even where a GPU is present")
     p.add_argument("--ray-address", help="a Ray cluster to join (default: start one here)")
-    p.add_argument("--timeout", type=float, default=75.0, help="seconds per measurement (default 75)")
-    p.add_argument("--deadline", type=float, default=285.0, help="seconds for the whole table (default 285)")
+    p.add_argument("--timeout", type=float, default=45.0, help="seconds per measurement (default 45)")
+    p.add_argument("--deadline", type=float, default=270.0, help="seconds for the whole table (default 270)")
+    p.add_argument(
+        "--tools", action="store_true", help="keep ncu profiles and the compute-sanitizer proof gate (serial)"
+    )
     p.add_argument("--check-files", default=",".join(CHECK_FILES))
     p.add_argument("--one", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -400,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
     n = args.gpus or (2 if args.fake else visible_gpu_count())
     if args.fake:
         os.environ["KERNEL_LSP_FAKE_GPU"] = "1"  # the Ray head's workers inherit it
+    if not args.tools:
+        tools_off()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = [w for w in names if w not in WORKLOADS]
@@ -415,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.deadline:g} s; host CPUs: {os.cpu_count()}; ray: {address or 'not used'}",
         flush=True,
     )
-    print("# timed: check = verification only; tuner, llm = the round (wall = the whole run)", flush=True)
+    print("# timed: check = the files on the GPUs; tuner, llm = the round (wall = the whole run)", flush=True)
+    tools = "on" if args.tools else "off (--tools)"
+    print(f"# ncu profiles and the proof gate (compute-sanitizer): {tools}", flush=True)
     head = ["workload", "backend", "GPUs", "wall s", "timed s", "speedup", "jobs per GPU", "same", "verdicts"]
     widths = [8, 7, 4, 7, 7, 7, 12, 4, 0]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(), flush=True)
@@ -443,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
                                 + r["error"],
                                 flush=True,
                             )
+                            if r.get("phases"):
+                                print(f"#   {r['phases']}", flush=True)
                             continue
                         seconds = r["timed"] if r["timed"] is not None else r["wall"]
                         outcomes.setdefault(count, []).append(r["outcome"])
@@ -462,6 +658,8 @@ def main(argv: list[str] | None = None) -> int:
                             "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(),
                             flush=True,
                         )
+                        if r.get("phases"):
+                            print(f"#   {r['phases']}", flush=True)
     finally:
         if ray is not None:
             ray.shutdown()

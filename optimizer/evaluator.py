@@ -9,10 +9,13 @@ tests replace only the GPU gates (see tests/integration/test_optimizer_llm.py).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import re
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,8 @@ from .entry import entry_kernels, entry_launch_shapes
 from .features import Hardware
 from .model import Comparison, Figures, Resources
 from .tunables import define_values, launch_shapes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,6 +84,13 @@ class Evaluator(ABC):
     def parallelism(self) -> int:
         """How many candidates `check` can take at once (one per GPU)."""
         return 1
+
+    @property
+    def overlaps_gates(self) -> bool:
+        """Whether a round's candidates may go through the gates from several threads at once:
+        then the next candidates compile (gate 1, on the CPU) while the GPUs verify and time
+        the ones before, on one GPU as on several."""
+        return self.parallelism > 1
 
     def compile_options(self) -> CompileOptions:
         hw = self.hardware()
@@ -340,6 +352,13 @@ class GpuEvaluator(Evaluator):
         self._trusted: dict[str, bool] = {}  # entry candidates checked: is their host code the user's?
         self._boxed: BackendPool | None = None
         self._no_sandbox = ""
+        # Device compiles of this run, by (launch-ready text, device options): each text is
+        # compiled once for the GPUs (the original once, not once per candidate's reference), and
+        # before a GPU is borrowed, not while it waits. The compile workers' own caches are per
+        # process, so a repeat could land on the other worker and compile again.
+        self._device_compiles: dict[tuple[str, str], Future[CompileResult]] = {}
+        self._device_compiles_lock = threading.Lock()
+        self._judges_starting: ThreadPoolExecutor | None = None
 
     @property
     def available(self) -> bool:
@@ -352,6 +371,10 @@ class GpuEvaluator(Evaluator):
     @property
     def parallelism(self) -> int:
         return len(self.pool)
+
+    @property
+    def overlaps_gates(self) -> bool:
+        return True  # the sessions are thread-safe; the pool lends each GPU to one candidate at a time
 
     def hardware(self) -> Hardware | None:
         if self._hw is None and self.available:
@@ -375,7 +398,19 @@ class GpuEvaluator(Evaluator):
                 )
                 return None
             self._boxed = BackendPool(boxed)
+            self._start_judges(boxed)
         return self._boxed
+
+    def _start_judges(self, judged: list[Any]) -> None:
+        """Start every GPU's judge at once, in threads, when the first is asked for (the
+        baseline's check): otherwise the second GPU's judge starts at its first candidate, a
+        serial second or two inside the parallel round. The first job waits for its own GPU's
+        judge to answer, as it did."""
+        if len(judged) < 2:
+            return
+        self._judges_starting = ThreadPoolExecutor(len(judged), thread_name_prefix="fsr-judge-start")
+        for session in judged:
+            self._judges_starting.submit(_start_judge, session)
 
     @property
     def judged_sessions(self) -> list[Any]:
@@ -394,13 +429,47 @@ class GpuEvaluator(Evaluator):
             candidate_of = None if trusted or source == original else (original or "")
             return source, session.build_library(source, self.path, self.options, candidate_of)
         text = launch_ready(source, self.options.defines)
-        return text, session.compile(text, self.path, self.options)
+        return text, self._device_compile(session, text)
+
+    def _device_compile(self, session: Any, text: str) -> CompileResult:
+        """`session.compile(text)`, once per text and device options in this run (concurrent
+        callers wait for the first); a failed compile is not kept."""
+        key = (text, repr(session.compile_options_for_device(self.options)))
+        with self._device_compiles_lock:
+            pending = self._device_compiles.get(key)
+            mine = pending is None
+            if pending is None:
+                pending = self._device_compiles[key] = Future()
+        if not mine:
+            return pending.result()
+        try:
+            result: CompileResult = session.compile(text, self.path, self.options)
+        except BaseException as e:
+            with self._device_compiles_lock:
+                self._device_compiles.pop(key, None)
+            pending.set_exception(e)
+            raise
+        if not result.ok:
+            with self._device_compiles_lock:
+                self._device_compiles.pop(key, None)
+        pending.set_result(result)
+        return result
+
+    def _compile_before_borrowing(self, *sources: str) -> None:
+        """Compile a kernel spec's texts for the GPUs before one is borrowed, for the first GPU's
+        options (its arch): a borrowed GPU of that arch then finds them compiled and only
+        verifies and times. A GPU of another arch compiles on its turn, as before."""
+        if self.spec.is_entry:
+            return
+        for source in dict.fromkeys(sources):
+            self._device_compile(self.session, launch_ready(source, self.options.defines))
 
     def check(self, source: str, original: str, trusted: bool = False) -> CheckResult:
         trusted = trusted or source == original
         pool = self._sessions(trusted)
         if pool is None:
             return CheckResult(ok=False, problems=[f"sandbox: {self._no_sandbox}"])
+        self._compile_before_borrowing(source, original)
 
         def on(session: Any) -> Any:
             text, artifact = self._artifact(session, source, original, trusted)
@@ -495,6 +564,7 @@ class GpuEvaluator(Evaluator):
         pool = self._sessions(trusted)
         if pool is None:
             return Comparison(speedup=1.0, ci_low=1.0, ci_high=1.0, samples=0, problems=[self._no_sandbox])
+        self._compile_before_borrowing(original, candidate)
 
         def on(session: Any) -> Any:  # both sides on this one GPU, interleaved
             base_text, base = self._artifact(session, original)
@@ -542,10 +612,22 @@ class GpuEvaluator(Evaluator):
         return pool.run(on)
 
     def close(self) -> None:
+        if self._judges_starting is not None:  # a judge still starting is closed below, started
+            self._judges_starting.shutdown(wait=True, cancel_futures=True)
         if self._boxed is not None:
             self._boxed.close()
         if self._own:
             self.pool.close()
+
+
+def _start_judge(session: Any) -> None:
+    """A judged session's worker started and its confinement known: locally the judge process,
+    on Ray the judge inside the GPU's actor."""
+    try:
+        if session.available:
+            getattr(session.backend, "sandbox", None)
+    except Exception as e:  # the job that needs it starts it again and says what failed
+        log.debug("starting a judge ahead failed: %s", e)
 
 
 def evaluator_factory_from_env() -> Any | None:

@@ -449,7 +449,7 @@ def optimize(
                 state,
                 lambda: cancel.is_set() or _over_budget(started, settings),
             )
-            if evaluator.parallelism > 1
+            if evaluator.overlaps_gates
             else {}
         )
         for i, p in enumerate(proposals, start=1):

@@ -229,3 +229,102 @@ def test_gpus_flag_is_checked_by_both_clis(capsys):
     assert "all` or a number of GPUs, not `two`" in capsys.readouterr().err
     assert main(["optimize", "samples/vector_add/vector_add_fp32.cu", "-k", "vector_add", "--gpus", "0"]) == 2
     assert "not `0`" in capsys.readouterr().err
+
+
+# --- what a round keeps serial ------------------------------------------------------------------
+
+
+def test_a_round_compiles_each_text_once_and_never_on_a_borrowed_gpu(fake_gpus, monkeypatch, tmp_path):
+    """The GPUs only verify and time: every device compile (a candidate's, and the original's
+    that each candidate's reference outputs come from) happens once, before a GPU is lent."""
+    import threading
+    from collections import Counter
+
+    from kernel_lsp.evaluation.pool import BackendPool
+
+    holding = threading.local()
+    compiled: Counter[str] = Counter()
+    on_a_borrowed_gpu: list[str] = []
+    real_run = BackendPool.run
+
+    def run(self, job):
+        def held(member):
+            holding.gpu = True
+            try:
+                return job(member)
+            finally:
+                holding.gpu = False
+
+        return real_run(self, held)
+
+    def compile_noted(self, source, path, options=None):
+        compiled[source] += 1
+        if getattr(holding, "gpu", False):
+            on_a_borrowed_gpu.append(source)
+        return _fake_compile(self, source, path, options)
+
+    monkeypatch.setattr(BackendPool, "run", run)
+    monkeypatch.setattr(GpuSession, "compile", compile_noted)
+    result, _ = run_round(tmp_path, 2)
+    assert [o.status for o in result.outcomes].count(Status.CORRECT) == 2, result.verdict
+    # The original and five distinct candidates (the sixth is a duplicate): one compile each.
+    assert len(compiled) == 6 and set(compiled.values()) == {1}, compiled.values()
+    assert on_a_borrowed_gpu == []
+
+
+def test_every_gpus_judge_starts_when_the_first_is_asked_for(fake_gpus, tmp_path):
+    """The baseline asks for the judges: the second GPU's starts then, beside the first's, not
+    inside the parallel round at its first candidate."""
+    import time
+
+    cu = tmp_path / "vadd.cu"
+    cu.write_text(with_behaviour("slow"))
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
+    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
+    sessions = [GpuSession(device=d, launch_timeout_s=2.0) for d in range(2)]
+    evaluator = GpuEvaluator(
+        sessions[0], str(cu), loaded.specs[0], CompileOptions(), None, loaded, True, sessions[1:]
+    )
+    try:
+        evaluator._sessions(trusted=False)  # what the baseline's check does first
+        judged = evaluator.judged_sessions
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(j.backend.worker_pid is None for j in judged):
+            time.sleep(0.1)
+        assert [j.backend.worker_pid is not None for j in judged] == [True, True]
+        assert [j.device_index for j in judged] == [0, 1]
+    finally:
+        evaluator.close()
+    assert all(j.backend.worker_pid is None for j in judged)  # closed with the evaluator
+
+
+def test_on_one_gpu_the_next_candidate_compiles_while_the_gpu_checks(fake_gpus, monkeypatch, tmp_path):
+    """One GPU: the round's gate-1 compiles (real NVRTC) overlap the GPU's checks."""
+    import threading
+    import time
+
+    from kernel_lsp.optimizer.evaluator import Evaluator
+
+    lock = threading.Lock()
+    running = {"compile": 0, "check": 0}
+    overlapped: list[bool] = []
+
+    def noted(kind, real):
+        def call(self, *args, **kwargs):
+            with lock:
+                running[kind] += 1
+                overlapped.append(running["compile"] > 0 and running["check"] > 0)
+            try:
+                return real(self, *args, **kwargs)
+            finally:
+                with lock:
+                    running[kind] -= 1
+
+        return call
+
+    monkeypatch.setattr(Evaluator, "compile", noted("compile", Evaluator.compile))
+    monkeypatch.setattr(GpuSession, "check", noted("check", GpuSession.check))
+    started = time.perf_counter()
+    result, _ = run_round(tmp_path, 1)
+    assert [o.status for o in result.outcomes].count(Status.CORRECT) == 2, result.verdict
+    assert any(overlapped), f"no compile ran beside a check in {time.perf_counter() - started:.1f} s"
