@@ -30,7 +30,7 @@ from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
-from kernel_lsp.runner.isolation import JUDGED_SETS, TimedSets, restorer, set_count
+from kernel_lsp.runner.isolation import FRESH_GROUPS, JUDGED_SETS, MAX_BATCH, TimedSets, restorer, set_count
 from kernel_lsp.runner.judge import (
     AccusedPool,
     AccusedProcess,
@@ -105,6 +105,24 @@ def _lanes() -> int:
 def _first_use_noise(device: Any) -> float:
     """What a device's own first use of new inputs can cost an honest run (runner/fake.py)."""
     return float(getattr(device, "first_use_noise_s", 0.0))
+
+
+# The least time a judged request should take, its batch grown to it after the warm-up: the
+# request's fixed cost (a socket round trip, a switch between two processes' CUDA contexts, the
+# runs' syncs: 500-700 us on an H200 for three runs) then stays a small share of each sample,
+# rather than pulling a short kernel's A/B ratio towards 1 (l2_normalize at 16M elements, 0.1 ms
+# a run: a true 1.39x judged at 1.01-1.12x in batches of three).
+JUDGED_REQUEST_S = 0.004
+
+
+def _judged_request_s(device: Any) -> float:
+    """KERNEL_LSP_JUDGE_REQUEST_S, else JUDGED_REQUEST_S on a GPU and 0 (batches of three) on
+    the fake GPU, whose runs cost no context switch."""
+    raw = os.environ.get("KERNEL_LSP_JUDGE_REQUEST_S", "")
+    try:
+        return max(0.0, float(raw)) if raw else (0.0 if isinstance(device, FakeDevice) else JUDGED_REQUEST_S)
+    except ValueError:
+        return JUDGED_REQUEST_S
 
 
 def _judged(steps: list[Any] | None) -> bool:
@@ -305,9 +323,11 @@ class Worker:
             # accused processes: count from what is free now, halved.
             memory = min(memory, int(self.device.free_memory()) // 2)
         count = set_count(spec, sizes, memory, *([most] if most else []))
+        # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
+        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS)) if judged else count
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
-        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given)
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, grown)
         sets.warming = judged
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
@@ -371,7 +391,15 @@ class Worker:
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
         inputs were new to that side (A or B)."""
-        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side, sets.batch_size)
+        return HostClock(
+            self.device,
+            sets.new_to,
+            sets.stop_warming,
+            sets.prepare_side,
+            sets.batch_size,
+            resize=sets.grow,
+            request_s=_judged_request_s(self.device),
+        )
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
