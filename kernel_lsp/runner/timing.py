@@ -57,9 +57,6 @@ def measure_interleaved(
     median noise is at most the target (after min_samples), max_samples, or the budget.
     `prepare` runs before every launch, outside the timed region (see runner/isolation.py)."""
     per_round = _warm_up(device, runs, settings, prepare)
-    resize = getattr(device, "resize_batch", None)
-    if resize is not None and resize():  # runner/judge.HostClock: a longer batch, new sets
-        per_round = _warm_up(device, runs, settings, prepare)
     start_counting = getattr(device, "start_counting", None)
     if start_counting is not None:  # runner/judge.HostClock: the measured samples begin here
         start_counting()

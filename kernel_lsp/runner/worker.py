@@ -115,6 +115,9 @@ def _first_use_noise(device: Any) -> float:
 JUDGED_REQUEST_S = 0.004
 
 
+SIZING_ROUNDS = 3  # warm-up batches that size a judged batch
+
+
 def _judged_request_s(device: Any) -> float:
     """KERNEL_LSP_JUDGE_REQUEST_S, else JUDGED_REQUEST_S on a GPU and 0 (batches of three) on
     the fake GPU, whose runs cost no context switch."""
@@ -353,6 +356,9 @@ class Worker:
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
+            clock = self._clock(sets) if judged else self.device
+            if judged:
+                self._size_batch(clock, [run], settings, label, timeout)
             self.progress("waiting for the GPU", label, None)
             with turns.exclusive():
                 tick()
@@ -361,7 +367,6 @@ class Worker:
                     # starts, or the launcher would be blamed for it (100 MiB on an H100).
                     self.device.flush_l2()
                 before = memory_in_use(self.device)
-                clock = self._clock(sets) if judged else self.device
                 samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
                 why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
@@ -387,6 +392,30 @@ class Worker:
             return result
         finally:
             sets.free()
+
+    def _size_batch(
+        self,
+        clock: HostClock,
+        runs: list[Callable[[], None]],
+        settings: TimingSettings,
+        label: str,
+        timeout: float,
+    ) -> None:
+        """Before the timing's exclusive turn (other lanes keep their GPU meanwhile): a few
+        warm-up batches on the first group in a shared turn give a run's time, and a short run's
+        batch grows (HostClock.resize_batch: new sets made, uploaded and bound, a host phase of
+        its own). Only the batch's size comes from here; the measurement warms up again."""
+        if not clock.resizable:
+            return
+        start = time.perf_counter()
+        for _ in range(SIZING_ROUNDS):  # a round is one batch a side; long ones stop at the first
+            self.progress("timing", label, timeout + 1.0)
+            with turns.shared():
+                clock.time_rounds(runs, 1, settings.cold_l2)
+            if time.perf_counter() - start >= settings.warmup_s:
+                break
+        self.progress("timing inputs", label, None)
+        clock.resize_batch()
 
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
@@ -441,10 +470,12 @@ class Worker:
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
+                clock = self._clock(sets) if judged else self.device
+                if judged:
+                    self._size_batch(clock, [run_a, run_b], settings, label, 2 * timeout)
                 self.progress("waiting for the GPU", label, None)
                 with turns.exclusive():
                     tick()
-                    clock = self._clock(sets) if judged else self.device
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
                     calibration = ratio_seen_to_new(a, clock.fresh[0])

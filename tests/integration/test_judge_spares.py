@@ -158,3 +158,38 @@ def test_on_the_fake_gpu_a_batch_keeps_three_sets_unless_asked(tmp_path, monkeyp
         honest = check(judged, tmp_path, HONEST)
     assert honest.ok, honest.message
     assert "of 3 run(s) each" in honest.timings[0].clock, honest.timings[0].clock
+
+
+# Its timing inputs take 0.1 s a set to make, one after another (small sets are not made side by
+# side): the new sets of a grown batch, about 4 s.
+SLOW_INPUTS_SPEC = """import time
+import numpy as np
+from kernel_lsp.spec import Spec, In, Out, Scalar
+
+def slow(rng, shape):
+    if shape[0] > 1000:
+        time.sleep(0.1)
+    return rng.standard_normal(shape).astype(np.float32)
+
+SPEC = Spec(
+    entry="scale",
+    sizes=[{"n": 1000}],
+    timing_sizes=[{"n": 1 << 14}],
+    args={"x": In("float32", shape="n", dist=slow), "y": Out("float32", shape="n"), "n": Scalar("int32")},
+    reference=lambda x: {"y": 2.0 * x},
+)
+"""
+
+
+@needs_nvcc
+@needs_sandbox
+def test_growing_a_batch_of_large_sets_is_not_taken_for_a_hang(tmp_path, monkeypatch):
+    """The new sets of a grown batch take longer to make than a launch may take (0.5 s here):
+    they are made outside the timing's turn, as a host phase, not on the hang detector's clock."""
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_REQUEST_S", "1.0")
+    (tmp_path / "scale.cu").write_text(HONEST)
+    (tmp_path / "scale.spec.py").write_text(SLOW_INPUTS_SPEC)
+    with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=0.5) as judged:
+        (result,) = check_file(judged, str(tmp_path / "scale.cu"), compile_options=OPTIONS)
+    assert result.ok, result.message
+    assert f"of {MAX_BATCH} run(s) each" in result.timings[0].clock, result.timings[0].clock
