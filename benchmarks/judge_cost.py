@@ -65,6 +65,10 @@ def main() -> int:
     args = parser.parse_args()
     sys.path[:0] = [os.path.abspath(args.tree), str(REPO / "tests")]
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")  # profiles are not the question
+    # Each judged timing's clock (batch size, request and copy times, seen/new ratios), printed
+    # as `#` lines under its row (runner/worker._note_clock; ignored by trees that lack it).
+    clocks = Path(tempfile.mkdtemp(prefix="klsp-judge-clocks-")) / "clocks.txt"
+    os.environ["KERNEL_LSP_JUDGE_CLOCKS"] = str(clocks)
 
     import kernel_lsp
     from kernel_lsp.gpu import GpuSession
@@ -85,9 +89,10 @@ def main() -> int:
                     wall, result = one_round(session, sample, answers, Path(d))
                     walls.append(wall)
             assert result is not None
-            verdicts = ", ".join(
-                f"{a}:{o.status.value}" for a, o in zip(answers, result.outcomes, strict=False)
-            )
+            verdicts = (
+                ", ".join(f"{a}:{o.status.value}" for a, o in zip(answers, result.outcomes, strict=False))
+                or f"none ({result.stop_reason}: {result.verdict[:300]})"
+            )  # a round that stopped early says why
             accepted = (
                 f"{result.accepted.speedup:.2f}x" if result.accepted and result.accepted.speedup else "-"
             )
@@ -111,6 +116,10 @@ def main() -> int:
                 f"| {sample} | {row['round_s']:.1f} | {len(walls)} | {verdicts} | {accepted} | {ab} |",
                 flush=True,
             )
+            if clocks.exists():  # this round's clocks, then a fresh file for the next
+                for line in clocks.read_text().splitlines():
+                    print(f"#   {line}", flush=True)
+                clocks.unlink()
     print(
         f"total (medians): {sum(r['round_s'] for r in rows):.1f} s; sandbox: {rows[-1]['sandbox']}",
         flush=True,

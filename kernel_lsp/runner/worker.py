@@ -369,11 +369,11 @@ class Worker:
                 before = memory_in_use(self.device)
                 samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
+                how = clock.describe()
+                _note_clock(label, how, ratio_seen_to_new(samples, clock.fresh[0]))
                 why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
-                how = clock.describe()
-                _note_clock(label, how)
             else:
                 how = "CUDA events around each launch"
             if any(isinstance(s, EntryStep) for s in steps):
@@ -493,7 +493,8 @@ class Worker:
                 nbytes = sets.sets[0].bufs.nbytes
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
                 how = clock.describe() if judged else "CUDA events around each launch"
-                _note_clock(f"A/B {label}", how)
+                if judged:
+                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, clock.fresh[1]))
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()
@@ -545,12 +546,19 @@ def _profiler() -> Any:
     return cProfile.Profile()
 
 
-def _note_clock(label: str, how: str) -> None:
-    """With KERNEL_LSP_WORKER_PROFILE=DIR, each judged timing's clock in DIR/clocks.txt."""
+def _note_clock(label: str, how: str, *seen_to_new: float) -> None:
+    """Each judged timing's clock, and per side how much faster its runs on inputs it had seen
+    were than its runs on new ones (the reading of runner/judge.seen_inputs_faster), appended to
+    KERNEL_LSP_JUDGE_CLOCKS (a file) or DIR/clocks.txt with KERNEL_LSP_WORKER_PROFILE=DIR: a
+    developer's figures (benchmarks/judge_cost.py prints them)."""
+    path = os.environ.get("KERNEL_LSP_JUDGE_CLOCKS")
     folder = os.environ.get("KERNEL_LSP_WORKER_PROFILE")
-    if folder:
-        with open(os.path.join(folder, "clocks.txt"), "a") as f:
-            f.write(f"{os.getpid()} {label}: {how}\n")
+    if not path and folder:
+        path = os.path.join(folder, "clocks.txt")
+    if path:
+        ratios = ", ".join(f"{r:.2f}" for r in seen_to_new)
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()} {label}: {how}; seen/new time per side: {ratios}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
