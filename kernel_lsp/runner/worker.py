@@ -107,11 +107,11 @@ def _first_use_noise(device: Any) -> float:
     return float(getattr(device, "first_use_noise_s", 0.0))
 
 
-# The least time a judged request should take, its batch grown to it after the warm-up: the
+# The least time a judged request should take, its batch grown to it before the measurement: the
 # request's fixed cost (a socket round trip, a switch between two processes' CUDA contexts, the
-# runs' syncs: 500-700 us on an H200 for three runs) then stays a small share of each sample,
-# rather than pulling a short kernel's A/B ratio towards 1 (l2_normalize at 16M elements, 0.1 ms
-# a run: a true 1.39x judged at 1.01-1.12x in batches of three).
+# runs' syncs; on an H200 a request of three 0.1 ms runs took 800-1030 us) then stays a small
+# share of each sample, rather than pulling a short kernel's A/B toward 1 (l2_normalize at 16M
+# elements: 1.39x with the old in-process events, judged at 1.01-1.12x in batches of three).
 JUDGED_REQUEST_S = 0.004
 
 
