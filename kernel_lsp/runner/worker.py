@@ -45,6 +45,7 @@ from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
 from kernel_lsp.runner.verify import (
+    WAITING_FOR_THE_GPU,
     CaseRunner,
     Failed,
     Problem,
@@ -359,7 +360,7 @@ class Worker:
             clock = self._clock(sets) if judged else self.device
             if judged:
                 self._size_batch(clock, [run], settings, label, timeout)
-            self.progress("waiting for the GPU", label, None)
+            self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
                 if settings.cold_l2:
@@ -473,7 +474,7 @@ class Worker:
                 clock = self._clock(sets) if judged else self.device
                 if judged:
                     self._size_batch(clock, [run_a, run_b], settings, label, 2 * timeout)
-                self.progress("waiting for the GPU", label, None)
+                self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
