@@ -42,8 +42,9 @@ MAX_SETS = 3  # distinct input sets for timed launches (one of them a verificati
 # 3x slower than the six unbatched ones did (benchmarks/judge_cost.py).
 FRESH_GROUPS = 2  # groups new to a side, at its 2nd and 4th measured batch
 JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch to start with, where memory allows
-# A short run's batch grows after the warm-up (runner/judge.HostClock.resize_batch) so that the
-# request's fixed cost is a small share of it: at most this many sets a batch.
+# A short run's batch grows before the measurement, sized by a few warm-up batches
+# (runner/judge.HostClock.resize_batch), so that the request's fixed cost is a small share of
+# it: at most this many sets a batch.
 MAX_BATCH = 16
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
@@ -230,8 +231,9 @@ class TimedSets:
     def grow(self, batch: int) -> int:
         """Judged batches of `batch` sets from now on, as far as memory allows (`most`): the
         new sets are made, uploaded and bound for every judged runner. Called while warming up
-        (runner/judge.HostClock.resize_batch), when only group 0 has been run: the new groups
-        are all new to both sides. Returns the batch size now."""
+        (runner/judge.HostClock.resize_batch), when only group 0 has been run: the sets added
+        to it are run in the measurement's warm-up, and the new groups are new to both sides.
+        Returns the batch size now."""
         count = min(self.most, max(1, batch) * (1 + FRESH_GROUPS))
         if count > len(self.sets):
             first = len(self.sets)

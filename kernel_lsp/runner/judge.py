@@ -560,13 +560,13 @@ class HostClock:
         return self._resize is not None and self._request_s > 0
 
     def resize_batch(self) -> bool:
-        """After some warm-up batches, before the measurement: a batch long enough that the request's fixed
-        cost is a small share of it. The warm-up's requests (fixed cost included, so the runs'
-        time is overstated and the batch, if anything, too small) give a run's time; the batch
-        grows to `request_s` worth of runs, at most MAX_BATCH. Only the judge's own clock
-        decides it: a candidate that ran slow in the warm-up gets a shorter batch, which can
-        only understate its speed-up. True when the batch changed (the measurement's own
-        warm-up then runs the new sets of the first group)."""
+        """After a few warm-up batches, before the measurement: a batch long enough that the
+        request's fixed cost is a small share of it. The warm-up's requests (fixed cost
+        included, so a run's time is overstated and the batch, if anything, too small) give a
+        run's time; the batch grows to `request_s` worth of runs, at most MAX_BATCH. Only the
+        judge's own clock decides it: a candidate that ran slow in the warm-up gets a shorter
+        batch, which can only understate its speed-up. True when the batch changed (the
+        measurement's own warm-up then runs the new sets of the first group)."""
         if self._resize is None or self._request_s <= 0 or not self.answers:
             return False
         answers = sorted(self.answers)

@@ -114,9 +114,7 @@ def _first_use_noise(device: Any) -> float:
 # share of each sample, rather than pulling a short kernel's A/B toward 1 (l2_normalize at 16M
 # elements: 1.39x with the old in-process events, judged at 1.01-1.12x in batches of three).
 JUDGED_REQUEST_S = 0.004
-
-
-SIZING_ROUNDS = 3  # warm-up batches that size a judged batch
+SIZING_ROUNDS = 3  # warm-up batches (a round: one a side) that size a judged batch, at most
 
 
 def _judged_request_s(device: Any) -> float:
