@@ -5,7 +5,8 @@ for the run, and it verifies and times the baseline, every candidate and the A/B
 the same cases with the same seeds. Making those inputs and running the spec's numpy reference
 again for each was a third of the worker's time in a round (benchmarks/judge_cost.py's profile
 on an H200: 3.4-4.3 s of references and 1.1-1.5 s of inputs a round). The memo keeps them, by
-(the request's spec, sizes, seed, run), within a byte budget, least recently used first out.
+(the request's spec, sizes, seed, run), within a byte budget: an earlier spec's arrays go first
+(least recently used first), the request's own stay as they came (`_put`).
 
 What it keeps is the judge's own: a candidate never sees these arrays (its process gets device
 buffers the judge filled), so keeping them gives a candidate nothing it did not have. The arrays
@@ -81,13 +82,22 @@ class CaseMemo:
         for a in arrays.values():
             a.flags.writeable = False
         with self._lock:
-            if key not in self._items:
-                self._items[key] = (arrays, nbytes)
-                self._bytes += nbytes
-            while self._bytes > self.max_bytes and self._items:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._bytes -= dropped
-            return self._items[key][0] if key in self._items else arrays
+            if key in self._items:
+                return self._items[key][0]
+            # Room is made from other specs' arrays (an earlier request's), least recently
+            # used first. The request's own are not dropped for more of its own: a judged
+            # batch asks for its sets in the same order on every timing, and a scan longer
+            # than the memo would drop each set just before it is asked for again (no hit at
+            # all); kept as they came, the first sets that fit are hits on every pass.
+            for old in [k for k in self._items if k[1] != key[1]]:
+                if self._bytes + nbytes <= self.max_bytes:
+                    break
+                self._bytes -= self._items.pop(old)[1]
+            if self._bytes + nbytes > self.max_bytes:
+                return arrays
+            self._items[key] = (arrays, nbytes)
+            self._bytes += nbytes
+            return arrays
 
     def _memo(
         self, kind: str, spec: Spec, sizes: Mapping[str, Any], seed: int, run: int, make: Callable[[], Arrays]

@@ -41,7 +41,11 @@ MAX_SETS = 3  # distinct input sets for timed launches (one of them a verificati
 # Each set costs its inputs and, once checked, a reference: on an H200 sixteen sets made a round
 # 3x slower than the six unbatched ones did (benchmarks/judge_cost.py).
 FRESH_GROUPS = 2  # groups new to a side, at its 2nd and 4th measured batch
-JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch, where memory allows
+JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch to start with, where memory allows
+# A short run's batch grows before the measurement, sized by a few warm-up batches
+# (runner/judge.HostClock.resize_batch), so that the request's fixed cost is a small share of
+# it: at most this many sets a batch.
+MAX_BATCH = 16
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
 
@@ -151,10 +155,11 @@ class TimedSets:
         restore_globals: Callable[[], None],
         count: int,
         verified: Sequence[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = (),
+        most: int = 0,
     ):
         """`count` sets: the first from `seed`, then the (inputs, reference) pairs of
         `verified` (this case's verification inputs, already made and checked: free), then more
-        fresh ones from other seeds."""
+        fresh ones from other seeds; `grow` may add more, up to `most` (what memory allows)."""
         self.device = device
         self.spec = spec
         self.restore_globals = restore_globals
@@ -175,10 +180,26 @@ class TimedSets:
         self._new = False  # whether the last batch's group was new to its side
         self.batched = False  # a judged candidate's runs: a group of sets in one request
         self.seed = seed
-        given = list(verified)[: max(0, count - 1)]
-        # A different seed per fresh set: distinct values, same distribution (run 0); a large
-        # case's fresh sets are made side by side in threads (runner/verify.side_by_side).
-        fresh = [k for k in range(max(1, count)) if not 1 <= k <= len(given)]
+        self.most = max(most, count, 1)
+        self._binders: list[tuple[Any, list[Any]]] = []  # judged runners: (pipeline, bound runs)
+        try:
+            self._add_sets(sizes, max(1, count), list(verified)[: max(0, count - 1)])
+        except BaseException:
+            self.free()
+            raise
+
+    def _add_sets(
+        self,
+        sizes: dict[str, int],
+        count: int,
+        given: Sequence[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = (),
+    ) -> None:
+        """Sets up to `count` in all: set k is `given[k - 1]` where there is one, else fresh
+        from its own seed (distinct values, same distribution; a large case's fresh sets are
+        made side by side in threads: runner/verify.side_by_side)."""
+        spec, device = self.spec, self.device
+        wanted = range(len(self.sets), count)
+        fresh = [k for k in wanted if not 1 <= k <= len(given)]
         made = dict(
             zip(
                 fresh,
@@ -189,27 +210,37 @@ class TimedSets:
                 strict=True,
             )
         )
-        try:
-            # Every set's inputs made first, on the host; then their uploads in one shared turn on
-            # the GPU (runner/turns.py).
-            chosen: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]] = [
-                given[k - 1] if 1 <= k <= len(given) else (made[k](), None) for k in range(max(1, count))
-            ]
-            with turns.shared():
-                for inputs, reference in chosen:
-                    bufs = Buffers(device, spec, sizes, timed=True)
-                    self.sets.append(InputSet(bufs, inputs, {}))
-                    if reference is not None:
-                        self.sets[-1].reference = reference
-                    for name, array in inputs.items():
-                        bufs.upload(name, array)
-                        if isinstance(spec.args[name], InOut):
-                            copy = device.alloc(bufs.nbytes[name])
-                            self.sets[-1].pristine[name] = copy
-                            device.upload(copy, array)
-        except BaseException:
-            self.free()
-            raise
+        # Every set's inputs made first, on the host; then their uploads in one shared turn on
+        # the GPU (runner/turns.py).
+        chosen: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray] | None]] = [
+            given[k - 1] if 1 <= k <= len(given) else (made[k](), None) for k in wanted
+        ]
+        with turns.shared():
+            for inputs, reference in chosen:
+                bufs = Buffers(device, spec, sizes, timed=True)
+                self.sets.append(InputSet(bufs, inputs, {}))
+                if reference is not None:
+                    self.sets[-1].reference = reference
+                for name, array in inputs.items():
+                    bufs.upload(name, array)
+                    if isinstance(spec.args[name], InOut):
+                        copy = device.alloc(bufs.nbytes[name])
+                        self.sets[-1].pristine[name] = copy
+                        device.upload(copy, array)
+
+    def grow(self, batch: int) -> int:
+        """Judged batches of `batch` sets from now on, as far as memory allows (`most`): the
+        new sets are made, uploaded and bound for every judged runner. Called while warming up
+        (runner/judge.HostClock.resize_batch), when only group 0 has been run: the sets added
+        to it are run in the measurement's warm-up, and the new groups are new to both sides.
+        Returns the batch size now."""
+        count = min(self.most, max(1, batch) * (1 + FRESH_GROUPS))
+        if count > len(self.sets):
+            first = len(self.sets)
+            self._add_sets(self.sizes, count)
+            for pipeline, bound in self._binders:
+                bound.extend(pipeline.bind(self.device, s.bufs) for s in self.sets[first:])
+        return self.batch_size
 
     def _seed_of(self, k: int) -> int:
         """Set k's seed, where it was made here (not a verification run's)."""
@@ -311,6 +342,7 @@ class TimedSets:
         use in turn (runner/judge.RemotePipeline.run_batch); the scratch the spec zeroes is zeroed first,
         and waited for, in the judge's context."""
         bound = [pipeline.bind(self.device, s.bufs) for s in self.sets]
+        self._binders.append((pipeline, bound))
         self.batched = True
 
         def run() -> None:

@@ -18,6 +18,7 @@ the candidate's launches or entry on them. Everything that decides lives here, i
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import shutil
@@ -37,6 +38,7 @@ from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.accused import receive, send
 from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
+from kernel_lsp.runner.isolation import MAX_BATCH
 from kernel_lsp.runner.verify import Failed, Problem
 from kernel_lsp.spec import SpecError, case_label, launch_dims
 
@@ -535,9 +537,13 @@ class HostClock:
         start: Callable[[], None] | None = None,
         prepare_side: Callable[[int], None] | None = None,
         batch: int = 1,
+        resize: Callable[[int], int] | None = None,
+        request_s: float = 0.0,
     ):
         self.device = device
         self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
+        self._resize = resize  # asks for a batch size, gets the one memory allows
+        self._request_s = request_s  # the least time a request should take (0: never resize)
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
@@ -548,6 +554,34 @@ class HostClock:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
+
+    @property
+    def resizable(self) -> bool:
+        return self._resize is not None and self._request_s > 0
+
+    def resize_batch(self) -> bool:
+        """After a few warm-up batches, before the measurement: a batch long enough that the
+        request's fixed cost is a small share of it. The warm-up's requests (fixed cost
+        included, so a run's time is overstated and the batch, if anything, too small) give a
+        run's time; the batch grows to `request_s` worth of runs, at most MAX_BATCH. Only the
+        judge's own clock decides it: a candidate that ran slow in the warm-up gets a shorter
+        batch, which can only understate its speed-up. True when the batch changed (the
+        measurement's own warm-up then runs the new sets of the first group)."""
+        if self._resize is None or self._request_s <= 0 or not self.answers:
+            return False
+        answers = sorted(self.answers)
+        per_run = answers[len(answers) // 2] / self.batch
+        want = min(MAX_BATCH, math.ceil(self._request_s / max(per_run, 1e-9)))
+        if want <= self.batch:
+            return False
+        got = self._resize(want)
+        if got == self.batch:
+            return False
+        self.batch = got
+        # The warm-up's figures were of the old size; a bigger batch's copy has another floor.
+        self.fresh, self.answers, self.copies = [], [], []
+        self._copy_floor = float("inf")
+        return True
 
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""

@@ -30,7 +30,7 @@ from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
-from kernel_lsp.runner.isolation import JUDGED_SETS, TimedSets, restorer, set_count
+from kernel_lsp.runner.isolation import FRESH_GROUPS, JUDGED_SETS, MAX_BATCH, TimedSets, restorer, set_count
 from kernel_lsp.runner.judge import (
     AccusedPool,
     AccusedProcess,
@@ -45,6 +45,7 @@ from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
 from kernel_lsp.runner.verify import (
+    WAITING_FOR_THE_GPU,
     CaseRunner,
     Failed,
     Problem,
@@ -105,6 +106,25 @@ def _lanes() -> int:
 def _first_use_noise(device: Any) -> float:
     """What a device's own first use of new inputs can cost an honest run (runner/fake.py)."""
     return float(getattr(device, "first_use_noise_s", 0.0))
+
+
+# The least time a judged request should take, its batch grown to it before the measurement: the
+# request's fixed cost (a socket round trip, a switch between two processes' CUDA contexts, the
+# runs' syncs; on an H200 a request of three 0.1 ms runs took 800-1030 us) then stays a small
+# share of each sample, rather than pulling a short kernel's A/B toward 1 (l2_normalize at 16M
+# elements: 1.39x with the old in-process events, judged at 1.01-1.12x in batches of three).
+JUDGED_REQUEST_S = 0.004
+SIZING_ROUNDS = 3  # warm-up batches (a round: one a side) that size a judged batch, at most
+
+
+def _judged_request_s(device: Any) -> float:
+    """KERNEL_LSP_JUDGE_REQUEST_S, else JUDGED_REQUEST_S on a GPU and 0 (batches of three) on
+    the fake GPU, whose runs cost no context switch."""
+    raw = os.environ.get("KERNEL_LSP_JUDGE_REQUEST_S", "")
+    try:
+        return max(0.0, float(raw)) if raw else (0.0 if isinstance(device, FakeDevice) else JUDGED_REQUEST_S)
+    except ValueError:
+        return JUDGED_REQUEST_S
 
 
 def _judged(steps: list[Any] | None) -> bool:
@@ -305,9 +325,11 @@ class Worker:
             # accused processes: count from what is free now, halved.
             memory = min(memory, int(self.device.free_memory()) // 2)
         count = set_count(spec, sizes, memory, *([most] if most else []))
+        # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
+        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS)) if judged else count
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
-        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given)
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, grown)
         sets.warming = judged
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
@@ -333,7 +355,10 @@ class Worker:
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
-            self.progress("waiting for the GPU", label, None)
+            clock = self._clock(sets) if judged else self.device
+            if judged:
+                self._size_batch(clock, [run], settings, label, timeout)
+            self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
                 if settings.cold_l2:
@@ -341,14 +366,13 @@ class Worker:
                     # starts, or the launcher would be blamed for it (100 MiB on an H100).
                     self.device.flush_l2()
                 before = memory_in_use(self.device)
-                clock = self._clock(sets) if judged else self.device
                 samples = measure(clock, run, settings, tick, sets.prepare)
             if judged:
+                how = clock.describe()
+                _note_clock(label, how, ratio_seen_to_new(samples, clock.fresh[0]))
                 why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
-                how = clock.describe()
-                _note_clock(label, how)
             else:
                 how = "CUDA events around each launch"
             if any(isinstance(s, EntryStep) for s in steps):
@@ -368,10 +392,42 @@ class Worker:
         finally:
             sets.free()
 
+    def _size_batch(
+        self,
+        clock: HostClock,
+        runs: list[Callable[[], None]],
+        settings: TimingSettings,
+        label: str,
+        timeout: float,
+    ) -> None:
+        """Before the timing's exclusive turn (other lanes keep their GPU meanwhile): a few
+        warm-up batches on the first group in a shared turn give a run's time, and a short run's
+        batch grows (HostClock.resize_batch: new sets made, uploaded and bound, a host phase of
+        its own). Only the batch's size comes from here; the measurement warms up again."""
+        if not clock.resizable:
+            return
+        start = time.perf_counter()
+        for _ in range(SIZING_ROUNDS):  # a round is one batch a side; long ones stop at the first
+            self.progress("timing", label, timeout + 1.0)
+            with turns.shared():
+                clock.time_rounds(runs, 1, settings.cold_l2)
+            if time.perf_counter() - start >= settings.warmup_s:
+                break
+        self.progress("timing inputs", label, None)
+        clock.resize_batch()
+
     def _clock(self, sets: TimedSets) -> HostClock:
         """The judge's clock for runs in another process, tagging each run by whether its
         inputs were new to that side (A or B)."""
-        return HostClock(self.device, sets.new_to, sets.stop_warming, sets.prepare_side, sets.batch_size)
+        return HostClock(
+            self.device,
+            sets.new_to,
+            sets.stop_warming,
+            sets.prepare_side,
+            sets.batch_size,
+            resize=sets.grow,
+            request_s=_judged_request_s(self.device),
+        )
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -413,10 +469,12 @@ class Worker:
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
-                self.progress("waiting for the GPU", label, None)
+                clock = self._clock(sets) if judged else self.device
+                if judged:
+                    self._size_batch(clock, [run_a, run_b], settings, label, 2 * timeout)
+                self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
-                    clock = self._clock(sets) if judged else self.device
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if judged:
                     calibration = ratio_seen_to_new(a, clock.fresh[0])
@@ -434,7 +492,8 @@ class Worker:
                 nbytes = sets.sets[0].bufs.nbytes
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
                 how = clock.describe() if judged else "CUDA events around each launch"
-                _note_clock(f"A/B {label}", how)
+                if judged:
+                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, clock.fresh[1]))
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()
@@ -486,12 +545,19 @@ def _profiler() -> Any:
     return cProfile.Profile()
 
 
-def _note_clock(label: str, how: str) -> None:
-    """With KERNEL_LSP_WORKER_PROFILE=DIR, each judged timing's clock in DIR/clocks.txt."""
+def _note_clock(label: str, how: str, *seen_to_new: float) -> None:
+    """Each judged timing's clock, and per side how much faster its runs on inputs it had seen
+    were than its runs on new ones (the reading of runner/judge.seen_inputs_faster), appended to
+    KERNEL_LSP_JUDGE_CLOCKS (a file) or DIR/clocks.txt with KERNEL_LSP_WORKER_PROFILE=DIR: a
+    developer's figures (benchmarks/judge_cost.py prints them)."""
+    path = os.environ.get("KERNEL_LSP_JUDGE_CLOCKS")
     folder = os.environ.get("KERNEL_LSP_WORKER_PROFILE")
-    if folder:
-        with open(os.path.join(folder, "clocks.txt"), "a") as f:
-            f.write(f"{os.getpid()} {label}: {how}\n")
+    if not path and folder:
+        path = os.path.join(folder, "clocks.txt")
+    if path:
+        ratios = ", ".join(f"{r:.2f}" for r in seen_to_new)
+        with open(path, "a") as f:
+            f.write(f"{os.getpid()} {label}: {how}; seen/new time per side: {ratios}\n")
 
 
 def main(argv: list[str] | None = None) -> int:

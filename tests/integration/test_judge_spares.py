@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
+# The boundary suite's candidates (an honest launcher, one that keeps results between runs).
+from test_judge_boundary import CACHES, HONEST
+from test_judge_boundary import check as check_large
+
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import in_process_available
 from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.runner.isolation import MAX_BATCH
 from kernel_lsp.runner.judge import AccusedPool
 from kernel_lsp.runner.timing import TimingSettings
 
@@ -113,7 +118,6 @@ def test_the_pool_hands_out_started_processes_and_starts_spares_without_waiting(
         pool.close()
 
 
-
 @needs_nvcc
 @needs_sandbox
 def test_work_skipped_for_some_sets_of_a_batch_is_found(tmp_path):
@@ -123,3 +127,69 @@ def test_work_skipped_for_some_sets_of_a_batch_is_found(tmp_path):
     words = " ".join(p.message for p in result.problems)
     assert result.problems[0].kind == "timing_mismatch", words
     assert "poison" in words or "wrong" in words, words
+
+
+@needs_nvcc
+@needs_sandbox
+def test_a_grown_batch_still_finds_skipped_work_and_results_kept_between_runs(tmp_path, monkeypatch):
+    """A short run's batch grows after the warm-up (runner/judge.HostClock.resize_batch): asked
+    for requests of a second, a fake run's batch takes the largest size. The new sets are bound
+    and checked like the first ones, and the attacks on batches are still found."""
+    # The cache on the boundary suite's larger case, where the work it saves shows.
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_REQUEST_S", "1.0")
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as judged:
+        honest = check(judged, tmp_path, HONEST)
+        skips = check(judged, tmp_path, SKIPS_IN_A_BATCH)
+        caches = check_large(judged, tmp_path, CACHES)
+    assert honest.ok, honest.message
+    (timing,) = honest.timings
+    assert f"of {MAX_BATCH} run(s) each" in timing.clock, timing.clock
+    assert timing.measurement.n >= 30
+    assert not skips.ok and skips.problems[0].kind == "timing_mismatch", skips.message
+    assert not caches.ok and caches.problems[0].kind == "suspicious", caches.message
+    assert "already seen" in caches.message
+
+
+@needs_nvcc
+@needs_sandbox
+def test_on_the_fake_gpu_a_batch_keeps_three_sets_unless_asked(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNEL_LSP_JUDGE_REQUEST_S", raising=False)
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as judged:
+        honest = check(judged, tmp_path, HONEST)
+    assert honest.ok, honest.message
+    assert "of 3 run(s) each" in honest.timings[0].clock, honest.timings[0].clock
+
+
+# Its timing inputs take 0.1 s a set to make, one after another (small sets are not made side by
+# side): the new sets of a grown batch, about 4 s.
+SLOW_INPUTS_SPEC = """import time
+import numpy as np
+from kernel_lsp.spec import Spec, In, Out, Scalar
+
+def slow(rng, shape):
+    if shape[0] > 1000:
+        time.sleep(0.1)
+    return rng.standard_normal(shape).astype(np.float32)
+
+SPEC = Spec(
+    entry="scale",
+    sizes=[{"n": 1000}],
+    timing_sizes=[{"n": 1 << 14}],
+    args={"x": In("float32", shape="n", dist=slow), "y": Out("float32", shape="n"), "n": Scalar("int32")},
+    reference=lambda x: {"y": 2.0 * x},
+)
+"""
+
+
+@needs_nvcc
+@needs_sandbox
+def test_growing_a_batch_of_large_sets_is_not_taken_for_a_hang(tmp_path, monkeypatch):
+    """The new sets of a grown batch take longer to make than a launch may take (0.5 s here):
+    they are made outside the timing's turn, as a host phase, not on the hang detector's clock."""
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_REQUEST_S", "1.0")
+    (tmp_path / "scale.cu").write_text(HONEST)
+    (tmp_path / "scale.spec.py").write_text(SLOW_INPUTS_SPEC)
+    with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=0.5) as judged:
+        (result,) = check_file(judged, str(tmp_path / "scale.cu"), compile_options=OPTIONS)
+    assert result.ok, result.message
+    assert f"of {MAX_BATCH} run(s) each" in result.timings[0].clock, result.timings[0].clock
