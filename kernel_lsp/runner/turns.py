@@ -110,8 +110,14 @@ def exclusive() -> contextlib.AbstractContextManager[None]:
 
 def device_key(info: dict, fake: bool) -> str:
     """Which GPU the turns are for: its PCI location (the same for every process, whatever
-    CUDA_VISIBLE_DEVICES each has); the fake GPU by its index."""
+    CUDA_VISIBLE_DEVICES each has); the fake GPU by its index among all devices: through
+    CUDA_VISIBLE_DEVICES, as Ray gives each actor its own (every actor's fake GPU is its device
+    0: on one key, two actors' timed launches took turns as if on one GPU)."""
     if fake:
-        return f"fake{int(info.get('index', 0))}"
+        index = int(info.get("index", 0))
+        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+        if index < len(visible) and visible[index].isdigit():
+            index = int(visible[index])
+        return f"fake{index}"
     bus = info.get("pci_bus_id")
     return f"pci{int(bus)}" if bus else f"dev{int(info.get('index', 0))}"

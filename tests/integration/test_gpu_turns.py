@@ -99,3 +99,18 @@ def test_lock_files_another_user_made_are_not_used(tmp_path):
         raise AssertionError("a lock file owned by another user was used")
     os.chown(gate, os.getuid(), os.getgid())
     GpuTurns("test", str(tmp_path)).close()  # its own: used
+
+
+def test_each_fake_gpu_has_its_own_turns_whatever_index_its_process_sees(monkeypatch):
+    """A Ray actor's fake GPU is its device 0 with CUDA_VISIBLE_DEVICES naming the GPU it holds:
+    two actors' workers must not take turns as if on one GPU (they did: both keyed `fake0`)."""
+    from kernel_lsp.runner.turns import device_key
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert [device_key({"index": i}, fake=True) for i in (0, 1)] == ["fake0", "fake1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the second actor's
+    assert device_key({"index": 0}, fake=True) == "fake1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
+    assert [device_key({"index": i}, fake=True) for i in (0, 1)] == ["fake3", "fake2"]
+    # A real GPU is named by its PCI bus, the same in every process.
+    assert device_key({"index": 0, "pci_bus_id": 25}, fake=False) == "pci25"
