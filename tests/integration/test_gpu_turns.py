@@ -112,5 +112,10 @@ def test_each_fake_gpu_has_its_own_turns_whatever_index_its_process_sees(monkeyp
     assert device_key({"index": 0}, fake=True) == "fake1"
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
     assert [device_key({"index": i}, fake=True) for i in (0, 1)] == ["fake3", "fake2"]
-    # A real GPU is named by its PCI bus, the same in every process.
+    # A real GPU is named by its PCI place, the same in every process: two GPUs a VM put on one
+    # bus are two; with no place known, by its index among all devices.
     assert device_key({"index": 0, "pci_bus_id": 25}, fake=False) == "pci25"
+    on_one_bus = [{"index": 0, "pci_bus_id": 0, "pci_device_id": slot} for slot in (5, 6)]
+    assert len({device_key(info, fake=False) for info in on_one_bus}) == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert device_key({"index": 0, "pci_bus_id": 0}, fake=False) == "dev1"
