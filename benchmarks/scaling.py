@@ -673,7 +673,8 @@ def main(argv: list[str] | None = None) -> int:
                         outcomes.setdefault(count, []).append(r["outcome"])
                         timed[count] = min(timed.get(count, seconds), seconds)
                         base = timed.get(1)
-                        speedup = f"{base / seconds:.2f}x" if base and count != 1 else "1.00x"
+                        # No 1-GPU figure (its row killed or skipped): no ratio, rather than 1.00x.
+                        speedup = "1.00x" if count == 1 else f"{base / seconds:.2f}x" if base else "-"
                         first = outcomes[min(outcomes)][0]
                         same = "yes" if all(o == first for got in outcomes.values() for o in got) else "NO"
                         if name == "startup":
