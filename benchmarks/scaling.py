@@ -10,12 +10,15 @@ Workloads (each measurement in a fresh child process, from an empty result cache
   no network), whole-file answers, each with other BLOCK/ITEMS/VEC; code an LLM wrote runs judged
   (the sandbox), locally or in the Ray actor's judge; then the A/B and the proof gate
   (compute-sanitizer) of the fastest. Timed: the round.
-- check: `check`'s GPU verification of 10 spec'd sample files (samples/vector_add, dot,
-  reduce_sum, softmax, rmsnorm: fp32 and bf16, one kernel each, their own specs at their full
-  sizes; `--check-files` for others), files spread over the GPUs. Timed: the files on the GPUs
+- check: `check`'s GPU verification of 6 spec'd sample files (samples/vector_add, dot,
+  reduce_sum: fp32 and bf16, one kernel each, their own specs at their full sizes;
+  `--check-files samples/vector_add,samples/dot,samples/reduce_sum,samples/softmax,samples/rmsnorm`
+  for the 10 of the night of 2026-11-28, whose four rows do not fit the table's 5 minutes beside
+  the optimize rounds), files spread over the GPUs. Timed: the files on the GPUs
   (each file's spec load, build for the GPU's arch, verification and timing, on the GPU it
   was lent); the files' compile checks before, opening and closing the GPUs are in `wall`.
-- startup: opening the GPUs alone (workers, actors), which the other rows include.
+- startup (only when named in `--workloads`): opening the GPUs alone (workers, actors), which
+  every other row includes and shows as `open GPUs` in its `#` line.
 
 The optimize rounds use the benchmark's own spec for vector_add_fp32.cu (BENCH_SPEC: the sample's
 inputs and checks, verified up to 1M elements and timed at 4M instead of 32M), so that a round's
@@ -34,16 +37,21 @@ the time went: `phases s` (start, baseline, ncu, round, after) and `calls` (coun
 over threads, most at once: compiles, GPU checks, waits for a free GPU, A/B, sanitizer). A row
 killed at `--timeout` still prints what it had done.
 
-Each row is printed (and flushed) as soon as it is measured. A measurement that runs past
-`--timeout` is killed with its process group (its workers, its Ray actors die with their
-driver) and its row says so; past `--deadline` the rest are skipped, each with a row. The
-defaults (45 s a measurement, 270 s in all) fit 5 minutes on 2 H200s for the 16 rows.
+Each row is printed (and flushed) as soon as it is measured. The rows run pair by pair (a
+workload on a backend: 1 GPU, then N), and the `--deadline` is shared: each pair gets an equal
+share of what is left when it starts (what an earlier pair left over goes to the later ones), and
+in a pair a 1-GPU row may take 2/3 of what is left of the pair's share, an N-GPU row the rest, so
+that no workload's rows eat the time of those after them (before, the Ray `check` rows came last
+and got 24 s). A measurement that runs past its limit (`--timeout`, or its share) is killed with
+its process group (its workers, its Ray actors die with their driver) and its row says which; a
+row whose share is gone is skipped with a row that says so. The defaults (45 s a measurement,
+270 s in all, tuner, llm and check) aim at 5 minutes on 2 H200s for the 12 rows.
 
 On a machine without a GPU it runs on fake GPUs (the runner's no-GPU mode: each "slow" launch
 sleeps 2 ms, compiles map sources to fake images, warm L2, 0.2 s sampling) and says so: the
 figures then show the scheduling overhead and the parallelism, not GPU speed.
 
-    python benchmarks/scaling.py [--gpus N] [--workloads startup,tuner,llm,check] [--backends local,ray]
+    python benchmarks/scaling.py [--gpus N] [--workloads tuner,llm,check,startup] [--backends local,ray]
                                  [--repeat 1] [--timeout 45] [--deadline 270] [--fake] [--tools]
                                  [--check-files samples/vector_add,samples/dot]
 """
@@ -79,14 +87,8 @@ TUNED = "samples/vector_add/vector_add_fp32.cu", "vector_add"
 POINTS = [  # the LLM's 8 answers: (BLOCK, ITEMS, VEC)
     (128, 1, 1), (256, 2, 1), (512, 1, 4), (1024, 1, 1), (256, 4, 2), (128, 8, 4), (512, 2, 2), (256, 1, 4),
 ]  # fmt: skip
-# Spec'd samples for `check` (10 files, fp32 and bf16; `--check-files samples` for all of them).
-CHECK_FILES = [
-    "samples/vector_add",
-    "samples/dot",
-    "samples/reduce_sum",
-    "samples/softmax",
-    "samples/rmsnorm",
-]
+# Spec'd samples for `check` (6 files, fp32 and bf16; `--check-files samples` for all of them).
+CHECK_FILES = ["samples/vector_add", "samples/dot", "samples/reduce_sum"]
 
 # The benchmark's spec for TUNED on a GPU: the sample's (samples/vector_add/vector_add_fp32.spec.py)
 # without its 32M-element case; timed at 4M elements (48 MB a launch: past the H200's L2).
@@ -517,8 +519,22 @@ def _say_phases_and_exit(signum: int, frame: Any) -> None:
     os._exit(1)
 
 
+def row_limit(pair_left_s: float, weights_left: list[int], timeout_s: float) -> tuple[float, bool]:
+    """A row's limit: its weight's part of what is left of its pair's share (`weights_left`: this
+    row's weight first, then the pair's rows after it: 2 a 1-GPU row, 1 an N-GPU row), never over
+    `timeout_s`; and whether the share, not `timeout_s`, set it."""
+    share = pair_left_s * weights_left[0] / sum(weights_left)
+    return (share, True) if share < timeout_s else (timeout_s, False)
+
+
 def measure(
-    args: argparse.Namespace, name: str, backend: str, count: int, address: str | None, timeout: float
+    args: argparse.Namespace,
+    name: str,
+    backend: str,
+    count: int,
+    address: str | None,
+    timeout: float,
+    by_share: bool = False,
 ) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--one", name, backend, str(count), "--check-files", args.check_files]
     cmd += ["--fake"] if args.fake else []
@@ -536,7 +552,8 @@ def measure(
         except subprocess.TimeoutExpired:  # a grandchild in its own session holds the pipe
             out = ""
         partial = [json.loads(x[len("PARTIAL ") :]) for x in out.splitlines() if x.startswith("PARTIAL ")]
-        return {"error": f"timed out after {timeout:.0f} s (killed)", **(partial[-1] if partial else {})}
+        why = " at its share of the table's deadline" if by_share else ""
+        return {"error": f"timed out after {timeout:.0f} s (killed{why})", **(partial[-1] if partial else {})}
     for line in out.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT ") :])
@@ -571,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--gpus", type=int, help="N (default: every visible GPU; 2 fake ones without a GPU)")
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--workloads", default="startup,tuner,llm,check")
+    p.add_argument("--workloads", default="tuner,llm,check")
     p.add_argument("--backends", default="local,ray")
     p.add_argument("--fake", action="store_true", help="fake GPUs even where a GPU is present")
     p.add_argument("--ray-address", help="a Ray cluster to join (default: start one here)")
@@ -614,18 +631,30 @@ def main(argv: list[str] | None = None) -> int:
     widths = [8, 7, 4, 7, 7, 7, 12, 4, 0]
     print("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip(), flush=True)
     described: set[str] = set()
+    pairs_left = len(names) * len(backends)
     try:
         for name in names:
             for backend in backends:
                 timed: dict[int, float] = {}
                 outcomes: dict[int, list[str]] = {}
+                # This pair's share of what is left of the table's deadline.
+                pair_began = time.perf_counter()
+                pair_share = (args.deadline - (pair_began - began)) / pairs_left
+                pairs_left -= 1
+                weights = [2 if count == 1 else 1 for count in (1, n) for _ in range(args.repeat)]
                 for count in (1, n):
                     for _ in range(args.repeat):
                         left = args.deadline - (time.perf_counter() - began)
+                        limit, by_share = row_limit(
+                            pair_share - (time.perf_counter() - pair_began), weights, min(args.timeout, left)
+                        )
+                        weights.pop(0)
                         if left < 5:
                             r: dict[str, Any] = {"error": "skipped: the table's deadline has passed"}
+                        elif limit < 5:
+                            r = {"error": "skipped: its share of the table's deadline has passed"}
                         else:
-                            r = measure(args, name, backend, count, address, min(args.timeout, left))
+                            r = measure(args, name, backend, count, address, limit, by_share)
                         if "error" not in r and name not in described:
                             print(f"# {name}: {r['what']}", flush=True)
                             described.add(name)
@@ -644,7 +673,8 @@ def main(argv: list[str] | None = None) -> int:
                         outcomes.setdefault(count, []).append(r["outcome"])
                         timed[count] = min(timed.get(count, seconds), seconds)
                         base = timed.get(1)
-                        speedup = f"{base / seconds:.2f}x" if base and count != 1 else "1.00x"
+                        # No 1-GPU figure (its row killed or skipped): no ratio, rather than 1.00x.
+                        speedup = "1.00x" if count == 1 else f"{base / seconds:.2f}x" if base else "-"
                         first = outcomes[min(outcomes)][0]
                         same = "yes" if all(o == first for got in outcomes.values() for o in got) else "NO"
                         if name == "startup":

@@ -8,8 +8,9 @@ so a GpuSession, the BackendPool and the optimizer use it like a local GPU.
 Compiling stays on the driver: GpuSession compiles for `device.arch`, which is the actor's own
 device, so a heterogeneous cluster gets one compile per distinct arch (the compile cache makes
 the repeats free), and the nodes need no NVRTC or nvcc, only the runner. Only CUBIN bytes, launch
-steps and the spec's path and text travel; the actor loads the spec itself (the user's Python
-runs in the actor, never in the driver's event loop).
+steps, the spec's text and its summary travel (the summary the driver loaded in a worker, every
+function of the user's replaced by a stand-in: what a local worker's backend gets); the user's
+Python runs in the actor's worker process, which loads the spec from its text.
 
 An actor that dies (killed, node lost) costs the one request it was serving: that request answers
 as a crash that says so, and a fresh actor takes its place for the next request.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import socket
 import threading
 import time
@@ -99,6 +101,7 @@ def connect(address: str | None = None, local_gpus: int | None = None) -> Any:
 
 
 FREE_GRACE_S = 5.0
+SPECS_KEPT = 8  # specs an actor keeps loaded (by path, name and text) for the next request
 
 
 def cluster_gpus(ray: Any) -> int:
@@ -137,6 +140,7 @@ class EvaluationActor:
         self.host = socket.gethostname()
         self._settings = (launch_timeout_s, TimingSettings(**timing), fake, start_timeout_s)
         self.judged_local: LocalBackend | None = None
+        self._specs: dict[tuple[str, str | None, str | None], Spec] = {}  # loaded here, by text
 
     def _backend(self, judged: bool) -> Any:
         """The actor's plain worker, or its judge (runner/judge.py: each candidate in a confined
@@ -171,11 +175,33 @@ class EvaluationActor:
             "version": _version(),
         }
 
-    def _spec(self, spec_path: str, spec_source: str | None, name: str) -> Spec | None:
+    def ping(self) -> None:
+        """Answers at once: queued just before a request, it says whether the actor was alive
+        when the request reached it (RayBackend._call)."""
+
+    def request(self, method: str, *args: Any) -> tuple[Any, dict[str, Any]]:
+        """`method(*args)` and the actor's state after it (restarts, worker), so that the driver
+        knows them without asking again."""
+        value = getattr(self, method)(*args)
+        return value, {"restarts": self.local.restarts, "worker_pid": self.local.worker_pid}
+
+    def _spec(self, spec: Spec | tuple[str, str | None], spec_source: str | None) -> Spec | None:
+        """The driver's summary of the spec (what a local worker gets: no function of the user's
+        in it), or for a (path, name) reference the spec loaded here, once per text."""
+        if isinstance(spec, Spec):
+            return spec
         from .specs import resolve_spec
 
-        spec, _ = resolve_spec(spec_path, spec_path, name, spec_source)
-        return spec
+        path, name = spec
+        key = (path, name, spec_source)
+        if spec_source is None or key not in self._specs:
+            found, _ = resolve_spec(path, path, name, spec_source)
+            if spec_source is None or found is None:
+                return found
+            if len(self._specs) >= SPECS_KEPT:
+                self._specs.pop(next(iter(self._specs)))
+            self._specs[key] = found
+        return self._specs[key]
 
     def _stamp(self, result: Any) -> Any:
         result.host, result.device_index = self.host, self.gpu_id
@@ -183,37 +209,39 @@ class EvaluationActor:
 
     def check(
         self,
-        spec_path: str,
+        spec_or_ref: Spec | tuple[str, str | None],
         spec_source: str | None,
-        name: str,
         built: Built,
         measure: bool,
         baseline: Built | None,
         judged: bool = False,
     ) -> KernelCheck:
-        spec = self._spec(spec_path, spec_source, name)
+        spec = self._spec(spec_or_ref, spec_source)
         if spec is None:
+            path, name = (
+                spec_or_ref if isinstance(spec_or_ref, tuple) else (spec_or_ref.path, spec_or_ref.kernel)
+            )
             return self._stamp(
-                KernelCheck(name, CheckStatus.SPEC_ERROR, message=f"the spec {spec_path} did not load on {self.host}")
+                KernelCheck(
+                    name or "", CheckStatus.SPEC_ERROR, message=f"the spec {path} did not load on {self.host}"
+                )
             )
         return self._stamp(self._backend(judged).check(spec, spec_source, built, measure, baseline))
 
     def compare(
         self,
-        spec_path: str,
+        spec_or_ref: Spec | tuple[str, str | None],
         spec_source: str | None,
-        name: str,
         baseline: Built,
         candidate: Built,
         min_speedup: float,
         judged: bool = False,
     ) -> Comparison:
-        spec = self._spec(spec_path, spec_source, name)
+        spec = self._spec(spec_or_ref, spec_source)
         if spec is None:
+            path = spec_or_ref[0] if isinstance(spec_or_ref, tuple) else spec_or_ref.path
             return self._stamp(
-                Comparison(
-                    1.0, 1.0, 1.0, 0, None, None, error=f"the spec {spec_path} did not load on {self.host}"
-                )
+                Comparison(1.0, 1.0, 1.0, 0, None, None, error=f"the spec {path} did not load on {self.host}")
             )
         return self._stamp(self._backend(judged).compare(spec, spec_source, baseline, candidate, min_speedup))
 
@@ -248,8 +276,12 @@ def _read(path: str) -> str | None:
 
 
 class RayBackend:
-    """The driver's handle on one GPU actor; replaces the actor when it dies. Thread-safe (one
-    request at a time, like a local GPU)."""
+    """The driver's handle on one GPU actor; replaces the actor when it dies. Thread-safe: one
+    request at a time (`_lock`), like a local GPU, while what the actor is (its device, host,
+    whether it serves) is answered at once from what it said (`_info`, under `_info_lock`),
+    also while a request holds the GPU, as a LocalBackend's device is: the optimizer asks the
+    first GPU's device for every candidate's compile, and waiting there for that GPU's check
+    left the other GPU idle (issue 32: Ray rounds split 8+2)."""
 
     def __init__(
         self,
@@ -268,7 +300,8 @@ class RayBackend:
         self.device_index = 0
         self.restarts = 0  # actors replaced, plus worker restarts inside the current actor
         self._replaced = 0
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the request in flight
+        self._info_lock = threading.RLock()  # the actor's description, and replacing the actor
         self._info: dict[str, Any] | None = None
         self._reason = ""
         self.actor: Any = None
@@ -284,23 +317,31 @@ class RayBackend:
         self._info = None
 
     def _describe(self) -> dict[str, Any] | None:
-        """The actor's host, GPU and device; None (with _reason) when it does not come up in time
-        (no free GPU left in the cluster, node lost)."""
+        """The actor's host, GPU and device, asked once per actor; None (with _reason) when it
+        does not come up in time (no free GPU left in the cluster, node lost)."""
+        info = self._info
+        if info is not None:
+            return info
+        with self._info_lock:
+            return self._describe_now()
+
+    def _describe_now(self) -> dict[str, Any] | None:
         if self._info is not None:
             return self._info
         for attempt in (1, 2):
+            actor = self.actor
             try:
-                info = self._ray.get(self.actor.describe.remote(), timeout=self.start_timeout_s + 60.0)
+                info = self._ray.get(actor.describe.remote(), timeout=self.start_timeout_s + 60.0)
                 break
             except self._ray.exceptions.RayActorError as e:
                 if attempt == 2:
                     self._reason = f"the Ray GPU actor died as it started: {_first_line(e)}"
                     return None
-                self._lost(e)  # died while idle: nothing was lost but the actor
+                self._lost(e, actor)  # died while idle: nothing was lost but the actor
             except Exception as e:
                 self._reason = f"the Ray GPU actor did not start: {_first_line(e)}"
                 return None
-        self._info, self.host, self.device_index = info, info["host"], info["gpu_id"]
+        self.host, self.device_index = info["host"], info["gpu_id"]
         self.restarts = self._replaced + int(info.get("restarts", 0))
         self._reason = "" if info["available"] else str(info["reason"])
         theirs = info.get("version")
@@ -311,28 +352,51 @@ class RayBackend:
                 f"the Ray cluster's kernel-lsp is {theirs or 'older than 0.1.0'}, this one is {_version()}: "
                 f'install the same version on the GPU host (pip install "kernel-lsp[ray]=={_version()}")'
             )
-            self._info = info
+        self._info = info
         return info
 
-    def _lost(self, e: BaseException) -> str:
-        """The actor died mid-request: say so, and start its replacement."""
+    def _lost(self, e: BaseException, actor: Any) -> str:
+        """`actor` died (mid-request, or idle): say so, and start its replacement, once however
+        many callers saw it die."""
         where = f"{self.host or '?'} GPU {self.device_index}"
         message = f"the Ray actor on {where} died ({_first_line(e)}); it was replaced"
-        self._kill_quietly()
-        self._replaced += 1
-        self.restarts += 1
-        self._start_actor()
+        with self._info_lock:
+            if self.actor is actor:
+                self._kill_quietly()
+                self._replaced += 1
+                self.restarts += 1
+                self._start_actor()
         return message
 
     def _call(self, method: str, *args: Any) -> Any:
-        """The actor's answer, or the message of its death (a str)."""
+        """The actor's answer, or the message of its death (a str). A ping goes just before the
+        request, in the same queue: an actor that died while idle fails the ping, and is replaced
+        before the request, which loses nothing; one that fails after it died on the request.
+        The answer brings the actor's state along: no second round trip to learn it."""
         ray = self._ray
-        try:
-            result = ray.get(getattr(self.actor, method).remote(*args))
-        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError) as e:
-            return self._lost(e)
-        self._info = None  # restarts and device may have changed: ask again next time
-        return result
+        died = (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError)
+        for attempt in (1, 2):
+            actor = self.actor
+            alive = actor.ping.remote()
+            answer = actor.request.remote(method, *args)
+            try:
+                ray.get(alive)
+            except died as e:
+                message = self._lost(e, actor)
+                if attempt == 2:
+                    return message
+                if not self.available:  # the replacement did not come up
+                    return no_gpu_message(self.reason)
+                continue
+            try:
+                value, state = ray.get(answer)
+            except died as e:
+                return self._lost(e, actor)
+            self.restarts = self._replaced + int(state.get("restarts", 0))
+            if self._info is not None:
+                self._info = dict(self._info, worker_pid=state.get("worker_pid"))
+            return value
+        raise AssertionError("unreachable")
 
     def _kill_quietly(self) -> None:
         with contextlib.suppress(Exception):
@@ -340,27 +404,23 @@ class RayBackend:
 
     @property
     def available(self) -> bool:
-        with self._lock:
-            info = self._describe()
-            return bool(info and info["available"])
+        info = self._describe()
+        return bool(info and info["available"])
 
     @property
     def reason(self) -> str:
-        with self._lock:
-            self._describe()
-            return self._reason
+        self._describe()
+        return self._reason
 
     @property
     def device(self) -> DeviceInfo | None:
-        with self._lock:
-            info = self._describe()
-            return info["device"] if info else None
+        info = self._describe()
+        return info["device"] if info else None
 
     @property
     def worker_pid(self) -> int | None:
-        with self._lock:
-            info = self._describe()
-            return info.get("worker_pid") if info else None
+        info = self._describe()
+        return info.get("worker_pid") if info else None
 
     def close(self) -> None:
         with self._lock:
@@ -379,7 +439,7 @@ class RayBackend:
 
     def check(
         self,
-        spec: Spec,
+        spec: Spec | Any,
         spec_source: str | None,
         built: Built,
         measure: bool = True,
@@ -394,19 +454,19 @@ class RayBackend:
                 )
             # The node may not share this file system: the spec travels as text.
             text = spec_source if spec_source is not None else _read(spec.path)
-            result = self._call(
-                "check", spec.path, text, spec.name or spec.kernel, built, measure, baseline, judged
-            )
+            result = self._call("check", _portable(spec), text, built, measure, baseline, judged)
             if isinstance(result, str):
                 p = Problem("crash", "", result)
                 return self._stamp(
-                    KernelCheck(spec.kernel, CheckStatus.FAILED, message=result, problems=[p], spec_name=spec.title)
+                    KernelCheck(
+                        spec.kernel, CheckStatus.FAILED, message=result, problems=[p], spec_name=spec.title
+                    )
                 )
             return result
 
     def compare(
         self,
-        spec: Spec,
+        spec: Spec | Any,
         spec_source: str | None,
         baseline: Built,
         candidate: Built,
@@ -420,9 +480,7 @@ class RayBackend:
                 return self._stamp(replace(empty, error=no_gpu_message(self.reason)))
             text = spec_source if spec_source is not None else _read(spec.path)
             # Both sides in one request: one actor, one GPU, interleaved there.
-            result = self._call(
-                "compare", spec.path, text, spec.name or spec.kernel, baseline, candidate, min_speedup, judged
-            )
+            result = self._call("compare", _portable(spec), text, baseline, candidate, min_speedup, judged)
             if isinstance(result, str):
                 return self._stamp(replace(empty, error=result))
             return result
@@ -478,6 +536,23 @@ class JudgedRayBackend:
 
     def close(self) -> None:
         """The plain backend owns the actor."""
+
+
+def _portable(spec: Any) -> Spec | tuple[str, str | None]:
+    """What of a spec the actor gets: the summary a local worker gets (every function of the
+    user's replaced by a stand-in; spec/isolated.py), so the actor need not load the spec again
+    for each request; a (path, name) reference, loaded there once per text, for a spec that is
+    no Spec (the bridge's SpecRef) or whose summary cannot travel."""
+    if isinstance(spec, Spec):
+        from kernel_lsp.spec.isolated import spec_summary
+
+        try:
+            summary = spec_summary(spec)
+            pickle.dumps(summary)
+            return summary
+        except Exception:  # a value that cannot be pickled: the actor loads the spec itself
+            pass
+    return (spec.path, spec.name or spec.kernel)
 
 
 def _version() -> str:

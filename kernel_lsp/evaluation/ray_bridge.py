@@ -10,7 +10,8 @@ requests in flight answer "lost the connection to the Ray cluster" (a failed che
 an error: nothing passes for a verdict), and the next request starts a new bridge, which joins
 again or says in seconds that nothing answers at the address.
 
-Only specs' paths, texts and names, compiled bytes and launch steps cross the pipe (pickled);
+Only specs' summaries (spec/isolated.py: no function of the user's) or paths, texts and names,
+compiled bytes and launch steps cross the pipe (pickled);
 the bridge imports Ray, this process never does.
 """
 
@@ -51,6 +52,19 @@ class SpecRef:
     name: str | None
     kernel: str
     title: str
+
+
+def _spec_across(spec: Any) -> Any:
+    """What of a spec crosses the pipe: its summary (no function of the user's in it; the actor
+    uses it as a local worker's backend does, without loading the spec again), else a SpecRef."""
+    from .ray_backend import _portable
+
+    portable = _portable(spec)
+    return (
+        portable
+        if not isinstance(portable, tuple)
+        else SpecRef(spec.path, spec.name, spec.kernel, spec.title)
+    )
 
 
 def _send(stream: Any, lock: threading.Lock, message: Any) -> None:
@@ -238,7 +252,7 @@ class BridgedBackend:
 
     def check(self, spec: Any, spec_source: str | None, built: Any, measure: bool = True,
               baseline: Any = None, on_progress: Any = None, judged: bool = False) -> KernelCheck:  # fmt: skip
-        ref = SpecRef(spec.path, spec.name, spec.kernel, spec.title)
+        ref = _spec_across(spec)
         try:
             return self._request("check", ref, spec_source, built, measure, baseline, judged)
         except Exception as e:  # BridgeLost, RayUnavailable on reconnecting
@@ -255,7 +269,7 @@ class BridgedBackend:
 
     def compare(self, spec: Any, spec_source: str | None, baseline: Any, candidate: Any,
                 min_speedup: float = 1.02, on_progress: Any = None, judged: bool = False) -> Comparison:  # fmt: skip
-        ref = SpecRef(spec.path, spec.name, spec.kernel, spec.title)
+        ref = _spec_across(spec)
         try:
             return self._request("compare", ref, spec_source, baseline, candidate, min_speedup, judged)
         except Exception as e:

@@ -168,6 +168,10 @@ class CudaDevice:
             "max_threads_per_sm": self.attribute("MAX_THREADS_PER_MULTIPROCESSOR"),
             "total_mem_bytes": total_mem,
             "pci_bus_id": attr_or_zero("PCI_BUS_ID"),
+            # With the bus, where the GPU is for every process (runner/turns.py): a VM may put
+            # two GPUs on one bus number, in other domains or slots.
+            "pci_domain_id": attr_or_zero("PCI_DOMAIN_ID"),
+            "pci_device_id": attr_or_zero("PCI_DEVICE_ID"),
             "driver_version": driver_version,
         }
 

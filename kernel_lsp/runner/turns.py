@@ -109,9 +109,24 @@ def exclusive() -> contextlib.AbstractContextManager[None]:
 
 
 def device_key(info: dict, fake: bool) -> str:
-    """Which GPU the turns are for: its PCI location (the same for every process, whatever
-    CUDA_VISIBLE_DEVICES each has); the fake GPU by its index."""
+    """Which GPU the turns are for: its PCI domain, bus and slot, the same for every process
+    whatever CUDA_VISIBLE_DEVICES each has (by the bus alone, two GPUs that a VM puts on one bus
+    would be one GPU, and on bus 0 both Ray actors' `dev0`: their timed launches would take
+    turns). A fake GPU, or one with no PCI place: its index among all devices, through
+    CUDA_VISIBLE_DEVICES (every Ray actor's GPU is its device 0: on fake GPUs, two actors took
+    turns as if on one)."""
     if fake:
-        return f"fake{int(info.get('index', 0))}"
-    bus = info.get("pci_bus_id")
-    return f"pci{int(bus)}" if bus else f"dev{int(info.get('index', 0))}"
+        return f"fake{_visible_index(int(info.get('index', 0)))}"
+    place = [int(info.get(k) or 0) for k in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    if not any(place):  # unknown: the index among all devices (each Ray actor's GPU is its device 0)
+        return f"dev{_visible_index(int(info.get('index', 0)))}"
+    if not place[0] and not place[2]:
+        return f"pci{place[1]}"  # the bus alone (an older worker's description)
+    return "pci{}-{}-{}".format(*place)
+
+
+def _visible_index(index: int) -> int:
+    """`index` among all the machine's devices, through CUDA_VISIBLE_DEVICES where it names them
+    by number (as Ray does for each actor)."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return int(visible[index]) if index < len(visible) and visible[index].isdigit() else index

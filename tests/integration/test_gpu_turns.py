@@ -152,3 +152,23 @@ def test_a_verification_waiting_for_its_turn_is_not_taken_for_a_hang(tmp_path):
             thread.join()
     assert result.ok, result.message
     assert waited >= 2.0  # it did wait for the other process's turn
+
+
+def test_each_fake_gpu_has_its_own_turns_whatever_index_its_process_sees(monkeypatch):
+    """A Ray actor's fake GPU is its device 0 with CUDA_VISIBLE_DEVICES naming the GPU it holds:
+    two actors' workers must not take turns as if on one GPU (they did: both keyed `fake0`)."""
+    from kernel_lsp.runner.turns import device_key
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert [device_key({"index": i}, fake=True) for i in (0, 1)] == ["fake0", "fake1"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # the second actor's
+    assert device_key({"index": 0}, fake=True) == "fake1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,2")
+    assert [device_key({"index": i}, fake=True) for i in (0, 1)] == ["fake3", "fake2"]
+    # A real GPU is named by its PCI place, the same in every process: two GPUs a VM put on one
+    # bus are two; with no place known, by its index among all devices.
+    assert device_key({"index": 0, "pci_bus_id": 25}, fake=False) == "pci25"
+    on_one_bus = [{"index": 0, "pci_bus_id": 0, "pci_device_id": slot} for slot in (5, 6)]
+    assert len({device_key(info, fake=False) for info in on_one_bus}) == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert device_key({"index": 0, "pci_bus_id": 0}, fake=False) == "dev1"

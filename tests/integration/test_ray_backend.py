@@ -101,6 +101,93 @@ def test_a_parallel_round_on_two_actors_accepts_what_a_serial_local_round_accept
     assert parallel.accepted.id == serial.accepted.id == "r1c3"
 
 
+# A check that takes seconds on the fake GPU: the timer never reaches its noise target, so it
+# samples for its whole budget.
+LONG = TimingSettings(cold_l2=False, budget_s=4.0, target_noise=0.0)
+SHORT = TimingSettings(cold_l2=False, budget_s=0.2)
+
+
+def sent_on(backend: RayBackend) -> threading.Event:
+    """Set when `backend` sends its next request to its actor."""
+    sent = threading.Event()
+    real = backend._call
+
+    def call(method: str, *args):
+        if method == "check":
+            sent.set()
+        return real(method, *args)
+
+    backend._call = call  # type: ignore[method-assign]
+    return sent
+
+
+def test_a_busy_actor_still_says_what_it_is(fake_gpus, tmp_path):
+    """An actor's device and whether it serves are answered while it checks, as a local GPU's
+    device is: the optimizer asks the first GPU's device before every candidate's compile, and
+    waiting there for that GPU's check left the other GPU idle (issue 32)."""
+    cu = tmp_path / "vadd.cu"
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
+    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
+    backend = RayBackend(30.0, LONG)
+    gpu = GpuSession(backend=backend)
+    try:
+        assert gpu.available, gpu.reason
+        sent = sent_on(backend)
+        source = with_behaviour("slow")
+        result: list = []
+        checking = threading.Thread(
+            target=lambda: result.append(
+                gpu.check(source, str(cu), loaded, "vadd", gpu.compile(source, str(cu)))
+            )
+        )
+        checking.start()
+        assert sent.wait(60)
+        device, available = backend.device, backend.available
+        assert checking.is_alive(), "the answer waited for the check"
+        assert device is not None and available
+        checking.join(120)
+        assert result and result[0].ok, result[0].message if result else "no result"
+        assert result[0].device_index == backend.device_index
+    finally:
+        gpu.close()
+
+
+def test_a_candidate_goes_to_the_free_actor_while_the_other_checks(fake_gpus, tmp_path):
+    """Two actors, one busy with a long check: the next candidate is compiled and checked on the
+    other at once, and is done before the first (before: it waited for the first actor, whose
+    device its compile asked for, and ran after it)."""
+    from kernel_lsp.compile import CompileOptions
+    from kernel_lsp.optimizer.evaluator import GpuEvaluator
+
+    cu = tmp_path / "vadd.cu"
+    original = with_behaviour("slow")
+    cu.write_text(original)
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
+    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
+    busy, free = RayBackend(30.0, LONG), RayBackend(30.0, SHORT)
+    sessions = [GpuSession(backend=busy), GpuSession(backend=free)]
+    assert all(s.available for s in sessions)
+    evaluator = GpuEvaluator(
+        sessions[0], str(cu), loaded.specs[0], CompileOptions(), None, loaded, True, sessions[1:]
+    )
+    sent = sent_on(busy)
+    first: list = []
+    try:
+        # The pool lends its first member (the busy actor) to the first job.
+        long_check = threading.Thread(
+            target=lambda: first.append(evaluator.check(with_behaviour("vadd"), original, trusted=True))
+        )
+        long_check.start()
+        assert sent.wait(60)
+        second = evaluator.check(with_behaviour("vadd", "x"), original, trusted=True)
+        assert long_check.is_alive(), "the second candidate waited for the busy actor"
+        assert second.ok, second.problems
+        long_check.join(120)
+        assert first and first[0].ok, first[0].problems if first else "no result"
+    finally:
+        evaluator.close()
+
+
 def test_a_killed_actor_costs_only_its_request_and_is_replaced(fake_gpus, tmp_path):
     cu = tmp_path / "vadd.cu"
     (tmp_path / "vadd.spec.py").write_text(SPEC)
