@@ -20,7 +20,7 @@ Workloads (each measurement in a fresh child process, from an empty result cache
 - startup (only when named in `--workloads`): opening the GPUs alone (workers, actors), which
   every other row includes and shows as `open GPUs` in its `#` line.
 
-The optimize rounds use the benchmark's own spec for vector_add_fp32.cu (BENCH_SPEC: the sample's
+The optimize rounds use the benchmark's own spec for vector_add_fp32.cu (`bench_spec()`: the sample's
 inputs and checks, verified up to 1M elements and timed at 4M instead of 32M), so that a round's
 work is the GPUs' (verification, timing) and a row takes seconds; the sample's spec and the judge's
 defaults are unchanged. The tools after the gates are off unless `--tools`: ncu profiles (the
@@ -90,24 +90,20 @@ POINTS = [  # the LLM's 8 answers: (BLOCK, ITEMS, VEC)
 # Spec'd samples for `check` (6 files, fp32 and bf16; `--check-files samples` for all of them).
 CHECK_FILES = ["samples/vector_add", "samples/dot", "samples/reduce_sum"]
 
-# The benchmark's spec for TUNED on a GPU: the sample's (samples/vector_add/vector_add_fp32.spec.py)
-# without its 32M-element case; timed at 4M elements (48 MB a launch: past the H200's L2).
-BENCH_SPEC = """\
-from kernel_lsp.spec import In, Out, Scalar, Spec
-SPEC = Spec(
-    kernel="vector_add",
-    sizes=[{"n": 1}, {"n": 3}, {"n": 1000}, {"n": 65_537}, {"n": 1_000_003}],
-    timing_sizes=[{"n": 1 << 22}],
-    args={
-        "a": In("float32", shape="n"),
-        "b": In("float32", shape="n"),
-        "c": Out("float32", shape="n", atol=1e-6, rtol=1e-6),
-        "n": Scalar("int32"),
-    },
-    reference=lambda a, b: {"c": a + b},
-    work=lambda n: {"bytes": 12 * n, "flops": n},
-)
-"""
+# The benchmark's spec for TUNED on a GPU: the sample's own (its inputs, checks and reference),
+# its sizes without the 32M-element case, timed at 4M elements (48 MB a launch: past the H200's L2).
+SAMPLE_SPEC = REPO / "samples" / "vector_add" / "vector_add_fp32.spec.py"
+SAMPLE_SIZES = 'sizes=[{"n": 1}, {"n": 3}, {"n": 1000}, {"n": 65_537}, {"n": 1_000_003}, {"n": 1 << 25}],'
+BENCH_SIZES = 'sizes=[{"n": 1}, {"n": 3}, {"n": 1000}, {"n": 65_537}, {"n": 1_000_003}],\n    timing_sizes=[{"n": 1 << 22}],'
+
+
+def bench_spec() -> str:
+    """The sample's spec text with the benchmark's sizes (fails loudly if the sample's changed)."""
+    text = SAMPLE_SPEC.read_text()
+    if SAMPLE_SIZES not in text:
+        raise SystemExit(f"scaling.py: {SAMPLE_SPEC} no longer has the sizes line BENCH_SIZES replaces")
+    return text.replace(SAMPLE_SIZES, BENCH_SIZES)
+
 
 # The fake GPU's tunable kernel: BLOCK=512 is the fake's instant kernel, every other value the
 # 2 ms one, so the accepted candidate is known.
@@ -224,7 +220,7 @@ class Phases:
     def __call__(self, event: Any) -> None:
         """An optimizer observer: the first time of each phase's event."""
         kind = "round" if event.kind == "round_start" else event.kind
-        if kind in ("baseline", "profile", "round", "prove", "compare", "done") or kind == "candidate":
+        if kind in ("baseline", "profile", "round", "candidate", "prove", "compare", "done"):
             self.marks.append((kind, time.perf_counter() - self.began))
 
     def timeline(self) -> str:
@@ -284,10 +280,10 @@ def instrument(phases: Phases) -> None:
     phases.wrap(Workspace, "device_options", "file options")
     phases.wrap(gpu, "load_specs_isolated", "spec load")
     # Waiting for a free GPU: the pool's queue.
-    original_get = BackendPool.__init__
+    original_init = BackendPool.__init__
 
     def init(self: Any, members: Any) -> None:
-        original_get(self, members)
+        original_init(self, members)
         phases.wrap(self._idle, "get", "wait for a GPU")
 
     BackendPool.__init__ = init  # type: ignore[method-assign]
@@ -348,7 +344,7 @@ def tuner(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None
             path=path,
             kernel=kernel,
             settings=settings,
-            spec_source=None if fake else BENCH_SPEC,
+            spec_source=None if fake else bench_spec(),
             proposer="tune",
             strategy="brute_force",
             rounds=1,
@@ -386,7 +382,7 @@ def llm(settings: Settings, work: Path, fake: bool) -> tuple[str, float | None, 
             path=path,
             kernel=kernel,
             settings=settings,
-            spec_source=None if fake else BENCH_SPEC,
+            spec_source=None if fake else bench_spec(),
             proposer="llm",
             rounds=1,
             candidates=len(POINTS),

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -75,6 +77,30 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """Ask the kernel to send `sig` to this process when the thread that started it ends.
     False where there is no prctl (not Linux)."""
     return _prctl is not None and _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+
+
+@functools.cache
+def _setpriv_with_pdeathsig() -> str | None:
+    """util-linux's setpriv where it takes --pdeathsig (2.33 and later), else None."""
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if probe.returncode == 0 else None
+
+
+def dies_with_parent(argv: list[str]) -> list[str]:
+    """`argv` run so that the kernel kills it (SIGKILL) when the thread that starts it ends, for
+    a child started where `preexec_fn` is unsafe (a process with threads, asyncio's
+    subprocesses): through `setpriv --pdeathsig`, which sets it and execs `argv` (same pid).
+    `argv` unchanged where there is no such setpriv."""
+    setpriv = _setpriv_with_pdeathsig()
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
 
 
 def end_process_group(code: int = 1) -> None:

@@ -11,6 +11,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATUS_NOTIFICATION = "kernelLsp/status"
+# How long the server may take to end its workers and watchers once told to exit (the process
+# ends after it either way; a compile worker's own stop is 2 s, the pool's join 30 s at most).
+CLOSE_DEADLINE_S = 10.0
 
 
 class KernelLanguageServer(LanguageServer):
@@ -134,21 +138,41 @@ class KernelLanguageServer(LanguageServer):
         finally:
             self.close()
 
-    def close(self) -> None:
+    def close(self, deadline_s: float = CLOSE_DEADLINE_S) -> bool:
         """End every process and thread the server started (also when the client went away
-        without shutdown): compile workers, the GPU worker, the watchers."""
+        without shutdown): compile workers, the GPU worker, the watchers. Within `deadline_s`:
+        a step that blocks (a worker that does not answer, a join) is logged and left to the
+        process's exit, because an editor waits for a server it told to exit (and a test
+        client waits forever). Whether every step finished in time."""
         steps = [self.clangd.kill, *self.shutdown_hooks]
         if self.built("gpu_feature"):
             steps.insert(0, self.gpu_feature.stop)
         if self.built("analysis"):
             steps.insert(0, self.analysis.shutdown)
-        for step in steps:
-            try:
-                result = step()
-                if inspect.iscoroutine(result):  # no loop to await it in: clangd.kill did its work
-                    result.close()
-            except Exception:
-                log.exception("closing the server: %s", step)
+        current: list[Any] = [None]
+
+        def run_steps() -> None:
+            for step in steps:
+                current[0] = step
+                try:
+                    result = step()
+                    if inspect.iscoroutine(result):  # no loop to await it in: clangd.kill did its work
+                        result.close()
+                except Exception:
+                    log.exception("closing the server: %s", step)
+            current[0] = None
+
+        closing = threading.Thread(target=run_steps, name="kernel-lsp-close", daemon=True)
+        closing.start()
+        closing.join(deadline_s)
+        if closing.is_alive():
+            log.error(
+                "closing the server: %s did not finish within %.0f s; exiting without it",
+                getattr(current[0], "__qualname__", current[0]),
+                deadline_s,
+            )
+            return False
+        return True
 
     # --- documents ----------------------------------------------------------------------------
 

@@ -326,3 +326,21 @@ def test_a_small_status_is_quoted_and_a_large_one_is_not(judged, tmp_path):
     large = small.replace("return 7;", "return 0x7f3a9c;")
     result = check(judged, tmp_path, large)
     assert "returned a non-zero status" in words(result) and str(0x7F3A9C) not in words(result), words(result)
+
+
+def test_the_optimizers_judge_twin_is_a_judge_with_the_users_settings(plain, tmp_path):
+    """The optimizer judges code an LLM wrote in `sandboxed_session()`, a twin of the user's
+    session (LocalBackend.like): a judge on the same GPU, with the same launch timeout and timing,
+    so a candidate that patches its process's verifier and clock is caught there too."""
+    twin = plain.sandboxed_session()
+    assert twin is not None and twin is not plain
+    try:
+        mine, theirs = plain.backend, twin.backend
+        assert theirs.sandboxed and not mine.sandboxed
+        same = ("device_index", "launch_timeout_s", "timing", "fake", "start_timeout_s", "use_device_cache")
+        assert [getattr(theirs, k) for k in same] == [getattr(mine, k) for k in same]
+        result = check(twin, tmp_path, PATCHES_THE_JUDGE)
+    finally:
+        twin.close()
+    assert not result.ok
+    assert result.problems[0].kind == "mismatch" and "constant" in words(result), words(result)

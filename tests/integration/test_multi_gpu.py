@@ -198,10 +198,8 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
     assert parallel.accepted.id == serial.accepted.id == "r1c3"
 
 
-def test_a_cancelled_parallel_round_starts_no_candidate(fake_gpus, tmp_path):
-    from kernel_lsp.optimizer.loop import _gates_in_parallel, _State
-    from kernel_lsp.optimizer.model import Outcome
-
+def two_gpu_evaluator(tmp_path: Path):
+    """A slow fake vadd with its spec, and the gates over two fake GPUs' sessions."""
     cu = tmp_path / "vadd.cu"
     cu.write_text(with_behaviour("slow"))
     (tmp_path / "vadd.spec.py").write_text(SPEC)
@@ -210,6 +208,14 @@ def test_a_cancelled_parallel_round_starts_no_candidate(fake_gpus, tmp_path):
     evaluator = GpuEvaluator(
         sessions[0], str(cu), loaded.specs[0], CompileOptions(), None, loaded, True, sessions[1:]
     )
+    return cu, loaded, sessions, evaluator
+
+
+def test_a_cancelled_parallel_round_starts_no_candidate(fake_gpus, tmp_path):
+    from kernel_lsp.optimizer.loop import _gates_in_parallel, _State
+    from kernel_lsp.optimizer.model import Outcome
+
+    cu, loaded, sessions, evaluator = two_gpu_evaluator(tmp_path)
     target = Target(str(cu), cu.read_text(), loaded.specs[0], ["vadd"])
     proposals = [Proposal("scripted", with_behaviour(b)) for b in ("vadd", "const", "half")]
     state = _State(baseline=Outcome("baseline", 0, "original", Status.CORRECT))
@@ -277,14 +283,7 @@ def test_every_gpus_judge_starts_when_the_first_is_asked_for(fake_gpus, tmp_path
     inside the parallel round at its first candidate."""
     import time
 
-    cu = tmp_path / "vadd.cu"
-    cu.write_text(with_behaviour("slow"))
-    (tmp_path / "vadd.spec.py").write_text(SPEC)
-    loaded = load_specs(str(tmp_path / "vadd.spec.py"))
-    sessions = [GpuSession(device=d, launch_timeout_s=2.0) for d in range(2)]
-    evaluator = GpuEvaluator(
-        sessions[0], str(cu), loaded.specs[0], CompileOptions(), None, loaded, True, sessions[1:]
-    )
+    *_, evaluator = two_gpu_evaluator(tmp_path)
     try:
         evaluator._sessions(trusted=False)  # what the baseline's check does first
         judged = evaluator.judged_sessions

@@ -8,10 +8,12 @@ one task; only the step that computes a file's flags (it reads the project's pyp
 compile_commands.json and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
 too when anything is waiting, and sent when everything before it has been; else it goes at once.
 
-No orphan: clangd exits when its stdin reaches end of file, which the kernel makes happen when
-the server dies, however it dies (even SIGKILL). clangd shares the server's process group, so an
-editor that kills the group kills it too. (No `preexec_fn`/prctl: it is not safe in a process
-that runs threads, as the server does.)
+No orphan: clangd is started through `setpriv --pdeathsig KILL` (procs.dies_with_parent), so the
+kernel kills it the moment the server dies, however it dies (even SIGKILL): clangd busy in a
+parse of CUB took more than 10 s to notice its stdin's end on a loaded machine. Without such a
+setpriv, clangd still exits when its stdin reaches end of file. clangd shares the server's
+process group, so an editor that kills the group kills it too. (No `preexec_fn`/prctl: it is not
+safe in a process that runs threads, as the server does.)
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 from lsprotocol import converters, types
 
-from ... import __version__
+from ... import __version__, procs
 from ..uris import uri_to_path
 from .binary import ClangdBinary, find_clangd, user_choice
 from .database import PrivateDatabase
@@ -350,6 +352,7 @@ class ClangdProxy:
             atexit.register(self._database.remove)
         settings = self.server.settings
         command = clangd_command(self.binary.path, self._database.folder, settings.clangd_background_index)
+        command = await asyncio.to_thread(procs.dies_with_parent, command)  # looks for setpriv once
         process = await asyncio.create_subprocess_exec(
             *command,
             env=clangd_environment(),
