@@ -71,7 +71,9 @@ def test_a_drift_over_time_is_not_read_as_a_cache():
     assert seen_inputs_faster(drifting, fresh) is None
 
 
-def test_a_short_batch_grows_after_the_warm_up_as_far_as_memory_allows():
+def test_a_short_batch_grows_after_the_warm_up_as_far_as_memory_allows(monkeypatch):
+    virtual = VirtualTime()
+    monkeypatch.setattr(judge, "time", virtual)
     asked: list[int] = []
 
     def resize(batch: int) -> int:  # memory allows eight sets a batch
@@ -79,19 +81,21 @@ def test_a_short_batch_grows_after_the_warm_up_as_far_as_memory_allows():
         return min(batch, 8)
 
     clock = HostClock(FakeDevice(), batch=3, resize=resize, request_s=0.004)
-    clock.time_rounds([run_that(0.0009, 0.0)], rounds=4, cold_l2=False)  # 0.3 ms a run, fixed cost in
-    # About 4 ms / 0.3 ms: 14 asked for (fewer where a loaded machine oversleeps), 8 given.
-    assert clock.resize_batch() and len(asked) == 1 and 8 < asked[0] <= 14 and clock.batch == 8
+    clock.time_rounds([run_that(virtual, 0.0009, 0.0)], rounds=4, cold_l2=False)  # 0.3 ms a run
+    # 4 ms / 0.3 ms: 14 asked for, 8 given.
+    assert clock.resize_batch() and asked == [14] and clock.batch == 8
     assert clock.answers == [] and clock.copies == []  # the warm-up's figures were of three runs
-    clock.time_rounds([run_that(0.0024, 0.0)], rounds=2, cold_l2=False)
+    clock.time_rounds([run_that(virtual, 0.0024, 0.0)], rounds=2, cold_l2=False)
     assert "of 8 run(s) each" in clock.describe() and not clock.resize_batch()  # long enough now
 
 
-def test_a_long_batch_or_a_clock_not_asked_to_resize_keeps_its_size():
+def test_a_long_batch_or_a_clock_not_asked_to_resize_keeps_its_size(monkeypatch):
+    virtual = VirtualTime()
+    monkeypatch.setattr(judge, "time", virtual)
     asked: list[int] = []
     long = HostClock(FakeDevice(), batch=3, resize=lambda b: asked.append(b) or b, request_s=0.004)
-    long.time_rounds([run_that(0.006, 0.0)], rounds=2, cold_l2=False)
+    long.time_rounds([run_that(virtual, 0.006, 0.0)], rounds=2, cold_l2=False)
     off = HostClock(FakeDevice(), batch=3, resize=lambda b: asked.append(b) or b, request_s=0.0)
-    off.time_rounds([run_that(0.0003, 0.0)], rounds=2, cold_l2=False)
+    off.time_rounds([run_that(virtual, 0.0003, 0.0)], rounds=2, cold_l2=False)
     assert not long.resize_batch() and not off.resize_batch() and asked == []
     assert long.batch == off.batch == 3
