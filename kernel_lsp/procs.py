@@ -106,9 +106,18 @@ def dies_with_parent(argv: list[str]) -> list[str]:
 def end_process_group(code: int = 1) -> None:
     """Kill the tools this process runs, then its own process group (itself included when it
     leads it; else it exits with `code`). Used when the parent is gone, asks this worker to end,
-    or the worker is done: what its jobs started (a spec's `sleep 300`) ends with it."""
-    with _groups_lock:
+    or the worker is done: what its jobs started (a spec's `sleep 300`) ends with it.
+
+    Runs in a signal handler, which a second SIGTERM (the kernel's for the parent's death, the
+    pool's own) can start again inside this very function: it takes no lock. A worker whose
+    first handler held `_groups_lock` when the second came waited for itself forever, holding
+    the server's stdout, so the editor (and CI) waited for the server's end forever too. The
+    copy is one C call under the GIL; a tool registered at this moment is killed with the
+    process group anyway."""
+    try:
         groups = list(_groups)
+    except RuntimeError:  # changed while copied
+        groups = []
     for pgid in groups:
         with contextlib.suppress(OSError):
             os.killpg(pgid, signal.SIGKILL)

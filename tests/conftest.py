@@ -41,6 +41,9 @@ def pytest_configure(config):
     """`python -m pytest` is the fast tier (pyproject's addopts: `-m 'not slow'`). A run that names
     test files or tests (`python -m pytest tests/e2e/test_neovim.py`) gets them all, slow or not,
     unless it gives its own -m."""
+    from hang_guard import HangGuard
+
+    config.pluginmanager.register(HangGuard(), "kernel-lsp-hang-guard")
     args = list(config.invocation_params.args)
     named = [a for a in args if not a.startswith("-") and (".py" in a or "::" in a)]
     user_markexpr = any(a.startswith("-m") for a in args)

@@ -76,6 +76,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.serve", "kernel_lsp.early_initialize"): (
         "a saved `initialize` answer sent before pygls loads: standard library only, no engine"
     ),
+    ("kernel_lsp.server.clangd.proxy", "kernel_lsp.procs"): (
+        "clangd, the server's own child, dies with it (setpriv --pdeathsig): process hygiene, no engine"
+    ),
 }
 
 

@@ -276,9 +276,15 @@ class ClangdProxy:
             await session.stop()
         if self._supervisor is not None:
             self._supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._supervisor
+            # asyncio.wait, not `await`: it neither raises the task's end nor waits past the
+            # bound (a launch's own steps are bounded; this is the belt to their braces).
+            await asyncio.wait({self._supervisor}, timeout=3 * STOP_TIMEOUT_S)
+            if not self._supervisor.done():
+                log.error("clangd: its supervisor did not stop within %.0f s", 3 * STOP_TIMEOUT_S)
             self._supervisor = None
+        late, self.session = self.session, None  # a launch that ended as it was being stopped
+        if late is not None:
+            await late.stop()
         if self._database is not None:
             self._database.remove()
             self._database = None
@@ -376,6 +382,12 @@ class ClangdProxy:
                     f"{self.binary.path} ended (code {process.returncode}) before answering initialize: {said}"
                 ) from e
             raise
+        if self._stopping:
+            # Stopped as clangd answered: asyncio.wait_for (Python 3.11) returns the answer and
+            # drops the cancellation when both land in one step, and this launch would go on to
+            # a clangd nobody stops (the server then never answered `shutdown`).
+            await session.stop()
+            raise asyncio.CancelledError
         answer = answer or {}
         session.capabilities = answer.get("capabilities") or {}
         session.server_version = (answer.get("serverInfo") or {}).get("version", "?")
