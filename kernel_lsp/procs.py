@@ -25,7 +25,6 @@ import contextlib
 import ctypes
 import functools
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -79,26 +78,32 @@ def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     return _prctl is not None and _prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
 
 
+# Only the system's own setpriv: a PATH lookup could find one in the folder the server runs in
+# (an editor starts it in the workspace, and a PATH with "." or an empty entry looks there).
+SETPRIV_PATHS = ("/usr/bin/setpriv", "/bin/setpriv")
+
+
 @functools.cache
 def _setpriv_with_pdeathsig() -> str | None:
-    """util-linux's setpriv where it takes --pdeathsig (2.33 and later), else None."""
-    found = shutil.which("setpriv")
-    if found is None:
-        return None
-    try:
-        probe = subprocess.run(
-            [found, "--pdeathsig", "KILL", "--", "true"], capture_output=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return found if probe.returncode == 0 else None
+    """The system's setpriv where it takes --pdeathsig (util-linux 2.33 and later), else None.
+    Asked through its --help: the probe runs nothing else."""
+    for path in SETPRIV_PATHS:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        try:
+            usage = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return path if "--pdeathsig" in usage.stdout else None
+    return None
 
 
-def dies_with_parent(argv: list[str]) -> list[str]:
+def command_dying_with_parent(argv: list[str]) -> list[str]:
     """`argv` run so that the kernel kills it (SIGKILL) when the thread that starts it ends, for
     a child started where `preexec_fn` is unsafe (a process with threads, asyncio's
     subprocesses): through `setpriv --pdeathsig`, which sets it and execs `argv` (same pid).
-    `argv` unchanged where there is no such setpriv."""
+    `argv` unchanged where there is no such setpriv. (`die_with_parent` is the same for the
+    calling process itself.)"""
     setpriv = _setpriv_with_pdeathsig()
     return [setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else list(argv)
 

@@ -1,9 +1,10 @@
 """The server's way out: a close step that blocks does not hold the exit, and a child started
-through procs.dies_with_parent (clangd) dies with the process that started it, even by SIGKILL."""
+through procs.command_dying_with_parent (clangd) dies with the process that started it, even by SIGKILL."""
 
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -42,7 +43,7 @@ def test_a_close_step_that_blocks_is_logged_and_left_behind(caplog):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_child_started_to_die_with_its_parent_dies_when_the_parent_is_killed():
-    if procs.dies_with_parent(["true"]) == ["true"]:
+    if procs.command_dying_with_parent(["true"]) == ["true"]:
         pytest.skip("no setpriv with --pdeathsig here (util-linux 2.33 or later)")
     parent = subprocess.Popen(
         [
@@ -52,7 +53,7 @@ def test_a_child_started_to_die_with_its_parent_dies_when_the_parent_is_killed()
                 """
                 import subprocess, sys, time
                 from kernel_lsp import procs
-                child = subprocess.Popen(procs.dies_with_parent(["sleep", "120"]))
+                child = subprocess.Popen(procs.command_dying_with_parent(["sleep", "120"]))
                 print(child.pid, flush=True)
                 time.sleep(120)
                 """
@@ -74,9 +75,27 @@ def test_a_child_started_to_die_with_its_parent_dies_when_the_parent_is_killed()
             parent.kill()
 
 
-def test_dies_with_parent_keeps_the_command_and_its_pid():
+def test_command_dying_with_parent_keeps_the_command():
     argv = ["clangd", "--log=error"]
-    wrapped = procs.dies_with_parent(argv)
+    wrapped = procs.command_dying_with_parent(argv)
     assert wrapped[-2:] == argv and argv == ["clangd", "--log=error"]
     if wrapped != argv:
         assert wrapped[1:4] == ["--pdeathsig", "KILL", "--"]
+
+
+def test_a_setpriv_in_the_workspace_is_never_run(tmp_path, monkeypatch):
+    """An editor starts the server in the workspace; a PATH with "." would find a repository's
+    own `setpriv` there. Only the system's is asked, and only for its --help."""
+    ran = tmp_path / "ran"
+    planted = tmp_path / "setpriv"
+    planted.write_text(f"#!/bin/sh\ntouch {ran}\necho --pdeathsig\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", ".:" + os.environ.get("PATH", ""))
+    procs._setpriv_with_pdeathsig.cache_clear()
+    try:
+        wrapped = procs.command_dying_with_parent(["clangd"])
+    finally:
+        procs._setpriv_with_pdeathsig.cache_clear()
+    assert not ran.exists(), "the workspace's setpriv ran"
+    assert wrapped == ["clangd"] or wrapped[0] in procs.SETPRIV_PATHS, wrapped

@@ -8,10 +8,11 @@ one task; only the step that computes a file's flags (it reads the project's pyp
 compile_commands.json and may ask nvidia-smi for the arch, so it runs in a thread) waits inside it. A request is queued
 too when anything is waiting, and sent when everything before it has been; else it goes at once.
 
-No orphan: clangd is started through `setpriv --pdeathsig KILL` (procs.dies_with_parent), so the
-kernel kills it the moment the server dies, however it dies (even SIGKILL): clangd busy in a
-parse of CUB took more than 10 s to notice its stdin's end on a loaded machine. Without such a
-setpriv, clangd still exits when its stdin reaches end of file. clangd shares the server's
+No orphan: clangd is started through `setpriv --pdeathsig KILL`
+(procs.command_dying_with_parent), so the kernel kills it the moment the server dies, however it
+dies (even SIGKILL): clangd busy in a parse of CUB took more than 10 s to notice its stdin's end
+on a loaded machine. Without such a setpriv, clangd still exits when its stdin reaches end of
+file. clangd shares the server's
 process group, so an editor that kills the group kills it too. (No `preexec_fn`/prctl: it is not
 safe in a process that runs threads, as the server does.)
 """
@@ -282,9 +283,6 @@ class ClangdProxy:
             if not self._supervisor.done():
                 log.error("clangd: its supervisor did not stop within %.0f s", 3 * STOP_TIMEOUT_S)
             self._supervisor = None
-        late, self.session = self.session, None  # a launch that ended as it was being stopped
-        if late is not None:
-            await late.stop()
         if self._database is not None:
             self._database.remove()
             self._database = None
@@ -358,7 +356,7 @@ class ClangdProxy:
             atexit.register(self._database.remove)
         settings = self.server.settings
         command = clangd_command(self.binary.path, self._database.folder, settings.clangd_background_index)
-        command = await asyncio.to_thread(procs.dies_with_parent, command)  # looks for setpriv once
+        command = await asyncio.to_thread(procs.command_dying_with_parent, command)  # looks for setpriv once
         process = await asyncio.create_subprocess_exec(
             *command,
             env=clangd_environment(),
