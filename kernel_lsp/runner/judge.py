@@ -544,6 +544,7 @@ class HostClock:
         self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
         self._resize = resize  # asks for a batch size, gets the one memory allows
         self._request_s = request_s  # the least time a request should take (0: never resize)
+        self.grown = False  # the batch grew: timing.measure_interleaved reaches min_samples first
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
@@ -578,6 +579,7 @@ class HostClock:
         if got == self.batch:
             return False
         self.batch = got
+        self.grown = True
         # The warm-up's figures were of the old size; a bigger batch's copy has another floor.
         self.fresh, self.answers, self.copies = [], [], []
         self._copy_floor = float("inf")

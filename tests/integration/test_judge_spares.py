@@ -193,3 +193,27 @@ def test_growing_a_batch_of_large_sets_is_not_taken_for_a_hang(tmp_path, monkeyp
         (result,) = check_file(judged, str(tmp_path / "scale.cu"), compile_options=OPTIONS)
     assert result.ok, result.message
     assert f"of {MAX_BATCH} run(s) each" in result.timings[0].clock, result.timings[0].clock
+
+
+@needs_nvcc
+@needs_sandbox
+@pytest.mark.parametrize("request_s", ["1.0", "0"])
+def test_an_ab_with_grown_batches_still_reaches_min_samples(tmp_path, monkeypatch, request_s):
+    """Each sample of a grown batch is one request of up to MAX_BATCH runs, so a budget sized for
+    batches of three ended an A/B on an H200 after n=7 (three chunks of rounds: 1, 2, 4). A grown
+    clock reaches min_samples before the budget may stop it; a batch that kept its size stops at
+    the budget as before (here a budget of zero: the first chunk, one round)."""
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_REQUEST_S", request_s)
+    (tmp_path / "scale.cu").write_text(HONEST)
+    (tmp_path / "scale.spec.py").write_text(SPEC)
+    path, spec = str(tmp_path / "scale.cu"), str(tmp_path / "scale.spec.py")
+    no_budget = TimingSettings(warmup_s=0.0, budget_s=0.0, batch_s=0.0, min_samples=15, max_samples=40)
+    with GpuSession(fake=True, timing=no_budget, sandboxed=True) as judged:
+        base = judged.build_library(HONEST, path, OPTIONS)
+        candidate = judged.build_library(HONEST, path, OPTIONS, candidate_of=HONEST)
+        ab = judged.compare(HONEST, HONEST, path, "scale", base, spec, candidate)
+    assert ab.error is None and not ab.problems, ab
+    if request_s == "0":
+        assert ab.n == 1, ab  # the budget as before: spent after the first round
+    else:
+        assert ab.n >= 15, ab

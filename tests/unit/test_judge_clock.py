@@ -99,3 +99,23 @@ def test_a_long_batch_or_a_clock_not_asked_to_resize_keeps_its_size(monkeypatch)
     off.time_rounds([run_that(virtual, 0.0003, 0.0)], rounds=2, cold_l2=False)
     assert not long.resize_batch() and not off.resize_batch() and asked == []
     assert long.batch == off.batch == 3
+
+
+def test_a_grown_batch_reaches_min_samples_before_the_budget_stops_it(monkeypatch):
+    """A grown batch's sample is one request of many runs: a budget spent after a few samples (an
+    A/B on an H200: n=7) does not stop it before min_samples; a batch that kept its size stops at
+    the budget as before (here none: after the first round)."""
+    from kernel_lsp.runner.timing import TimingSettings, measure_interleaved
+
+    virtual = VirtualTime()
+    monkeypatch.setattr(judge, "time", virtual)
+    settings = TimingSettings(warmup_s=0.0, budget_s=0.0, batch_s=0.0, min_samples=15, max_samples=100)
+    counts = {}
+    for request_s in (0.004, 0.0):
+        clock = HostClock(FakeDevice(), batch=3, resize=lambda b: min(b, 8), request_s=request_s)
+        runs = [run_that(virtual, 0.0009, 0.0), run_that(virtual, 0.0009, 0.0)]
+        clock.time_rounds(runs, rounds=2, cold_l2=False)
+        clock.resize_batch()
+        a, b = measure_interleaved(clock, runs, settings)
+        counts[request_s] = (clock.grown, clock.batch, len(a), len(b))
+    assert counts == {0.004: (True, 8, 15, 15), 0.0: (False, 3, 1, 1)}, counts
