@@ -108,27 +108,14 @@ def test_a_verification_waiting_for_its_turn_is_not_taken_for_a_hang(tmp_path):
     import tempfile
     import threading
 
+    from test_isolation import SPEC, STEPS  # a fake vadd (runner/fake.py) and its spec
+
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.runner.fake import fake_cubin
     from kernel_lsp.spec import load_specs
 
-    (tmp_path / "vadd.spec.py").write_text(
-        "from kernel_lsp.spec import In, Out, Scalar, Spec\n"
-        "SPEC = Spec(kernel='vadd', sizes=[{'n': 1000}],\n"
-        "    args={'a': In('float32'), 'b': In('float32'), 'c': Out('float32'), 'n': Scalar('int32')},\n"
-        "    reference=lambda a, b: {'c': a + b})\n"
-    )
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
     spec = load_specs(str(tmp_path / "vadd.spec.py")).specs[0]
-    steps = [
-        {
-            "kernel": "vadd",
-            "symbol": "k",
-            "params": ["a", "b", "c", "n"],
-            "grid": "1",
-            "block": "1",
-            "smem": "0",
-        }
-    ]
     held, done = threading.Event(), threading.Event()
 
     def timer_elsewhere() -> None:  # the fake GPU 0's turns, as every worker on it takes them
@@ -145,7 +132,7 @@ def test_a_verification_waiting_for_its_turn_is_not_taken_for_a_hang(tmp_path):
         assert held.wait(10)
         try:
             start = time.perf_counter()
-            result = session.check_compiled(fake_cubin({"k": "vadd"}), steps, spec, measure=False)
+            result = session.check_compiled(fake_cubin({"k": "vadd"}), STEPS, spec, measure=False)
             waited = time.perf_counter() - start
         finally:
             done.set()
