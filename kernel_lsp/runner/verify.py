@@ -399,6 +399,10 @@ def _poison_count(spec: Spec, name: str, got: np.ndarray, poison: int) -> int:
 
 # --- running a case ------------------------------------------------------------------------------
 
+# The progress phase of a wait for a GPU turn (runner/turns.py): a host phase, without a launch
+# timeout; the launch phase after it starts once the turn is held.
+WAITING_FOR_THE_GPU = "waiting for the GPU"
+
 
 class CaseRunner:
     def __init__(
@@ -419,13 +423,21 @@ class CaseRunner:
         self.kept: dict[str, list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]] = {}
 
     def execute(
-        self, steps: list[Step], bufs: Buffers, inputs: dict[str, np.ndarray], poison: int, case: str
+        self,
+        steps: list[Step],
+        bufs: Buffers,
+        inputs: dict[str, np.ndarray],
+        poison: int,
+        case: str,
+        launching: Callable[[], None] = lambda: None,
     ) -> dict[str, np.ndarray]:
         """Upload inputs, poison outputs, run the pipeline once, check guards and inputs, and
-        return the outputs."""
+        return the outputs. `launching` is called once the GPU turn is held: the caller's launch
+        phase (with its timeout) starts there, not while the turn is waited for."""
         # The GPU's part in a shared turn (other processes' verification may run beside it, never
         # a timed launch: runner/turns.py); the comparisons after it, on the host, in none.
         with turns.shared():
+            launching()
             for name, array in inputs.items():
                 bufs.upload(name, array)
             bufs.poison(poison)
@@ -499,6 +511,13 @@ class CaseRunner:
         bufs = Buffers(self.device, self.spec, sizes)
         differential = self.spec.reference is None and bool(baseline)
         prepared = _prepare_runs(self.spec, sizes, runs, differential, sum(bufs.nbytes.values()))
+
+        def phase(name: str) -> Callable[[], None]:
+            """A launch phase whose timeout starts once its GPU turn is held: a turn another
+            process holds for a while (a timed launch) is a wait, not a hang."""
+            progress(WAITING_FOR_THE_GPU, case, None)
+            return lambda: progress(name, case, launch_timeout)
+
         try:
             for run in range(runs):
                 progress("inputs and reference", case, None)
@@ -511,22 +530,18 @@ class CaseRunner:
                     ) from None
                 if differential:  # no reference: the baseline's outputs are the oracle
                     assert baseline is not None
-                    progress("original entry", case, launch_timeout)
-                    reference = self.execute(baseline, bufs, inputs, poison, case)
+                    reference = self.execute(baseline, bufs, inputs, poison, case, phase("original entry"))
                 if run == 0 and case in self.keep:  # same distribution as the timing inputs
                     self.kept.setdefault(case, []).append((inputs, reference))
-                progress("verify", case, launch_timeout)
-                first = self.execute(steps, bufs, inputs, poison, case)
+                first = self.execute(steps, bufs, inputs, poison, case, phase("verify"))
                 what = "the original gave" if differential else "expected"
                 self.check_against(
                     first, reference, case, "baseline_mismatch" if differential else "mismatch", what, poison
                 )
-                progress("race check", case, launch_timeout)
-                second = self.execute(steps, bufs, inputs, RERUN_POISON, case)
+                second = self.execute(steps, bufs, inputs, RERUN_POISON, case, phase("race check"))
                 self.check_against(second, first, case, "race", "first run gave", RERUN_POISON)
                 if baseline and not differential:
-                    progress("original kernel", case, launch_timeout)
-                    original = self.execute(baseline, bufs, inputs, poison, case)
+                    original = self.execute(baseline, bufs, inputs, poison, case, phase("original kernel"))
                     self.check_against(first, original, case, "baseline_mismatch", "original kernel gave")
         finally:
             for get in prepared:

@@ -45,6 +45,7 @@ from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
 from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
 from kernel_lsp.runner.verify import (
+    WAITING_FOR_THE_GPU,
     CaseRunner,
     Failed,
     Problem,
@@ -333,7 +334,7 @@ class Worker:
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
-            self.progress("waiting for the GPU", label, None)
+            self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
                 if settings.cold_l2:
@@ -413,7 +414,7 @@ class Worker:
             try:
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
-                self.progress("waiting for the GPU", label, None)
+                self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
                     clock = self._clock(sets) if judged else self.device

@@ -99,3 +99,43 @@ def test_lock_files_another_user_made_are_not_used(tmp_path):
         raise AssertionError("a lock file owned by another user was used")
     os.chown(gate, os.getuid(), os.getgid())
     GpuTurns("test", str(tmp_path)).close()  # its own: used
+
+
+def test_a_verification_waiting_for_its_turn_is_not_taken_for_a_hang(tmp_path):
+    """Another process times a launch for longer than this check's launch timeout (1 s): the
+    check's verification waits for its turn, then runs; its launch timeout starts once it holds
+    the turn (runner/verify.CaseRunner.verify_case), so the wait is not read as a hung kernel."""
+    import tempfile
+    import threading
+
+    from test_isolation import SPEC, STEPS  # a fake vadd (runner/fake.py) and its spec
+
+    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.runner.fake import fake_cubin
+    from kernel_lsp.spec import load_specs
+
+    (tmp_path / "vadd.spec.py").write_text(SPEC)
+    spec = load_specs(str(tmp_path / "vadd.spec.py")).specs[0]
+    held, done = threading.Event(), threading.Event()
+
+    def timer_elsewhere() -> None:  # the fake GPU 0's turns, as every worker on it takes them
+        turns = GpuTurns("fake0", tempfile.gettempdir())
+        with turns.exclusive():
+            held.set()
+            done.wait(3.0)
+        turns.close()
+
+    with GpuSession(fake=True, launch_timeout_s=1.0) as session:
+        assert session.available, session.reason
+        thread = threading.Thread(target=timer_elsewhere)
+        thread.start()
+        assert held.wait(10)
+        try:
+            start = time.perf_counter()
+            result = session.check_compiled(fake_cubin({"k": "vadd"}), STEPS, spec, measure=False)
+            waited = time.perf_counter() - start
+        finally:
+            done.set()
+            thread.join()
+    assert result.ok, result.message
+    assert waited >= 2.0  # it did wait for the other process's turn
