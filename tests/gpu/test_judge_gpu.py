@@ -75,9 +75,13 @@ def test_an_entry_that_answers_before_its_work_is_done_gains_nothing(judged):
         assert median >= 1.8e-3, median
     else:
         print(f"JUDGE answers_early: {result.problems[0].kind}: {result.message[:160]}")
-        assert result.problems[0].kind in ("mismatch", "timing_mismatch"), result.message
+        # Which check sees it first depends on when the judge's copy lands against the unfinished
+        # kernel: wrong outputs (mismatch), wrong outputs in timing (timing_mismatch), or two
+        # runs on the same inputs that disagree (race). Each refuses the candidate.
+        assert result.problems[0].kind in ("mismatch", "timing_mismatch", "race"), result.message
 
 
+@pytest.mark.quiet  # two medians taken one after the other: beside other tests' GPU work, 394 us vs 192 us (H200)
 @pytest.mark.xdist_group("timing")
 def test_patching_the_clock_of_its_process_changes_no_figure(judged):
     honest = entry(judged, "honest")

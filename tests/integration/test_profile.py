@@ -302,6 +302,24 @@ def test_counters_ncu_could_not_read_are_collected_once_more(spec, monkeypatch, 
     assert k.limiter == "memory-bound"
 
 
+@pytest.mark.parametrize(("mode", "collects"), [("fail-once", 2), ("fail", 2), ("noperm", 0)])
+def test_a_launch_ncu_failed_to_profile_is_collected_once_more(spec, monkeypatch, tmp_path, mode, collects):
+    count = tmp_path / "count"
+    count.write_text("")
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    monkeypatch.setenv("FAKE_NCU_MODE", mode)
+    monkeypatch.setenv("FAKE_NCU_COUNT", str(count))
+    with fake_session() as s:
+        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
+    assert count.read_text().count("collect") == collects
+    assert check.ok and check.profile is not None
+    if mode == "fail-once":  # the second run's figures
+        assert [k.limiter for k in check.profile.kernels] == ["memory-bound"], check.profile.note
+    else:  # said once, with ncu's words: no second run where the counters are not allowed
+        assert check.profile.kernels == [] and check.profile.note, check.profile
+        assert ("(ncu exit 9)" in check.profile.note) == (mode == "fail"), check.profile.note
+
+
 def test_a_report_the_reader_chokes_on_is_a_note(spec, monkeypatch):
     from kernel_lsp.runner import profile
 
