@@ -289,6 +289,7 @@ class Worker:
         self._account("")
         if turns.ACTIVE is not None and turns.ACTIVE.waited_s:
             self.phase_s[WAITED] = turns.ACTIVE.waited_s - self._waited_before
+        _note_phases("check", self.phase_s)
         return {
             "status": "ok" if not problems else "failed",
             "problems": [p.to_dict() for p in problems],
@@ -434,6 +435,7 @@ class Worker:
         timing, launch_timeout_s. Reply: cases [{case, a: [seconds], b: [seconds]}], problems
         (the outputs after timing, and the candidate's after one more launch, checked against the
         reference)."""
+        self.phase_s, self.phase = {}, ""
         spec = load_spec(msg["spec"])
         timeout = float(msg.get("launch_timeout_s", 5.0))
         settings = TimingSettings.from_dict(msg.get("timing"))
@@ -498,6 +500,8 @@ class Worker:
             finally:
                 sets.free()
         self._unload(modules, states)
+        self._account("")
+        _note_phases("A/B", self.phase_s)
         return {"status": "ok" if not problems else "failed", "cases": cases, "problems": problems}
 
     def handle(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -550,14 +554,25 @@ def _note_clock(label: str, how: str, *seen_to_new: float) -> None:
     were than its runs on new ones (the reading of runner/judge.seen_inputs_faster), appended to
     KERNEL_LSP_JUDGE_CLOCKS (a file) or DIR/clocks.txt with KERNEL_LSP_WORKER_PROFILE=DIR: a
     developer's figures (benchmarks/judge_cost.py prints them)."""
+    ratios = ", ".join(f"{r:.2f}" for r in seen_to_new)
+    _note(f"{label}: {how}; seen/new time per side: {ratios}")
+
+
+def _note_phases(request: str, phase_s: dict[str, float]) -> None:
+    """Where a request's time went (the `-v` phases), beside the clocks: which part of a judged
+    round a grown batch makes longer (set making, references, timed runs)."""
+    if phase_s:
+        _note(f"{request} phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in phase_s.items() if v >= 0.005))
+
+
+def _note(line: str) -> None:
     path = os.environ.get("KERNEL_LSP_JUDGE_CLOCKS")
     folder = os.environ.get("KERNEL_LSP_WORKER_PROFILE")
     if not path and folder:
         path = os.path.join(folder, "clocks.txt")
     if path:
-        ratios = ", ".join(f"{r:.2f}" for r in seen_to_new)
         with open(path, "a") as f:
-            f.write(f"{os.getpid()} {label}: {how}; seen/new time per side: {ratios}\n")
+            f.write(f"{os.getpid()} {line}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
