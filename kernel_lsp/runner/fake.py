@@ -13,6 +13,9 @@ verifier can be exercised on a CPU:
     clobber  correct, but also overwrites a[0]
     flaky    correct, but a different element is wrong on every launch (a race)
     hang     never returns (the client's launch timeout must fire)
+    stall    correct, but its first launch on this machine never returns (marked by creating the
+             file $KERNEL_LSP_FAKE_STALL_MARK): a launch that waited on a GPU stalled by another
+             process's fault
     crash    an illegal memory access (sticky: the worker must exit)
     slow     correct, and takes 2 ms
     counter  counts its launches in a module global and computes only on the first one (a
@@ -48,6 +51,7 @@ BEHAVIOURS = (
     "clobber",
     "flaky",
     "hang",
+    "stall",
     "crash",
     "slow",
     "counter",
@@ -218,6 +222,13 @@ class FakeDevice:
         if fn == "hang":
             while True:
                 time.sleep(3600)
+        if fn == "stall":
+            mark = os.environ.get("KERNEL_LSP_FAKE_STALL_MARK", "")
+            if mark and not os.path.exists(mark):
+                with open(mark, "w", encoding="utf-8"):
+                    pass
+                while True:
+                    time.sleep(3600)
         if fn == "crash":
             raise DeviceFault("illegal memory access", "CUDA_ERROR_ILLEGAL_ADDRESS", sticky=True)
         pa, pb, pc = (int(args[i].view(np.uint64)[0]) for i in range(3))

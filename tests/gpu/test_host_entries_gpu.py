@@ -62,7 +62,9 @@ def test_a_rewritten_launcher_agrees_with_the_original_and_is_compared_on_one_gp
         )
         assert checked.ok, checked.message
         ab = boxed.compare(original, rewrite, path, "vector_add_bf16", base, spec, candidate)
-    assert ab.error is None and ab.n >= 15 and 0.3 < ab.speedup < 5, ab
+    # Compared, not how well: beside other tests' GPU work the A/B's budget ends sooner (n=7 on an
+    # H200 in 2 of 5 suite runs); how many samples a quiet GPU gives is benchmarks/judge_cost.py's.
+    assert ab.error is None and ab.n >= 5 and 0.3 < ab.speedup < 5, ab
     print(f"bf16 add rewrite vs original: {ab.speedup:.3f}x [{ab.ci_low:.3f}, {ab.ci_high:.3f}], n={ab.n}")
 
 

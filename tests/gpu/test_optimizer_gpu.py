@@ -201,6 +201,7 @@ def _fsr(gpu, baseline: str, answers: list[str], **loop):
     return optimize(target, ScriptedAnswers(answers, source), evaluator, LoopSettings(rounds=1, **loop))
 
 
+@pytest.mark.quiet  # beside five other tests on an H200 the honest kernel screened at 0.31x once
 def test_scripted_llm_with_cheats_gets_exactly_the_honest_kernel_offered(gpu):
     result = _fsr(gpu, "slow", ANSWERS)
     status = {o.note: o.status for o in result.outcomes}

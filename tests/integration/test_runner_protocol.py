@@ -103,9 +103,21 @@ def test_hang_times_out_and_worker_restarts(session, spec):
     before = session.worker_pid
     r = run(session, spec, "hang")
     assert r.problems[0].kind == "timeout"
-    assert r.message == "kernel timed out after 1.5 s in case n=1 (verify)"
+    assert r.message == "kernel timed out after 1.5 s in case n=1 (verify), twice"
     again = run(session, spec, "vadd")
     assert again.ok and session.worker_pid != before
+
+
+def test_a_launch_that_outlived_its_timeout_once_is_checked_again(spec, tmp_path, monkeypatch):
+    """A launch that waited on a GPU another process's fault stalled is no hang: checked once more
+    in a fresh worker, it passes."""
+    mark = tmp_path / "stalled"
+    monkeypatch.setenv("KERNEL_LSP_FAKE_STALL_MARK", str(mark))
+    with GpuSession(fake=True, launch_timeout_s=1.5) as s:
+        first = s.worker_pid
+        r = run(s, spec, "stall")
+        assert r.ok, r.message
+        assert mark.exists() and s.worker_pid != first  # it did stall, and a new worker ran it
 
 
 def test_compare_interleaved(session, spec):
