@@ -286,15 +286,22 @@ def test_one_profile_at_a_time_on_a_machine(monkeypatch, tmp_path):
         os.close(held)
 
 
-@pytest.mark.parametrize(("mode", "collects"), [("nan-once", 2), ("nan", 2)])
-def test_counters_ncu_could_not_read_are_collected_once_more(spec, monkeypatch, tmp_path, mode, collects):
+def profiled_by_fake_ncu(spec, monkeypatch, tmp_path, mode: str):
+    """(collecting runs, check) of one profiled check under the stand-in ncu in `mode`."""
     count = tmp_path / "count"
+    count.write_text("")
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
     monkeypatch.setenv("FAKE_NCU_MODE", mode)
     monkeypatch.setenv("FAKE_NCU_COUNT", str(count))
     with fake_session() as s:
         check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
-    assert count.read_text().count("collect") == collects
+    return count.read_text().count("collect"), check
+
+
+@pytest.mark.parametrize(("mode", "collects"), [("nan-once", 2), ("nan", 2)])
+def test_counters_ncu_could_not_read_are_collected_once_more(spec, monkeypatch, tmp_path, mode, collects):
+    runs, check = profiled_by_fake_ncu(spec, monkeypatch, tmp_path, mode)
+    assert runs == collects
     [k] = check.profile.kernels
     dram = "DRAM throughput (gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed)"
     # Read the second time: nothing missing. Still unread: listed, and the verdict from the rest.
@@ -304,18 +311,12 @@ def test_counters_ncu_could_not_read_are_collected_once_more(spec, monkeypatch, 
 
 @pytest.mark.parametrize(("mode", "collects"), [("fail-once", 2), ("fail", 2), ("noperm", 0)])
 def test_a_launch_ncu_failed_to_profile_is_collected_once_more(spec, monkeypatch, tmp_path, mode, collects):
-    count = tmp_path / "count"
-    count.write_text("")
-    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
-    monkeypatch.setenv("FAKE_NCU_MODE", mode)
-    monkeypatch.setenv("FAKE_NCU_COUNT", str(count))
-    with fake_session() as s:
-        check = s.check_compiled(fake_cubin({"vector_add": "vadd"}), VADD_STEPS, spec, profile=True)
-    assert count.read_text().count("collect") == collects
+    runs, check = profiled_by_fake_ncu(spec, monkeypatch, tmp_path, mode)
+    assert runs == collects  # noperm: no second run where the counters are not allowed
     assert check.ok and check.profile is not None
     if mode == "fail-once":  # the second run's figures
         assert [k.limiter for k in check.profile.kernels] == ["memory-bound"], check.profile.note
-    else:  # said once, with ncu's words: no second run where the counters are not allowed
+    else:  # said, with ncu's words
         assert check.profile.kernels == [] and check.profile.note, check.profile
         assert ("(ncu exit 9)" in check.profile.note) == (mode == "fail"), check.profile.note
 
