@@ -21,9 +21,9 @@ ProgressFn = Callable[[str, str], None]
 
 
 class WorkerHung(RuntimeError):
-    def __init__(self, phase: str, case: str, timeout_s: float):
+    def __init__(self, phase: str, case: str, timeout_s: float, twice: bool = False):
         where = f" in case {case}" if case else ""
-        super().__init__(f"timed out after {timeout_s:g} s{where} ({phase})")
+        super().__init__(f"timed out after {timeout_s:g} s{where} ({phase})" + (", twice" if twice else ""))
         self.phase, self.case, self.timeout_s = phase, case, timeout_s
 
 

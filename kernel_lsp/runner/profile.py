@@ -297,8 +297,8 @@ def _collect(
         if os.path.exists(report_file):
             break
         # "Failed to profile ... The application returned an error code (9)": seen once on an
-        # H200 while other processes' GPU work (compute-sanitizer among them) ran beside it, and
-        # not again; once more before saying so.
+        # H200 beside other processes' GPU work (a GPU test suite), and not in four other runs;
+        # once more before saying so.
         if attempt == 0 and "Failed to profile" in output and not (runs is not None and runs.ended):
             continue
         return _why_no_rows(output) + (f" (ncu exit {code})" if code else "")

@@ -317,6 +317,26 @@ def test_a_candidate_whose_process_dies_as_it_loads_is_a_crash_and_the_judge_ans
     assert check(judged, tmp_path, HONEST).ok
 
 
+# Never returns: its host code spins, as a kernel that never ends would keep the call waiting.
+HANGS = r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    for (volatile int spin = 1; spin;) {}
+}
+"""
+
+
+def test_a_candidate_that_hangs_is_refused_after_its_second_try_and_the_judge_answers_on(tmp_path):
+    """A request that outlives its timeout goes once more to a fresh worker (a GPU stalled by
+    another process's fault is no hang): a candidate that hangs hangs there too, is refused, and
+    the judge's next verdict is its own."""
+    with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=1.5) as judge:
+        result = check(judge, tmp_path, HANGS)
+        assert not result.ok and result.problems[0].kind == "timeout", words(result)
+        assert result.message.endswith(", twice"), result.message
+        assert check(judge, tmp_path, HONEST).ok
+
+
 def test_a_small_status_is_quoted_and_a_large_one_is_not(judged, tmp_path):
     small = HONEST.replace('extern "C" void', 'extern "C" int').replace(
         "2.0f * x[i];\n}", "2.0f * x[i];\n    return 7;\n}"

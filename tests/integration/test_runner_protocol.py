@@ -120,6 +120,18 @@ def test_a_launch_that_outlived_its_timeout_once_is_checked_again(spec, tmp_path
         assert mark.exists() and s.worker_pid != first  # it did stall, and a new worker ran it
 
 
+def test_an_ab_that_outlived_its_timeout_once_is_timed_again(spec, tmp_path, monkeypatch):
+    """The same for an A/B: a stall is no error; a hang is, said as twice."""
+    monkeypatch.setenv("KERNEL_LSP_FAKE_STALL_MARK", str(tmp_path / "stalled"))
+    fast = (fake_cubin({"k": "vadd"}), STEPS)
+    with GpuSession(fake=True, launch_timeout_s=1.5) as s:
+        stalled = s.compare_compiled(fast, (fake_cubin({"k": "stall"}), STEPS), spec)
+        assert stalled.error is None and stalled.n > 0, stalled
+        assert (tmp_path / "stalled").exists()
+        hung = s.compare_compiled(fast, (fake_cubin({"k": "hang"}), STEPS), spec)
+        assert hung.error is not None and hung.error.endswith(", twice"), hung
+
+
 def test_compare_interleaved(session, spec):
     slow = (fake_cubin({"k": "slow"}), STEPS)
     fast = (fake_cubin({"k": "vadd"}), STEPS)
