@@ -587,14 +587,30 @@ def _prepare_runs(
     return side_by_side([functools.partial(make, run) for run in range(runs)], case_bytes)
 
 
-def side_by_side(makers: list[Callable[[], Any]], each_bytes: int) -> list[_Prepared]:
+def host_threads() -> int:
+    """Threads for host work made side by side: this process's CPUs, shared with the other
+    workers on its GPU (KERNEL_LSP_GPU_LANES, `check`'s lanes)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        lanes = max(1, int(os.environ.get("KERNEL_LSP_GPU_LANES", "1")))
+    except ValueError:
+        lanes = 1
+    return max(1, cpus // lanes)
+
+
+def side_by_side(makers: list[Callable[[], Any]], each_bytes: int, all_kept: bool = False) -> list[_Prepared]:
     """`makers` (each making about `each_bytes` of arrays) as _Prepared: the first made when
-    taken, in the caller's thread, the others started now in threads when they are large
-    enough together to gain from it (and not so large that holding them all is a risk)."""
+    taken, in the caller's thread, the others started now in threads (as many at once as the
+    host has CPUs for) when they are large enough together to gain from it and, unless the
+    caller keeps them all anyway (`all_kept`), not so large that holding them all is a risk."""
     total = each_bytes * len(makers)
-    if len(makers) < 2 or not (SIDE_BY_SIDE_BYTES <= total <= SIDE_BY_SIDE_MAX_BYTES):
+    if len(makers) < 2 or total < SIDE_BY_SIDE_BYTES or (not all_kept and total > SIDE_BY_SIDE_MAX_BYTES):
         return [_Prepared(m) for m in makers]
-    executor = ThreadPoolExecutor(len(makers) - 1, thread_name_prefix="kernel-lsp-inputs")
+    workers = min(len(makers) - 1, host_threads())
+    executor = ThreadPoolExecutor(workers, thread_name_prefix="kernel-lsp-inputs")
     later = [_Prepared(m, executor.submit(m)) for m in makers[1:]]
     executor.shutdown(wait=False)  # its threads end when their arrays are made
     return [_Prepared(makers[0]), *later]

@@ -30,7 +30,16 @@ from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
-from kernel_lsp.runner.isolation import FRESH_GROUPS, JUDGED_SETS, MAX_BATCH, TimedSets, restorer, set_count
+from kernel_lsp.runner.isolation import (
+    FRESH_GROUPS,
+    JUDGED_SETS,
+    MAX_BATCH,
+    MAX_SETS,
+    TimedSets,
+    host_memory_available,
+    restorer,
+    set_count,
+)
 from kernel_lsp.runner.judge import (
     AccusedPool,
     AccusedProcess,
@@ -68,6 +77,7 @@ PHASE_LABELS = {
     "race check": "verify",
     "original kernel": "verify",
     "timing inputs": "timing inputs",
+    "timing inputs bound": "timing inputs bound",  # handed to a judged candidate's process
     "timing": "timed runs",
     "checking timed outputs": "timed outputs checked",
 }
@@ -325,13 +335,15 @@ class Worker:
             # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
             # accused processes: count from what is free now, halved.
             memory = min(memory, int(self.device.free_memory()) // 2)
-        count = set_count(spec, sizes, memory, *([most] if most else []))
+        host = host_memory_available() // _lanes()
+        count = set_count(spec, sizes, memory, most or MAX_SETS, host)
         # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
-        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS)) if judged else count
+        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS), host) if judged else count
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
         sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, grown)
         sets.warming = judged
+        sets.on_bind = lambda: self.progress("timing inputs bound", case_label(sizes), None)
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
         return sets
@@ -352,6 +364,8 @@ class Worker:
         judged = _judged(steps)
         sets = self._timed_sets(spec, sizes, reset, verified or [], baseline, judged)
         try:
+            if judged:
+                self.progress("timing inputs bound", label, None)
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
@@ -469,6 +483,8 @@ class Worker:
             label = case_label(sizes)
             sets = self._timed_sets(spec, sizes, reset, baseline=steps_a, judged=judged)
             try:
+                if judged:
+                    self.progress("timing inputs bound", label, None)
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
                 clock = self._clock(sets) if judged else self.device

@@ -182,6 +182,43 @@ def test_set_count_keeps_to_a_share_of_memory():
     assert set_count(spec, {"n": 1 << 26}, 1 << 30) == 1  # 768 MiB a set
 
 
+def test_set_count_keeps_to_a_share_of_host_memory_too():
+    spec = _inout_spec()  # 12 MiB a set at n = 2^20
+    assert set_count(spec, {"n": 1 << 20}, 1 << 40, 48) == 48
+    assert set_count(spec, {"n": 1 << 20}, 1 << 40, 48, host_bytes=480 << 20) == 10
+    assert set_count(spec, {"n": 1 << 20}, 1 << 40, 48, host_bytes=1 << 20) == 1  # at least one
+
+
+def test_references_of_a_large_case_are_made_side_by_side_and_checked_in_order(monkeypatch):
+    import threading
+
+    from kernel_lsp.runner import case_memo
+
+    device, spec, n = FakeDevice(), _inout_spec(), 1 << 21  # 24 MiB a set
+    threads: list[str] = []
+    real = case_memo.run_reference
+
+    def noted(spec_, sizes_, inputs):
+        threads.append(threading.current_thread().name)
+        return real(spec_, sizes_, inputs)
+
+    monkeypatch.setattr(case_memo, "run_reference", noted)
+    sets = TimedSets(device, spec, {"n": n}, 1234, lambda: None, 4)
+    try:
+        for _ in range(4):  # every set launched: right outputs but for set 3's
+            sets.prepare()
+            s = sets.sets[sets.current]
+            s.bufs.upload("c", s.inputs["a"] + (1.0 if sets.current == 2 else 0.0))
+            s.bufs.upload("x", s.inputs["x"] + s.inputs["a"])
+        with pytest.raises(Failed) as e:
+            sets.check_outputs(f"n={n}", lambda *a: None, include=2)
+        assert "input set 3 of 4" in e.value.problem.message
+        assert len(threads) == 2  # set 3 and one drawn at random
+        assert any(t.startswith("kernel-lsp-inputs") for t in threads)  # the second, beside the first
+    finally:
+        sets.free()
+
+
 # --- roofline -----------------------------------------------------------------------------------
 
 DEV = {"copy_bandwidth_Bps": 4.0e12, "peak_flops": {"float32": 60e12}, "peak_source": {"float32": "measured"}}

@@ -99,8 +99,8 @@ def test_timed_sets_of_a_large_case_are_the_serial_ones(spec, monkeypatch):
     threads: list[str] = []
     real = verify.side_by_side
 
-    def noted(makers, each_bytes):
-        prepared = real(makers, each_bytes)
+    def noted(makers, each_bytes, **how):
+        prepared = real(makers, each_bytes, **how)
         threads.append("threads" if any(p._future is not None for p in prepared) else "serial")
         return prepared
 
@@ -113,3 +113,52 @@ def test_timed_sets_of_a_large_case_are_the_serial_ones(spec, monkeypatch):
     for t, s in zip(threaded, serial, strict=True):
         assert all(np.array_equal(t[k], s[k]) for k in ("a", "b"))
     assert not np.array_equal(threaded[0]["a"], threaded[1]["a"])  # each set its own seed
+
+
+def test_timed_sets_are_made_side_by_side_past_the_limit_for_runs(spec, monkeypatch):
+    """A case's verification runs are made one by one past SIDE_BY_SIDE_MAX_BYTES (each is let go
+    once checked); timed sets are all kept until the timing ends, so they are made side by side."""
+    from kernel_lsp.runner.fake import FakeDevice
+    from kernel_lsp.runner.isolation import TimedSets
+
+    monkeypatch.setattr(verify, "SIDE_BY_SIDE_MAX_BYTES", verify.SIDE_BY_SIDE_BYTES)
+    sizes, case_bytes = {"n": N}, 3 * 4 * N  # 24 MiB a set, over the limit with two
+    assert all(p._future is None for p in verify._prepare_runs(spec, sizes, 3, False, case_bytes))
+    made_in: list[str] = []
+    real = case_memo.inputs
+
+    def noted(*args):
+        import threading
+
+        made_in.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(case_memo, "inputs", noted)
+    sets = TimedSets(FakeDevice(), spec, sizes, 11, lambda: None, 3)
+    sets.free()
+    assert len(made_in) == 3 and sum(t.startswith("kernel-lsp-inputs") for t in made_in) == 2
+
+
+def test_side_by_side_uses_the_host_cpus_share_of_threads(monkeypatch):
+    """As many threads at once as this process's CPUs over the workers on its GPU (lanes)."""
+    import os
+    import threading
+
+    def run(lanes: int) -> set[str]:
+        monkeypatch.setenv("KERNEL_LSP_GPU_LANES", str(lanes))
+        names: set[str] = set()
+        lock = threading.Lock()
+
+        def make() -> int:
+            with lock:
+                names.add(threading.current_thread().name)
+            return 1
+
+        prepared = verify.side_by_side([make] * 9, verify.SIDE_BY_SIDE_BYTES, all_kept=True)
+        assert [p() for p in prepared] == [1] * 9
+        return {n for n in names if n.startswith("kernel-lsp-inputs")}
+
+    cpus = len(os.sched_getaffinity(0))
+    assert verify.host_threads() == cpus
+    assert len(run(cpus * 4)) == 1  # one CPU's share: one thread beside the caller's
+    assert 1 <= len(run(1)) <= min(8, cpus)
