@@ -409,7 +409,9 @@ class TimedSets:
         side by side in threads (the spec's reference on the host: layernorm at 4096 x 4096,
         about 0.3 s a set, for every set of a batch of 16). A baseline as the oracle runs on
         this process's GPU, one set after another."""
-        makers = [functools.partial(self._reference, k) for k in sets]
+        makers: list[Callable[[], dict[str, np.ndarray]]] = [
+            functools.partial(self._reference, k) for k in sets
+        ]
         if self.oracle is not None:
             return side_by_side(makers, 0)
         return side_by_side(makers, _case_bytes(self.spec, self.sizes))

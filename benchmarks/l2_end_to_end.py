@@ -1,0 +1,178 @@
+"""What l2_normalize's launchers cost a caller, measured in one process with no judge: each file
+(samples/entries/l2_normalize_coop.cu and the two LLM-style rewrites judge_cost.py offers for it)
+is built with nvcc as a shared library and its `extern "C"` entry called through ctypes on cupy
+buffers, the three interleaved round after round, on two clocks at once:
+
+- end to end: the host clock around `calls` calls and a device sync (what a caller that calls
+  the launcher in a loop pays: its attribute queries, cudaMalloc, launch, cudaFree);
+- kernels only: CUDA events on the legacy stream around the same calls (what the old in-process
+  judge timed).
+
+The judge (runner/judge.py) times end to end, so its A/B should be near the first ratio. Two
+modes put one part of the judged path under the same loop, to find what a judged run adds
+(about 100 us a run on an H200, benchmarks/results/gpu_h200_2026-11-29.md):
+
+- `--confine`: once CUDA is up, the accused's second seccomp filter (no sockets, no shared
+  anonymous maps: fence/sandbox.close_after_start) and its memory limit (limit_memory);
+- `--ipc`: the buffers allocated by another process and mapped here through CUDA IPC, as the
+  judge's are in the accused's process.
+
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--ipc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import re
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = {
+    "original": REPO / "samples/entries/l2_normalize_coop.cu",
+    "two_kernels": REPO / "tests/fixtures/entry_rewrites/l2_normalize_coop.two_kernels.md",
+    "coop_variant": REPO / "tests/fixtures/entry_rewrites/l2_normalize_coop.coop_variant.md",
+}
+
+
+def source_of(path: Path) -> str:
+    text = path.read_text()
+    if path.suffix == ".md":  # an LLM answer: the one fenced block, after the original's includes
+        match = re.search(r"```cuda\n(.*?)```", text, re.S)
+        assert match, f"{path}: no ```cuda block"
+        includes = re.findall(r"^#include .*$", FILES["original"].read_text(), re.M)
+        return "\n".join(includes) + "\n" + match.group(1)
+    return text
+
+
+def build(name: str, path: Path, workdir: Path, arch: str) -> ctypes.CDLL:
+    src = workdir / f"{name}.cu"
+    src.write_text(source_of(path))
+    lib = workdir / f"lib{name}.so"
+    cmd = ["nvcc", "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(lib), str(src)]
+    subprocess.run(cmd, check=True)
+    entry = ctypes.CDLL(str(lib)).l2_normalize
+    entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float]
+    entry.restype = ctypes.c_int
+    return entry
+
+
+OWNER = """
+import sys, cupy as cp
+n, sets = int(sys.argv[1]), int(sys.argv[2])
+keep = [cp.random.standard_normal(n, dtype=cp.float32) for _ in range(sets)] + [cp.empty(n, cp.float32) for _ in range(sets)]
+cp.cuda.runtime.deviceSynchronize()
+for a in keep:
+    print(cp.cuda.runtime.ipcGetMemHandle(a.data.ptr).hex(), flush=True)
+sys.stdin.read()  # holds the buffers until the reader is done
+"""
+
+
+def buffers_of_another_process(cp, n: int, sets: int):
+    """`sets` inputs (normal) and outputs of n floats, allocated by a child process and opened
+    here through CUDA IPC, as cupy arrays; the child (returned) holds them until its stdin closes."""
+    import sys
+
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(n), str(sets)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    arrays = []
+    for _ in range(2 * sets):
+        handle = bytes.fromhex(owner.stdout.readline().strip())
+        ptr = cp.cuda.runtime.ipcOpenMemHandle(handle)
+        memory = cp.cuda.UnownedMemory(ptr, 4 * n, owner)
+        arrays.append(cp.ndarray((n,), cp.float32, cp.cuda.MemoryPointer(memory, 0)))
+    return owner, arrays[:sets], arrays[sets:]
+
+
+def main() -> int:
+    import cupy as cp
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1 << 24)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument(
+        "--sets", type=int, default=1, help="inputs and outputs used in turn (the judge: one a call)"
+    )
+    parser.add_argument("--sync", action="store_true", help="wait for each call (as the judge's batches do)")
+    parser.add_argument(
+        "--confine", action="store_true", help="the accused's seccomp filter and memory limit"
+    )
+    parser.add_argument("--ipc", action="store_true", help="buffers from another process, through CUDA IPC")
+    args = parser.parse_args()
+    arch = f"sm_{cp.cuda.Device().compute_capability}"  # "90" on an H100 or H200
+    name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
+    owner = None
+    if args.ipc:
+        owner, xs, ys = buffers_of_another_process(cp, args.n, args.sets)
+    else:
+        xs = [cp.random.standard_normal(args.n, dtype=cp.float32) for _ in range(args.sets)]
+        ys = [cp.empty_like(xs[0]) for _ in range(args.sets)]
+    x, y = xs[0], ys[0]
+    want = x / cp.sqrt(cp.sum(x * x) + 1e-6)
+    with tempfile.TemporaryDirectory() as d:
+        entries = {k: build(k, p, Path(d), arch) for k, p in FILES.items()}
+        if args.confine:  # as the accused is once its GPU is open (runner/accused.main)
+            from kernel_lsp.fence.sandbox import SandboxReport, close_after_start, limit_memory
+
+            report = SandboxReport()
+            close_after_start(report)
+            limit_memory(report)
+            print(f"confined: {report.to_dict()}")
+        for k, entry in entries.items():  # right first, and warm
+            y.fill(0)
+            assert entry(x.data.ptr, y.data.ptr, args.n, 1e-6) == 0, k
+            cp.cuda.runtime.deviceSynchronize()
+            assert float(cp.max(cp.abs(y - want))) < 1e-5, f"{k}: wrong output"
+        wall: dict[str, list[float]] = {k: [] for k in entries}
+        events: dict[str, list[float]] = {k: [] for k in entries}
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        null = cp.cuda.Stream.null
+        for r in range(args.rounds):
+            order = list(entries) if r % 2 == 0 else list(reversed(entries))
+            for k in order:
+                entry = entries[k]
+                cp.cuda.runtime.deviceSynchronize()
+                t0 = time.perf_counter()
+                start.record(null)
+                for i in range(args.calls):
+                    entry(xs[i % args.sets].data.ptr, ys[i % args.sets].data.ptr, args.n, 1e-6)
+                    if args.sync:
+                        cp.cuda.runtime.deviceSynchronize()
+                stop.record(null)
+                stop.synchronize()
+                cp.cuda.runtime.deviceSynchronize()
+                wall[k].append((time.perf_counter() - t0) / args.calls)
+                events[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / args.calls)
+    if owner is not None:
+        owner.stdin.close()
+        owner.wait(timeout=30)
+    print(
+        f"device: {name}; n={args.n}; {'confined; ' if args.confine else ''}"
+        f"{'buffers through CUDA IPC; ' if args.ipc else ''} {args.rounds} rounds of {args.calls} calls a file, interleaved; "
+        f"{args.sets} input set(s) in turn; {'a sync after each call' if args.sync else 'no sync between calls'}"
+    )
+    print(
+        "| file | end to end us (median [min, max]) | kernels only us (events) | end-to-end ratio | events ratio |"
+    )
+    print("|---|---|---|---|---|")
+    base_w, base_e = statistics.median(wall["original"]), statistics.median(events["original"])
+    for k in entries:
+        w, e = statistics.median(wall[k]), statistics.median(events[k])
+        print(
+            f"| {k} | {w * 1e6:.1f} [{min(wall[k]) * 1e6:.1f}, {max(wall[k]) * 1e6:.1f}] | {e * 1e6:.1f} "
+            f"| {base_w / w:.2f}x | {base_e / e:.2f}x |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
