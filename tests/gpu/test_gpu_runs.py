@@ -94,3 +94,23 @@ def test_bench_prints_table(capsys):
     assert "n=4194304" in out and "GB/s" in out and "device:" in out
     if find_ncu():
         assert "occupancy vadd (n=4194304): achieved" in out, out
+
+
+def test_bench_of_an_entry_spec_names_the_kernels_it_launched(capsys):
+    """Issue 31: `bench` on a launcher's entry spec builds its library as check does, times the
+    entry, and names the three kernels the entry launched (with their shares where ncu ran)."""
+    import json
+
+    path = SAMPLES / "entries" / "layernorm_fp32.cu"
+    code = bench_main([str(path), "--budget", "0.2", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(out)
+    (check,) = [c for c in doc["checks"] if c["entry"]]
+    assert check["ok"] and check["timings"], check
+    launched = [k["kernel"] for k in check["kernels"]]
+    assert launched == ["row_mean_kernel", "row_variance_kernel", "normalize_kernel"], launched
+    if find_ncu():
+        assert all(k["share"] is not None for k in check["kernels"]), check
+    else:
+        assert check["sharesNote"], check
