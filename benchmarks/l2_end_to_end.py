@@ -14,10 +14,11 @@ modes put one part of the judged path under the same loop, to find what a judged
 
 - `--confine`: once CUDA is up, the accused's second seccomp filter (no sockets, no shared
   anonymous maps: fence/sandbox.close_after_start) and its memory limit (limit_memory);
-- `--ipc`: the buffers allocated by another process and mapped here through CUDA IPC, as the
-  judge's are in the accused's process.
+- `--buffers vmm`: the buffers are VMM allocations with a file-descriptor handle, as the judge
+  makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
+  fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--ipc]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--buffers vmm|vmm-other-process]
 """
 
 from __future__ import annotations
@@ -62,33 +63,55 @@ def build(name: str, path: Path, workdir: Path, arch: str) -> ctypes.CDLL:
 
 
 OWNER = """
-import sys, cupy as cp
-n, sets = int(sys.argv[1]), int(sys.argv[2])
-keep = [cp.random.standard_normal(n, dtype=cp.float32) for _ in range(sets)] + [cp.empty(n, cp.float32) for _ in range(sets)]
-cp.cuda.runtime.deviceSynchronize()
-for a in keep:
-    print(cp.cuda.runtime.ipcGetMemHandle(a.data.ptr).hex(), flush=True)
+import socket, sys
+import cupy as cp
+from kernel_lsp.runner.device import CudaDevice
+n, sets, fd = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+device, sock = CudaDevice(0), socket.socket(fileno=fd)
+for k in range(2 * sets):
+    ptr = device.alloc_shared(4 * n)
+    a = cp.ndarray((n,), cp.float32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, 4 * n, None), 0))
+    a[...] = cp.random.standard_normal(n, dtype=cp.float32) if k < sets else 0
+    cp.cuda.runtime.deviceSynchronize()
+    handle, nbytes = device.export(ptr)
+    socket.send_fds(sock, [str(nbytes).encode()], [handle])
 sys.stdin.read()  # holds the buffers until the reader is done
 """
 
 
-def buffers_of_another_process(cp, n: int, sets: int):
-    """`sets` inputs (normal) and outputs of n floats, allocated by a child process and opened
-    here through CUDA IPC, as cupy arrays; the child (returned) holds them until its stdin closes."""
+def shared_buffers(cp, n: int, sets: int, other_process: bool):
+    """`sets` inputs (normal) and outputs of n floats as the judge makes them: VMM allocations
+    with a POSIX fd handle (runner/device.CudaDevice.alloc_shared), made here, or made by a child
+    process and mapped here from the fds it sends (CudaDevice.import_shared), as the accused maps
+    the judge's. Returns (the child or None, inputs, outputs) as cupy arrays."""
+    import socket
     import sys
 
-    owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, str(n), str(sets)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    arrays = []
-    for _ in range(2 * sets):
-        handle = bytes.fromhex(owner.stdout.readline().strip())
-        ptr = cp.cuda.runtime.ipcOpenMemHandle(handle)
-        memory = cp.cuda.UnownedMemory(ptr, 4 * n, owner)
-        arrays.append(cp.ndarray((n,), cp.float32, cp.cuda.MemoryPointer(memory, 0)))
+    from kernel_lsp.runner.device import CudaDevice
+
+    device = CudaDevice(0)
+    ptrs: list[int] = []
+    owner = None
+    if other_process:
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        owner = subprocess.Popen(
+            [sys.executable, "-c", OWNER, str(n), str(sets), str(theirs.fileno())],
+            stdin=subprocess.PIPE,
+            pass_fds=[theirs.fileno()],
+        )
+        theirs.close()
+        for _ in range(2 * sets):
+            data, fds, _flags, _addr = socket.recv_fds(mine, 64, 1)
+            ptrs.append(device.import_shared(fds[0], int(data)))
+    else:
+        ptrs = [device.alloc_shared(4 * n) for _ in range(2 * sets)]
+    arrays = [
+        cp.ndarray((n,), cp.float32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(p, 4 * n, device), 0))
+        for p in ptrs
+    ]
+    if owner is None:
+        for a in arrays[:sets]:
+            a[...] = cp.random.standard_normal(n, dtype=cp.float32)
     return owner, arrays[:sets], arrays[sets:]
 
 
@@ -106,13 +129,18 @@ def main() -> int:
     parser.add_argument(
         "--confine", action="store_true", help="the accused's seccomp filter and memory limit"
     )
-    parser.add_argument("--ipc", action="store_true", help="buffers from another process, through CUDA IPC")
+    parser.add_argument(
+        "--buffers",
+        choices=["cupy", "vmm", "vmm-other-process"],
+        default="cupy",
+        help="cudaMalloc'd by cupy; VMM allocations as the judge makes them; or those made by another process and mapped here",
+    )
     args = parser.parse_args()
     arch = f"sm_{cp.cuda.Device().compute_capability}"  # "90" on an H100 or H200
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     owner = None
-    if args.ipc:
-        owner, xs, ys = buffers_of_another_process(cp, args.n, args.sets)
+    if args.buffers != "cupy":
+        owner, xs, ys = shared_buffers(cp, args.n, args.sets, args.buffers == "vmm-other-process")
     else:
         xs = [cp.random.standard_normal(args.n, dtype=cp.float32) for _ in range(args.sets)]
         ys = [cp.empty_like(xs[0]) for _ in range(args.sets)]
@@ -157,7 +185,7 @@ def main() -> int:
         owner.wait(timeout=30)
     print(
         f"device: {name}; n={args.n}; {'confined; ' if args.confine else ''}"
-        f"{'buffers through CUDA IPC; ' if args.ipc else ''} {args.rounds} rounds of {args.calls} calls a file, interleaved; "
+        f"buffers: {args.buffers}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
         f"{args.sets} input set(s) in turn; {'a sync after each call' if args.sync else 'no sync between calls'}"
     )
     print(
