@@ -8,6 +8,7 @@ allocation, copies, byte fills, module loading, launches, CUDA-event timing and 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -83,6 +84,23 @@ class NoDevice(RuntimeError):
     """No driver or no device: the plain reason, for `GpuSession.available`."""
 
 
+# How a thread waits for the GPU (a sync): KERNEL_LSP_CTX_SCHED=spin|yield|blocking, else CUDA's
+# own choice (spin where the machine has more CPUs than the process has contexts). A switch for
+# measuring what the wait costs a judged run (benchmarks/results/gpu_h200_2026-11-29.md: about
+# 100 us a run that the same calls in one process do not pay); the judge passes it to the accused.
+CTX_SCHED = {
+    "spin": "CU_CTX_SCHED_SPIN",
+    "yield": "CU_CTX_SCHED_YIELD",
+    "blocking": "CU_CTX_SCHED_BLOCKING_SYNC",
+}
+
+
+def context_sched_flag(driver: Any) -> int | None:
+    """The primary context's scheduling flag KERNEL_LSP_CTX_SCHED asks for, or None."""
+    name = CTX_SCHED.get(os.environ.get("KERNEL_LSP_CTX_SCHED", "").strip().lower())
+    return int(getattr(driver.CUctx_flags, name).value) if name else None
+
+
 class CudaDevice:
     fake = False
 
@@ -109,6 +127,9 @@ class CudaDevice:
             raise NoDevice(f"GPU {index} requested, {count} visible")
         self.index = index
         self.dev = self._ck(driver.cuDeviceGet(index))
+        sched = context_sched_flag(driver)
+        if sched is not None:  # before the primary context is first made; ignored once it exists
+            driver.cuDevicePrimaryCtxSetFlags(self.dev, sched)
         self.ctx = self._ck(driver.cuDevicePrimaryCtxRetain(self.dev))
         self._ck(driver.cuCtxSetCurrent(self.ctx))
         self.stream = self._ck(driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value))

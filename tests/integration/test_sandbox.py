@@ -239,8 +239,10 @@ def test_the_sandboxed_worker_gets_no_secrets(tmp_path):
     from kernel_lsp.fence.sandbox import sandboxed_command
 
     env = {"PATH": "/usr/bin", "OPENAI_API_KEY": "sk-secret", "HOME": "/root", "PYTHONPATH": "/x"}
+    env["KERNEL_LSP_CTX_SCHED"] = "spin"  # the judge's own switch: the accused waits as it does
     command, clean = sandboxed_command(["python", "-m", "kernel_lsp.runner.worker"], env, str(tmp_path))
     assert "OPENAI_API_KEY" not in clean and clean["HOME"] == str(tmp_path) and clean["PATH"] == "/usr/bin"
+    assert clean["KERNEL_LSP_CTX_SCHED"] == "spin"
     assert command[-2:] == ["--sandbox", str(tmp_path)] or "--sandbox-outer" in command
 
 
