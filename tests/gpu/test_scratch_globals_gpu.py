@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from scripted_llm import scripted_proposer
 
+from kernel_lsp.gpu import GpuSession
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.spec import load_specs
@@ -38,13 +39,9 @@ SPEC = Spec(
 
 @pytest.fixture(scope="module")
 def gpu():
-    from kernel_lsp.gpu import GpuSession
-
-    session = GpuSession()
-    if not session.available:
-        pytest.skip(f"no GPU: {session.reason}")
-    yield session
-    session.close()
+    with GpuSession() as session:
+        assert session.available, session.reason
+        yield session
 
 
 def answer(name: str) -> str:
