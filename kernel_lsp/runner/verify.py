@@ -587,18 +587,23 @@ def _prepare_runs(
     return side_by_side([functools.partial(make, run) for run in range(runs)], case_bytes)
 
 
+def gpu_lanes() -> int:
+    """Worker processes on this worker's GPU (KERNEL_LSP_GPU_LANES, set by its client: `check`'s
+    lanes), which share its memory and the host's CPUs."""
+    try:
+        return max(1, int(os.environ.get("KERNEL_LSP_GPU_LANES", "1")))
+    except ValueError:
+        return 1
+
+
 def host_threads() -> int:
     """Threads for host work made side by side: this process's CPUs, shared with the other
-    workers on its GPU (KERNEL_LSP_GPU_LANES, `check`'s lanes)."""
+    workers on its GPU."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    try:
-        lanes = max(1, int(os.environ.get("KERNEL_LSP_GPU_LANES", "1")))
-    except ValueError:
-        lanes = 1
-    return max(1, cpus // lanes)
+    return max(1, cpus // gpu_lanes())
 
 
 def side_by_side(makers: list[Callable[[], Any]], each_bytes: int, all_kept: bool = False) -> list[_Prepared]:

@@ -60,6 +60,7 @@ from kernel_lsp.runner.verify import (
     Problem,
     Step,
     baseline_oracle,
+    gpu_lanes,
 )
 from kernel_lsp.spec import (
     Spec,
@@ -103,14 +104,6 @@ def load_spec(desc: dict[str, Any]) -> Spec:
                 case_memo.ACTIVE.begin_request(spec, desc)
             return spec
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
-
-
-def _lanes() -> int:
-    """Worker processes on this worker's GPU (KERNEL_LSP_GPU_LANES, set by its client)."""
-    try:
-        return max(1, int(os.environ.get("KERNEL_LSP_GPU_LANES", "1")))
-    except ValueError:
-        return 1
 
 
 def _first_use_noise(device: Any) -> float:
@@ -330,12 +323,12 @@ class Worker:
         self.progress("timing inputs", case_label(sizes), None)
         most = JUDGED_SETS if judged else None
         # Several workers on one GPU (`check`'s lanes) share its memory: each counts its share.
-        memory = int(self.device.info().get("total_mem_bytes", 0)) // _lanes()
+        memory = int(self.device.info().get("total_mem_bytes", 0)) // gpu_lanes()
         if judged:
             # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
             # accused processes: count from what is free now, halved.
             memory = min(memory, int(self.device.free_memory()) // 2)
-        host = host_memory_available() // _lanes()
+        host = host_memory_available() // gpu_lanes()
         count = set_count(spec, sizes, memory, most or MAX_SETS, host)
         # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
         grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS), host) if judged else count
