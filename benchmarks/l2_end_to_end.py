@@ -14,11 +14,13 @@ modes put one part of the judged path under the same loop, to find what a judged
 
 - `--confine`: once CUDA is up, the accused's second seccomp filter (no sockets, no shared
   anonymous maps: fence/sandbox.close_after_start) and its memory limit (limit_memory);
+- `--idle-context`: another process holds a context on the same GPU, idle, as the judge does
+  while the accused runs a request;
 - `--buffers vmm`: the buffers are VMM allocations with a file-descriptor handle, as the judge
   makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
   fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--buffers vmm|vmm-other-process]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--idle-context] [--buffers vmm|vmm-other-process]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import ctypes
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -79,13 +82,21 @@ sys.stdin.read()  # holds the buffers until the reader is done
 """
 
 
+IDLE = """
+import sys, cupy as cp
+keep = cp.zeros(1 << 20, cp.float32)  # a context on the GPU, with memory, doing nothing
+cp.cuda.runtime.deviceSynchronize()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
 def shared_buffers(cp, n: int, sets: int, other_process: bool):
     """`sets` inputs (normal) and outputs of n floats as the judge makes them: VMM allocations
     with a POSIX fd handle (runner/device.CudaDevice.alloc_shared), made here, or made by a child
     process and mapped here from the fds it sends (CudaDevice.import_shared), as the accused maps
     the judge's. Returns (the child or None, inputs, outputs) as cupy arrays."""
     import socket
-    import sys
 
     from kernel_lsp.runner.device import CudaDevice
 
@@ -116,8 +127,6 @@ def shared_buffers(cp, n: int, sets: int, other_process: bool):
 
 
 def main() -> int:
-    import cupy as cp
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1 << 24)
     parser.add_argument("--rounds", type=int, default=30)
@@ -130,15 +139,28 @@ def main() -> int:
         "--confine", action="store_true", help="the accused's seccomp filter and memory limit"
     )
     parser.add_argument(
+        "--idle-context",
+        action="store_true",
+        help="another process holds a CUDA context on the GPU meanwhile, idle (as the judge's is during a request)",
+    )
+    parser.add_argument(
         "--buffers",
         choices=["cupy", "vmm", "vmm-other-process"],
         default="cupy",
         help="cudaMalloc'd by cupy; VMM allocations as the judge makes them; or those made by another process and mapped here",
     )
     args = parser.parse_args()
+    import cupy as cp
+
     arch = f"sm_{cp.cuda.Device().compute_capability}"  # "90" on an H100 or H200
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
     owner = None
+    idle = None
+    if args.idle_context:
+        idle = subprocess.Popen(
+            [sys.executable, "-c", IDLE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert idle.stdout is not None and idle.stdout.readline().strip() == "ready"
     if args.buffers != "cupy":
         owner, xs, ys = shared_buffers(cp, args.n, args.sets, args.buffers == "vmm-other-process")
     else:
@@ -180,11 +202,13 @@ def main() -> int:
                 cp.cuda.runtime.deviceSynchronize()
                 wall[k].append((time.perf_counter() - t0) / args.calls)
                 events[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / args.calls)
-    if owner is not None:
-        owner.stdin.close()
-        owner.wait(timeout=30)
+    for child in (owner, idle):
+        if child is not None:
+            child.stdin.close()
+            child.wait(timeout=30)
     print(
         f"device: {name}; n={args.n}; {'confined; ' if args.confine else ''}"
+        f"{'another process holds an idle context; ' if args.idle_context else ''}"
         f"buffers: {args.buffers}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
         f"{args.sets} input set(s) in turn; {'a sync after each call' if args.sync else 'no sync between calls'}"
     )
