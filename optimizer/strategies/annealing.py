@@ -35,7 +35,12 @@ class Annealing(Strategy):
             self.current = self.start or self.space.random(self.rng, self.asked)
             if self.current is None:
                 return []
-            return [self.current] if self.space.key(self.current) not in self.asked else []
+            if self.space.key(self.current) not in self.asked:
+                return [self.current]
+            # The start was measured already (the tuner's baseline): anneal from it. Returning
+            # nothing here ended a tuning run before its first point. It is the current point,
+            # not a proposal to accept, whether or not its cost is known yet.
+            self._judged.add(self.space.key(self.current))
         here = self.costs.get(self.space.key(self.current), math.inf)
         # Accept or reject the proposals of the last batch.
         for key, cost in list(self.costs.items()):

@@ -122,3 +122,17 @@ def test_hill_climb_always_ends_and_returns_a_told_configuration(sizes, seed, ta
     found, cost, n = run(s, rng_cost, batch=3)
     assert found is not None and n <= math.prod(sizes)
     assert cost == rng_cost(found)
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_a_start_measured_as_the_baseline_still_gets_a_first_round(name):
+    """The tuner asks its strategy only after the configuration as written was measured as the
+    baseline (asked and told, never proposed): the first ask must still offer points. Annealing
+    offered none, so `--strategy annealing` ended before its first point."""
+    space = SearchSpace({"BLOCK": ("64", "128", "256", "512"), "ITEMS": ("1", "2", "4")})
+    start = {"BLOCK": "256", "ITEMS": "1"}
+    strategy = make_strategy(name, space, seed=3, start=start)
+    strategy.asked.add(space.key(start))
+    strategy.tell(start, 1e-4)
+    first = strategy.ask(4)
+    assert first and start not in first, first
