@@ -33,26 +33,16 @@ ROUNDS = {
 
 
 def one_round(session, sample: str, answers: list[str], workdir: Path):
-    from scripted_llm import rewrite, scripted_proposer
+    from scripted_llm import rewrite, scripted_round
 
-    from kernel_lsp.optimizer.session import RunRequest, run
     from kernel_lsp.spec import load_specs
 
     for suffix in (".cu", ".spec.py"):
         shutil.copy(REPO / "samples" / "entries" / f"{sample}{suffix}", workdir / f"{sample}{suffix}")
-    proposer, _ = scripted_proposer({(1, i): rewrite(f"{sample}.{a}") for i, a in enumerate(answers, 1)})
     spec = load_specs(str(workdir / f"{sample}.spec.py")).specs[0]
-    req = RunRequest(
-        path=str(workdir / f"{sample}.cu"),
-        kernel=spec.kernel,
-        rounds=1,
-        candidates=len(answers),
-        use_cache=False,
-        workspace=str(workdir),
-        write_report=False,
-    )
+    texts = [rewrite(f"{sample}.{a}") for a in answers]
     start = time.perf_counter()
-    result = run(req, session=session, proposer=proposer)
+    result = scripted_round(session, str(workdir / f"{sample}.cu"), spec.kernel, texts, str(workdir))
     return time.perf_counter() - start, result
 
 

@@ -18,6 +18,7 @@ from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
 from .compile.compile_commands import Lookup
 from .compile.jobs import WorkerPool
+from .procs import memory_available
 from .workspace import CheckRequest, Workspace
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
@@ -205,11 +206,6 @@ def default_workers() -> int:
     """Compile workers for this machine: one per core, at most 4, and no more than a quarter of
     the memory available now holds (a worker with NVRTC loaded is ~130 MB)."""
     cores = os.cpu_count() or 1
-    try:
-        with open("/proc/meminfo") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        available_mib = int(fields["MemAvailable"].split()[0]) // 1024
-    except (OSError, KeyError, ValueError):
-        available_mib = 0
+    available_mib = memory_available() >> 20
     by_memory = available_mib // (4 * WORKER_MIB) if available_mib else 4
     return max(1, min(4, cores, by_memory))

@@ -72,6 +72,16 @@ def release_memory(collect: bool = True) -> bool:
     return True
 
 
+def memory_available() -> int:
+    """The host's available memory in bytes (MemAvailable), 0 where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            fields = dict(line.split(":", 1) for line in f)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """Ask the kernel to send `sig` to this process when the thread that started it ends.
     False where there is no prctl (not Linux)."""

@@ -44,3 +44,22 @@ def scripted_proposer(script: dict[tuple[int, int], str]) -> tuple[LlmProposer, 
     client = ScriptedClient(script)
     settings = LlmSettings(model="scripted-coder", concurrency=1, retries=0)
     return LlmProposer(settings, client=client), client
+
+
+def scripted_round(session, path: str, kernel: str, answers: list[str], workspace: str):
+    """One optimize round on `path` (its spec beside it) through the real session, the scripted
+    model giving `answers` (LLM-style texts) as round 1's candidates in order: every gate real,
+    no cache, no report written. Returns the run's result."""
+    from kernel_lsp.optimizer.session import RunRequest, run
+
+    proposer, _ = scripted_proposer({(1, i): a for i, a in enumerate(answers, 1)})
+    request = RunRequest(
+        path=path,
+        kernel=kernel,
+        rounds=1,
+        candidates=len(answers),
+        use_cache=False,
+        workspace=workspace,
+        write_report=False,
+    )
+    return run(request, session=session, proposer=proposer)

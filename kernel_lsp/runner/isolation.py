@@ -135,16 +135,6 @@ def _case_bytes(spec: Spec, sizes: dict[str, int]) -> int:
     )
 
 
-def host_memory_available() -> int:
-    """The host's available memory in bytes (MemAvailable), 0 where it cannot be read."""
-    try:
-        with open("/proc/meminfo") as f:
-            fields = dict(line.split(":", 1) for line in f)
-        return int(fields["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        return 0
-
-
 def set_count(
     spec: Spec, sizes: dict[str, int], device_bytes: int, most: int = MAX_SETS, host_bytes: int = 0
 ) -> int:

@@ -36,7 +36,6 @@ from kernel_lsp.runner.isolation import (
     MAX_BATCH,
     MAX_SETS,
     TimedSets,
-    host_memory_available,
     restorer,
     set_count,
 )
@@ -328,7 +327,7 @@ class Worker:
             # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
             # accused processes: count from what is free now, halved.
             memory = min(memory, int(self.device.free_memory()) // 2)
-        host = host_memory_available() // gpu_lanes()
+        host = procs.memory_available() // gpu_lanes()
         count = set_count(spec, sizes, memory, most or MAX_SETS, host)
         # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
         grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS), host) if judged else count

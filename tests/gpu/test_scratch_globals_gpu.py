@@ -9,11 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scripted_llm import scripted_proposer
+from scripted_llm import scripted_round
 
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.optimizer.model import Status
-from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.spec import load_specs
 
 pytestmark = pytest.mark.gpu
@@ -54,17 +53,8 @@ def test_scratch_every_use_resets_is_verified_and_state_is_refused(gpu, tmp_path
     (tmp_path / "total.spec.py").write_text(SPEC)
     spec = load_specs(str(tmp_path / "total.spec.py")).specs[0]
     names = ALLOWED + REFUSED
-    proposer, _ = scripted_proposer({(1, i): answer(n) for i, n in enumerate(names, 1)})
-    request = RunRequest(
-        path=str(tmp_path / "total.cu"),
-        kernel=spec.kernel,
-        rounds=1,
-        candidates=len(names),
-        use_cache=False,
-        workspace=str(tmp_path),
-        write_report=False,
-    )
-    result = run(request, session=gpu, proposer=proposer)
+    texts = [answer(n) for n in names]
+    result = scripted_round(gpu, str(tmp_path / "total.cu"), spec.kernel, texts, str(tmp_path))
     assert len(result.outcomes) == len(names), f"{result.stop_reason}: {result.verdict}"
     got = dict(zip(names, result.outcomes, strict=True))
     print("\nSCRATCH-GPU " + ", ".join(f"{n}={o.status.value}" for n, o in got.items()))
