@@ -8,19 +8,25 @@ buffers, the three interleaved round after round, on two clocks at once:
 - kernels only: CUDA events on the legacy stream around the same calls (what the old in-process
   judge timed).
 
-The judge (runner/judge.py) times end to end, so its A/B should be near the first ratio. Two
-modes put one part of the judged path under the same loop, to find what a judged run adds
-(about 100 us a run on an H200, benchmarks/results/gpu_h200_2026-11-29.md):
+The judge (runner/judge.py) times end to end, so its A/B should be near the first ratio, on the
+same kind of inputs (`--data numpy` is the judge's kind: on an H200 the original took about
+98 us a call on cupy's normal samples and 155-220 us on numpy's, section 6 of
+benchmarks/results/gpu_h200_2026-11-29.md). These modes put one part of the judged path under
+the same loop (none of them moved the original's time there):
 
 - `--confine`: once CUDA is up, the accused's second seccomp filter (no sockets, no shared
   anonymous maps: fence/sandbox.close_after_start) and its memory limit (limit_memory);
 - `--idle-context`: another process holds a context on the same GPU, idle, as the judge does
   while the accused runs a request;
+- `--between other-tiny|other-flush|own-flush`: before each timed group of calls (not timed),
+  another process does GPU work of its own (a 4 KiB fill, or a fill the size of twice the L2)
+  and waits for it, as the judge does between two requests (its copy of the outputs, its L2
+  flush); `own-flush`: this process fills twice the L2 itself;
 - `--buffers vmm`: the buffers are VMM allocations with a file-descriptor handle, as the judge
   makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
   fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--idle-context] [--buffers vmm|vmm-other-process]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|numpy|fill]
 """
 
 from __future__ import annotations
@@ -91,6 +97,32 @@ sys.stdin.read()
 """
 
 
+BUSY = """
+import sys, cupy as cp
+tiny, big = cp.zeros(1024, cp.float32), cp.zeros(int(sys.argv[1]) // 4, cp.float32)
+cp.cuda.runtime.deviceSynchronize()
+print("ready", flush=True)
+while line := sys.stdin.readline():  # one fill a line, waited for, then answered
+    (tiny if line.strip() == "tiny" else big).fill(1.0)
+    cp.cuda.runtime.deviceSynchronize()
+    print("done", flush=True)
+"""
+
+
+def inputs(cp, n: int, data: str, k: int):
+    """Set k's input: normal samples from cupy's generator (made on the GPU), or from numpy's
+    (made on the host and copied, as the judge's are: runner/case_memo.inputs), or one value.
+    On an H200 the original's own GPU time differed by data kind alone (section 6 of
+    benchmarks/results/gpu_h200_2026-11-29.md), so a ratio says which it was measured on."""
+    if data == "numpy":
+        import numpy as np
+
+        return cp.asarray(np.random.default_rng(k).standard_normal(n, dtype=np.float32))
+    if data == "fill":
+        return cp.full(n, 0.75, cp.float32)
+    return cp.random.standard_normal(n, dtype=cp.float32)
+
+
 def shared_buffers(cp, n: int, sets: int, other_process: bool):
     """`sets` inputs (normal) and outputs of n floats as the judge makes them: VMM allocations
     with a POSIX fd handle (runner/device.CudaDevice.alloc_shared), made here, or made by a child
@@ -139,9 +171,27 @@ def main() -> int:
         "--confine", action="store_true", help="the accused's seccomp filter and memory limit"
     )
     parser.add_argument(
+        "--confine-first",
+        choices=["all", "seccomp", "limit"],
+        help="confined as --confine, but before the buffers are made or mapped (as the accused "
+        "maps the judge's): both parts, or only the second seccomp filter, or only the memory limit",
+    )
+    parser.add_argument(
         "--idle-context",
         action="store_true",
         help="another process holds a CUDA context on the GPU meanwhile, idle (as the judge's is during a request)",
+    )
+    parser.add_argument(
+        "--data",
+        choices=["cupy", "numpy", "fill"],
+        default="cupy",
+        help="the inputs (cupy buffers only): cupy's normal samples, numpy's copied in, or 0.75 everywhere",
+    )
+    parser.add_argument(
+        "--between",
+        choices=["none", "other-tiny", "other-flush", "own-flush"],
+        default="none",
+        help="GPU work before each timed group of calls, untimed: another process's (a 4 KiB fill, or twice the L2) or this one's",
     )
     parser.add_argument(
         "--buffers",
@@ -161,10 +211,41 @@ def main() -> int:
             [sys.executable, "-c", IDLE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
         assert idle.stdout is not None and idle.stdout.readline().strip() == "ready"
+    l2_bytes = int(cp.cuda.runtime.getDeviceProperties(0)["l2CacheSize"])
+    busy = None
+    if args.between.startswith("other"):
+        busy = subprocess.Popen(
+            [sys.executable, "-c", BUSY, str(2 * l2_bytes)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert busy.stdout is not None and busy.stdout.readline().strip() == "ready"
+    flush = cp.zeros(2 * l2_bytes // 4, cp.float32) if args.between == "own-flush" else None
+
+    def between() -> None:
+        if busy is not None:
+            assert busy.stdin is not None and busy.stdout is not None
+            busy.stdin.write(("tiny" if args.between == "other-tiny" else "flush") + "\n")
+            busy.stdin.flush()
+            assert busy.stdout.readline().strip() == "done"
+        elif flush is not None:
+            flush.fill(1.0)
+
+    if args.confine_first:  # the context is up (cupy's, above); nothing is allocated yet
+        from kernel_lsp.fence.sandbox import SandboxReport, close_after_start, limit_memory
+
+        cp.cuda.runtime.deviceSynchronize()
+        report = SandboxReport()
+        if args.confine_first in ("all", "seccomp"):
+            close_after_start(report)
+        if args.confine_first in ("all", "limit"):
+            limit_memory(report)
+        print(f"confined first ({args.confine_first}): {report.to_dict()}")
     if args.buffers != "cupy":
         owner, xs, ys = shared_buffers(cp, args.n, args.sets, args.buffers == "vmm-other-process")
     else:
-        xs = [cp.random.standard_normal(args.n, dtype=cp.float32) for _ in range(args.sets)]
+        xs = [inputs(cp, args.n, args.data, k) for k in range(args.sets)]
         ys = [cp.empty_like(xs[0]) for _ in range(args.sets)]
     x, y = xs[0], ys[0]
     want = x / cp.sqrt(cp.sum(x * x) + 1e-6)
@@ -190,6 +271,7 @@ def main() -> int:
             order = list(entries) if r % 2 == 0 else list(reversed(entries))
             for k in order:
                 entry = entries[k]
+                between()
                 cp.cuda.runtime.deviceSynchronize()
                 t0 = time.perf_counter()
                 start.record(null)
@@ -202,14 +284,16 @@ def main() -> int:
                 cp.cuda.runtime.deviceSynchronize()
                 wall[k].append((time.perf_counter() - t0) / args.calls)
                 events[k].append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / args.calls)
-    for child in (owner, idle):
+    for child in (owner, idle, busy):
         if child is not None:
             child.stdin.close()
             child.wait(timeout=30)
     print(
         f"device: {name}; n={args.n}; {'confined; ' if args.confine else ''}"
+        f"{'confined before the buffers: ' + args.confine_first + '; ' if args.confine_first else ''}"
         f"{'another process holds an idle context; ' if args.idle_context else ''}"
-        f"buffers: {args.buffers}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
+        f"{'before each group: ' + args.between + '; ' if args.between != 'none' else ''}"
+        f"buffers: {args.buffers}; data: {args.data if args.buffers == 'cupy' else 'cupy'}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
         f"{args.sets} input set(s) in turn; {'a sync after each call' if args.sync else 'no sync between calls'}"
     )
     print(

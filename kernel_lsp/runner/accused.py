@@ -22,8 +22,10 @@ import argparse
 import functools
 import json
 import os
+import resource
 import socket
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +68,9 @@ class Accused:
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
+        # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
+        # diagnosis of the judged path's cost: the judge logs it and believes none of it).
+        self.trace = os.environ.get("KERNEL_LSP_JUDGE_TRACE", "") not in ("", "0")
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
@@ -140,17 +145,28 @@ class Accused:
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Bound plans one after another, each waited for before the next (a batch: the judge
         pays the request's fixed cost once for them all)."""
+        clock = time.perf_counter_ns
+        spent: list[list[int]] = []
+        usage = resource.getrusage(resource.RUSAGE_SELF) if self.trace else None
         for binding in msg["bindings"]:
+            t0 = clock()
             for state in self.states:
                 state.restore()
             if self.states and self.entries:
                 # The globals are put back on this process's stream; an entry may launch on the
                 # legacy stream or streams of its own, which do not wait for it.
                 self.device.sync()
+            t1 = clock()
             for call in self.plans[int(binding)]:
                 call()
+            t2 = clock()
             self.device.sync_all()
-        return {"status": "ok"}
+            spent.append([t1 - t0, t2 - t1, clock() - t2])
+        if usage is None:
+            return {"status": "ok"}
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
+        return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
 
 
 def fault_reply(e: BaseException) -> dict[str, Any]:

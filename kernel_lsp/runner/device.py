@@ -86,8 +86,8 @@ class NoDevice(RuntimeError):
 
 # How a thread waits for the GPU (a sync): KERNEL_LSP_CTX_SCHED=spin|yield|blocking, else CUDA's
 # own choice (spin where the machine has more CPUs than the process has contexts). A switch for
-# measuring what the wait costs a judged run (benchmarks/results/gpu_h200_2026-11-29.md: about
-# 100 us a run that the same calls in one process do not pay); the judge passes it to the accused.
+# measuring what the wait costs a judged run (on an H200 neither spin nor blocking moved a judged
+# A/B beyond its noise: benchmarks/results/gpu_h200_2026-11-29.md); the judge passes it on.
 CTX_SCHED = {
     "spin": "CU_CTX_SCHED_SPIN",
     "yield": "CU_CTX_SCHED_YIELD",

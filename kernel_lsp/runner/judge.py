@@ -45,6 +45,11 @@ from kernel_lsp.spec import SpecError, case_label, launch_dims
 # When each remote run's answer came (perf_counter), before the judge's copy of its outputs:
 # HostClock reads the last one (the worker is single-threaded; RemotePipeline appends).
 ANSWERED: list[float] = []
+# KERNEL_LSP_JUDGE_TRACE: what the accused says of each timed request (its time per run in
+# restoring globals, calling, waiting; its context switches), beside the judge's own request
+# time. A diagnosis of the judged path's cost, printed by `HostClock.describe`; never a figure.
+TRACING = os.environ.get("KERNEL_LSP_JUDGE_TRACE", "") not in ("", "0")
+TRACE: list[tuple[float, Any]] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
 SPARES = 2  # accused processes started ahead (a comparison takes two)
@@ -489,6 +494,7 @@ class RemotePipeline:
         case = bound[0].case
         request = {"op": "run", "bindings": [b.binding for b in bound]}
         timeout = self.timeout_s * len(bound)
+        sent = time.perf_counter()
         try:
             answer = self.accused.request(request, timeout_s=timeout)
         except AccusedGone as e:
@@ -504,6 +510,8 @@ class RemotePipeline:
         if answer.get("status") != "ok":
             self._fail(answer, case)
         ANSWERED.append(time.perf_counter())
+        if TRACING:
+            TRACE.append((ANSWERED[-1] - sent, answer.get("trace")))
         for b in bound:
             b.bufs.settle(outputs_only=b.bufs.timed)
 
@@ -588,6 +596,7 @@ class HostClock:
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
         self.fresh, self.answers, self.copies = [], [], []
+        TRACE.clear()
         if self._start is not None:
             self._start()
 
@@ -634,7 +643,33 @@ class HostClock:
             f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
             f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} requests of "
             f"{self.batch} run(s) each, on distinct inputs; a sample is a request's time over {self.batch}"
-        )
+        ) + (trace_summary() if TRACING else "")
+
+
+def trace_summary() -> str:
+    """The accused's account of the traced requests (KERNEL_LSP_JUDGE_TRACE), medians a run."""
+    runs, outside, switches = [], [], []
+    for request_s, trace in TRACE:
+        try:
+            spent = [[int(x) for x in run[:3]] for run in trace["runs"]]
+            switches.append([int(x) for x in trace["switches"][:2]])
+        except (TypeError, KeyError, ValueError, IndexError):
+            continue
+        if spent:
+            runs.extend(spent)
+            outside.append((request_s * 1e9 - sum(map(sum, spent))) / len(spent))
+    if not runs:
+        return "; no trace from the accused"
+
+    def med(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2] / 1e3
+
+    return (
+        f"; the accused's account (not believed), a run: restore {med([r[0] for r in runs]):.1f} us, "
+        f"call {med([r[1] for r in runs]):.1f} us, wait {med([r[2] for r in runs]):.1f} us, outside "
+        f"its loop {med(outside):.1f} us; context switches a request: voluntary "
+        f"{med([s[0] * 1e3 for s in switches]):.0f}, involuntary {med([s[1] * 1e3 for s in switches]):.0f}"
+    )
 
 
 # Runs on repeated inputs this much faster than on new ones: a result kept between runs. On an

@@ -161,8 +161,9 @@ LEAKS = (
 extern "C" int scale(const float* x, float* y, int n)
 {
     run_python(
-        "import kernel_lsp.runner.accused as a\n"
-        "a.fault_reply = lambda e: {'status': 'fault', 'code': 'cudaError'"
+        "import sys, kernel_lsp.runner.accused as k\n"  // the accused runs as __main__
+        "for a in (k, sys.modules['__main__']):\n"
+        "    a.fault_reply = lambda e: {'status': 'fault', 'code': 'cudaError'"
         " + '@SECRET@', 'sticky': False, 'entry_status': 0x7f3a9c}\n");
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
     return 0x7f3a9c;
@@ -400,3 +401,46 @@ def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(jud
     assert not result.ok, words(result)
     assert result.problems[0].kind == "timing_mismatch", words(result)
     assert "outputs of the timed launches are wrong" in words(result)
+
+
+# Under KERNEL_LSP_JUDGE_TRACE the accused says where its time went; a candidate rewrites that
+# account with a secret and absurd figures.
+LIES_ABOUT_ITS_TIME = (
+    HEAD
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    static int patched = 0;
+    if (!patched++)
+        run_python(
+            "import sys\n"
+            "a = sys.modules['__main__']\n"  // the accused runs as `python -m`
+            "real = getattr(a, 'real_run', a.Accused.run)\n"  // once a process, however often loaded
+            "a.real_run = real\n"
+            "def lie(self, m):\n"
+            "    r = real(self, m)\n"
+            "    odd = len(m['bindings']) % 2\n"
+            "    r['trace'] = {'runs': [[0, 1, 0]] * 16, 'switches': [0, 0], 'note': '@SECRET@'} if odd"
+            " else {'runs': [['@SECRET@']], 'switches': '@SECRET@'}\n"
+            "    return r\n"
+            "a.Accused.run = lie\n");
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+).replace("@SECRET@", SECRET)
+
+
+def test_the_accuseds_account_of_its_time_is_shown_when_traced_and_never_believed(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_TRACE", "1")  # the worker and its accused read it at start
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as traced:
+        honest = check(traced, tmp_path, HONEST)
+        liar = check(traced, tmp_path, LIES_ABOUT_ITS_TIME)
+    assert honest.ok and liar.ok, (words(honest), words(liar))
+    (told,), (lied,) = honest.timings, liar.timings
+    assert "the accused's account (not believed), a run: restore" in told.clock, told.clock
+    # Its account is numbers or nothing (a malformed one is left out): the secret never reaches
+    # the figures' description, and the figures are the judge's own, whatever it claims.
+    assert SECRET not in lied.clock and "the accused's account" in lied.clock, lied.clock
+    assert "call 0.0 us" in lied.clock, lied.clock  # what it claims is shown, as a claim
+    assert lied.measurement.n >= 30
+    assert lied.measurement.median_s > 0.3 * told.measurement.median_s, (told.clock, lied.clock)
