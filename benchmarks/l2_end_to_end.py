@@ -26,7 +26,7 @@ the same loop (none of them moved the original's time there):
   makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
   fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|numpy|fill]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|numpy|fill|zeros]
 """
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ def inputs(cp, n: int, data: str, k: int):
         import numpy as np
 
         return cp.asarray(np.random.default_rng(k).standard_normal(n, dtype=np.float32))
-    if data == "fill":
-        return cp.full(n, 0.75, cp.float32)
+    if data in ("fill", "zeros"):
+        return cp.full(n, 0.75 if data == "fill" else 0.0, cp.float32)
     return cp.random.standard_normal(n, dtype=cp.float32)
 
 
@@ -183,9 +183,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--data",
-        choices=["cupy", "numpy", "fill"],
+        choices=["cupy", "numpy", "fill", "zeros"],
         default="cupy",
-        help="the inputs (cupy buffers only): cupy's normal samples, numpy's copied in, or 0.75 everywhere",
+        help="the inputs (cupy buffers only): cupy's normal samples, numpy's copied in, 0.75 or 0 everywhere",
     )
     parser.add_argument(
         "--between",
@@ -248,6 +248,8 @@ def main() -> int:
         xs = [inputs(cp, args.n, args.data, k) for k in range(args.sets)]
         ys = [cp.empty_like(xs[0]) for _ in range(args.sets)]
     x, y = xs[0], ys[0]
+    zeros = float(cp.count_nonzero(x == 0)) / x.size
+    data_seen = f"set 0: mean {float(x.mean()):.3g}, std {float(x.std()):.3g}, zeros {zeros:.1%}"
     want = x / cp.sqrt(cp.sum(x * x) + 1e-6)
     with tempfile.TemporaryDirectory() as d:
         entries = {k: build(k, p, Path(d), arch) for k, p in FILES.items()}
@@ -294,7 +296,7 @@ def main() -> int:
         f"{'another process holds an idle context; ' if args.idle_context else ''}"
         f"{'before each group: ' + args.between + '; ' if args.between != 'none' else ''}"
         f"buffers: {args.buffers}; data: {args.data if args.buffers == 'cupy' else 'cupy'}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
-        f"{args.sets} input set(s) in turn; {'a sync after each call' if args.sync else 'no sync between calls'}"
+        f"{args.sets} input set(s) in turn ({data_seen}); {'a sync after each call' if args.sync else 'no sync between calls'}"
     )
     print(
         "| file | end to end us (median [min, max]) | kernels only us (events) | end-to-end ratio | events ratio |"
