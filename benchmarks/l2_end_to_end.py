@@ -26,7 +26,7 @@ the same loop (none of them moved the original's time there):
   makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
   fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|numpy|fill|zeros]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|cupy-dma|numpy|numpy-kernel|fill|zeros]
 """
 
 from __future__ import annotations
@@ -114,10 +114,20 @@ def inputs(cp, n: int, data: str, k: int):
     (made on the host and copied, as the judge's are: runner/case_memo.inputs), or one value.
     On an H200 the original's own GPU time differed by data kind alone (section 6 of
     benchmarks/results/gpu_h200_2026-11-29.md), so a ratio says which it was measured on."""
-    if data == "numpy":
+    if data.startswith("numpy"):
         import numpy as np
 
-        return cp.asarray(np.random.default_rng(k).standard_normal(n, dtype=np.float32))
+        host = np.random.default_rng(k).standard_normal(n, dtype=np.float32)
+        if data == "numpy":  # copied in by the copy engine, as the judge's uploads are
+            return cp.asarray(host)
+        x = cp.empty(n, cp.float32)  # numpy-kernel: first written by a kernel, from a staging copy
+        cp.multiply(cp.asarray(host), 1.0, out=x)
+        return x
+    if data == "cupy-dma":  # cupy's samples, copied into fresh memory by the copy engine
+        staged = cp.random.standard_normal(n, dtype=cp.float32)
+        x = cp.empty(n, cp.float32)
+        cp.cuda.runtime.memcpy(x.data.ptr, staged.data.ptr, 4 * n, cp.cuda.runtime.memcpyDeviceToDevice)
+        return x
     if data in ("fill", "zeros"):
         return cp.full(n, 0.75 if data == "fill" else 0.0, cp.float32)
     return cp.random.standard_normal(n, dtype=cp.float32)
@@ -183,9 +193,10 @@ def main() -> int:
     )
     parser.add_argument(
         "--data",
-        choices=["cupy", "numpy", "fill", "zeros"],
+        choices=["cupy", "cupy-dma", "numpy", "numpy-kernel", "fill", "zeros"],
         default="cupy",
-        help="the inputs (cupy buffers only): cupy's normal samples, numpy's copied in, 0.75 or 0 everywhere",
+        help="the inputs (cupy buffers only): cupy's normal samples (made there, or copied into fresh memory), "
+        "numpy's (copied in, or written by a kernel from a staging copy), 0.75 or 0 everywhere",
     )
     parser.add_argument(
         "--between",
