@@ -26,7 +26,7 @@ the same loop (none of them moved the original's time there):
   makes them; `--buffers vmm-other-process`: made so by another process and mapped here from the
   fds it sends, as the accused maps the judge's.
 
-    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|cupy-dma|numpy|numpy-kernel|fill|zeros]
+    python3 benchmarks/l2_end_to_end.py [--n 16777216] [--rounds 30] [--calls 20] [--sets 16] [--sync] [--confine] [--confine-first all|seccomp|limit] [--idle-context] [--between other-tiny|other-flush|own-flush] [--buffers vmm|vmm-other-process] [--data cupy|cupy-dma|numpy|numpy-kernel|fill|zeros] [--layout packed|skewed]
 """
 
 from __future__ import annotations
@@ -133,6 +133,32 @@ def inputs(cp, n: int, data: str, k: int):
     return cp.random.standard_normal(n, dtype=cp.float32)
 
 
+SKEW = (5 << 20) + (352 << 10)  # bytes: no power of two divides the distances it makes
+
+
+def laid_out(cp, n: int, sets: int, skewed: bool):
+    """Every set's input and output as views of one allocation, input k then output k, each
+    input holding numpy's normal samples copied in (the judge's kind). `packed`: each view
+    right after the last, so an output starts 2^k bytes after its input (64 MiB at n = 2^24);
+    `skewed`: SKEW bytes between views. The same data and the same copies either way: only the
+    distances between the addresses differ."""
+    import numpy as np
+
+    gap = SKEW if skewed else 0
+    arena = cp.empty(2 * sets * (4 * n + gap) // 4, cp.float32)
+    base = int(arena.data.ptr)
+
+    def view(k: int):
+        ptr = cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(base + k * (4 * n + gap), 4 * n, arena), 0)
+        return cp.ndarray((n,), cp.float32, ptr)
+
+    xs = [view(2 * k) for k in range(sets)]
+    ys = [view(2 * k + 1) for k in range(sets)]
+    for k, x in enumerate(xs):
+        x.set(np.random.default_rng(k).standard_normal(n, dtype=np.float32))
+    return xs, ys  # each view keeps the allocation alive
+
+
 def shared_buffers(cp, n: int, sets: int, other_process: bool):
     """`sets` inputs (normal) and outputs of n floats as the judge makes them: VMM allocations
     with a POSIX fd handle (runner/device.CudaDevice.alloc_shared), made here, or made by a child
@@ -199,6 +225,13 @@ def main() -> int:
         "numpy's (copied in, or written by a kernel from a staging copy), 0.75 or 0 everywhere",
     )
     parser.add_argument(
+        "--layout",
+        choices=["pool", "packed", "skewed"],
+        default="pool",
+        help="where the buffers are: as --buffers makes them, or views of one allocation (numpy's "
+        "samples copied in), each right after the last or with an odd gap between them",
+    )
+    parser.add_argument(
         "--between",
         choices=["none", "other-tiny", "other-flush", "own-flush"],
         default="none",
@@ -253,7 +286,9 @@ def main() -> int:
         if args.confine_first in ("all", "limit"):
             limit_memory(report)
         print(f"confined first ({args.confine_first}): {report.to_dict()}")
-    if args.buffers != "cupy":
+    if args.layout != "pool":
+        xs, ys = laid_out(cp, args.n, args.sets, args.layout == "skewed")
+    elif args.buffers != "cupy":
         owner, xs, ys = shared_buffers(cp, args.n, args.sets, args.buffers == "vmm-other-process")
     else:
         xs = [inputs(cp, args.n, args.data, k) for k in range(args.sets)]
@@ -306,7 +341,7 @@ def main() -> int:
         f"{'confined before the buffers: ' + args.confine_first + '; ' if args.confine_first else ''}"
         f"{'another process holds an idle context; ' if args.idle_context else ''}"
         f"{'before each group: ' + args.between + '; ' if args.between != 'none' else ''}"
-        f"buffers: {args.buffers}; data: {args.data if args.buffers == 'cupy' else 'cupy'}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
+        f"buffers: {args.buffers if args.layout == 'pool' else 'one allocation, ' + args.layout}; data: {args.data if args.buffers == 'cupy' and args.layout == 'pool' else 'cupy' if args.layout == 'pool' else 'numpy'}; {args.rounds} rounds of {args.calls} calls a file, interleaved; "
         f"{args.sets} input set(s) in turn ({data_seen}); {'a sync after each call' if args.sync else 'no sync between calls'}"
     )
     print(
