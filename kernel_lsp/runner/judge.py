@@ -653,8 +653,8 @@ def trace_summary() -> str:
         try:
             spent = [[int(x) for x in run[:3]] for run in trace["runs"]]
             switches.append([int(x) for x in trace["switches"][:2]])
-        except (TypeError, KeyError, ValueError, IndexError):
-            continue
+        except (TypeError, KeyError, ValueError, IndexError, OverflowError, AttributeError):
+            continue  # not the shape it should have (JSON gives Infinity too): left out
         if spent:
             runs.extend(spent)
             outside.append((request_s * 1e9 - sum(map(sum, spent))) / len(spent))

@@ -404,7 +404,7 @@ def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(jud
 
 
 # Under KERNEL_LSP_JUDGE_TRACE the accused says where its time went; a candidate rewrites that
-# account with a secret and absurd figures.
+# account in turn with absurd figures and a secret, a malformed one, and an infinite time.
 LIES_ABOUT_ITS_TIME = (
     HEAD
     + r"""
@@ -419,9 +419,10 @@ extern "C" void scale(const float* x, float* y, int n)
             "a.real_run = real\n"
             "def lie(self, m):\n"
             "    r = real(self, m)\n"
-            "    odd = len(m['bindings']) % 2\n"
-            "    r['trace'] = {'runs': [[0, 1, 0]] * 16, 'switches': [0, 0], 'note': '@SECRET@'} if odd"
-            " else {'runs': [['@SECRET@']], 'switches': '@SECRET@'}\n"
+            "    a.told = getattr(a, 'told', 0) + 1\n"
+            "    r['trace'] = [{'runs': [[0, 1, 0]] * 16, 'switches': [0, 0], 'note': '@SECRET@'},"
+            " {'runs': [['@SECRET@']], 'switches': '@SECRET@'},"
+            " {'runs': [[float('inf'), 0, 0]], 'switches': [0, 0]}][a.told % 3]\n"
             "    return r\n"
             "a.Accused.run = lie\n");
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
