@@ -48,7 +48,7 @@ SHOW_GRID = """    static int shown = 0;
 def build(folder: Path, arch: str, how: str) -> None:
     """`folder`/l2.so: as runner/judge's entries are linked (`judge`: cudart none, then the shared
     cudart) or in one nvcc step with its static cudart (`static`, as l2_end_to_end.py builds)."""
-    from kernel_lsp.compile.shared_lib import cudart_library
+    from kernel_lsp.compile.shared_lib import _link
 
     nvcc = shutil.which("nvcc")
     assert nvcc, "nvcc is not on PATH"
@@ -63,16 +63,12 @@ def build(folder: Path, arch: str, how: str) -> None:
             check=True,
         )
         return
-    cudart = cudart_library(nvcc)
-    assert cudart, f"no shared cudart next to {nvcc}"
     subprocess.run(
         [nvcc, f"-arch={arch}", "-lineinfo", "-Xcompiler", "-fPIC", "-c", "-o", str(obj), str(src)],
         check=True,
     )
-    subprocess.run(
-        [nvcc, "-shared", "-cudart", "none", f"-arch={arch}", "-o", str(lib), str(obj), "-Xlinker", cudart],
-        check=True,
-    )
+    linked, log = _link(nvcc, [], arch, str(obj), str(lib))  # the judge's own link step
+    assert linked, log
 
 
 def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) -> dict[str, object]:

@@ -72,6 +72,11 @@ def release_memory(collect: bool = True) -> bool:
     return True
 
 
+def env_flag(name: str) -> bool:
+    """Whether the environment switches `name` on: set, and neither empty nor "0"."""
+    return os.environ.get(name, "") not in ("", "0")
+
+
 def memory_available() -> int:
     """The host's available memory in bytes (MemAvailable), 0 where it cannot be read."""
     try:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.model import CheckStatus
-from kernel_lsp.procs import ToolRuns
+from kernel_lsp.procs import ToolRuns, env_flag
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import ProfileReport, profile_kernels
 from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
@@ -81,7 +81,7 @@ def _hidden_by_env() -> str | None:
 
 
 def fake_from_env() -> bool:
-    return os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    return env_flag("KERNEL_LSP_FAKE_GPU")
 
 
 class LocalBackend:

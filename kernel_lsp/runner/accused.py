@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from kernel_lsp.procs import env_flag
+
 MAX_PACKET = 1 << 20
 MAX_FDS = 64
 
@@ -70,7 +72,7 @@ class Accused:
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
         # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
         # diagnosis of the judged path's cost: the judge logs it and believes none of it).
-        self.trace = os.environ.get("KERNEL_LSP_JUDGE_TRACE", "") not in ("", "0")
+        self.trace = env_flag("KERNEL_LSP_JUDGE_TRACE")
 
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
@@ -142,28 +144,44 @@ class Accused:
 
         return call
 
+    def _restore(self) -> None:
+        """Put the globals back before a run."""
+        for state in self.states:
+            state.restore()
+        if self.states and self.entries:
+            # The globals are put back on this process's stream; an entry may launch on the
+            # legacy stream or streams of its own, which do not wait for it.
+            self.device.sync()
+
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Bound plans one after another, each waited for before the next (a batch: the judge
-        pays the request's fixed cost once for them all)."""
+        pays the request's fixed cost once for them all). Every run is inside the judge's clock,
+        so nothing else happens here unless a trace was asked for (`_run_traced`)."""
+        bindings = [int(b) for b in msg["bindings"]]
+        if self.trace:
+            return self._run_traced(bindings)
+        for binding in bindings:
+            self._restore()
+            for call in self.plans[binding]:
+                call()
+            self.device.sync_all()
+        return {"status": "ok"}
+
+    def _run_traced(self, bindings: list[int]) -> dict[str, Any]:
+        """`run`, saying per run how long restoring, calling and waiting took (ns), and how
+        often this process was switched out (KERNEL_LSP_JUDGE_TRACE)."""
         clock = time.perf_counter_ns
         spent: list[list[int]] = []
-        usage = resource.getrusage(resource.RUSAGE_SELF) if self.trace else None
-        for binding in msg["bindings"]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        for binding in bindings:
             t0 = clock()
-            for state in self.states:
-                state.restore()
-            if self.states and self.entries:
-                # The globals are put back on this process's stream; an entry may launch on the
-                # legacy stream or streams of its own, which do not wait for it.
-                self.device.sync()
+            self._restore()
             t1 = clock()
-            for call in self.plans[int(binding)]:
+            for call in self.plans[binding]:
                 call()
             t2 = clock()
             self.device.sync_all()
             spent.append([t1 - t0, t2 - t1, clock() - t2])
-        if usage is None:
-            return {"status": "ok"}
         after = resource.getrusage(resource.RUSAGE_SELF)
         switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
         return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
@@ -193,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
     procs.become_worker(die_with_thread=False)
     sock = socket.socket(fileno=args.fd)
-    fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    fake = args.fake or env_flag("KERNEL_LSP_FAKE_GPU")
     hello: dict[str, Any] = {"status": "ok", "pid": os.getpid(), "available": False}
     accused: Accused | None = None
     try:  # before CUDA starts: every thread the driver creates inherits the confinement

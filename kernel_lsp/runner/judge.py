@@ -48,7 +48,7 @@ ANSWERED: list[float] = []
 # KERNEL_LSP_JUDGE_TRACE: what the accused says of each timed request (its time per run in
 # restoring globals, calling, waiting; its context switches), beside the judge's own request
 # time. A diagnosis of the judged path's cost, printed by `HostClock.describe`; never a figure.
-TRACING = os.environ.get("KERNEL_LSP_JUDGE_TRACE", "") not in ("", "0")
+TRACING = procs.env_flag("KERNEL_LSP_JUDGE_TRACE")
 TRACE: list[tuple[float, Any]] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs

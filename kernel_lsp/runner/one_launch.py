@@ -61,6 +61,7 @@ def run_job(job_dir: str, outer: str = "") -> int:
             job_dir, outer, readable=READ_EVERYTHING, allow_unix_sockets=True, deny_shared_anonymous=False
         )
 
+    from kernel_lsp.procs import env_flag
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
     from kernel_lsp.runner.loading import build_steps
@@ -69,7 +70,7 @@ def run_job(job_dir: str, outer: str = "") -> int:
     from kernel_lsp.spec import make_inputs
     from kernel_lsp.spec.inputs import TIMING_SEED
 
-    fake = job.get("fake") or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    fake = job.get("fake") or env_flag("KERNEL_LSP_FAKE_GPU")
     device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])
     spec = load_spec(job["spec"])
     steps = build_steps(device, blob, job["steps"], [], [], untrusted(job), job_dir)

@@ -591,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     # the worker itself runs the user's spec and the user's code, unconfined.
     parser.add_argument("--judge", action="store_true", help="run candidates in confined processes")
     args = parser.parse_args(argv)
-    fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    fake = args.fake or procs.env_flag("KERNEL_LSP_FAKE_GPU")
     # Ends with the server or CLI that started it (a killed editor too), with whatever a spec
     # started. No memory limit: CUDA reserves far more address space than it uses.
     procs.become_worker(die_with_thread=False)

@@ -119,3 +119,32 @@ def test_a_grown_batch_reaches_min_samples_before_the_budget_stops_it(monkeypatc
         a, b = measure_interleaved(clock, runs, settings)
         counts[request_s] = (clock.grown, clock.batch, len(a), len(b))
     assert counts == {0.004: (True, 8, 15, 15), 0.0: (False, 3, 1, 1)}, counts
+
+
+def _accused(trace: bool, monkeypatch, tmp_path):
+    from kernel_lsp.runner.accused import Accused
+
+    monkeypatch.setenv("KERNEL_LSP_JUDGE_TRACE", "1" if trace else "")
+    accused = Accused(FakeDevice(), str(tmp_path))
+    calls: list[int] = []
+    accused.plans[7] = [lambda: calls.append(1)]
+    return accused, calls
+
+
+def test_an_untraced_run_does_nothing_but_the_runs(monkeypatch, tmp_path):
+    # Each judged run is inside the judge's clock: the accused's own stamps (about 0.2 us a run
+    # here, paid by both sides of an A/B) are taken only when a trace was asked for.
+    accused, calls = _accused(False, monkeypatch, tmp_path)
+    stamps: list[int] = []
+    monkeypatch.setattr("kernel_lsp.runner.accused.time.perf_counter_ns", lambda: stamps.append(1) or 0)
+    assert accused.run({"bindings": [7, 7, 7]}) == {"status": "ok"}
+    assert len(calls) == 3 and stamps == []
+
+
+def test_a_traced_run_says_where_each_run_went(monkeypatch, tmp_path):
+    accused, calls = _accused(True, monkeypatch, tmp_path)
+    reply = accused.run({"bindings": [7, 7]})
+    assert reply["status"] == "ok" and len(calls) == 2
+    runs = reply["trace"]["runs"]
+    assert len(runs) == 2 and all(len(r) == 3 and min(r) >= 0 for r in runs)
+    assert len(reply["trace"]["switches"]) == 2
