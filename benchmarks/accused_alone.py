@@ -45,6 +45,13 @@ SHOW_GRID = """    static int shown = 0;
     float* block_sums = nullptr;"""
 
 
+# Says where the launcher's block sums landed on its first call (stderr): a 4 KiB cudaMalloc that
+# every block then reads whole, one load after another.
+SHOW_SCRATCH = """    static int placed = 0;
+    if (!placed++) fprintf(stderr, "scratch: %p (+%zu KiB in its 2 MiB page)\\n", (void*)block_sums, ((size_t)block_sums & ((1u << 21) - 1)) >> 10);
+    if (err != cudaSuccess) return (int)err;"""
+
+
 def build(folder: Path, arch: str, how: str) -> None:
     """`folder`/l2.so: as runner/judge's entries are linked (`judge`: cudart none, then the shared
     cudart) or in one nvcc step with its static cudart (`static`, as l2_end_to_end.py builds)."""
@@ -56,7 +63,8 @@ def build(folder: Path, arch: str, how: str) -> None:
     text = SOURCE.read_text().replace(
         "#include <cuda_runtime.h>", "#include <cuda_runtime.h>\n#include <cstdio>"
     )
-    src.write_text(text.replace("    float* block_sums = nullptr;", SHOW_GRID, 1))
+    text = text.replace("    float* block_sums = nullptr;", SHOW_GRID, 1)
+    src.write_text(text.replace("    if (err != cudaSuccess) return (int)err;", SHOW_SCRATCH, 1))
     if how == "static":
         subprocess.run(
             [nvcc, "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", str(lib), str(src)],
@@ -83,6 +91,8 @@ def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) ->
     from kernel_lsp.runner.entry import load_library, load_runtime
 
     variant = os.environ.get("ACCUSED_ALONE_VARIANT", "")
+    if variant.startswith("cupy-all"):
+        return cupy_child(mode, folder, n, sets, calls, rounds, set(variant.split("+")[1:]))
     if variant == "runtime-first":  # the primary context made by cudart, as cupy makes it
         load_runtime().lib.cudaFree(None)
     device = CudaDevice(0)
@@ -98,6 +108,8 @@ def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) ->
     fn.restype = ctypes.c_int
     rng = np.random.default_rng(7)
     keep = []
+    if variant.startswith("small-"):  # small allocations held first: where the launcher's land
+        _held_small = [device.alloc(int(variant[6:])) for _ in range(4)]
     if variant == "cupy-buffers":  # allocated and written by cupy, as l2_end_to_end.py's are
         import cupy as cp
 
@@ -122,10 +134,28 @@ def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) ->
             xs.append(device.alloc(4 * n))
             ys.append(device.alloc(4 * n))
     for x in xs if not keep else []:
+        host = rng.standard_normal(n, dtype=np.float32)
         if variant == "device-data":  # written on the device, not copied from the host
             device.fill(x, 0x3F, 4 * n)
+        elif variant == "upload-sync":  # the synchronous copy, no stream
+            device._ck(device.d.cuMemcpyHtoD(x, host.ctypes.data, 4 * n))
+        elif variant == "upload-pinned":  # from page-locked host memory
+            pinned = device._ck(device.d.cuMemAllocHost(4 * n))
+            ctypes.memmove(int(pinned), host.ctypes.data, 4 * n)
+            device._ck(device.d.cuMemcpyHtoDAsync(x, pinned, 4 * n, device.stream))
+            device.sync()
+            device._ck(device.d.cuMemFreeHost(pinned))
+        elif variant == "upload-dtod":  # copied in to a staging buffer, then device to device
+            staging = device.alloc(4 * n)
+            device.upload(staging, host)
+            device._ck(device.d.cuMemcpyDtoD(x, staging, 4 * n))
+            device.free(staging)
+        elif variant == "upload-cupy":  # the runtime's copy, as cupy makes it
+            import cupy as cp
+
+            cp.cuda.runtime.memcpy(x, host.ctypes.data, 4 * n, cp.cuda.runtime.memcpyHostToDevice)
         else:
-            device.upload(x, rng.standard_normal(n, dtype=np.float32))
+            device.upload(x, host)
     if variant == "upload-then-kernel":  # copied from the host, then rewritten by a kernel
         import cupy as cp
 
@@ -169,6 +199,80 @@ def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) ->
     }
 
 
+def cupy_child(
+    mode: str, folder: str, n: int, sets: int, calls: int, rounds: int, add: set[str]
+) -> dict[str, object]:
+    """l2_end_to_end.py's way in this harness (`cupy-all`): cupy's context and allocations,
+    numpy's samples copied in by cupy, the library by ctypes.CDLL, cupy's device sync; then one
+    of the accused's parts added at a time (`+dev`: a CudaDevice, `+rt`: load_runtime, `+loadlib`:
+    load_library), to find the one that costs the original its time."""
+    import cupy as cp
+    import numpy as np
+
+    from kernel_lsp.runner.device import CudaDevice
+    from kernel_lsp.runner.entry import load_library, load_runtime
+
+    keep = cp.zeros(1, cp.float32)  # cupy's context first, as in l2_end_to_end.py
+    device = CudaDevice(0) if "dev" in add else None
+    runtime = load_runtime() if "rt" in add else None
+    if "loadlib" in add:
+        _library, fn = load_library(Path(folder, "l2.so").read_bytes(), folder, "l2_normalize", runtime)
+    else:
+        fn = ctypes.CDLL(str(Path(folder, "l2.so"))).l2_normalize
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_float]
+    fn.restype = ctypes.c_int
+    hosts = [np.random.default_rng(k).standard_normal(n, dtype=np.float32) for k in range(sets)]
+    if "devalloc" in add:  # the driver's allocations (CudaDevice.alloc), cupy's copies into them
+        dev = device or CudaDevice(0)
+        owned = [dev.alloc(4 * n) for _ in range(2 * sets)]
+
+        def view(ptr: int):
+            return cp.ndarray(
+                (n,), cp.float32, cp.cuda.MemoryPointer(cp.cuda.UnownedMemory(ptr, 4 * n, None), 0)
+            )
+
+        xs, ys = [view(p) for p in owned[:sets]], [view(p) for p in owned[sets:]]
+        for x, h in zip(xs, hosts, strict=True):
+            x.set(h)
+    elif "devupload" in add:  # cupy's allocations, the driver's copies (CudaDevice.upload)
+        dev = device or CudaDevice(0)
+        xs, ys = (
+            [cp.empty(n, cp.float32) for _ in range(sets)],
+            [cp.empty(n, cp.float32) for _ in range(sets)],
+        )
+        for x, h in zip(xs, hosts, strict=True):
+            dev.upload(x.data.ptr, h)
+    else:
+        xs = [cp.asarray(h) for h in hosts]
+        ys = [cp.empty(n, cp.float32) for _ in range(sets)]
+    sync = device.sync_all if device is not None and "devsync" in add else cp.cuda.runtime.deviceSynchronize
+    for x, y in zip(xs, ys, strict=True):
+        assert fn(x.data.ptr, y.data.ptr, n, 1e-6) == 0
+    sync()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    per_call: list[float] = []
+    on_gpu: list[float] = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        start.record(cp.cuda.Stream.null)
+        for i in range(calls):
+            fn(xs[i % sets].data.ptr, ys[i % sets].data.ptr, n, 1e-6)
+            sync()
+        stop.record(cp.cuda.Stream.null)
+        stop.synchronize()
+        per_call.append((time.perf_counter() - t0) / calls)
+        on_gpu.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls)
+    del keep
+    return {
+        "mode": mode,
+        "median_us": statistics.median(per_call) * 1e6,
+        "min_us": min(per_call) * 1e6,
+        "max_us": max(per_call) * 1e6,
+        "events_us": statistics.median(on_gpu) * 1e6,
+        "sandbox": None,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=1 << 24)
@@ -181,7 +285,7 @@ def main() -> int:
     parser.add_argument(
         "--variants",
         default="",
-        help="comma-separated, '' the accused's way: runtime-first, xs-first, device-data, cuda-sync, busy-SECONDS, cupy-buffers",
+        help="comma-separated, '' the accused's way: runtime-first, xs-first, device-data, cuda-sync, busy-SECONDS, cupy-buffers, cupy-all[+dev][+rt][+loadlib][+devsync]",
     )
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
@@ -218,7 +322,11 @@ def main() -> int:
                 if proc.returncode != 0 or not lines:
                     print(f"{mode}: exit {proc.returncode}: {proc.stderr.strip()[-600:]}")
                     continue
-                results[mode, how, variant].append(json.loads(lines[-1]))
+                got = json.loads(lines[-1])
+                got["scratch"] = next(
+                    (ln[9:] for ln in proc.stderr.splitlines() if ln.startswith("scratch:")), ""
+                )
+                results[mode, how, variant].append(got)
                 grids[mode, how, variant].update(
                     ln for ln in proc.stderr.splitlines() if ln.startswith("grid:")
                 )
@@ -231,7 +339,7 @@ def main() -> int:
     for (mode, how, variant), got in results.items():
         if got:
             medians = ", ".join(
-                f"{float(g['median_us']):.1f} (events {float(g['events_us']):.1f})"  # type: ignore[arg-type]
+                f"{float(g['median_us']):.1f} (events {float(g['events_us']):.1f}; scratch {g['scratch']})"  # type: ignore[arg-type]
                 for g in got
             )
             low = min(float(g["min_us"]) for g in got)  # type: ignore[arg-type]

@@ -96,6 +96,9 @@ def test_bench_prints_table(capsys):
         assert "occupancy vadd (n=4194304): achieved" in out, out
 
 
+# Quiet: the kernels' shares come from an ncu profile, whose replays beside the parallel lane's GPU
+# work ran out of time (the suite of 2026-11-29, third session: shares null; alone it passed).
+@pytest.mark.quiet
 def test_bench_of_an_entry_spec_names_the_kernels_it_launched(capsys):
     """Issue 31: `bench` on a launcher's entry spec builds its library as check does, times the
     entry, and names the three kernels the entry launched (with their shares where ncu ran)."""
@@ -111,6 +114,6 @@ def test_bench_of_an_entry_spec_names_the_kernels_it_launched(capsys):
     launched = [k["kernel"] for k in check["kernels"]]
     assert launched == ["row_mean_kernel", "row_variance_kernel", "normalize_kernel"], launched
     if find_ncu():
-        assert all(k["share"] is not None for k in check["kernels"]), check
+        assert all(k["share"] is not None for k in check["kernels"]), (check["kernels"], check["sharesNote"])
     else:
         assert check["sharesNote"], check
