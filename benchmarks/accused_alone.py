@@ -10,11 +10,14 @@ ways (`judge`: as the judge links an entry; `static`: one nvcc step, its static 
   then `close_after_start` and `limit_memory` once it is up), exactly as runner/accused.main.
 
 benchmarks/l2_end_to_end.py times the same launcher in one process on cupy buffers (about 100 us
-a call on an H200); a judged run of it takes 160-200 us in the accused by its own clock
+a call on an H200); a judged run of it took 160-220 us in the accused by its own clock
 (KERNEL_LSP_JUDGE_TRACE). `--variants` changes one thing at a time (how the context starts, how
-the inputs are allocated and written, the sync call, a busy GPU first, cupy's buffers and data).
-On an H200 only `cupy-buffers` (cupy's normal samples) brought it to 98 us: the inputs' values,
-not the accused, set the time (section 6 of benchmarks/results/gpu_h200_2026-11-29.md).
+the inputs are allocated and written, the sync call, a busy GPU first, cupy's way in this
+harness with the accused's parts added one by one, small allocations held first), and the
+launcher says where its scratch landed. On an H200 the cause was the scratch: in a process with
+no small allocation alive, the launcher's per-call cudaMalloc/cudaFree mapped a fresh page each
+call (`small-512`: 98 us). Every CudaDevice now holds one (section 8 of
+benchmarks/results/gpu_h200_2026-11-29.md), so today's plain child is the fast one.
 
     python3 benchmarks/accused_alone.py [--n 16777216] [--sets 10] [--calls 10] [--rounds 15] [--repeat 3] [--modes plain,confined] [--builds judge,static] [--variants ,cupy-buffers]
 """

@@ -9,9 +9,10 @@ buffers, the three interleaved round after round, on two clocks at once:
   judge timed).
 
 The judge (runner/judge.py) times end to end, so its A/B should be near the first ratio, on the
-same kind of inputs (`--data numpy` is the judge's kind: on an H200 the original took about
-98 us a call on cupy's normal samples and 155-220 us on numpy's, section 6 of
-benchmarks/results/gpu_h200_2026-11-29.md). These modes put one part of the judged path under
+same kind of inputs (`--data numpy` is the judge's kind; on an H200 every data kind and layout
+gave the original 98-105 us a call: section 8 of benchmarks/results/gpu_h200_2026-11-29.md,
+where the judged run's extra 100 us turned out to be its scratch allocation, not its inputs).
+These modes put one part of the judged path under
 the same loop (none of them moved the original's time there):
 
 - `--confine`: once CUDA is up, the accused's second seccomp filter (no sockets, no shared
@@ -112,8 +113,8 @@ while line := sys.stdin.readline():  # one fill a line, waited for, then answere
 def inputs(cp, n: int, data: str, k: int):
     """Set k's input: normal samples from cupy's generator (made on the GPU), or from numpy's
     (made on the host and copied, as the judge's are: runner/case_memo.inputs), or one value.
-    On an H200 the original's own GPU time differed by data kind alone (section 6 of
-    benchmarks/results/gpu_h200_2026-11-29.md), so a ratio says which it was measured on."""
+    A ratio says which it was measured on (on an H200 none of them changed the original's time:
+    section 8 of benchmarks/results/gpu_h200_2026-11-29.md)."""
     if data.startswith("numpy"):
         import numpy as np
 

@@ -96,8 +96,9 @@ def test_bench_prints_table(capsys):
         assert "occupancy vadd (n=4194304): achieved" in out, out
 
 
-# Quiet: the kernels' shares come from an ncu profile, whose replays beside the parallel lane's GPU
-# work ran out of time (the suite of 2026-11-29, third session: shares null; alone it passed).
+# Quiet: the kernels' shares come from an ncu profile, and kernel-lsp's profiles take turns
+# machine-wide (runner/profile.PROFILE_LOCK); beside the parallel lane's other profiles the shares
+# came back null (the suite of 2026-11-29, third session), and alone the test passed in 17 s.
 @pytest.mark.quiet
 def test_bench_of_an_entry_spec_names_the_kernels_it_launched(capsys):
     """Issue 31: `bench` on a launcher's entry spec builds its library as check does, times the
