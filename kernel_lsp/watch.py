@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pathspec
 from watchdog.events import (
@@ -194,22 +194,26 @@ class BatchCollector:
     """Folds events into one pending batch and delivers it from its own thread after a quiet
     `debounce_s`, or `max_delay_s` after the first pending event at the latest. Per path the
     last event wins (delete then create is a change). Idle, the thread sleeps on a condition
-    with no timeout: no wake-ups."""
+    with no timeout: no wake-ups. A compilation database written in the batch counts as changed
+    if `databases_differ` (given the paths, once the batch is due) says its text is new: read
+    then, after the quiet, not at each event, when a writer may be half way through it."""
 
     def __init__(
         self,
         on_batch: Callable[[Batch], None],
         debounce_s: float = DEBOUNCE_S,
         max_delay_s: float = MAX_DELAY_S,
+        databases_differ: Callable[[set[str]], bool] = bool,
     ) -> None:
         self._on_batch = on_batch
+        self._databases_differ = databases_differ
         self.debounce_s = debounce_s
         self.max_delay_s = max_delay_s
         self._cond = threading.Condition()
         self._files: dict[str, bool] = {}  # path -> exists (False: deleted)
         self._dirs_gone: set[str] = set()
         self._rules_changed = False
-        self._database_changed = False
+        self._databases: set[str] = set()  # compilation databases written, moved or deleted
         self._events = 0
         self._first = 0.0
         self._last = 0.0
@@ -236,8 +240,8 @@ class BatchCollector:
     def rules_changed(self) -> None:
         self._add(lambda: setattr(self, "_rules_changed", True))
 
-    def database_changed(self) -> None:
-        self._add(lambda: setattr(self, "_database_changed", True))
+    def database_touched(self, path: str) -> None:
+        self._add(lambda: self._databases.add(path))
 
     def _add(self, record: Callable[[], None]) -> None:
         now = time.monotonic()
@@ -249,18 +253,18 @@ class BatchCollector:
             self._last = now
             self._cond.notify()
 
-    def _take(self) -> Batch:
+    def _take(self) -> tuple[Batch, set[str]]:
         batch = Batch(
             changed=frozenset(p for p, exists in self._files.items() if exists),
             deleted=frozenset(p for p, exists in self._files.items() if not exists),
             deleted_dirs=frozenset(self._dirs_gone),
             rules_changed=self._rules_changed,
-            database_changed=self._database_changed,
             events=self._events,
         )
-        self._files, self._dirs_gone, self._events = {}, set(), 0
-        self._rules_changed = self._database_changed = False
-        return batch
+        databases = self._databases
+        self._files, self._dirs_gone, self._events, self._databases = {}, set(), 0, set()
+        self._rules_changed = False
+        return batch, databases
 
     def _run(self) -> None:
         while True:
@@ -274,7 +278,9 @@ class BatchCollector:
                 if now < due:
                     self._cond.wait(due - now)
                     continue
-                batch = self._take()
+                batch, databases = self._take()
+            if databases and self._databases_differ(databases):  # read outside the lock
+                batch = replace(batch, database_changed=True)
             if batch:
                 self.batches += 1
                 try:
@@ -303,7 +309,7 @@ class WorkspaceWatcher:
     ) -> None:
         self.root = normalize(root)
         self.rules = IgnoreRules(self.root, exclude)
-        self.collector = BatchCollector(on_batch, debounce_s, max_delay_s)
+        self.collector = BatchCollector(on_batch, debounce_s, max_delay_s, self._databases_differ)
         self._accept = accept
         self._observer: BaseObserver | None = None
         self.events_seen = 0
@@ -335,6 +341,17 @@ class WorkspaceWatcher:
             self.collector.stop()
             raise
         self._observer = observer
+
+    def _databases_differ(self, paths: set[str]) -> bool:
+        """Whether any of these compilation databases holds new text. CMake rewrites them on
+        every configure, mostly with the same text: only new text re-checks the workspace."""
+        differ = False
+        for path in paths:
+            digest = _digest(path)
+            if self._databases.get(path, "") != digest:
+                self._databases[path] = digest
+                differ = True
+        return differ
 
     def stop(self) -> None:
         if self._observer is not None:
@@ -373,12 +390,7 @@ class WorkspaceWatcher:
                 self.collector.rules_changed()
             return
         if os.path.basename(path) == DATABASE_NAME:
-            # CMake rewrites it on every configure, mostly with the same text: only new text
-            # re-checks the workspace.
-            digest = _digest(path)
-            if self._databases.get(path, "") != digest:
-                self._databases[path] = digest
-                self.collector.database_changed()
+            self.collector.database_touched(path)
             return
         if not is_watched_file(path) or self.rules.ignored(path):
             return

@@ -191,6 +191,40 @@ def test_a_compilation_database_counts_even_in_an_ignored_build_folder(tmp_path)
         w.stop()
 
 
+def test_a_database_rewritten_slowly_with_the_same_text_is_no_change(tmp_path):
+    """A writer that truncates the database and writes it again a moment later (as a generator
+    writing in place does, or any writer on a loaded machine): the text is read once the batch
+    is due, not at the truncation, so the same text is no change. Read at each event, the empty
+    file counted as new text, then the old text again (CI, 2026-11-29, under load)."""
+    (tmp_path / "build").mkdir()
+    database = tmp_path / "build" / "compile_commands.json"
+    got = Batches()
+    w = WorkspaceWatcher(str(tmp_path), got, debounce_s=0.4)
+    w.start()
+    try:
+        _settle(w, got)
+        database.write_text('[{"file": "k.cu"}]')  # the text the watcher then knows
+        got.wait(1)
+        got.wait_quiet()
+        assert any(b.database_changed for b in got.items), got.items
+        got.items.clear()
+        with open(database, "w") as f:  # truncated: an inotify event for an empty file
+            f.flush()
+            time.sleep(0.1)  # within the quiet period
+            f.write('[{"file": "k.cu"}]')
+        time.sleep(1.0)
+        assert not any(b.database_changed for b in got.items), got.items
+        with open(database, "w") as f:
+            f.flush()
+            time.sleep(0.1)
+            f.write('[{"file": "other.cu"}]')
+        got.wait(1)
+        got.wait_quiet()
+        assert [b.database_changed for b in got.items] == [True], got.items
+    finally:
+        w.stop()
+
+
 def test_symlink_loop_is_neither_followed_nor_fatal(tmp_path):
     (tmp_path / "sub").mkdir()
     os.symlink("..", tmp_path / "sub" / "up")
