@@ -208,7 +208,10 @@ def cupy_child(
     """l2_end_to_end.py's way in this harness (`cupy-all`): cupy's context and allocations,
     numpy's samples copied in by cupy, the library by ctypes.CDLL, cupy's device sync; then one
     of the accused's parts added at a time (`+dev`: a CudaDevice, `+rt`: load_runtime, `+loadlib`:
-    load_library), to find the one that costs the original its time."""
+    load_library, `+devsync`: the device's context sync, `+devupload`: the driver's uploads,
+    `+devalloc`: the driver's allocations), to find the one that costs the original its time.
+    On an H200 none did: cupy's first small allocation was what this harness had and the
+    accused lacked (section 8 of benchmarks/results/gpu_h200_2026-11-29.md)."""
     import cupy as cp
     import numpy as np
 
