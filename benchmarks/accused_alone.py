@@ -192,13 +192,20 @@ def child(mode: str, folder: str, n: int, sets: int, calls: int, rounds: int) ->
         device._ck(d.cuEventSynchronize(stop))
         per_call.append((time.perf_counter() - t0) / calls)
         on_gpu.append(float(device._ck(d.cuEventElapsedTime(start, stop))) / 1e3 / calls)
+    return child_figures(mode, per_call, on_gpu, report.to_dict() if report is not None else None)
+
+
+def child_figures(
+    mode: str, per_call: list[float], on_gpu: list[float], sandbox: dict[str, object] | None
+) -> dict[str, object]:
+    """A child's answer: its rounds' seconds a call, by the host clock and by events, in us."""
     return {
         "mode": mode,
         "median_us": statistics.median(per_call) * 1e6,
         "min_us": min(per_call) * 1e6,
         "max_us": max(per_call) * 1e6,
         "events_us": statistics.median(on_gpu) * 1e6,
-        "sandbox": report.to_dict() if report is not None else None,
+        "sandbox": sandbox,
     }
 
 
@@ -269,14 +276,7 @@ def cupy_child(
         per_call.append((time.perf_counter() - t0) / calls)
         on_gpu.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / calls)
     del keep
-    return {
-        "mode": mode,
-        "median_us": statistics.median(per_call) * 1e6,
-        "min_us": min(per_call) * 1e6,
-        "max_us": max(per_call) * 1e6,
-        "events_us": statistics.median(on_gpu) * 1e6,
-        "sandbox": None,
-    }
+    return child_figures(mode, per_call, on_gpu, None)
 
 
 def main() -> int:

@@ -4,7 +4,8 @@ runs each one in a confined process of its own, as the optimizer runs an LLM's a
 - the cheating suite (test_cheating.py) gets the same verdicts judged as plain;
 - a kernel that writes far past its buffers faults in its own process, and the judge answers on;
 - hostile entries, built without the fence (as if past it): one that answers before its work is
-  done, one that patches the clock of its process, one that keeps results between calls."""
+  done, one that patches the clock of its process, one that keeps results between calls, one
+  that keeps its allocator warm to skip the page map its control pays a call."""
 
 from __future__ import annotations
 
@@ -98,3 +99,18 @@ def test_an_entry_that_keeps_results_between_calls_is_suspicious(judged):
     assert not result.ok and result.problems[0].kind == "suspicious", result.message
     assert "already seen" in result.message
     print(f"JUDGE caches: {result.message[:200]}")
+
+
+@pytest.mark.quiet  # two medians taken one after the other, as the clock patch's
+@pytest.mark.xdist_group("timing")
+def test_an_entry_that_keeps_its_allocator_warm_gains_nothing(judged):
+    """A candidate that leaves one small allocation alive per call keeps the driver's chunk
+    mapped, so its per-call scratch is cheap; the control's scratch, in a process with nothing
+    small alive, mapped and unmapped a page each call (about 100 us on an H200). The accused
+    holds a small allocation of its own (runner/device.CudaDevice), so both pay alike."""
+    control = entry(judged, "scratch_each_call")
+    warm = entry(judged, "scratch_warms_allocator")
+    assert control.ok and warm.ok, (control.message, warm.message)
+    c, w = control.timings[-1].measurement.median_s, warm.timings[-1].measurement.median_s
+    print(f"JUDGE allocator kept warm: {w * 1e6:.1f} us vs control {c * 1e6:.1f} us")
+    assert w >= 0.8 * c, (w, c)
