@@ -8,9 +8,13 @@ the same attack.
 
 | protection | stops | how | |
 |---|---|---|---|
-| file writes | writing, creating, removing, truncating outside the folder | Landlock; bwrap: read-only binds | essential |
+| file writes | writing, creating, removing, truncating anywhere (the folder too: no disk to fill) | Landlock: writes only to the GPU's device files, /dev/null and its own /proc; bwrap: read-only binds, a 64 MiB private tmpfs for HOME and TMPDIR | essential |
 | file reads | reading $HOME, the workspace, other processes' /proc (their environ: secrets), /etc/shadow | Landlock: only Python, system libraries, the folder, /sys, GPU devices, own /proc; bwrap: only those bound | essential |
 | network | any socket (TCP, UDP, raw, netlink, unix sockets to local daemons) | seccomp: socket() refused; the process talks over its inherited socket only | essential |
+| datagrams to any address | socketpair() then sendto() a path (journald's /dev/log, any daemon's datagram socket) | seccomp once the GPU is open: no socketpair, connect, bind or listen; sendto with an address refused; sendmsg only on the judge's socket where another datagram socket exists | essential |
+| IPC | SysV message queues and semaphores, POSIX message queues: a message to any process of the user, or left for the next candidate | seccomp (Landlock mode has no IPC namespace); bwrap: --unshare-ipc too | essential |
+| scheduling of others | nice, CPU affinity, SCHED_IDLE, I/O priority set on another process (the other side of an A/B) | seccomp: setpriority/ioprio_set only on itself, sched_set*/migrate/move_pages only with pid 0 | essential |
+| threads | a thread bomb (2000 threads in one request) | seccomp once the GPU is open: no new thread (the driver's are started by then) | essential |
 | programs, processes | exec, fork (threads stay allowed) | seccomp; Landlock: EXECUTE granted nowhere | essential |
 | io_uring | its SOCKET/OPENAT ops, which no socket() or open() filter sees | seccomp | essential |
 | other processes | ptrace, process_vm_*, pidfd_*, kcmp, process_madvise, prlimit of others | seccomp | essential |
@@ -21,17 +25,19 @@ the same attack.
 | metadata | chmod, chown, utime, xattrs, truncate(path), mknod anywhere (Landlock cannot restrict these) | seccomp | essential |
 | administration | mount, namespaces, modules, eBPF, keys, clocks, reboot, ... | seccomp | essential |
 | capabilities | root's CAP_SYS_RESOURCE (raising limits), CAP_SYS_ADMIN ioctls, CAP_MKNOD, ... | capset to none; bwrap --cap-drop ALL | best-effort (seccomp covers the known uses) |
-| memory | a runaway allocation exhausting the machine | RLIMIT_DATA (soft and hard) once CUDA is up; limits then locked by seccomp; shared anonymous maps, memfd_create and SysV shm refused (RLIMIT_DATA does not count them) | essential |
-| disk | filling the disk through the folder | RLIMIT_FSIZE per file | essential |
+| memory | a runaway allocation exhausting the machine | RLIMIT_DATA (soft and hard) once CUDA is up; limits then locked by seccomp; shared anonymous maps, memfd_create and SysV shm refused (RLIMIT_DATA does not count them); /dev/zero readable only (a shared map of it needs a writable descriptor: Landlock, bwrap's read-only bind); no tmpfs file to map (no writes) | essential |
+| disk | filling the disk through the folder | no writes at all (above); RLIMIT_FSIZE per file besides | essential |
+| pre-existing threads | a thread started before Landlock (OpenBLAS's pool, a watcher) keeps no Landlock domain where the kernel lacks TSYNC (ABI < 8): native code run there reads anything | the process must be single-threaded when it enters Landlock there, else it refuses to run | essential |
 
 Landlock (`landlockpy`) and seccomp (`pyseccomp`, over the system's libseccomp) need no privilege
 and leave the GPU's device files and the driver's threads alone; they are entered first thing,
 before CUDA starts, so every thread the driver creates inherits them. bubblewrap (`bwrap`) around
 the process is the fallback where Landlock is missing or keeps CUDA from starting: only the
-readable roots bound read-only, the folder writable, /dev passed through, new network, PID, IPC
-and UTS namespaces, no capabilities; seccomp is still entered inside. Not covered: a memory
-exhaustion through a shared map of /dev/zero or files the folder's filesystem keeps in memory
-(tmpfs); a cgroup memory limit would be needed for that. `benchmarks/sandbox_probe.py` tells which
+readable roots bound read-only, the folder read-only, a private size-capped tmpfs for HOME and
+TMPDIR, a minimal /dev (null, zero read-only, random, urandom and the GPU's device files; its own
+/dev/shm), /proc/sys and the kernel's other knobs read-only, new network, PID, IPC and UTS
+namespaces, no capabilities, no init of bubblewrap's own in the sandbox (`--as-pid-1`); seccomp
+is still entered inside. `benchmarks/sandbox_probe.py` tells which
 mechanisms work on a machine, `benchmarks/sandbox_cuda_matrix.py` which of them let CUDA start.
 
 The parent's part: seal the memfds it sends (F_SEAL_GROW | F_SEAL_SHRINK: the accused could
@@ -50,6 +56,7 @@ import pwd
 import resource
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -155,6 +162,41 @@ ADMINISTRATION = (
 )
 # Memory RLIMIT_DATA does not count: shared anonymous maps (mmap below), memfds, SysV shm.
 UNCOUNTED_MEMORY = ("memfd_create", "memfd_secret", "shmget", "shmat")
+# IPC that no namespace separates in Landlock mode: a SysV message or semaphore reaches any process
+# of the user, and stays for the next candidate's process to read; POSIX message queues likewise.
+IPC = (
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
+    "shmctl",  # IPC_RMID on another process's segment
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
+)
+# Scheduling calls whose first argument is a pid (0: the caller): allowed on the caller only.
+SCHEDULING_BY_PID = (
+    "sched_setaffinity",
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
+PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
+# Once the GPU is open: no new connection, address or listening socket (the driver's start needed
+# an AF_UNIX socket; a socketpair's datagram end could then sendto() any path).
+SOCKET_SETUP = ("connect", "bind", "listen", "accept", "accept4", "sendmmsg")
+MEMORY_GROUP = "memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm)"
+IPC_GROUP = "IPC with other processes (SysV message queues and semaphores, POSIX message queues)"
+SO_DOMAIN = 39  # getsockopt: the socket's family (Python's socket module lacks the name on 3.10)
 SIGNALLING = ("kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")  # first argument: the pid
 # Syscalls newer than some libseccomp: the same number on every architecture since 424
 # (x86_64 and aarch64 here), used where libseccomp does not know the name.
@@ -218,6 +260,10 @@ PROC_FILES = (
     "/proc/loadavg",
 )
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+# The one plain device file a sandboxed process may write: /dev/zero stays read-only (a shared map
+# of it, which RLIMIT_DATA does not count, needs a writable descriptor; a read-only one maps the
+# zero page), /dev/full and the random devices need no writes.
+WRITABLE_PLAIN_DEVICES = ("/dev/null",)
 # `readable` for a sandboxed process that runs the user's own spec (read from the workspace) as
 # well as host code an LLM wrote: the GPU worker and one_launch, until the accused process (which
 # runs only the LLM's library) takes that code out of them.
@@ -255,10 +301,19 @@ class SandboxReport:
 
 
 def writable_devices() -> list[str]:
-    """Device files the CUDA driver writes (it may reopen them): NVIDIA's, /dev/null, /dev/zero."""
-    found = ["/dev/null", "/dev/zero"]
+    """Device files a sandboxed process may write: the GPU's (the CUDA driver opens them
+    read-write, and may reopen them) and /dev/null. Not /dev/zero (WRITABLE_PLAIN_DEVICES)."""
+    found = [*WRITABLE_PLAIN_DEVICES]
     found += glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*") + glob.glob("/dev/dxg")
     return [p for p in found if os.path.exists(p) and not os.path.isdir(p)]
+
+
+def thread_count() -> int:
+    """Threads of this process now (1 where /proc cannot tell)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
 
 
 def gpu_device_paths() -> list[str]:
@@ -375,24 +430,39 @@ def _allow(ruleset: Any, path: str, rights: Any, file_only: Any) -> None:
         ruleset.allow_path(path, rights)
 
 
+TSYNC_ABI = 8  # Landlock's TSYNC: a domain for every thread of the process, not the caller alone
+
+
 def restrict_files(
-    folder: str, readable: Sequence[str] = (), allow_unix_sockets: bool = False
+    folder: str,
+    readable: Sequence[str] = (),
+    allow_unix_sockets: bool = False,
+    folder_writable: bool = False,
 ) -> tuple[list[str], dict[str, str]]:
-    """Landlock: reads only beneath `readable_roots`, writes only in `folder`, the GPU devices
-    and this process's /proc; TCP bind/connect refused (ABI 4); signals and abstract unix
-    sockets kept inside the sandbox (ABI 6). Returns the protections applied and the
-    best-effort ones missing; raises OSError/ImportError where Landlock is unavailable."""
+    """Landlock: reads only beneath `readable_roots`, writes only to the GPU's device files,
+    /dev/null and this process's /proc (and `folder`, where `folder_writable`); TCP bind/connect
+    refused (ABI 4); signals and abstract unix sockets kept inside the sandbox (ABI 6). Returns
+    the protections applied and the best-effort ones missing; raises OSError/ImportError where
+    Landlock is unavailable, and where threads already run and the kernel cannot put them in the
+    domain too (ABI < 8: native code run on such a thread would read anything)."""
     import landlockpy
     from landlockpy import AccessFS, AccessNet, RestrictFlag, Ruleset, Scope
 
     abi = landlockpy.abi_version()
     if abi < 1:
         raise OSError(errno.ENOSYS, "Landlock is not enabled in this kernel")
+    threads = thread_count()
+    if abi < TSYNC_ABI and threads > 1:
+        raise OSError(
+            errno.EBUSY,
+            f"{threads} threads run already, and Landlock ABI {abi} confines the calling one only "
+            f"(TSYNC needs ABI {TSYNC_ABI}): enter the sandbox before any thread starts",
+        )
     rights = _landlock_rights(abi)
     scopes = Scope.SIGNAL | (Scope.NONE if allow_unix_sockets else Scope.ABSTRACT_UNIX_SOCKET)
     net = AccessNet.BIND_TCP | AccessNet.CONNECT_TCP | AccessNet.BIND_UDP | AccessNet.CONNECT_SEND_UDP
-    folder_rights = rights["read"] | rights["write"]
-    if allow_unix_sockets:  # a tool's own sockets and pipes in the folder (compute-sanitizer)
+    folder_rights = rights["read"] | (rights["write"] if folder_writable else 0)
+    if allow_unix_sockets and folder_writable:  # a tool's own sockets and pipes in the folder
         folder_rights |= AccessFS.MAKE_SOCK | AccessFS.MAKE_FIFO
     with Ruleset(handled_fs=rights["handled"], handled_net=net, scoped=scopes) as ruleset:
         for path in readable_roots(folder, readable):
@@ -409,7 +479,11 @@ def restrict_files(
         _allow(ruleset, f"/proc/{os.getpid()}", own, rights["file_only"])
         ruleset.restrict(RestrictFlag.TSYNC)  # every thread, where the kernel can (ABI 8)
         handled_net, scoped = ruleset.handled_net, ruleset.scoped
-    applied = [f"file writes: landlock ABI {abi}", f"file reads: landlock ABI {abi}"]
+    where = "its folder, the GPU's device files" if folder_writable else "the GPU's device files"
+    applied = [
+        f"file writes: landlock ABI {abi} (only {where}, /dev/null and its own /proc)",
+        f"file reads: landlock ABI {abi}",
+    ]
     missing: dict[str, str] = {}
     if handled_net & AccessNet.CONNECT_TCP:
         applied.append("tcp bind/connect: landlock")
@@ -481,12 +555,34 @@ def _deny_commands(sc: Any, f: Any, deny: int) -> None:
         f.add_rule(deny, "fcntl", sc.Arg(1, sc.MASKED_EQ, LOW_32_BITS, command))
 
 
+def _deny_scheduling_of_others(sc: Any, f: Any, deny: int) -> None:
+    """Priorities, affinities and policies of this process only: the other side of an A/B is a
+    process of the same user, which the kernel would let it renice, pin or set to SCHED_IDLE."""
+    for name in SCHEDULING_BY_PID:
+        with contextlib.suppress(OSError, ValueError):  # not on every architecture
+            f.add_rule(deny, name, sc.Arg(0, sc.NE, 0))
+    # setpriority(which, who, ...): (PRIO_PROCESS, 0) is the caller; PRIO_PGRP/PRIO_USER reach others.
+    f.add_rule(deny, "setpriority", sc.Arg(0, sc.NE, PRIO_PROCESS))
+    f.add_rule(deny, "setpriority", sc.Arg(1, sc.NE, 0))
+    f.add_rule(deny, "ioprio_set", sc.Arg(0, sc.NE, IOPRIO_WHO_PROCESS))
+    f.add_rule(deny, "ioprio_set", sc.Arg(1, sc.NE, 0))
+
+
+def _deny_shared_anonymous_maps(sc: Any, f: Any, deny: int) -> None:
+    both = MAP_SHARED | MAP_ANONYMOUS  # MAP_SHARED_VALIDATE has the MAP_SHARED bit too
+    f.add_rule(deny, "mmap", sc.Arg(3, sc.MASKED_EQ, both, both))
+
+
 def restrict_syscalls(
-    allow_unix_sockets: bool = False, deny_shared_anonymous: bool = True, pid: int | None = None
+    allow_unix_sockets: bool = False,
+    deny_shared_anonymous: bool = True,
+    pid: int | None = None,
+    deny_ipc: bool = True,
 ) -> list[str]:
     """seccomp: no socket (AF_UNIX too, unless `allow_unix_sockets`), no program or process
-    (threads stay allowed), none of the groups above, signals only to `pid` (this process),
-    and, with `deny_shared_anonymous`, no memory RLIMIT_DATA does not count. Returns the
+    (threads stay allowed), none of the groups above, signals only to `pid` (this process), the
+    scheduling of this process only; with `deny_shared_anonymous`, no memory RLIMIT_DATA does
+    not count; with `deny_ipc`, no SysV or POSIX message queue or semaphore. Returns the
     protections applied; raises OSError/ImportError where seccomp cannot be used, or where a
     syscall of a group cannot be put in the filter (fail closed)."""
     import pyseccomp as sc
@@ -502,30 +598,33 @@ def restrict_syscalls(
         "administration (mount, namespaces, modules, eBPF, keys)": ADMINISTRATION,
     }
     if deny_shared_anonymous:
-        groups["memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm)"] = (
-            UNCOUNTED_MEMORY
-        )
+        groups[MEMORY_GROUP] = UNCOUNTED_MEMORY
+    if deny_ipc:
+        groups[IPC_GROUP] = IPC
     failed = [bad for names in groups.values() for bad in _deny_all(sc, f, names, deny)]
     if failed:
         raise OSError(errno.ENOSYS, f"seccomp cannot refuse {', '.join(failed)}")
     if allow_unix_sockets:
         f.add_rule(sc.ERRNO(errno.EACCES), "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
+        f.add_rule(sc.ERRNO(errno.EACCES), "socketpair", sc.Arg(0, sc.NE, socket.AF_UNIX))
     else:
         f.add_rule(sc.ERRNO(errno.EACCES), "socket")
+        f.add_rule(sc.ERRNO(errno.EACCES), "socketpair")
     f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
     with contextlib.suppress(OSError, ValueError):  # ENOSYS: glibc falls back to clone, readable
         f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     _deny_signals_to_others(sc, f, pid, deny)
+    _deny_scheduling_of_others(sc, f, deny)
     _deny_commands(sc, f, deny)
     if deny_shared_anonymous:
-        both = MAP_SHARED | MAP_ANONYMOUS  # MAP_SHARED_VALIDATE has the MAP_SHARED bit too
-        f.add_rule(deny, "mmap", sc.Arg(3, sc.MASKED_EQ, both, both))
+        _deny_shared_anonymous_maps(sc, f, deny)
     f.load()
-    sockets = "sockets but AF_UNIX" if allow_unix_sockets else "sockets (all families)"
+    sockets = "sockets but AF_UNIX" if allow_unix_sockets else "sockets (all families, socketpair too)"
     return [
         f"{sockets}: seccomp",
         *(f"{name}: seccomp" for name in groups),
         "signals and limits of other processes: seccomp",
+        "scheduling of other processes (nice, affinity, policy, I/O priority): seccomp",
         "terminal injection (TIOCSTI, TIOCLINUX), SIGIO redirection: seccomp",
     ]
 
@@ -585,7 +684,9 @@ def _missing_essentials(report: SandboxReport, seccomp: bool) -> list[str]:
     return missing
 
 
-def _confine_files(report: SandboxReport, folder: str, readable: Sequence[str], unix: bool) -> None:
+def _confine_files(
+    report: SandboxReport, folder: str, readable: Sequence[str], unix: bool, folder_writable: bool = False
+) -> None:
     """Landlock in the process, or what bubblewrap around it holds already."""
     if report.outer == "bwrap":
         # bubblewrap holds files and reads (only the allowed roots bound, read-only): Landlock on
@@ -596,20 +697,20 @@ def _confine_files(report: SandboxReport, folder: str, readable: Sequence[str], 
         report.protections.append("file writes, reads, network, other pids: bwrap")
         return
     try:
-        applied, missing = restrict_files(folder, readable, unix)
+        applied, missing = restrict_files(folder, readable, unix, folder_writable)
     except Exception as e:  # ImportError, OSError, the binding's own errors
         report.tried["landlock"] = f"{type(e).__name__}: {e}"
         return
-    report.files = report.reads = applied[0].split(": ", 1)[1]
+    report.files, report.reads = (line.split(": ", 1)[1] for line in applied[:2])
     if "/" in readable:  # the caller runs the user's own code as well: reads stay open
         report.reads = "open (readable: /)"
     report.protections += applied
     report.tried.update(missing)
 
 
-def _confine_syscalls(report: SandboxReport, unix: bool, deny_shared_anonymous: bool) -> bool:
+def _confine_syscalls(report: SandboxReport, unix: bool, deny_shared_anonymous: bool, deny_ipc: bool) -> bool:
     try:
-        report.protections += restrict_syscalls(unix, deny_shared_anonymous)
+        report.protections += restrict_syscalls(unix, deny_shared_anonymous, deny_ipc=deny_ipc)
     except Exception as e:
         report.tried["seccomp"] = f"{type(e).__name__}: {e}"
         return False
@@ -636,6 +737,7 @@ def enter_sandbox(
     allow_unix_sockets: bool = False,
     deny_shared_anonymous: bool = True,
     cuda_start: bool = False,
+    folder_writable: bool = False,
 ) -> SandboxReport:
     """Confine this process (and every thread it creates later) as the module's table says.
     Call it first thing, before CUDA starts threads, then `limit_memory` once CUDA is up.
@@ -647,13 +749,16 @@ def enter_sandbox(
     driver 580: cuInit failed with CUDA_ERROR_OPERATING_SYSTEM without the socket, the context
     with CUDA_ERROR_OUT_OF_MEMORY without the maps): both stay allowed until `close_after_start`,
     which the caller runs once the GPU is open and before any code it judges is loaded.
+    `folder_writable`: the process may write in `folder` (by default it writes nowhere: no disk
+    to fill, no tmpfs file to map). SysV and POSIX IPC are refused at once, or with the rest by
+    `close_after_start` where `cuda_start`.
     Raises SandboxUnavailable naming each essential protection that could not be applied."""
     report = SandboxReport(outer=outer)
     with contextlib.suppress(Exception):  # restrict_syscalls says why, if it cannot load
         import pyseccomp  # noqa: F401  # finds libseccomp with a subprocess: before exec is refused
-    _confine_files(report, folder, readable or (), allow_unix_sockets)
+    _confine_files(report, folder, readable or (), allow_unix_sockets, folder_writable)
     seccomp = _confine_syscalls(
-        report, allow_unix_sockets or cuda_start, deny_shared_anonymous and not cuda_start
+        report, allow_unix_sockets or cuda_start, deny_shared_anonymous and not cuda_start, not cuda_start
     )
     missing = _missing_essentials(report, seccomp)
     if missing:
@@ -670,21 +775,55 @@ def enter_sandbox(
     return report
 
 
-def close_after_start(report: SandboxReport) -> None:
+def datagram_sockets(keep: Iterable[int] = ()) -> list[int]:
+    """This process's datagram sockets, less `keep`: a datagram socket's sendmsg() takes any
+    address in its message header, which seccomp cannot read."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd in keep:
+            continue
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            s = socket.socket(fileno=fd)
+        except OSError:  # closed since it was listed (the listing's own descriptor)
+            continue
+        try:
+            if s.type == socket.SOCK_DGRAM:
+                found.append(fd)
+        finally:
+            s.detach()  # the descriptor is not ours to close
+    return found
+
+
+def close_after_start(report: SandboxReport, channel: int | None = None, new_threads: bool = False) -> None:
     """A second seccomp filter, stacked on the first once the GPU is open (enter_sandbox's
-    `cuda_start`): no socket at all, no shared anonymous map, memfd or SysV segment (memory
-    RLIMIT_DATA does not count), in every thread. Fail closed: SandboxUnavailable."""
+    `cuda_start`), in every thread: no socket at all (socketpair too), no connect, bind or
+    listen, no sendto with an address, and where another datagram socket exists (the driver's
+    or a tool's) no sendmsg but on `channel` (the judge's socket); no shared anonymous map,
+    memfd or SysV segment (memory RLIMIT_DATA does not count); no SysV or POSIX IPC; unless
+    `new_threads`, no new thread (the driver's are started by now: a thread bomb stops here).
+    Fail closed: SandboxUnavailable."""
     try:
         import pyseccomp as sc
 
         f = _new_filter(sc)
         deny = sc.ERRNO(errno.EPERM)
-        failed = _deny_all(sc, f, UNCOUNTED_MEMORY, deny)
+        failed = _deny_all(sc, f, (*UNCOUNTED_MEMORY, *IPC, *SOCKET_SETUP), deny)
         if failed:
             raise OSError(errno.ENOSYS, f"seccomp cannot refuse {', '.join(failed)}")
         f.add_rule(sc.ERRNO(errno.EACCES), "socket")
-        both = MAP_SHARED | MAP_ANONYMOUS
-        f.add_rule(deny, "mmap", sc.Arg(3, sc.MASKED_EQ, both, both))
+        f.add_rule(sc.ERRNO(errno.EACCES), "socketpair")
+        f.add_rule(deny, "sendto", sc.Arg(4, sc.NE, 0))  # an address: send() passes none
+        if datagram_sockets(keep=() if channel is None else (channel,)):
+            if channel is None:
+                f.add_rule(deny, "sendmsg")
+            else:
+                f.add_rule(deny, "sendmsg", sc.Arg(0, sc.NE, channel))
+        if not new_threads:
+            f.add_rule(sc.ERRNO(errno.EAGAIN), "clone")  # fork was refused by the first filter
+        _deny_shared_anonymous_maps(sc, f, deny)
         f.load()
     except Exception as e:
         report.tried["seccomp after the GPU opened"] = f"{type(e).__name__}: {e}"
@@ -694,9 +833,14 @@ def close_after_start(report: SandboxReport) -> None:
     report.tried.pop("shared anonymous maps", None)
     report.shared_maps = "no shared anonymous maps once the GPU is open (seccomp)"
     report.protections += [
-        "sockets (all families) once the GPU is open: seccomp",
-        "memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm) once the GPU is open: seccomp",
+        "sockets (all families, socketpair too), connect, bind, listen, addressed sends once the GPU is open: seccomp",
+        f"{MEMORY_GROUP} once the GPU is open: seccomp",
+        f"{IPC_GROUP} once the GPU is open: seccomp",
     ]
+    if new_threads:
+        report.tried["threads"] = "new threads allowed by the caller"
+    else:
+        report.protections.append("no new thread once the GPU is open: seccomp")
 
 
 def _mapped_data_bytes() -> int:
@@ -757,26 +901,47 @@ def _bwrap_binds(folder: str, readable: Sequence[str] | None) -> list[str]:
     return binds
 
 
+# Kernel knobs a root process could write through a fresh /proc (kernel.core_pattern runs a
+# program as root at the next crash): bound read-only over the new /proc.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+# /dev inside bubblewrap: these plain devices and the GPU's, nothing else (no /dev/kmsg, console,
+# userfaultfd, disks; no /dev/zero, which a shared map would turn into memory nothing counts;
+# no /dev/shm to leave a file in). The folder and / itself stay read-only: nothing is writable.
+BWRAP_DEVICES = ("/dev/null", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+def _bwrap_devices() -> list[str]:
+    args = ["--tmpfs", "/dev"]
+    for path in [*BWRAP_DEVICES, *gpu_device_paths()]:
+        if os.path.exists(path):
+            args += ["--dev-bind", path, path]
+    return [*args, "--remount-ro", "/dev"]
+
+
 def bwrap_command(
     bwrap: str, folder: str, command: list[str], readable: Sequence[str] | None = None
 ) -> list[str]:
     """`command` inside bubblewrap: only the readable roots (`readable_roots`, plus `readable`)
-    bound read-only, the folder writable, new network, PID, IPC and UTS namespaces, no
-    capabilities, its own session (no terminal injection)."""
+    bound read-only, the folder read-only too, a minimal /dev, the kernel's knobs in /proc
+    read-only, new network, PID, IPC and UTS namespaces, no capabilities, its own session (no
+    terminal injection), and no init of bubblewrap's own beside it (`--as-pid-1`: the command is
+    the namespace's first process; bubblewrap's init would run there without its seccomp)."""
     binds = _bwrap_binds(folder, readable)
     # Without / bound, the current folder (the workspace) is not there: start in the folder.
     chdir = [] if binds[1:2] == ["/"] else ["--chdir", folder]
+    proc_knobs = [arg for path in PROC_READ_ONLY if os.path.exists(path) for arg in ("--ro-bind", path, path)]
     return [
         bwrap,
         *binds,
-        "--dev-bind",
-        "/dev",
-        "/dev",
+        *_bwrap_devices(),
         "--proc",
         "/proc",
-        "--bind",
+        *proc_knobs,
+        "--ro-bind",
         folder,
         folder,
+        "--remount-ro",  # bubblewrap's own root (a tmpfs), last: no file anywhere, no memory in one
+        "/",
         *chdir,
         "--unshare-net",
         "--unshare-pid",
@@ -786,6 +951,7 @@ def bwrap_command(
         "ALL",
         "--die-with-parent",
         "--new-session",
+        "--as-pid-1",
         "--",
         *command,
     ]
@@ -848,6 +1014,11 @@ KEPT_ENVIRONMENT = (
 )
 
 
+# Numerical libraries start no thread pool at import: a process enters Landlock single-threaded
+# (restrict_files: without TSYNC, a thread started before would keep no domain).
+SINGLE_THREADED = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 SECRET_NAME = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
@@ -866,7 +1037,7 @@ def sandboxed_command(
     it may read besides the defaults), else the process is asked to sandbox itself anyway and
     answers why it cannot (fail closed)."""
     clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
-    clean.update(HOME=folder, TMPDIR=folder, CUDA_CACHE_DISABLE="1")
+    clean.update(HOME=folder, TMPDIR=folder, CUDA_CACHE_DISABLE="1", **SINGLE_THREADED)
     command = [*command, "--sandbox", folder]
     # KERNEL_LSP_SANDBOX=landlock|bwrap picks one (benchmarks/sandbox_probe.py tries each).
     forced = env.get("KERNEL_LSP_SANDBOX", "")

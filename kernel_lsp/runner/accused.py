@@ -77,12 +77,15 @@ class Accused:
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
 
-        name = os.path.basename(str(msg["image"]))
-        with open(os.path.join(self.folder, name), "rb") as f:
+        path = os.path.join(self.folder, os.path.basename(str(msg["image"])))
+        with open(path, "rb") as f:
             image = f.read()
         # A step list marked trusted by the judge is the user's own; here, every step runs
-        # confined anyway (this process is the sandbox).
-        steps = build_steps(self.device, image, msg["steps"], self.modules, self.states, True, self.folder)
+        # confined anyway (this process is the sandbox). A library loads from the judge's file:
+        # this process writes none.
+        steps = build_steps(
+            self.device, image, msg["steps"], self.modules, self.states, True, self.folder, path
+        )
         self.functions = [s.fn if not hasattr(s, "bind") else s for s in steps]
         self.entries = any(hasattr(s, "bind") for s in steps)
         return {"status": "ok", "globals": [n for st in self.states for n in st.names]}
@@ -209,21 +212,21 @@ def main(argv: list[str] | None = None) -> int:
     from kernel_lsp import procs
     from kernel_lsp.fence.sandbox import SandboxUnavailable, close_after_start, enter_sandbox, limit_memory
 
-    procs.become_worker(die_with_thread=False)
     sock = socket.socket(fileno=args.fd)
     fake = args.fake or env_flag("KERNEL_LSP_FAKE_GPU")
     hello: dict[str, Any] = {"status": "ok", "pid": os.getpid(), "available": False}
     accused: Accused | None = None
-    try:  # before CUDA starts: every thread the driver creates inherits the confinement
+    try:  # before CUDA starts, and before any thread: every thread inherits the confinement
         report = enter_sandbox(args.sandbox, args.sandbox_outer, cuda_start=True)
         hello["sandbox"] = report.to_dict()
+        procs.become_worker(die_with_thread=False)  # its watcher thread starts confined
         from kernel_lsp.runner.device import CudaDevice
         from kernel_lsp.runner.fake import FakeDevice
 
         device = FakeDevice(args.device) if fake else CudaDevice(args.device)
-        # What the driver's start needed (a socket, shared maps) closes before any candidate
-        # code is loaded; then the memory limit counts from what CUDA has mapped.
-        close_after_start(report)
+        # What the driver's start needed (a socket, shared maps, threads) closes before any
+        # candidate code is loaded; then the memory limit counts from what CUDA has mapped.
+        close_after_start(report, channel=args.fd)
         limit_memory(report)
         hello["sandbox"] = report.to_dict()
         accused = Accused(device, args.sandbox)

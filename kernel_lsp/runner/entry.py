@@ -153,15 +153,19 @@ def _writable_ranges(elf: Elf, base: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def load_library(image: bytes, folder: str, symbol: str, runtime: Runtime | None) -> tuple[EntryLibrary, Any]:
-    """Write the library into `folder`, load it (RTLD_LOCAL: two versions of one entry can live
-    side by side), find the entry, and keep the image of its writable host data."""
+def load_library(
+    image: bytes, folder: str, symbol: str, runtime: Runtime | None, path: str | None = None
+) -> tuple[EntryLibrary, Any]:
+    """Write the library into `folder` (or load it from `path`, a file that holds `image`
+    already: a sandboxed process writes no file), load it (RTLD_LOCAL: two versions of one entry
+    can live side by side), find the entry, and keep the image of its writable host data."""
     if runtime is None and b"libcudart" in image:
         raise DeviceFault("the library needs the CUDA runtime, which is not loaded")
-    digest = hashlib.sha256(image).hexdigest()[:16]
-    path = os.path.join(folder, f"entry-{digest}-{os.getpid()}-{id(image):x}.so")
-    with open(path, "wb") as f:
-        f.write(image)
+    if path is None:
+        digest = hashlib.sha256(image).hexdigest()[:16]
+        path = os.path.join(folder, f"entry-{digest}-{os.getpid()}-{id(image):x}.so")
+        with open(path, "wb") as f:
+            f.write(image)
     try:
         handle = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as e:

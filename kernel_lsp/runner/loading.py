@@ -20,13 +20,15 @@ def build_steps(
     states: list[Any] | None = None,
     sandboxed: bool = False,
     folder: str | None = None,
+    image_path: str | None = None,
 ) -> list[Any]:
     """Load the CUBIN and resolve each step's function; with `states`, also keep the image of
     the module's mutable globals for restoring before launches (runner/isolation.py). A host
     entry's step (`kind: entry`) loads the blob as a shared library instead (runner/entry.py);
-    code that is not the user's own (`trusted` false) loads only in a sandboxed worker."""
+    code that is not the user's own (`trusted` false) loads only in a sandboxed worker.
+    `image_path`: a file that holds the blob already (a confined process writes none)."""
     if steps and steps[0].get("kind") == "entry":
-        return [_entry_step(device, cubin, steps[0], modules, states, sandboxed, folder)]
+        return [_entry_step(device, cubin, steps[0], modules, states, sandboxed, folder, image_path)]
     module = device.load(cubin)
     modules.append(module)
     if states is not None:
@@ -53,6 +55,7 @@ def _entry_step(
     states: list[Any] | None,
     sandboxed: bool,
     folder: str | None,
+    image_path: str | None = None,
 ) -> EntryStep:
     if not step.get("trusted", False) and not sandboxed:
         raise Failed(
@@ -64,7 +67,7 @@ def _entry_step(
             )
         )
     runtime = load_runtime() if b"libcudart" in image else None
-    library, fn = load_library(image, folder or tempfile.gettempdir(), step["symbol"], runtime)
+    library, fn = load_library(image, folder or tempfile.gettempdir(), step["symbol"], runtime, image_path)
     modules.append(library)
     checks = None if device.fake else runtime
     if states is not None:

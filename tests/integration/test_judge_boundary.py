@@ -371,19 +371,12 @@ def test_the_optimizers_judge_twin_is_a_judge_with_the_users_settings(plain, tmp
 # folder (host statics are put back before every call; a file is not), and past the calls a
 # verification makes it returns without writing, hoping the timed runs are not all checked.
 QUITS_WHEN_TIMED = r"""
-#include <cstdio>
-#include <cstdlib>
 extern "C" void scale(const float* x, float* y, int n)
 {
-    char path[4096];
-    const char* dir = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/calls", dir ? dir : ".");
-    long calls = 0;
-    FILE* f = fopen(path, "r");
-    if (f) { if (fscanf(f, "%ld", &calls) != 1) calls = 0; fclose(f); }
-    f = fopen(path, "w");
-    if (f) { fprintf(f, "%ld", calls + 1); fclose(f); }
-    if (calls >= 24) return;
+    // Thread-local: not in the library's image, so restoring its globals before a run misses it
+    // (a file of its folder would have kept the count too, before the sandbox refused all writes).
+    static __thread long large_calls = 0;
+    if (n >= (1 << 20) && large_calls++ >= 8) return;  // past verification's few large runs
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
 }
 """
