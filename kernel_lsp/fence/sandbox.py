@@ -919,13 +919,19 @@ def _bwrap_devices() -> list[str]:
 
 
 def bwrap_command(
-    bwrap: str, folder: str, command: list[str], readable: Sequence[str] | None = None
+    bwrap: str,
+    folder: str,
+    command: list[str],
+    readable: Sequence[str] | None = None,
+    writable: bool = False,
 ) -> list[str]:
     """`command` inside bubblewrap: only the readable roots (`readable_roots`, plus `readable`)
     bound read-only, the folder read-only too, a minimal /dev, the kernel's knobs in /proc
     read-only, new network, PID, IPC and UTS namespaces, no capabilities, its own session (no
     terminal injection), and no init of bubblewrap's own beside it (`--as-pid-1`: the command is
-    the namespace's first process; bubblewrap's init would run there without its seccomp)."""
+    the namespace's first process; bubblewrap's init would run there without its seccomp).
+    `writable`: the folder is bound writable (for a watching tool's report; the launch it watches
+    confines its own writes with Landlock)."""
     binds = _bwrap_binds(folder, readable)
     # Without / bound, the current folder (the workspace) is not there: start in the folder.
     chdir = [] if binds[1:2] == ["/"] else ["--chdir", folder]
@@ -937,7 +943,7 @@ def bwrap_command(
         "--proc",
         "/proc",
         *proc_knobs,
-        "--ro-bind",
+        "--bind" if writable else "--ro-bind",
         folder,
         folder,
         "--remount-ro",  # bubblewrap's own root (a tmpfs), last: no file anywhere, no memory in one

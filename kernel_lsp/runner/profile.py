@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import shutil
@@ -38,7 +37,7 @@ from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
-from kernel_lsp.runner.one_launch import tool_command
+from kernel_lsp.runner.one_launch import tool_command, write_job
 
 NCU_PLACES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")
 PROFILE_TIMEOUT_S = 120.0  # ncu replays each kernel ~34 times: GEMM of 16 ms took 14 s on an H200
@@ -260,10 +259,9 @@ def profile_kernels(
         return report
 
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-ncu-") as job_dir:
-        with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
-            json.dump(job, f)
-        with open(os.path.join(job_dir, "kernel.cubin"), "wb") as image:
-            image.write(cubin)
+        problem = write_job(job_dir, job, cubin, runs)
+        if problem:
+            return done(ProfileReport(note=f"no profile: {problem}"))
         report_base = os.path.join(job_dir, "report")
         cmd, env = tool_command(collect_command(ncu, list(symbol_to_kernel), report_base), job, job_dir)
         pages = _collect(ncu, cmd, env, report_base, timeout_s, runs)

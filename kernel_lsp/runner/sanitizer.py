@@ -12,7 +12,6 @@ says so (never silently).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp.procs import ToolRuns
-from kernel_lsp.runner.one_launch import tool_command
+from kernel_lsp.runner.one_launch import SANDBOX_EXIT, tool_command, write_job
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SANITIZER_PLACES = ("/usr/local/cuda/bin/compute-sanitizer",)
@@ -59,6 +58,7 @@ class SanitizerReport:
     tools: dict[str, float] = field(default_factory=dict)  # tool -> seconds it took
     case: str = ""
     note: str = ""  # why the gate was skipped or incomplete ("compute-sanitizer is not installed")
+    unconfined: bool = False  # host code an LLM wrote could not be run confined: nothing proven
 
     @property
     def ran(self) -> bool:
@@ -66,8 +66,8 @@ class SanitizerReport:
 
     @property
     def blocks_offer(self) -> bool:
-        """A finding blocks the offer; so does a gate that could not run a tool it was asked to."""
-        return bool(self.findings)
+        """A finding blocks the offer; so does a launch that could not be confined (fail closed)."""
+        return bool(self.findings) or self.unconfined
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +75,7 @@ class SanitizerReport:
             "tools": self.tools,
             "case": self.case,
             "note": self.note,
+            "unconfined": self.unconfined,
         }
 
 
@@ -148,10 +149,11 @@ def sanitize(
         tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-") as job_dir,
         tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-log-") as log_dir,
     ):
-        with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
-            json.dump(job, f)
-        with open(os.path.join(job_dir, "kernel.cubin"), "wb") as f:
-            f.write(blob)
+        problem = write_job(job_dir, job, blob, runs)
+        if problem:
+            report.note = f"the proof gate did not run: {problem}"
+            report.unconfined = True  # nothing proven: no offer
+            return report
         logs = job_dir if job.get("sandbox") == "bwrap" else log_dir
         for tool in tools:
             log = os.path.join(logs, f"{tool}.log")
@@ -171,7 +173,10 @@ def sanitize(
             output = _read_log(log)
             found = parse_findings(tool, output)
             report.findings += found
-            if code not in (0, ERROR_EXIT) and not found:
+            if code == SANDBOX_EXIT and not found:
+                report.unconfined = True
+                report.note += f"{tool}: the candidate's launch could not be confined here; "
+            elif code not in (0, ERROR_EXIT) and not found:
                 report.note += f"{tool} ended with exit code {code}; "
     report.note = report.note.rstrip("; ")
     return report

@@ -7,7 +7,6 @@ reads, uncounted memory) are tried by one hostile child further down, with harml
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -15,10 +14,11 @@ import stat
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
+from escape_targets import SECRET, Targets, nothing_got_out, scheduling
+from escape_targets import hostile as aimed_at
 
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import SINGLE_THREADED, SandboxUnavailable, enter_sandbox, in_process_available
@@ -121,7 +121,6 @@ def test_seccomp_fails_closed_where_a_syscall_cannot_be_refused(monkeypatch):
 
 def test_an_accused_that_cannot_sandbox_itself_runs_nothing(tmp_path):
     # A folder that does not exist: Landlock cannot grant it, so writes cannot be confined.
-    import socket
 
     from kernel_lsp.runner.accused import receive, send
 
@@ -526,84 +525,27 @@ def xattrs(path: Path) -> list[str]:
         return []
 
 
-def accepted(listener: socket.socket) -> bool:
-    """Whether a connection waits on the (non-blocking) listening socket."""
-    try:
-        listener.accept()[0].close()
-    except BlockingIOError:
-        return False
-    return True
-
-
-def scheduling(pid: int) -> tuple[int, set[int], int]:
-    """A process's nice value, CPU affinity and scheduling policy."""
-    return os.getpriority(os.PRIO_PROCESS, pid), os.sched_getaffinity(pid), os.sched_getscheduler(pid)
-
-
-class SysV:
-    """The test's own SysV message queue (and the key a semaphore would take), through libc."""
-
-    def __init__(self) -> None:
-        import ctypes
-
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.key = 0x6B6C0000 | (os.getpid() & 0xFFFF)
-        self.queue = self.libc.msgget(self.key, 0o1600)  # IPC_CREAT | 0600
-        assert self.queue != -1
-
-    def messages(self) -> int:
-        import ctypes
-
-        buffer = ctypes.create_string_buffer(64)
-        count = 0
-        while self.libc.msgrcv(self.queue, buffer, 48, 0, 0o4000) != -1:  # IPC_NOWAIT
-            count += 1
-        return count
-
-    def semaphore_made(self) -> bool:
-        found = self.libc.semget(self.key, 0, 0)
-        if found != -1:
-            self.libc.semctl(found, 0, 0)  # IPC_RMID
-        return found != -1
-
-    def close(self) -> None:
-        self.libc.msgctl(self.queue, 0, None)  # IPC_RMID
-        self.libc.mq_unlink(b"/kernel-lsp-test")
-
-
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    """Targets the test owns (a victim process, listening sockets, a SysV queue, secrets outside
-    the folder) and a runner of HOSTILE against them; checks afterwards that none was touched."""
+    """Targets the test owns (tests/escape_targets.py: a victim process, listening sockets, a
+    SysV queue, secrets outside the folder) and a runner of HOSTILE against them; checks
+    afterwards that none was touched."""
     root = tmp_path_factory.mktemp("hostile")
-    home, temp, workspace = root / "home", root / "elsewhere", root / "workspace"
-    for d in (home, temp, workspace):
+    targets = Targets(root)
+    temp, workspace = root / "elsewhere", root / "workspace"
+    for d in (temp, workspace):
         d.mkdir()
-    (home / "secret").write_text("home secret")
     (temp / "secret").write_text("temp secret")
     (workspace / "main.cu").write_text("// the user's code")
-    victim = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
-    victim_scheduling = scheduling(victim.pid)
-    sysv = SysV()
-    listeners = [socket.socket(socket.AF_UNIX), socket.socket(socket.AF_UNIX), socket.socket(socket.AF_INET)]
-    abstract = f"kernel-lsp-test-{uuid.uuid4().hex}"
-    listeners[0].bind(str(root / "daemon.sock"))
-    listeners[1].bind("\0" + abstract)
-    listeners[2].bind(("127.0.0.1", 0))
-    for s in listeners:
-        s.listen()
-        s.setblocking(False)
-    dgram = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # a daemon's datagram socket (/dev/log)
-    dgram.bind(str(root / "log.sock"))
-    dgram.setblocking(False)
+    victim = targets.victim
     cfg = {
         "victim": victim.pid,
-        "unix_path": str(root / "daemon.sock"),
-        "dgram_path": str(root / "log.sock"),
-        "msg_key": sysv.key,
-        "abstract": abstract,
-        "tcp_port": listeners[2].getsockname()[1],
-        "home_secret": str(home / "secret"),
+        "unix_path": targets.unix_path,
+        "dgram_path": targets.dgram_path,
+        "msg_key": targets.sysv.key,
+        "abstract": targets.abstract,
+        "tcp_port": targets.tcp_port,
+        "home_secret": str(targets.secret_path),
         "temp_secret": str(temp / "secret"),
         "workspace_file": str(workspace / "main.cu"),
         "test_pid": os.getpid(),  # the parent under bubblewrap is bwrap's, in its PID namespace
@@ -626,7 +568,7 @@ def hostile(tmp_path_factory):
             from kernel_lsp.fence.sandbox import bwrap_command, find_bwrap
 
             command = bwrap_command(find_bwrap() or "bwrap", str(folder), command)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(home), "PYTHONPATH": REPO}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(targets.home), "PYTHONPATH": REPO}
         env.update(SINGLE_THREADED)  # as the judge starts its accused: no thread pool before Landlock
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=workspace, env=env)
         assert proc.returncode == 0 and "escaped" not in proc.stdout, proc.stdout + proc.stderr
@@ -643,33 +585,24 @@ def hostile(tmp_path_factory):
         # connected to only where a run said "allowed" (Landlock alone, before ABI 9, does not see
         # pathname unix sockets), and likewise for datagrams, the queue and the semaphore.
         assert victim.poll() is None
-        assert scheduling(victim.pid) == victim_scheduling or any(
+        assert scheduling(victim.pid) == targets.victim_scheduling or any(
             v[call] == "allowed"
             for v in verdicts
             for call in ("renice victim", "pin victim", "SCHED_IDLE victim")
         )
-        for s, call in zip(
-            listeners, ("connect unix path", "connect unix abstract", "connect tcp"), strict=True
-        ):
-            assert accepted(s) == any(v[call] == "allowed" for v in verdicts), call
-        datagrams = 0
-        with contextlib.suppress(BlockingIOError):
-            while dgram.recv(64):
-                datagrams += 1
+        for call, connected in targets.connected().items():
+            assert connected == any(v[call] == "allowed" for v in verdicts), call
         sent = (
             "socketpair then sendto a path",
             "sendto a path on an early socket",
             "sendmsg to a path on an early socket",
         )
+        datagrams = len(targets.datagrams())
         assert datagrams == sum(v.get(call) == "allowed" for v in verdicts for call in sent)
-        assert sysv.messages() == sum(v["SysV message queue"] == "allowed" for v in verdicts)
-        assert sysv.semaphore_made() == any(v["SysV semaphore"] == "allowed" for v in verdicts)
+        assert len(targets.sysv.messages()) == sum(v["SysV message queue"] == "allowed" for v in verdicts)
+        assert targets.sysv.semaphore_made() == any(v["SysV semaphore"] == "allowed" for v in verdicts)
     finally:
-        victim.kill()
-        victim.wait()
-        sysv.close()
-        for s in [*listeners, dgram]:
-            s.close()
+        targets.close()
 
 
 @pytest.fixture(scope="module")
@@ -919,3 +852,55 @@ def test_kernel_knobs_and_devices_are_out_of_reach_and_bubblewrap_has_no_init_of
             assert v[call].startswith("refused"), (mode, outer, call)
         if outer == "bwrap":  # the sandboxed process is its PID namespace's only process
             assert v["pid"] == 1 and v["processes"] == [1], mode
+
+
+# The proof gate's launch (runner/one_launch.py under compute-sanitizer, here its stand-in): host
+# code an LLM wrote, past the fence, reads a planted secret and tries every way out with it.
+HOST_LOOP = r"""
+extern "C" void saxpy(const float* x, const float* y, float* out, size_t n) {
+    get_out();
+    for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+"""
+
+
+@needs_sandbox
+@needs_nvcc
+@pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
+def test_the_proof_gates_launch_gets_nothing_out(tmp_path, monkeypatch, mechanism):
+    """Issue 46: the launch under compute-sanitizer read the user's files, reached unix,
+    abstract and datagram sockets and SysV queues, and had no memory limit. Now it never loads
+    the spec and is confined as the accused is; its tool still runs and reports."""
+    import dataclasses
+
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    if mechanism == "bwrap" and bwrap_available(str(tmp_path)):
+        pytest.skip(bwrap_available(str(tmp_path)))
+    targets = Targets(tmp_path / "targets")
+    try:
+        monkeypatch.setenv("KERNEL_LSP_SANDBOX", mechanism)
+        monkeypatch.setenv("HOME", str(targets.home))
+        fake_sanitizer = Path(__file__).resolve().parents[1] / "fixtures" / "fake_sanitizer.py"
+        monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(fake_sanitizer))
+        path = tmp_path / "probe.cu"
+        path.write_text(CANDIDATE)
+        spec = tmp_path / "probe.spec.py"
+        spec.write_text(PROBE_SPEC)
+        hostile = aimed_at(targets, HOST_LOOP)
+        with GpuSession(fake=True, timing=FAST, sandboxed=True) as gpu:
+            # Built as the user's own (no fence), then marked as an LLM's: as if past the fence.
+            build = dataclasses.replace(gpu.build_library(hostile, str(path), OPTIONS), trusted=False)
+            assert build.library is not None, build.result.diagnostics
+            report = gpu.prove(hostile, str(path), str(spec), "saxpy", build)
+        assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"], report.note
+        assert report.note == "" and not report.blocks_offer, report.note
+        assert nothing_got_out(targets) == []
+        # The same code unconfined reaches them: the targets do listen.
+        unconfined = GpuSession(fake=True, timing=FAST)
+        with unconfined as gpu:
+            check_file(gpu, str(tmp_path / "probe_plain.cu"), source=hostile, spec_source=PROBE_SPEC)
+        got = nothing_got_out(targets)
+        assert any(SECRET in g for g in got) and "connect unix path" in got, got
+    finally:
+        targets.close()
