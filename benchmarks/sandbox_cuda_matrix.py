@@ -39,6 +39,11 @@ MEMFD_BYTES = 1 << 20
 MARKER, ANSWER = b"from-parent", b"answered"
 config, folder, fd = sys.argv[1], sys.argv[2], int(sys.argv[3])
 from kernel_lsp.fence import sandbox as sb
+from kernel_lsp.runner.one_launch import tool_libraries
+out_early = {
+    "threads at start": len(os.listdir("/proc/self/task")),
+    "injected": {k: os.environ.get(k, "") for k in ("LD_PRELOAD", "CUDA_INJECTION64_PATH")},
+}
 try:
     import pyseccomp  # finds libseccomp by running ldconfig: before any confinement refuses exec
 except Exception:
@@ -61,7 +66,40 @@ CONFIGS = {
     # What the GPU worker and one_launch enter today (they run the user's spec too).
     "sandbox-legacy": lambda: sb.enter_sandbox(folder, readable=sb.READ_EVERYTHING, allow_unix_sockets=True),
     "bwrap": lambda: sb.enter_sandbox(folder, "bwrap"),
+    # Issue 46: as the accused and the proof gate's launch enter it, closed after the context
+    # (`close_after_start`): no socket, shared map, IPC or new thread from then on.
+    "accused": lambda: sb.enter_sandbox(folder, cuda_start=True),
+    "accused-bwrap": lambda: sb.enter_sandbox(folder, "bwrap", cuda_start=True),
+    "gate": lambda: sb.enter_sandbox(
+        folder, readable=tool_libraries(dict(os.environ)), allow_unix_sockets=True, cuda_start=True
+    ),
+    "gate-threads": lambda: sb.enter_sandbox(
+        folder, readable=tool_libraries(dict(os.environ)), allow_unix_sockets=True, cuda_start=True
+    ),
+    "gate-bwrap": lambda: sb.enter_sandbox(
+        folder, "bwrap", readable=tool_libraries(dict(os.environ)), allow_unix_sockets=True, cuda_start=True
+    ),
 }
+CLOSED = {"accused": fd, "accused-bwrap": fd, "gate": None, "gate-threads": None, "gate-bwrap": None}
+
+
+def sockets_now():  # this process's sockets: fd, family, type, its name and its peer's
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            st = os.fstat(int(name))
+        except OSError:
+            continue
+        if (st.st_mode & 0o170000) != 0o140000:
+            continue
+        s = socket.socket(fileno=int(name))
+        try:
+            found.append([int(name), int(s.family), int(s.type), repr(s.getsockname()), repr(s.getpeername() if s.type != socket.SOCK_DGRAM else "")])
+        except OSError as e:
+            found.append([int(name), int(s.family), int(s.type), str(e)])
+        finally:
+            s.detach()
+    return found
 PTX = b'''
 .version 7.0
 .target sm_75
@@ -80,7 +118,7 @@ PTX = b'''
     ret;
 }
 '''
-out = {"config": config, "steps": {}}
+out = {"config": config, "steps": {}, **out_early}
 
 
 class Failed(Exception):
@@ -164,12 +202,20 @@ try:
     dev, ctx = ctypes.c_int(), ctypes.c_void_p()
     step("context", lambda: (cu("cuDeviceGet", ctypes.byref(dev), 0),
                              cu("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev), cu("cuCtxSetCurrent", ctx)))
+    key = config.split(":")[-1]
+    if key in CLOSED:
+        out["sockets after the start"] = sockets_now()
+        out["threads after the start"] = len(os.listdir("/proc/self/task"))
+        out["/dev/zero open"] = [n for n in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{n}") == "/dev/zero"]
+        step("close_after_start", lambda: sb.close_after_start(report, channel=CLOSED[key], new_threads=key == "gate-threads"))
     step("cuMemAlloc", lambda: cu("cuMemAlloc_v2", ctypes.byref(ctypes.c_uint64()), ctypes.c_size_t(1 << 20)))
     step("cuMemAllocHost", lambda: pinned(cu))
     mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
     step("module", lambda: (cu("cuModuleLoadData", ctypes.byref(mod), ctypes.c_char_p(PTX)),
                             cu("cuModuleGetFunction", ctypes.byref(fn), mod, b"fill")))
     dptr = step("launch", lambda: launch(cu, fn, 7))
+    if key in CLOSED:
+        out["threads after a launch"] = len(os.listdir("/proc/self/task"))
     if isinstance(report, sb.SandboxReport):
         step("limit_memory", lambda: sb.limit_memory(report))
         out["memory"] = report.memory
@@ -184,7 +230,7 @@ print(json.dumps(out), flush=True)
 """
 
 # name: (how the child is wrapped, the child's configuration, what bubblewrap binds beside the defaults)
-CASES: list[tuple[str, str, str, list[str] | None]] = [
+CASES: list[tuple[str, str, str, list[str] | str | None]] = [
     ("none", "", "none", None),
     ("landlock-writes-only", "", "landlock-writes-only", None),
     ("landlock", "", "landlock", None),
@@ -205,6 +251,12 @@ CASES: list[tuple[str, str, str, list[str] | None]] = [
     ("sanitizer: sandbox-allow-unix", "sanitizer", "sandbox-allow-unix", None),
     ("sanitizer: sandbox-legacy", "sanitizer", "sandbox-legacy", None),
     ("sanitizer: bwrap with / bound", "sanitizer+bwrap", "bwrap", ["/"]),
+    # Issue 46: the accused and the proof gate as they are entered now.
+    ("accused (closed after the start)", "", "accused", None),
+    ("accused in bwrap (closed after the start)", "bwrap", "accused-bwrap", None),
+    ("sanitizer: gate (closed after the start)", "sanitizer", "gate", None),
+    ("sanitizer: gate, threads allowed", "sanitizer", "gate-threads", None),
+    ("sanitizer+bwrap: gate (closed after the start)", "sanitizer+bwrap", "gate-bwrap", "tool"),
 ]
 
 
@@ -219,12 +271,12 @@ def send_memfd(sock: socket.socket) -> int:
     return fd
 
 
-def command(wrap: str, config: str, folder: str, fd: int, readable: list[str] | None) -> list[str] | str:
+def command(wrap: str, config: str, folder: str, fd: int, readable: list[str] | str | None) -> list[str] | str:
     from kernel_lsp.fence.sandbox import bwrap_command, find_bwrap
 
     cmd = [sys.executable, "-c", CHILD, config, folder, str(fd)]
+    sanitizer = shutil.which("compute-sanitizer")
     if "sanitizer" in wrap:
-        sanitizer = shutil.which("compute-sanitizer")
         if sanitizer is None:
             return "no compute-sanitizer on PATH"
         cmd = [sanitizer, "--tool", "memcheck", *cmd]
@@ -232,11 +284,14 @@ def command(wrap: str, config: str, folder: str, fd: int, readable: list[str] | 
         bwrap = find_bwrap()
         if bwrap is None:
             return "no bwrap"
+        if readable == "tool":  # as runner/one_launch.tool_command wraps the gate's tool
+            tool_home = [os.path.dirname(os.path.realpath(sanitizer))] if sanitizer else []
+            return bwrap_command(bwrap, folder, cmd, tool_home, writable=True)
         cmd = bwrap_command(bwrap, folder, cmd, readable)
     return cmd
 
 
-def run_case(name: str, wrap: str, config: str, readable: list[str] | None) -> str:
+def run_case(name: str, wrap: str, config: str, readable: list[str] | str | None) -> str:
     folder = tempfile.mkdtemp(prefix="klsp-box-")
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     cmd = command(wrap, config, folder, child.fileno(), readable)
