@@ -9,7 +9,11 @@ standard headers (angle form) or already included by the original file; and wher
 found under an allowed root (CUDA's include folders for CUDA's headers; the original's folder and
 its include folders for the original's own), it must resolve inside that root (no link out).
 Everything else that makes the preprocessor open a file is refused: `#include_next`, `#import`,
-`#embed`, a macro-named include, `__has_include`, `__has_embed`."""
+`#embed`, a macro-named include, `__has_include`, `__has_embed`.
+
+A library's own header may include a file a macro names (`#include THRUST_MR_STD_MR_HEADER`:
+the header's user may configure it): a candidate's `#define` of such a macro is an include by
+another road, so its value is checked as an include is (`configured_include_findings`)."""
 
 from __future__ import annotations
 
@@ -116,6 +120,70 @@ def _is_cuda_header(name: str) -> bool:
     return name in CUDA_HEADERS or name.startswith(CUDA_HEADER_DIRS)
 
 
+def _include_problem(inc: Include, own: set[str], own_roots: Sequence[str]) -> str | None:
+    """Why the compiler may not open `inc` (after `#include <name>`), or None."""
+    shown = f'"{inc.name}"' if inc.quoted else f"<{inc.name}>"
+    problem = name_problem(inc.name)
+    if problem:
+        return f"{shown}: {problem}"
+    if inc.name in own:
+        if _resolution(inc.name, own_roots) is False:
+            return f"{shown} leads outside the original's folders"
+        return None
+    if inc.quoted or not allowed_header(inc.name):
+        return f"{shown} is outside the CUDA and C/C++ standard headers" + (
+            " and not included by the original file" if inc.quoted else ""
+        )
+    roots = cuda_include_roots()
+    if _is_cuda_header(inc.name) and roots and not _resolution(inc.name, roots):
+        return f"{shown} is not a header in CUDA's include folders"
+    return None
+
+
+_MACRO_INCLUDE = re.compile(rb"^[ \t]*#[ \t]*include[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_DEFINED = re.compile(r"^\s*([A-Za-z_]\w*)(\(?)(.*)$", re.DOTALL)
+
+
+@functools.cache
+def configurable_include_macros() -> frozenset[str]:
+    """The macros CUDA's headers include by name (`#include THRUST_MR_STD_MR_HEADER`): found by
+    reading the headers (about a second, once a process), so that a newer CUDA's are found too."""
+    names: set[str] = set()
+    for root in cuda_include_roots():
+        for folder, _dirs, files in os.walk(root):
+            for name in files:
+                try:
+                    with open(os.path.join(folder, name), "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                names.update(m.group(1).decode() for m in _MACRO_INCLUDE.finditer(data))
+    return frozenset(names)
+
+
+def configured_include_findings(
+    dirs: Iterable[Directive], own: set[str], own_roots: Sequence[str]
+) -> list[Finding]:
+    """A candidate's `#define` of a macro a library header includes by name: its value must be a
+    plain include the candidate could write itself."""
+    out = []
+    for d in dirs:
+        m = _DEFINED.match(d.rest) if d.name == "define" else None
+        if m is None or m.group(1) not in configurable_include_macros():
+            continue
+        head = f"#define {m.group(1)}: a library header includes the file it names, and"
+        plain = None if m.group(2) else _PLAIN.match(m.group(3))
+        if plain is None:
+            out.append(Finding("include", f'{head} it is not <name> or "name"', d.line))
+            continue
+        quoted = plain.group("quoted") is not None
+        inc = Include(plain.group("quoted") if quoted else plain.group("angled"), quoted, d.line)
+        problem = _include_problem(inc, own, own_roots)
+        if problem:
+            out.append(Finding("include", f"{head} {problem}", d.line))
+    return out
+
+
 def include_findings(
     ct: CleanText,
     original_source: str | None,
@@ -123,7 +191,8 @@ def include_findings(
     include_dirs: Sequence[str] = (),
 ) -> list[Finding]:
     """Every include of the candidate that may not be read (see the module's doc)."""
-    includes, out = plain_includes(directives(ct))
+    dirs = directives(ct)
+    includes, out = plain_includes(dirs)
     for m in _FILE_OPENERS.finditer(ct.code):
         out.append(Finding("include", f"`{m.group(1)}` (it looks files up)", ct.line_at(m.start())))
     own = original_includes(original_source)
@@ -131,30 +200,7 @@ def include_findings(
         include_dirs
     )
     for inc in includes:
-        shown = f'"{inc.name}"' if inc.quoted else f"<{inc.name}>"
-        problem = name_problem(inc.name)
+        problem = _include_problem(inc, own, own_roots)
         if problem:
-            out.append(Finding("include", f"#include {shown}: {problem}", inc.line))
-            continue
-        if inc.name in own:
-            if _resolution(inc.name, own_roots) is False:
-                out.append(
-                    Finding("include", f"#include {shown} leads outside the original's folders", inc.line)
-                )
-            continue
-        if inc.quoted or not allowed_header(inc.name):
-            out.append(
-                Finding(
-                    "include",
-                    f"#include {shown} is outside the CUDA and C/C++ standard headers"
-                    + (" and not included by the original file" if inc.quoted else ""),
-                    inc.line,
-                )
-            )
-            continue
-        roots = cuda_include_roots()
-        if _is_cuda_header(inc.name) and roots and not _resolution(inc.name, roots):
-            out.append(
-                Finding("include", f"#include {shown} is not a header in CUDA's include folders", inc.line)
-            )
-    return out
+            out.append(Finding("include", f"#include {problem}", inc.line))
+    return [*out, *configured_include_findings(dirs, own, own_roots)]

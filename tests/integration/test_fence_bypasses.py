@@ -125,6 +125,20 @@ INCLUDE_BYPASSES = {
         "#pragma GCC dependency",
     ),
     "#line renames the file": (candidate(top='#line 1 "other.cu"\n'), "#line"),
+    # Issue 46: thrust includes THRUST_MR_STD_MR_HEADER by name; defined by the candidate, nvcc
+    # read a file outside and compiled a declaration-shaped one into the library.
+    "a library header's configurable include": (
+        candidate(
+            top='#define THRUST_MR_STD_MR_HEADER "/etc/passwd"\n#include <thrust/mr/memory_resource.h>\n'
+        ),
+        "THRUST_MR_STD_MR_HEADER: a library header includes the file it names, and",
+    ),
+    "a library header's configurable include, through a macro": (
+        candidate(
+            top="#define P <x>\n#define THRUST_MR_STD_MR_HEADER P\n#include <thrust/mr/memory_resource.h>\n"
+        ),
+        'it is not <name> or "name"',
+    ),
     "GCC line marker": (candidate(top='# 1 "other.cu"\n'), "#1"),
 }
 
@@ -148,6 +162,13 @@ def test_include_bypasses_are_refused_before_any_compiler_reads_the_text(folder,
         fence=fence,
     )
     assert build.library is None and build.fence
+
+
+def test_a_configurable_library_include_that_names_an_allowed_header_passes(folder):
+    if "THRUST_MR_STD_MR_HEADER" not in fence.includes.configurable_include_macros():
+        pytest.skip("no thrust headers here")
+    honest = candidate(top="#define THRUST_MR_STD_MR_HEADER <memory>\n")
+    assert [f.describe() for f in text_findings(folder, honest)] == []
 
 
 def test_a_header_of_the_original_must_resolve_inside_its_folder(tmp_path):
