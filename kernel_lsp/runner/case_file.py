@@ -33,7 +33,7 @@ def _arg_data(spec: Spec, name: str, arg: Arg, sizes: Mapping[str, int]) -> dict
         return {"kind": "scalar", "dtype": arg.dtype, "value": spec.scalar_value(name, sizes).item()}
     if isinstance(arg, Alias):
         return {"kind": "alias", "target": arg.target}
-    data = {"kind": arg.kind, "dtype": arg.dtype, "shape": list(eval_shape(arg.shape, sizes))}
+    data: dict[str, Any] = {"kind": arg.kind, "dtype": arg.dtype, "shape": list(eval_shape(arg.shape, sizes))}
     if isinstance(arg, Scratch):
         data["zero"] = arg.zero
     return data
@@ -50,7 +50,9 @@ def write_case(folder: str, spec: Spec, sizes: Mapping[str, int], inputs: Mappin
     }
     with open(os.path.join(folder, CASE_JSON), "w", encoding="utf-8") as f:
         json.dump(case, f)
-    raw = {name: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for name, a in inputs.items()}
+    raw: dict[str, Any] = {
+        name: np.ascontiguousarray(a).reshape(-1).view(np.uint8) for name, a in inputs.items()
+    }
     with open(os.path.join(folder, CASE_INPUTS), "wb") as f:
         np.savez(f, **raw)
 
