@@ -651,7 +651,7 @@ def _prove(
         cand.message = "\n".join(
             f.describe() + (f"  `{lines[f.line - 1].strip()}`" if 0 < f.line <= len(lines) else "")
             for f in report.findings
-        )
+        ) or (report.note or "the proof gate could not run it confined")
         if cand is result.best:
             result.best = None
         return True

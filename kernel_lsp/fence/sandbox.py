@@ -685,10 +685,16 @@ def _missing_essentials(report: SandboxReport, seccomp: bool) -> list[str]:
 
 
 def _confine_files(
-    report: SandboxReport, folder: str, readable: Sequence[str], unix: bool, folder_writable: bool = False
+    report: SandboxReport,
+    folder: str,
+    readable: Sequence[str],
+    unix: bool,
+    folder_writable: bool = False,
+    landlock_in_bwrap: bool = False,
 ) -> None:
-    """Landlock in the process, or what bubblewrap around it holds already."""
-    if report.outer == "bwrap":
+    """Landlock in the process, or what bubblewrap around it holds already (with Landlock too
+    where `landlock_in_bwrap`: bubblewrap lets another process of the sandbox write the folder)."""
+    if report.outer == "bwrap" and not landlock_in_bwrap:
         # bubblewrap holds files and reads (only the allowed roots bound, read-only): Landlock on
         # top is not needed, and on some hosts it keeps the driver from starting (cuInit:
         # CUDA_ERROR_OPERATING_SYSTEM).
@@ -704,6 +710,10 @@ def _confine_files(
     report.files, report.reads = (line.split(": ", 1)[1] for line in applied[:2])
     if "/" in readable:  # the caller runs the user's own code as well: reads stay open
         report.reads = "open (readable: /)"
+    if report.outer == "bwrap":
+        report.files, report.reads = (f"bwrap + {what}" for what in (report.files, report.reads))
+        report.network = "bwrap --unshare-net"
+        applied.append("file writes, reads, network, other pids: bwrap")
     report.protections += applied
     report.tried.update(missing)
 
@@ -738,6 +748,7 @@ def enter_sandbox(
     deny_shared_anonymous: bool = True,
     cuda_start: bool = False,
     folder_writable: bool = False,
+    landlock_in_bwrap: bool = False,
 ) -> SandboxReport:
     """Confine this process (and every thread it creates later) as the module's table says.
     Call it first thing, before CUDA starts threads, then `limit_memory` once CUDA is up.
@@ -751,12 +762,14 @@ def enter_sandbox(
     which the caller runs once the GPU is open and before any code it judges is loaded.
     `folder_writable`: the process may write in `folder` (by default it writes nowhere: no disk
     to fill, no tmpfs file to map). SysV and POSIX IPC are refused at once, or with the rest by
-    `close_after_start` where `cuda_start`.
+    `close_after_start` where `cuda_start`. `landlock_in_bwrap`: Landlock as well inside
+    bubblewrap (essential there too), for a process whose bubblewrap lets a watching tool write
+    the folder and shows it the tool's /proc entries.
     Raises SandboxUnavailable naming each essential protection that could not be applied."""
     report = SandboxReport(outer=outer)
     with contextlib.suppress(Exception):  # restrict_syscalls says why, if it cannot load
         import pyseccomp  # noqa: F401  # finds libseccomp with a subprocess: before exec is refused
-    _confine_files(report, folder, readable or (), allow_unix_sockets, folder_writable)
+    _confine_files(report, folder, readable or (), allow_unix_sockets, folder_writable, landlock_in_bwrap)
     seccomp = _confine_syscalls(
         report, allow_unix_sockets or cuda_start, deny_shared_anonymous and not cuda_start, not cuda_start
     )

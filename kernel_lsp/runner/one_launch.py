@@ -132,8 +132,15 @@ def _confine(job_dir: str, outer: str) -> Any:
     os.close(null)
     # AF_UNIX sockets and shared maps stay open for the driver's start and the tool's own channel
     # until `close_after_start`; abstract sockets are not scoped (the tool's may be one).
+    # Inside bubblewrap too, Landlock: the tool beside it may write the folder, and its /proc
+    # entries (its memory, its report's pipe) are in the same PID namespace.
     return enter_sandbox(
-        job_dir, outer, readable=tool_libraries(dict(os.environ)), allow_unix_sockets=True, cuda_start=True
+        job_dir,
+        outer,
+        readable=tool_libraries(dict(os.environ)),
+        allow_unix_sockets=True,
+        cuda_start=True,
+        landlock_in_bwrap=True,
     )
 
 
