@@ -264,9 +264,8 @@ DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/uran
 # of it, which RLIMIT_DATA does not count, needs a writable descriptor; a read-only one maps the
 # zero page), /dev/full and the random devices need no writes.
 WRITABLE_PLAIN_DEVICES = ("/dev/null",)
-# `readable` for a sandboxed process that runs the user's own spec (read from the workspace) as
-# well as host code an LLM wrote: the GPU worker and one_launch, until the accused process (which
-# runs only the LLM's library) takes that code out of them.
+# `readable` that leaves every read open: benchmarks/sandbox_cuda_matrix.py's "legacy" rows, to
+# tell which narrowing keeps CUDA from starting. No sandboxed process of kernel-lsp's uses it.
 READ_EVERYTHING = ("/",)
 
 
