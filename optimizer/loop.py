@@ -648,10 +648,14 @@ def _prove(
     if report.blocks_offer:
         lines = (cand.source or "").splitlines()
         cand.status = Status.SANITIZER
+        # Each finding in kernel-lsp's words (`summary`), quoting the candidate's own line: the
+        # tool's text goes to the report, never to the next prompt.
         cand.message = "\n".join(
-            f.describe() + (f"  `{lines[f.line - 1].strip()}`" if 0 < f.line <= len(lines) else "")
+            f.summary() + (f"  `{lines[f.line - 1].strip()}`" if 0 < f.line <= len(lines) else "")
             for f in report.findings
-        ) or (report.note or "the proof gate could not run it confined")
+        ) or (
+            "the proof gate could not run it confined" if report.unconfined else "the proof gate stopped it"
+        )
         if cand is result.best:
             result.best = None
         return True

@@ -194,6 +194,29 @@ PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
 # Once the GPU is open: no new connection, address or listening socket (the driver's start needed
 # an AF_UNIX socket; a socketpair's datagram end could then sendto() any path).
 SOCKET_SETUP = ("connect", "bind", "listen", "accept", "accept4", "sendmmsg")
+# Once the GPU is open, no file is made, opened for writing, renamed, linked or removed, in any
+# thread (seccomp reads open's flags; Landlock, where a kernel older than ABI 8 cannot put the
+# threads a tool started first in its domain, does not see them): the same rule as Landlock's, for
+# the whole process.
+FILE_CHANGES = (
+    "creat",
+    "openat2",  # its flags lie in a struct seccomp cannot read; glibc and Python use openat
+    "rename",
+    "renameat",
+    "renameat2",
+    "unlink",
+    "unlinkat",
+    "mkdir",
+    "mkdirat",
+    "rmdir",
+    "link",
+    "linkat",
+    "symlink",
+    "symlinkat",
+    "ftruncate",
+    "fallocate",
+)
+O_ACCMODE, O_WRONLY, O_RDWR, O_CREAT, O_TRUNC = 0o3, 0o1, 0o2, 0o100, 0o1000
 MEMORY_GROUP = "memory RLIMIT_DATA does not count (shared anonymous maps, memfd, SysV shm)"
 IPC_GROUP = "IPC with other processes (SysV message queues and semaphores, POSIX message queues)"
 SO_DOMAIN = 39  # getsockopt: the socket's family (Python's socket module lacks the name on 3.10)
@@ -437,13 +460,15 @@ def restrict_files(
     readable: Sequence[str] = (),
     allow_unix_sockets: bool = False,
     folder_writable: bool = False,
+    other_threads: bool = False,
 ) -> tuple[list[str], dict[str, str]]:
     """Landlock: reads only beneath `readable_roots`, writes only to the GPU's device files,
     /dev/null and this process's /proc (and `folder`, where `folder_writable`); TCP bind/connect
     refused (ABI 4); signals and abstract unix sockets kept inside the sandbox (ABI 6). Returns
     the protections applied and the best-effort ones missing; raises OSError/ImportError where
     Landlock is unavailable, and where threads already run and the kernel cannot put them in the
-    domain too (ABI < 8: native code run on such a thread would read anything)."""
+    domain too (ABI < 8: native code run on such a thread would read anything), unless
+    `other_threads` (another layer holds them: bubblewrap's mount namespace)."""
     import landlockpy
     from landlockpy import AccessFS, AccessNet, RestrictFlag, Ruleset, Scope
 
@@ -451,7 +476,7 @@ def restrict_files(
     if abi < 1:
         raise OSError(errno.ENOSYS, "Landlock is not enabled in this kernel")
     threads = thread_count()
-    if abi < TSYNC_ABI and threads > 1:
+    if abi < TSYNC_ABI and threads > 1 and not other_threads:
         raise OSError(
             errno.EBUSY,
             f"{threads} threads run already, and Landlock ABI {abi} confines the calling one only "
@@ -484,6 +509,8 @@ def restrict_files(
         f"file reads: landlock ABI {abi}",
     ]
     missing: dict[str, str] = {}
+    if abi < TSYNC_ABI and threads > 1:
+        missing["landlock on threads started before"] = f"{threads - 1} thread(s), and ABI {abi} lacks TSYNC"
     if handled_net & AccessNet.CONNECT_TCP:
         applied.append("tcp bind/connect: landlock")
     else:
@@ -692,7 +719,8 @@ def _confine_files(
     landlock_in_bwrap: bool = False,
 ) -> None:
     """Landlock in the process, or what bubblewrap around it holds already (with Landlock too
-    where `landlock_in_bwrap`: bubblewrap lets another process of the sandbox write the folder)."""
+    where `landlock_in_bwrap`: bubblewrap lets another process of the sandbox write the folder;
+    bubblewrap's binds hold threads started before it, which Landlock before ABI 8 cannot)."""
     if report.outer == "bwrap" and not landlock_in_bwrap:
         # bubblewrap holds files and reads (only the allowed roots bound, read-only): Landlock on
         # top is not needed, and on some hosts it keeps the driver from starting (cuInit:
@@ -702,7 +730,7 @@ def _confine_files(
         report.protections.append("file writes, reads, network, other pids: bwrap")
         return
     try:
-        applied, missing = restrict_files(folder, readable, unix, folder_writable)
+        applied, missing = restrict_files(folder, readable, unix, folder_writable, report.outer == "bwrap")
     except Exception as e:  # ImportError, OSError, the binding's own errors
         report.tried["landlock"] = f"{type(e).__name__}: {e}"
         return
@@ -809,20 +837,32 @@ def datagram_sockets(keep: Iterable[int] = ()) -> list[int]:
     return found
 
 
+def _deny_file_changes(sc: Any, f: Any, deny: int) -> list[str]:
+    """No open for writing, creating or truncating (by open's flags), no file made, renamed or
+    removed. Returns the syscalls that could not be put in the filter."""
+    for name, flags in (("open", 1), ("openat", 2)):
+        f.add_rule(deny, name, sc.Arg(flags, sc.MASKED_EQ, O_ACCMODE, O_WRONLY))
+        f.add_rule(deny, name, sc.Arg(flags, sc.MASKED_EQ, O_ACCMODE, O_RDWR))
+        f.add_rule(deny, name, sc.Arg(flags, sc.MASKED_EQ, O_CREAT, O_CREAT))
+        f.add_rule(deny, name, sc.Arg(flags, sc.MASKED_EQ, O_TRUNC, O_TRUNC))
+    return _deny_all(sc, f, FILE_CHANGES, deny)
+
+
 def close_after_start(report: SandboxReport, channel: int | None = None, new_threads: bool = False) -> None:
     """A second seccomp filter, stacked on the first once the GPU is open (enter_sandbox's
     `cuda_start`), in every thread: no socket at all (socketpair too), no connect, bind or
     listen, no sendto with an address, and where another datagram socket exists (the driver's
     or a tool's) no sendmsg but on `channel` (the judge's socket); no shared anonymous map,
-    memfd or SysV segment (memory RLIMIT_DATA does not count); no SysV or POSIX IPC; unless
-    `new_threads`, no new thread (the driver's are started by now: a thread bomb stops here).
-    Fail closed: SandboxUnavailable."""
+    memfd or SysV segment (memory RLIMIT_DATA does not count); no SysV or POSIX IPC; no file
+    opened for writing, made or removed (FILE_CHANGES); unless `new_threads`, no new thread (the
+    driver's are started by now: a thread bomb stops here). Fail closed: SandboxUnavailable."""
     try:
         import pyseccomp as sc
 
         f = _new_filter(sc)
         deny = sc.ERRNO(errno.EPERM)
         failed = _deny_all(sc, f, (*UNCOUNTED_MEMORY, *IPC, *SOCKET_SETUP), deny)
+        failed += _deny_file_changes(sc, f, deny)
         if failed:
             raise OSError(errno.ENOSYS, f"seccomp cannot refuse {', '.join(failed)}")
         f.add_rule(sc.ERRNO(errno.EACCES), "socket")
@@ -848,6 +888,7 @@ def close_after_start(report: SandboxReport, channel: int | None = None, new_thr
         "sockets (all families, socketpair too), connect, bind, listen, addressed sends once the GPU is open: seccomp",
         f"{MEMORY_GROUP} once the GPU is open: seccomp",
         f"{IPC_GROUP} once the GPU is open: seccomp",
+        "no file opened for writing, made, renamed or removed once the GPU is open, in any thread: seccomp",
     ]
     if new_threads:
         report.tried["threads"] = "new threads allowed by the caller"

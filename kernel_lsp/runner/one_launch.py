@@ -16,6 +16,7 @@ watched it blocks the offer. `tool_command` builds the tool's command line and e
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -49,10 +50,12 @@ def tool_libraries(env: dict[str, str]) -> list[str]:
 def tool_command(tool: list[str], job: dict[str, Any], job_dir: str) -> tuple[list[str], dict[str, str]]:
     """The command and environment that run `tool` (compute-sanitizer or ncu, with its options)
     over one launch of the job written in `job_dir`. For host code the user did not write, the
-    environment keeps no secret, and the launch confines itself (Landlock and seccomp, entered
-    before CUDA starts, the rest closed once the GPU is open, as the accused); where the job's
-    worker ran inside bubblewrap (`job["sandbox"]`), the tool and the launch run inside it too
-    (the tool's own files then go to `job_dir`, which only the tool may write)."""
+    environment keeps no secret, the tool and the launch run inside bubblewrap wherever it works
+    (its mount namespace holds the threads the tool starts in the launch before the launch's
+    first line, which Landlock before ABI 8 cannot; the tool's own files go to `job_dir`, which
+    only the tool may write), and the launch confines itself (Landlock and seccomp, entered
+    before CUDA starts, the rest closed once the GPU is open, as the accused). Without
+    bubblewrap it confines itself alone, and refuses to run where a thread came first."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     command = [*tool, *python_module("kernel_lsp.runner.one_launch"), job_dir]
@@ -62,12 +65,28 @@ def tool_command(tool: list[str], job: dict[str, Any], job_dir: str) -> tuple[li
 
     clean = {k: v for k, v in env.items() if k in KEPT_ENVIRONMENT}
     clean.update(HOME=job_dir, TMPDIR=job_dir, CUDA_CACHE_DISABLE="1", **SINGLE_THREADED)
-    if job.get("sandbox") == "bwrap":
+    if in_bwrap(job):
         wrapped = [*command, "--sandbox-outer", "bwrap"]
         tool_home = [os.path.dirname(os.path.realpath(tool[0]))] if os.path.isabs(tool[0]) else []
         bwrap = find_bwrap() or "bwrap"
         return bwrap_command(bwrap, job_dir, wrapped, readable=tool_home, writable=True), clean
     return command, clean
+
+
+@functools.cache
+def bwrap_usable() -> bool:
+    """Whether bubblewrap can wrap a process here (asked once a process)."""
+    import tempfile
+
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    with tempfile.TemporaryDirectory(prefix="kernel-lsp-bwrap-probe-") as folder:
+        return bwrap_available(folder) is None
+
+
+def in_bwrap(job: dict[str, Any]) -> bool:
+    """Whether `tool_command` runs the job's tool and launch inside bubblewrap."""
+    return untrusted(job) and (job.get("sandbox") == "bwrap" or bwrap_usable())
 
 
 def prepare_command(job_dir: str) -> tuple[list[str], dict[str, str]]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp.procs import ToolRuns
-from kernel_lsp.runner.one_launch import SANDBOX_EXIT, tool_command, write_job
+from kernel_lsp.runner.one_launch import SANDBOX_EXIT, in_bwrap, tool_command, write_job
 
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SANITIZER_PLACES = ("/usr/local/cuda/bin/compute-sanitizer",)
@@ -30,13 +30,28 @@ TOOL_TIMEOUT_S = 180.0
 ERROR_EXIT = 86
 _PREFIX = "========= "
 _WHERE = re.compile(r"(?:^|\s)(/[^\s:]+|[\w.+-]+\.cuh?):(\d+)")
+NOTHING_RAN = "Target application terminated before first instrumented API call"
 _NOT_FINDINGS = (
+    NOTHING_RAN,  # the gate's failure, not the candidate's bug (SanitizerReport.incomplete)
+    "Error: " + NOTHING_RAN,
     "COMPUTE-SANITIZER",
     "ERROR SUMMARY",
     "LEAK SUMMARY",
     "RACECHECK SUMMARY",
     "Target application",
 )
+
+
+# A finding's kind, from the tool's first line of it: the words a prompt gets (`summary`).
+FINDING_KINDS = [
+    (re.compile(r"Invalid __(global|shared|local)__ (read|write)"), "invalid {0} {1}"),
+    (re.compile(r"Misaligned"), "misaligned access"),
+    (re.compile(r"Race reported|[Hh]azard"), "race on shared memory"),
+    (re.compile(r"Uninitialized __(global|shared)__ memory read"), "read of uninitialized {0} memory"),
+    (re.compile(r"Barrier error|[Dd]ivergent"), "barrier in divergent code"),
+    (re.compile(r"Leaked"), "device memory leaked"),
+    (re.compile(r"Program hit|CUDA_ERROR|cudaError"), "a CUDA call failed"),
+]
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,23 @@ class SanitizerFinding:
         where = f"{os.path.basename(self.path)}:{self.line}: " if self.line else ""
         return f"{where}{self.tool}: {self.message}"
 
+    @property
+    def kind(self) -> str:
+        """What the finding is, in words of kernel-lsp's own (FINDING_KINDS)."""
+        for pattern, words in FINDING_KINDS:
+            m = pattern.search(self.message)
+            if m:
+                return words.format(*m.groups())
+        return "an error of another kind"
+
+    def summary(self) -> str:
+        """The finding for a prompt: its line, tool and kind, none of its text. The launch talks
+        to the tool (its injected library shares the launch's process), so the report's text is
+        the candidate's to steer; the tool and the kind come from fixed lists, the line is a line
+        of the candidate's own file (its number only)."""
+        where = f"line {self.line}: " if self.line else ""
+        return f"{where}{self.tool}: {self.kind}"
+
 
 @dataclass
 class SanitizerReport:
@@ -59,6 +91,7 @@ class SanitizerReport:
     case: str = ""
     note: str = ""  # why the gate was skipped or incomplete ("compute-sanitizer is not installed")
     unconfined: bool = False  # host code an LLM wrote could not be run confined: nothing proven
+    incomplete: bool = False  # a tool's launch ended before its first CUDA call: nothing proven
 
     @property
     def ran(self) -> bool:
@@ -66,8 +99,9 @@ class SanitizerReport:
 
     @property
     def blocks_offer(self) -> bool:
-        """A finding blocks the offer; so does a launch that could not be confined (fail closed)."""
-        return bool(self.findings) or self.unconfined
+        """A finding blocks the offer; so does a launch that could not be confined or that never
+        reached CUDA (fail closed: nothing was proven)."""
+        return bool(self.findings) or self.unconfined or self.incomplete
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +110,7 @@ class SanitizerReport:
             "case": self.case,
             "note": self.note,
             "unconfined": self.unconfined,
+            "incomplete": self.incomplete,
         }
 
 
@@ -154,7 +189,7 @@ def sanitize(
             report.note = f"the proof gate did not run: {problem}"
             report.unconfined = True  # nothing proven: no offer
             return report
-        logs = job_dir if job.get("sandbox") == "bwrap" else log_dir
+        logs = job_dir if in_bwrap(job) else log_dir
         for tool in tools:
             log = os.path.join(logs, f"{tool}.log")
             options = [sanitizer, "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", "20"]
@@ -173,6 +208,11 @@ def sanitize(
             output = _read_log(log)
             found = parse_findings(tool, output)
             report.findings += found
+            if NOTHING_RAN in output:  # the launch ended before CUDA started: nothing was proven
+                report.unconfined |= code == SANDBOX_EXIT
+                report.incomplete = True
+                if code != SANDBOX_EXIT:
+                    report.note += f"{tool}: the launch ended (exit code {code}) before its first CUDA call; "
             if code == SANDBOX_EXIT and not found:
                 report.unconfined = True
                 report.note += f"{tool}: the candidate's launch could not be confined here; "

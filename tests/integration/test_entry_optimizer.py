@@ -184,7 +184,9 @@ def test_a_race_the_sanitizer_finds_blocks_the_offer_and_the_next_is_offered(fol
     race, fused, kernels_only = result.outcomes
     assert race.status is Status.SANITIZER, race.message
     line = race.source.splitlines().index("    " + race_line) + 1
-    assert f"layernorm_fp32.cu:{line}: racecheck: Race reported" in race.message
+    # The next prompt gets the line and kernel-lsp's words for the finding, not the tool's text.
+    assert f"line {line}: racecheck: race on shared memory" in race.message
+    assert "Race reported" not in race.message
     assert race_line in race.message  # the line's text, since the candidate is not the user's file
     assert result.accepted is fused, result.verdict
     assert "cudaMalloc" not in fused.source and fused.source.count("<<<") == 1

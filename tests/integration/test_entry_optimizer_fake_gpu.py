@@ -6,6 +6,7 @@ by compute-sanitizer (the stand-in in tests/fixtures/) before it is offered. The
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -140,17 +141,22 @@ def test_complete_files_are_verified_sandboxed_timed_and_the_right_one_offered(f
 def test_the_proof_gate_blocks_the_offer_with_the_sanitizers_message_at_the_line(folder, monkeypatch):
     # The tool over an LLM's launch gets a clean environment (no secrets): the stand-in's finding
     # is set by a wrapper, as a real sanitizer's options would be.
-    wrapper = folder / "compute-sanitizer"
+    # The wrapper and what it runs in a folder of their own: the tool runs inside bubblewrap,
+    # where only its own folder is bound beside the sandbox's roots.
+    tool = folder / "tool"
+    tool.mkdir()
+    shutil.copy(FAKE_SANITIZER, tool / "fake_sanitizer.py")
+    wrapper = tool / "compute-sanitizer"
     wrapper.write_text(
         "#!/bin/sh\nFAKE_SANITIZER_FINDING='initcheck:scale.cu:3:Uninitialized __global__ memory read' "
-        f'exec "{sys.executable}" "{FAKE_SANITIZER}" "$@"\n'
+        f'exec "{sys.executable}" "{tool / "fake_sanitizer.py"}" "$@"\n'
     )
     wrapper.chmod(0o755)
     monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(wrapper))
     result = fsr(folder, {(1, 1): answer(FAST_FILE)})
     (fast,) = result.outcomes
     assert fast.status is Status.SANITIZER and result.accepted is None, result.verdict
-    assert "scale.cu:3: initcheck: Uninitialized __global__ memory read" in fast.message
+    assert "line 3: initcheck: read of uninitialized global memory" in fast.message  # no tool text
     assert "`for (int i = 0; i < n; ++i) y[i] = alpha * x[i];`" in fast.message  # the candidate's line 3
     assert result.verdict.startswith("nothing offered: compute-sanitizer found a bug in r1c1")
     assert set(fast.proof.tools) == {"memcheck", "racecheck", "initcheck", "synccheck"}

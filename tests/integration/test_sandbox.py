@@ -337,6 +337,38 @@ HOSTILE = textwrap.dedent(
         close_after_start(report, channel=channel.fileno())
         limit_memory(report, 256 << 20)
         results.update(report.to_dict())
+    elif cfg["mode"] == "gate":  # as runner/one_launch.py under a tool that started a thread first
+        import queue
+        asks, answers = queue.Queue(), queue.Queue()
+
+        def tool_thread():  # runs whatever it is handed: a hijacked thread of the tool's
+            while True:
+                fn = asks.get()
+                try:
+                    fn()
+                    answers.put("allowed")
+                except OSError as e:
+                    answers.put("refused " + errno.errorcode.get(e.errno, str(e.errno)))
+
+        threading.Thread(target=tool_thread, daemon=True).start()
+        try:
+            report = enter_sandbox(
+                folder, cfg["outer"], allow_unix_sockets=True, cuda_start=True, landlock_in_bwrap=True
+            )
+        except Exception as e:
+            print(json.dumps({"enter": type(e).__name__ + ": " + str(e)}))
+            sys.exit(0)
+        close_after_start(report)
+        limit_memory(report, 256 << 20)
+        results.update(report.to_dict())
+        for what, fn in (
+            ("write inside", lambda: open(os.path.join(folder, "from-the-tool-thread"), "w").close()),
+            ("read home", lambda: open(cfg["home_secret"]).read()),
+            ("open /dev/null for writing", lambda: open("/dev/null", "w").close()),
+            ("read own status", lambda: open("/proc/self/status").read()),
+        ):
+            asks.put(fn)
+            results["early thread: " + what] = answers.get(timeout=10)
     else:
         report = enter_sandbox(folder, cfg["outer"], deny_shared_anonymous=cfg["deny_shared_anonymous"])
         limit_memory(report, 256 << 20)
@@ -567,12 +599,15 @@ def hostile(tmp_path_factory):
         if outer == "bwrap":
             from kernel_lsp.fence.sandbox import bwrap_command, find_bwrap
 
-            command = bwrap_command(find_bwrap() or "bwrap", str(folder), command)
+            # The gate's bubblewrap lets the tool write the folder (runner/one_launch.tool_command).
+            command = bwrap_command(find_bwrap() or "bwrap", str(folder), command, writable=mode == "gate")
         env = {"PATH": os.environ.get("PATH", "/usr/bin"), "HOME": str(targets.home), "PYTHONPATH": REPO}
         env.update(SINGLE_THREADED)  # as the judge starts its accused: no thread pool before Landlock
         proc = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=workspace, env=env)
         assert proc.returncode == 0 and "escaped" not in proc.stdout, proc.stdout + proc.stderr
         verdicts.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        if "enter" in verdicts[-1]:  # it refused to run at all
+            return verdicts.pop()
         if mode != "landlock only":  # seccomp refuses what Landlock cannot see: metadata
             after = outside.stat()
             assert outside.read_text() == "untouched" and stat.S_IMODE(after.st_mode) == 0o640
@@ -904,3 +939,25 @@ def test_the_proof_gates_launch_gets_nothing_out(tmp_path, monkeypatch, mechanis
         assert any(SECRET in g for g in got) and "connect unix path" in got, got
     finally:
         targets.close()
+
+
+@needs_sandbox
+def test_a_thread_a_tool_started_first_is_held_too(hostile, tmp_path):
+    """compute-sanitizer starts a thread in the launch before its first line runs (seen on an H100,
+    Landlock ABI 7): Landlock, entered later and without TSYNC, leaves it out. In-process the launch
+    then refuses to run; inside bubblewrap (the mount namespace holds every thread) it runs, and
+    seccomp, which holds every thread, refuses that thread any file write once the GPU is open."""
+    import landlockpy
+
+    from kernel_lsp.fence.sandbox import TSYNC_ABI, bwrap_available
+
+    if landlockpy.abi_version() < TSYNC_ABI:
+        assert "2 threads run already" in hostile(mode="gate")["enter"]
+    if bwrap_available(str(tmp_path)):
+        pytest.skip(bwrap_available(str(tmp_path)))
+    v = hostile(mode="gate", outer="bwrap")
+    assert v["early thread: write inside"] == "refused EPERM"  # the folder is writable to the tool
+    assert v["early thread: read home"].startswith("refused")  # not bound
+    assert v["early thread: open /dev/null for writing"] == "refused EPERM"
+    assert v["early thread: read own status"] == "allowed"
+    assert v["write inside"] == "refused EPERM" and v["files"].startswith("bwrap + landlock")
