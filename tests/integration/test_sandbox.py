@@ -262,10 +262,19 @@ def test_a_tool_over_a_candidates_launch_gets_no_secrets_and_its_workers_sandbox
     assert (
         trusted_env["PYTHONPATH"].split(":")[0] and trusted_env["OPENAI_API_KEY"] == "sk-secret"
     )  # the user's own
+    import kernel_lsp.runner.one_launch as one_launch
+
+    monkeypatch.setattr(one_launch, "bwrap_usable", lambda: False)  # no bubblewrap here
     inside, env = tool_command(tool, {"steps": [entry]}, str(tmp_path))
     assert inside == trusted_cmd  # the launch confines itself once the tool has started it
     assert "OPENAI_API_KEY" not in env and env["HOME"] == env["TMPDIR"] == str(tmp_path)
     assert env["PYTHONPATH"] == trusted_env["PYTHONPATH"]
+    monkeypatch.setattr(one_launch, "bwrap_usable", lambda: True)  # where it works, whatever the worker's
+    wrapped, env = tool_command(tool, {"steps": [entry]}, str(tmp_path))
+    assert wrapped[0].endswith("bwrap") and wrapped[-2:] == ["--sandbox-outer", "bwrap"]
+    assert ["--bind", str(tmp_path), str(tmp_path)] == wrapped[wrapped.index("--bind") :][:3]  # the tool's
+    trusted_again, _ = tool_command(tool, {"steps": [{**entry, "trusted": True}]}, str(tmp_path))
+    assert trusted_again == trusted_cmd  # the user's own code is not wrapped
     wrapped, env = tool_command(tool, {"steps": [entry], "sandbox": "bwrap"}, str(tmp_path))
     assert "--unshare-net" in wrapped and wrapped[wrapped.index("--") + 1 :][:3] == tool
     assert wrapped[-2:] == ["--sandbox-outer", "bwrap"] and "OPENAI_API_KEY" not in env
