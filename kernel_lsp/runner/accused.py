@@ -71,7 +71,12 @@ class Accused:
         self.modules: list[Any] = []
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
+        # Per binding, (address, bytes) of its outputs (the judge's stand-in fills them) and of
+        # the scratch the spec zeroes before each run (a timed run zeroes it on the clock).
+        self.outputs: dict[int, list[tuple[int, int]]] = {}
+        self.zeroed: dict[int, list[tuple[int, int]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
+        self.legacy = False  # an entry without a stream parameter: its launches are on the legacy stream
         self.helpers = False  # the judge's kernels are loaded (before any candidate code)
         # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
         # diagnosis of the judged path's cost: the judge logs it and believes none of it).
@@ -101,6 +106,7 @@ class Accused:
         steps = build_steps(self.device, image, msg["steps"], self.modules, self.states, True, self.folder)
         self.functions = [s.fn if not hasattr(s, "bind") else s for s in steps]
         self.entries = any(hasattr(s, "bind") for s in steps)
+        self.legacy = any(hasattr(s, "bind") and not s.takes_stream for s in steps)
         return {"status": "ok", "globals": [n for st in self.states for n in st.names]}
 
     def map(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -114,6 +120,8 @@ class Accused:
             if ptr is not None:
                 self.device.free(ptr)
         self.plans.clear()  # a plan over unmapped buffers must not run
+        self.outputs.clear()
+        self.zeroed.clear()
         return {"status": "ok"}
 
     def _address(self, ref: dict[str, Any]) -> int:
@@ -142,7 +150,10 @@ class Accused:
                     args,
                 )
             )
-        self.plans[int(msg["binding"])] = plan
+        binding = int(msg["binding"])
+        self.plans[binding] = plan
+        self.outputs[binding] = [(self._address(r), int(r["nbytes"])) for r in msg.get("outputs") or []]
+        self.zeroed[binding] = [(self._address(r), int(r["nbytes"])) for r in msg.get("zero") or []]
         return {"status": "ok"}
 
     def _entry_call(self, step: Any, values: list[dict[str, Any]]) -> Callable[[], None]:
@@ -160,30 +171,63 @@ class Accused:
 
         return call
 
-    def _restore(self) -> None:
+    def _restore(self, wait: bool = True) -> None:
         """Put the globals back before a run."""
         for state in self.states:
             state.restore()
-        if self.states and self.entries:
+        if wait and self.states and self.entries:
             # The globals are put back on this process's stream; an entry may launch on the
             # legacy stream or streams of its own, which do not wait for it.
             self.device.sync()
 
+    def _fill(self, regions: list[tuple[int, int]], byte: int) -> None:
+        for address, nbytes in regions:
+            self.device.fill_async(address, byte, nbytes)
+
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Bound plans one after another, each waited for before the next (a batch: the judge
-        pays the request's fixed cost once for them all). Every run is inside the judge's clock,
-        so nothing else happens here unless a trace was asked for (`_run_traced`)."""
+        """Bound plans one after another in one request (a batch: the judge pays the request's
+        fixed cost once for them all). A verification run waits for its work before the next.
+        A timed run (`timed`) is what the in-process timer times: the globals put back, the L2
+        flushed by the judge's own kernel, the spec's zeroed scratch zeroed, the launches (an
+        entry's call, waited for); kernel-only runs are queued back to back and waited for at
+        the end (`wait_each`: each waited for, as a host entry's are). `stand_in`: the judge's
+        stand-in for such runs, in a process with no candidate code (runner/judge.HostClock):
+        each fills its outputs.
+        Every run is inside the judge's clock, so nothing else happens here unless a trace was
+        asked for."""
         bindings = [int(b) for b in msg["bindings"]]
         poisons = self._smem_poisons(msg, len(bindings))
-        if self.trace:
-            return self._run_traced(bindings, poisons)
-        for binding, poison in zip(bindings, poisons, strict=True):
-            self._restore()
-            self._poison_shared_memory(poison)
-            for call in self.plans[binding]:
-                call()
+        timed, stand_in = bool(msg.get("timed")), bool(msg.get("stand_in"))
+        wait_each = self.entries or not timed or bool(msg.get("wait_each"))
+        clock = time.perf_counter_ns
+        spent: list[list[int]] = []
+        usage = resource.getrusage(resource.RUSAGE_SELF) if self.trace else None
+        with self.device.legacy_stream(self.legacy):
+            for binding, poison in zip(bindings, poisons, strict=True):
+                t0 = clock() if self.trace else 0
+                self._restore(wait=not timed)
+                if timed and self.helpers:  # the judge's kernel: never compiled here
+                    self.device.flush_l2()
+                self._poison_shared_memory(poison)
+                t1 = clock() if self.trace else 0
+                if stand_in:
+                    self._fill(self.outputs[binding], 0)
+                else:
+                    if timed:
+                        self._fill(self.zeroed[binding], 0)
+                    for call in self.plans[binding]:
+                        call()
+                t2 = clock() if self.trace else 0
+                if wait_each:
+                    self.device.sync_all()
+                if self.trace:
+                    spent.append([t1 - t0, t2 - t1, clock() - t2])
             self.device.sync_all()
-        return {"status": "ok"}
+        if usage is None:
+            return {"status": "ok"}
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
+        return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
 
     def _smem_poisons(self, msg: dict[str, Any], runs: int) -> list[int | None]:
         """Per run, the byte the judge asked shared memory to hold before it (verification)."""
@@ -203,26 +247,6 @@ class Accused:
         self.device.poison_shared_memory(byte)
         if self.entries:
             self.device.sync()
-
-    def _run_traced(self, bindings: list[int], poisons: list[int | None]) -> dict[str, Any]:
-        """`run`, saying per run how long restoring, calling and waiting took (ns), and how
-        often this process was switched out (KERNEL_LSP_JUDGE_TRACE)."""
-        clock = time.perf_counter_ns
-        spent: list[list[int]] = []
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        for binding, poison in zip(bindings, poisons, strict=True):
-            t0 = clock()
-            self._restore()
-            self._poison_shared_memory(poison)
-            t1 = clock()
-            for call in self.plans[binding]:
-                call()
-            t2 = clock()
-            self.device.sync_all()
-            spent.append([t1 - t0, t2 - t1, clock() - t2])
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
-        return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
 
 
 def fault_reply(e: BaseException) -> dict[str, Any]:
