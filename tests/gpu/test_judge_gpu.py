@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from test_cheating import CHEATS, SPEC, STATEFUL
 
+from kernel_lsp.compile import CompileOptions
 from kernel_lsp.gpu import GpuSession, check_file
 from kernel_lsp.runner.timing import TimingSettings
 
@@ -176,3 +177,49 @@ def test_a_launch_counter_gains_nothing_from_its_global_judged(judged):
     h, c = honest.timings[-1].measurement.median_s, counter.timings[-1].measurement.median_s
     print(f"JUDGE launch counter: {c * 1e6:.1f} us vs honest {h * 1e6:.1f} us")
     assert c >= 0.9 * h, (c, h)
+
+
+# --- the protocol: no work outside a timed request, no touching the other side's inputs -----------
+
+
+@pytest.mark.quiet  # two medians compared, as the clock patch's
+@pytest.mark.xdist_group("timing")
+def test_work_done_on_the_inputs_as_they_are_handed_over_gains_nothing(judged):
+    """The timing inputs reach the accused only with the request that times them: a candidate
+    that does the work for each set as it is bound, and answers from a copy when timed, keeps a
+    copy of stale buffers (its answers are wrong), or gains nothing. On the old protocol every
+    timing set's inputs sat in its buffers from the start: the copy was about 1.5x "faster"."""
+    honest = entry(judged, "honest")
+    ahead = entry(judged, "precomputes")
+    assert honest.ok, honest.message
+    h = honest.timings[-1].measurement.median_s
+    if not ahead.ok:
+        print(f"JUDGE precomputes: {ahead.problems[0].kind}: {ahead.message[:160]}")
+        assert ahead.problems[0].kind == "timing_mismatch", ahead.message
+        return
+    a = ahead.timings[-1].measurement.median_s
+    print(f"JUDGE precomputes: {a * 1e6:.1f} us vs honest {h * 1e6:.1f} us")
+    assert a >= 0.8 * h, (a, h)
+
+
+@pytest.mark.quiet  # an A/B's interval
+@pytest.mark.xdist_group("timing")
+def test_a_candidate_that_spoils_its_inputs_slows_only_itself(judged):
+    """Each side of an A/B has buffers of its own, and the judge writes each request's inputs
+    anew: a candidate that fills its data with zeros (where the original's atomics collide)
+    after its own run spoils only its own. On shared buffers the original counted zeros."""
+    spec = str(ENTRIES / "hist_entry.spec.py")
+    original = (ENTRIES / "hist_original.cu").read_text()
+    sabotage = (ENTRIES / "hist_sabotage.cu").read_text()
+    path = str(ENTRIES / "hist_original.cu")
+    options = judged.compile_options_for_device(CompileOptions())
+    base = judged.build_library(original, path, options)
+    candidate = judged.build_library(sabotage, path, options)  # as the user's own: past the fence
+    checked = judged.check(
+        sabotage, path, spec, "histogram", candidate, reference_outputs_from=(original, base)
+    )
+    assert checked.ok, checked.message
+    ab = judged.compare(original, sabotage, path, "histogram", base, spec, candidate)
+    print(f"JUDGE spoils the inputs: A/B {ab.speedup:.3f} [{ab.ci_low:.3f}, {ab.ci_high:.3f}], n={ab.n}")
+    assert ab.error is None, ab
+    assert ab.ci_low <= 1.02, ab  # not offered

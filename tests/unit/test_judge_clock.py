@@ -174,7 +174,10 @@ def test_the_stand_in_takes_the_judged_paths_own_cost_off_each_figure(monkeypatc
     )
     clock.stand_in_s = [12e-6]
     raw = clock.time_rounds([run_that(virtual, 0.0006 + 4 * 100e-6, 0.0001)], rounds=5, cold_l2=False)
-    assert prepared == [(0, False), (0, True)] * 5  # every request's inputs on its own clock
+    # Every request's inputs on its own clock; a stand-in after each of the first two requests,
+    # then after every other one.
+    assert prepared == [(0, False), (0, True)] * 2 + [(0, False), (0, False), (0, True), (0, False)]
+    assert len(clock.stand_in_walls[0]) == 3
     assert [round(s * 1e6, 3) for s in raw[0]] == [350.0] * 5  # 1.4 ms over 4 runs, before the stand-in
     assert [round(s * 1e6, 3) for s in clock.figures(0, raw[0])] == [102.0] * 5
     assert "less the judge's stand-in for the runs" in clock.describe(0)
