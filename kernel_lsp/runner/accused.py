@@ -188,7 +188,7 @@ class Accused:
         """Bound plans one after another in one request (a batch: the judge pays the request's
         fixed cost once for them all). A verification run waits for its work before the next.
         A timed run (`timed`) is what the in-process timer times: the globals put back, the L2
-        flushed by the judge's own kernel, the spec's zeroed scratch zeroed, the launches (an
+        flushed by the judge's own kernel (`flush`: a cold L2), the spec's zeroed scratch zeroed, the launches (an
         entry's call, waited for); kernel-only runs are queued back to back and waited for at
         the end (`wait_each`: each waited for, as a host entry's are). `stand_in`: the judge's
         stand-in for such runs, in a process with no candidate code (runner/judge.HostClock):
@@ -198,6 +198,8 @@ class Accused:
         bindings = [int(b) for b in msg["bindings"]]
         poisons = self._smem_poisons(msg, len(bindings))
         timed, stand_in = bool(msg.get("timed")), bool(msg.get("stand_in"))
+        # The judge's own kernel flushes (its helpers): never one compiled here.
+        flush = timed and self.helpers and bool(msg.get("flush"))
         wait_each = self.entries or not timed or bool(msg.get("wait_each"))
         clock = time.perf_counter_ns
         spent: list[list[int]] = []
@@ -206,7 +208,7 @@ class Accused:
             for binding, poison in zip(bindings, poisons, strict=True):
                 t0 = clock() if self.trace else 0
                 self._restore(wait=not timed)
-                if timed and self.helpers:  # the judge's kernel: never compiled here
+                if flush:
                     self.device.flush_l2()
                 self._poison_shared_memory(poison)
                 t1 = clock() if self.trace else 0

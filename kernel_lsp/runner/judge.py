@@ -531,17 +531,21 @@ class RemotePipeline:
         """Where the named buffers lie in the accused's mapping: {buf, off, nbytes} each."""
         return [{**self._ref(bufs, bufs.ptrs[n]), "nbytes": bufs.nbytes[n]} for n in names]
 
-    def run_batch(self, bound: list[BoundRun], stand_in: bool = False, wait_each: bool = False) -> None:
+    def run_batch(
+        self, bound: list[BoundRun], stand_in: bool = False, wait_each: bool = False, flush: bool = True
+    ) -> None:
         """Run bound plans (from `bind`) one after another in one request; then settle each
         one's buffers. On a timing set's buffers the request is timed (runner/accused.py: the
         L2 flushed before each run as the in-process timer flushes it, kernel-only runs not
         waited for one by one). `stand_in`: the judge's stand-in for the runs (each fills its
         outputs, nothing of the candidate runs: runner/judge.HostClock), not settled;
-        `wait_each`: each of its runs waited for, as a host entry's call is."""
+        `wait_each`: each of its runs waited for, as a host entry's call is. `flush`: the L2
+        flushed before each timed run (the timing's cold L2), by the judge's own kernel."""
         case = bound[0].case
         request: dict[str, Any] = {"op": "run", "bindings": [b.binding for b in bound]}
         if bound[0].bufs.timed:
             request["timed"] = True
+            request["flush"] = flush and self.helpers
         if stand_in:
             request["stand_in"] = True
         if wait_each:

@@ -82,6 +82,7 @@ class JudgedSets:
         self.on_bind: Callable[[], None] = lambda: None  # sets made, their binding begins (a phase)
         self.oracle: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
         self._in = [n for n, a in spec.buffers().items() if a.is_input]
+        self.cold_l2 = True  # each timed run in the accused after an L2 flush, as in-process
         try:
             self._grow_to(min(max(1, batch), self.most))
         except BaseException:
@@ -143,7 +144,7 @@ class JudgedSets:
         """The side's timed request: its candidate (runner/judge.RemotePipeline) on every set of
         the batch, in one request, its buffers as `prepare_side` left them."""
         bound = self._bind(side, pipeline)
-        return lambda: pipeline.run_batch(bound[: self.batch])
+        return lambda: pipeline.run_batch(bound[: self.batch], flush=self.cold_l2)
 
     def stand_in(self, side: int, stand_in: Any, waits: bool) -> Callable[[], None]:
         """The judge's stand-in for the side's request (runner/judge.HostClock), in `stand_in`,
@@ -151,7 +152,9 @@ class JudgedSets:
         same batch on the side's buffers, each run filling its outputs (`waits`: and waiting
         for them, as a host entry's call ends)."""
         bound = self._bind(side, stand_in)
-        return lambda: stand_in.run_batch(bound[: self.batch], stand_in=True, wait_each=waits)
+        return lambda: stand_in.run_batch(
+            bound[: self.batch], stand_in=True, wait_each=waits, flush=self.cold_l2
+        )
 
     def _advance(self, side: int) -> None:
         """The group of the side's next measured batch: a group new to it at its 2nd and 4th

@@ -401,6 +401,7 @@ class Worker:
         outputs and frees them)."""
         label = case_label(sizes)
         sets = self._judged_sets(spec, sizes, len(pipelines), baseline)
+        sets.cold_l2 = settings.cold_l2
         try:
             self.progress("timing inputs bound", label, None)
             runs = [sets.runner(j, p) for j, p in enumerate(pipelines)]
