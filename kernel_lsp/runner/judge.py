@@ -596,17 +596,18 @@ class HostClock:
     is done saves nothing. CUDA events of the judge cannot see another context's work, and the
     accused's own are not believed.
 
-    With `stand_ins` (one a side), each request of a side is followed by the judge's stand-in
-    for its runs in the same accused: the same preparation, the same batch on the same buffers,
-    each run filling the outputs instead of running the candidate (nothing of the candidate runs
-    in it). What a run costs beyond the kernel's own time (the request, two processes' contexts
-    taking turns, the inputs written, the accused's loop, its L2 flush before each run as the
-    in-process timer flushes, the write-back of the outputs a run leaves in the L2, a host
-    entry's wait) is then the stand-in's too, and `figures` takes the stand-in's median off
+    With `stand_ins` (one a side), a side's requests are followed (each of its first two, then
+    every other one) by the judge's stand-in for its runs, in a process of the judge's code
+    only: the same preparation, the same batch on the same buffers, each run filling the
+    outputs instead of running the candidate. What a run costs beyond the kernel's own time
+    (the request, two processes' contexts taking turns, the inputs written, the accused's loop,
+    its L2 flush before each run as the in-process timer flushes, the write-back of the outputs
+    a run leaves in the L2, a host entry's wait) is then the stand-in's too, and `figures` takes the stand-in's median off
     and adds back what the stand-in's fill measures in-process (`stand_in_s`, the judge's own
-    CUDA events): the figure is the in-process timer's quantity. The stand-in runs only the
-    judge's code, so a candidate can make it no faster; what it could do between requests is
-    the confinement's business (fence/sandbox.py)."""
+    CUDA events): the figure is the in-process timer's quantity. The stand-in runs in a
+    process the candidate's code never enters, so nothing the candidate does in its own process
+    changes it; work it would do on the GPU between its requests is the confinement's business
+    (fence/sandbox.py)."""
 
     def __init__(
         self,
@@ -754,7 +755,7 @@ class HostClock:
         walls = sorted(self.stand_in_walls[side]) if side < len(self.stand_in_walls) else []
         if walls and side < len(self.stand_in_s):
             how += (
-                f", less the judge's stand-in for the runs in the same process ({walls[len(walls) // 2] * 1e6:.0f} us "
+                f", less the judge's stand-in for the runs ({walls[len(walls) // 2] * 1e6:.0f} us "
                 f"a request, median of {len(walls)}), plus its fill in-process ({self.stand_in_s[side] * 1e6:.2f} us)"
             )
         return how + (trace_summary() if TRACING else "")
