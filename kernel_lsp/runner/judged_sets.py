@@ -213,12 +213,20 @@ class JudgedSets:
         return case_memo.reference(self.spec, self.sizes, self._seed_of(k), 0, self.inputs[k])
 
     def check_outputs(
-        self, side: int, label: str, progress: Callable[[str, str, float | None], None]
+        self,
+        side: int,
+        label: str,
+        progress: Callable[[str, str, float | None], None],
+        most: int | None = None,
     ) -> None:
-        """Every set of the side's last measured batch: the outputs its timed runs left (the
-        judge's copy after the answer) against the reference of that set's inputs."""
+        """Every set of the side's last measured batch (or `most` of them, chosen at random):
+        the outputs its timed runs left (the judge's copy after the answer) against the
+        reference of that set's inputs."""
         group = self._group[side] if self._calls[side] else 0
-        sets = [group * self.batch + k for k in range(self.batch)]
+        runs = list(range(self.batch))
+        if most is not None and most < len(runs):
+            runs = sorted(self.rng.sample(runs, most))
+        sets = [group * self.batch + k for k in runs]
         progress("checking timed outputs", label, None)
         makers: list[Callable[[], dict[str, np.ndarray]]] = [
             functools.partial(self._reference, k) for k in sets
@@ -227,7 +235,7 @@ class JudgedSets:
             makers, 0 if self.oracle is not None else _bytes(self.spec, self.sizes, self._in)
         )
         try:
-            for k, (stash_set, reference) in enumerate(zip(sets, references, strict=True)):
+            for k, stash_set, reference in zip(runs, sets, references, strict=True):
                 progress("checking timed outputs", label, None)
                 where = f"{label}, input set {stash_set + 1} of {len(self.inputs)}"
                 check_set_outputs(self.device, self.spec, self.buffers[side][k], reference(), label, where)

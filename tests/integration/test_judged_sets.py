@@ -103,3 +103,22 @@ def test_a_batch_grows_as_far_as_memory_allows():
         assert made.grow(16) == 5 and len(made.buffers[0]) == 5 and len(made.inputs) == GROUPS * 5
     finally:
         made.free()
+
+
+def test_some_of_a_sides_sets_are_checked_when_asked(sets):
+    sets.stop_warming()
+    sets.prepare_side(0)
+    bufs = sets.buffers[0]
+    for k in range(3):  # right outputs on every set but the last
+        if k < 2:
+            bufs[k].upload("c", sets.inputs[k]["a"])
+            bufs[k].upload("x", sets.inputs[k]["x"] + sets.inputs[k]["a"])
+    failed = 0
+    for _ in range(30):  # two of three sets checked: the wrong one is missed now and then
+        try:
+            sets.check_outputs(0, "n=64", lambda *a: None, most=2)
+        except Failed:
+            failed += 1
+    assert 0 < failed < 30
+    with pytest.raises(Failed):
+        sets.check_outputs(0, "n=64", lambda *a: None)
