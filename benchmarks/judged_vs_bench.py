@@ -5,8 +5,8 @@ bench's own spread between two runs) and judged as the optimizer judges it (a sa
 session's A/B: each side in a confined process of its own, on the judge's clock, less the judge's
 stand-in); then the null entry, judged minus in-process: the judge's own share of a run.
 
-    python benchmarks/judged_vs_bench.py [--cases vadd_fp32,softmax_bf16] [--budget 0.2]
-        [--bench-runs 2] [--json FILE] [--fake]
+    python benchmarks/judged_vs_bench.py [--cases vadd_fp32,softmax_bf16 | --dtype fp32]
+        [--budget 0.2] [--bench-runs 2] [--json FILE] [--fake]
 
 A side's judged latency agrees when it is within the larger of 5% of bench's median, 2 us, and
 bench's own spread between its runs; the judged A/B ratio likewise (5%, or the spread of bench's
@@ -107,6 +107,7 @@ def null_share(plain, judged, folder: Path, runs: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default="", help="comma-separated case names (default: every one)")
+    parser.add_argument("--dtype", default="", help="only the cases of this dtype (fp32 or bf16)")
     parser.add_argument("--budget", type=float, default=0.2, help="sampling seconds per timing")
     parser.add_argument("--bench-runs", type=int, default=2, help="bench runs per side (its own spread)")
     parser.add_argument("--json")
@@ -122,6 +123,8 @@ def main() -> int:
     if args.cases:
         wanted = args.cases.split(",")
         names = [n for n in names if n in wanted]
+    if args.dtype:
+        names = [n for n in names if n.endswith(f"_{args.dtype}")]
     timing = TimingSettings(budget_s=args.budget)
     rows = []
     with (
