@@ -15,6 +15,7 @@ cudaFree of the allocating ones), that take a stream (gelu, rmsnorm), and that d
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 FOLDER = Path(__file__).resolve().parent / "judged_cases"
@@ -747,12 +748,17 @@ EXTRA = {
     "bf16": {"@N@": "1 << 21", "@MM@": "4096", "@TOL@": "", "@MMTOL@": "", "@MVTOL@": ""},
 }
 
-SPEC_HEAD = '''"""{what} ({dtype}): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
-import numpy as np
+def spec_head(what: str, dtype: str, body: str) -> str:
+    """A spec file's docstring and the imports its body uses."""
+    names = [n for n in ("In", "InOut", "Out", "Scalar", "Spec") if re.search(rf"\b{n}\(", body)]
+    numpy = "import numpy as np\n\n" if "np." in body else ""
+    return (
+        f'"""{what} ({dtype}):\nbenchmarks/judged_vs_bench.py\'s case (benchmarks/make_judged_cases.py)."""\n\n'
+        f"{numpy}from kernel_lsp.spec import {', '.join(names)}\n"
+        + ("\n" if body.startswith("\ndef") else "")
+    )
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
-'''
 
 NULL_ENTRY = """// The null entry: one one-thread kernel writes one element. Judged minus in-process, its time is
 // what the judged path itself adds to a run (benchmarks/judged_vs_bench.py).
@@ -841,7 +847,8 @@ def files() -> dict[str, str]:
             head = f"// {what} ({dtype}): the rewrite (benchmarks/make_judged_cases.py).\n"
             helpers = BLOCK_SUM if "block_sum(" in rewrite else ""
             out[f"{name}.rewrite.cu"] = head + PRELUDE[dtype] + helpers + substitute(rewrite, dtype)
-            out[f"{name}.spec.py"] = SPEC_HEAD.format(what=what, dtype=dtype) + substitute(spec, dtype)
+            body = substitute(spec, dtype)
+            out[f"{name}.spec.py"] = spec_head(what, dtype, body) + body
     out["null_entry.cu"] = NULL_ENTRY
     out["null_entry.spec.py"] = NULL_SPEC
     for name, text in FAKE.items():

@@ -1,8 +1,10 @@
-"""tanh GELU on a stream: an element a thread and the launcher's own cudaStreamSynchronize, against a strided kernel that leaves the wait to its caller (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""tanh GELU on a stream: an element a thread and the launcher's own cudaStreamSynchronize, against a strided kernel that leaves the wait to its caller (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
+
 
 def reference(x):
     v = x.astype(np.float64)

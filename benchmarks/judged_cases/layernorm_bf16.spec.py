@@ -1,8 +1,10 @@
-"""a row's layer norm: row statistics a thread a row into scratch allocated each call, then an elementwise kernel, against one block a row (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""a row's layer norm: row statistics a thread a row into scratch allocated each call, then an elementwise kernel, against one block a row (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
+
 
 def reference(x, gamma, beta, eps):
     x64 = x.astype(np.float64)

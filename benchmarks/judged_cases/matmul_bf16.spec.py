@@ -1,8 +1,9 @@
-"""C = A B, fp32 accumulation: a thread an output, against 16x16 tiles through shared memory (the milliseconds end) (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""C = A B, fp32 accumulation: a thread an output, against 16x16 tiles through shared memory (the milliseconds end) (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="matmul_bf16",

@@ -1,8 +1,9 @@
-"""y = A x: a thread a row (loads a row apart), against a warp a row (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""y = A x: a thread a row (loads a row apart), against a warp a row (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="matvec_bf16",

@@ -1,8 +1,9 @@
-"""out = sum(x): block sums into scratch, the launcher's own cudaDeviceSynchronize, a second kernel, against shuffles and one atomic a block (fp32): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""out = sum(x): block sums into scratch, the launcher's own cudaDeviceSynchronize, a second kernel, against shuffles and one atomic a block (fp32):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="reduce_fp32",

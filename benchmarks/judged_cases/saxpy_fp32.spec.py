@@ -1,8 +1,9 @@
-"""y = alpha x + y: through a float temporary the launcher allocates and frees each call, against one fused kernel (fp32): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""y = alpha x + y: through a float temporary the launcher allocates and frees each call, against one fused kernel (fp32):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, InOut, Scalar, Spec
 
 SPEC = Spec(
     entry="saxpy_fp32",

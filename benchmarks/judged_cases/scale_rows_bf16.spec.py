@@ -1,8 +1,9 @@
-"""y = x * s[row]: a block a row with a loop over columns, against a flat grid of one element a thread (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""y = x * s[row]: a block a row with a loop over columns, against a flat grid of one element a thread (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="scale_rows_bf16",

@@ -1,8 +1,9 @@
-"""dst = src^T: coalesced reads and writes a row apart, against 32x32 tiles through shared memory (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""dst = src^T: coalesced reads and writes a row apart, against 32x32 tiles through shared memory (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="transpose_bf16",

@@ -1,8 +1,9 @@
-"""c = a + b: four consecutive elements a thread (a warp's loads four apart), against one a thread (bf16): benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
+"""c = a + b: four consecutive elements a thread (a warp's loads four apart), against one a thread (bf16):
+benchmarks/judged_vs_bench.py's case (benchmarks/make_judged_cases.py)."""
 
 import numpy as np
 
-from kernel_lsp.spec import In, InOut, Out, Scalar, Spec
+from kernel_lsp.spec import In, Out, Scalar, Spec
 
 SPEC = Spec(
     entry="vadd_bf16",
