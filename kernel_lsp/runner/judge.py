@@ -624,7 +624,7 @@ class HostClock:
         self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
         self._resize = resize  # asks for a batch size, gets the one memory allows
         self._request_s = request_s  # the least time a request should take (0: never resize)
-        self.grown = False  # the batch grew: timing.measure_interleaved reaches min_samples first
+        self.grown = False  # the batch grew after the warm-up
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         # The inputs of side j's next batch, written inside the clock (again=True: the same
         # batch once more, for its stand-in).
@@ -640,6 +640,13 @@ class HostClock:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
+
+    @property
+    def min_samples_first(self) -> bool:
+        """timing.measure_interleaved reaches min_samples before its budget may stop it: a
+        grown batch's sample is one request of many runs, and a sample with a stand-in costs
+        half a request more, where the budget was sized for batches of three alone."""
+        return self.grown or self._stand_ins is not None
 
     @property
     def resizable(self) -> bool:

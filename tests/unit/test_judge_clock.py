@@ -187,3 +187,27 @@ def test_a_stand_in_slower_than_the_run_leaves_a_figure_above_zero():
     clock = HostClock(FakeDevice(), batch=2, stand_ins=[lambda: None])
     clock.stand_in_walls, clock.stand_in_s = [[0.004, 0.004, 0.004]], [1e-6]
     assert clock.figures(0, [0.001, 0.0021]) == [1e-9, pytest.approx(1.0e-4 + 1e-6)]
+
+
+def test_a_judged_measurement_stops_on_the_noise_of_its_figures(monkeypatch):
+    """A sample of a judged clock still holds the request's own cost, which the stand-in takes
+    off: 0.5% of it is far more than 0.5% of the kernel. The measurement goes on until the
+    figures, the kernel's own times, are that quiet (here never: it runs to max_samples)."""
+    from kernel_lsp.runner.timing import TimingSettings, measure_interleaved
+
+    virtual = VirtualTime()
+    monkeypatch.setattr(judge, "time", virtual)
+    settings = TimingSettings(warmup_s=0.0, budget_s=10.0, batch_s=0.0, min_samples=15, max_samples=60)
+    wobble = iter([0.00004 * (k % 3) for k in range(10_000)])  # +-40 us a request: 0.4% of it
+
+    def run() -> None:
+        virtual.now += 0.010 + next(wobble)  # a 10 ms request of which the kernel is 100 us
+        judge.ANSWERED.append(virtual.perf_counter())
+
+    clock = HostClock(FakeDevice(), stand_ins=[run_that(virtual, 0.0099, 0.0)])
+    clock.stand_in_s = [0.0]
+    (samples,) = measure_interleaved(clock, [run], settings)
+    assert len(samples) == 60
+    plain = HostClock(FakeDevice())  # no stand-in: the request's own noise is all there is
+    (quiet,) = measure_interleaved(plain, [run], settings)
+    assert len(quiet) < 60
