@@ -76,7 +76,7 @@ class Accused:
         self.outputs: dict[int, list[tuple[int, int]]] = {}
         self.zeroed: dict[int, list[tuple[int, int]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
-        self.legacy = False  # an entry without a stream parameter: its launches are on the legacy stream
+        self.legacy = False  # an entry without a stream parameter: it launches on the legacy stream
         self.helpers = False  # the judge's kernels are loaded (before any candidate code)
         # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
         # diagnosis of the judged path's cost: the judge logs it and believes none of it).
@@ -188,13 +188,12 @@ class Accused:
         """Bound plans one after another in one request (a batch: the judge pays the request's
         fixed cost once for them all). A verification run waits for its work before the next.
         A timed run (`timed`) is what the in-process timer times: the globals put back, the L2
-        flushed by the judge's own kernel (`flush`: a cold L2), the spec's zeroed scratch zeroed, the launches (an
-        entry's call, waited for); kernel-only runs are queued back to back and waited for at
-        the end (`wait_each`: each waited for, as a host entry's are). `stand_in`: the judge's
-        stand-in for such runs, in a process with no candidate code (runner/judge.HostClock):
-        each fills its outputs.
-        Every run is inside the judge's clock, so nothing else happens here unless a trace was
-        asked for."""
+        flushed by the judge's own kernel (`flush`: a cold L2), the spec's zeroed scratch
+        zeroed, the launches (an entry's call, waited for); kernel-only runs are queued back to
+        back and waited for at the end (`wait_each`: each waited for, as a host entry's are).
+        `stand_in`: the judge's stand-in for such runs, in a process with no candidate code
+        (runner/judge.HostClock): each fills its outputs. Every run is inside the judge's clock,
+        so nothing else happens here unless a trace was asked for."""
         bindings = [int(b) for b in msg["bindings"]]
         poisons = self._smem_poisons(msg, len(bindings))
         timed, stand_in = bool(msg.get("timed")), bool(msg.get("stand_in"))
