@@ -5,6 +5,7 @@ through the layers, only the server knows LSP, the front ends stay apart."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 from collections import defaultdict
@@ -27,6 +28,7 @@ LAYERS: dict[str, int] = {
     "archs": 0,
     "procs": 0,
     "constants": 0,
+    "lexer": 0,  # the one reader of C/C++ comments, literals, brackets and argument lists
     "advice": 0,
     "codes": 0,
     "safe_expr": 0,  # arithmetic of workspace text, never eval
@@ -334,3 +336,146 @@ def test_the_layer_diagram_agrees_with_the_layers():
     assert len(named) == len(set(named)), "a part in two rows"
     for (upper, above), (lower, below) in itertools.pairwise(rows):
         assert min(LAYERS[n] for n in above) >= max(LAYERS[n] for n in below), (upper, lower)
+
+
+# --- one lexer -----------------------------------------------------------------------------------
+# kernel_lsp/lexer.py is the one reader of C/C++ comments, literals, brackets and lists. Places
+# that still count brackets themselves walk statements and blocks (what a `{` opens decides what
+# follows), not a list or a bracket's partner; each is named with why.
+LEXER = "kernel_lsp.lexer"
+BLOCK_SCANNERS: dict[tuple[str, str], str] = {
+    ("kernel_lsp.host_launch.scan", "statements"): "a body's statements and the blocks around each",
+    ("kernel_lsp.optimizer.file_items", "top_items"): "a file's top-level items, each to its `;` or body",
+    (
+        "kernel_lsp.optimizer.static_checks",
+        "mutable_globals",
+    ): "file-scope declarations, namespace by namespace",
+}
+_BRACKETS = set("()[]{}<>")
+
+
+def _bracket_text(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and set(node.value) <= _BRACKETS != set()
+    )
+
+
+def _steps_depth(node: ast.AST) -> bool:
+    return isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
+
+
+def bracket_counters(tree: ast.AST) -> set[str]:
+    """The functions that count bracket depth themselves: `depth += 1` under `if c == "("` (or
+    `c in "([{"`), or `depth += {"(": 1, ")": -1}.get(c, 0)`."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and any(_bracket_text(c) for c in node.test.comparators)
+            and any(_steps_depth(n) for statement in node.body for n in ast.walk(statement))
+        ):
+            found.add(function)
+        if (
+            _steps_depth(node)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Dict)
+            and any(k is not None and _bracket_text(k) for k in node.value.func.value.keys)
+        ):
+            found.add(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "<module>")
+    return found
+
+
+def comment_readers(tree: ast.AST) -> set[str]:
+    """The functions (or the module) that find comments themselves: a function that looks for
+    both `//` and `/*` or for `*/`, or a pattern that matches a whole comment."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+            texts = {
+                n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
+            if {"//", "/*"} <= texts or "*/" in texts:
+                found.add(function)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and len(node.value) <= 300
+            and "//" in node.value
+        ):
+            try:
+                pattern = re.compile(node.value, re.S)
+            except re.error:
+                pattern = None
+            if pattern and any(pattern.fullmatch(c) for c in ("// a comment", "/* a\ncomment */")):
+                found.add(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "<module>")
+    return found
+
+
+@functools.cache
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text())
+
+
+def _outside_the_lexer(reader) -> set[tuple[str, str]]:
+    return {(module, function) for module in MODULES if module != LEXER for function in reader(_tree(module))}
+
+
+def test_only_the_lexer_reads_comments():
+    assert sorted(_outside_the_lexer(comment_readers)) == []
+
+
+def test_only_the_lexer_matches_brackets_and_splits_lists():
+    assert sorted(_outside_the_lexer(bracket_counters) - set(BLOCK_SCANNERS)) == []
+    gone = set(BLOCK_SCANNERS) - _outside_the_lexer(bracket_counters)
+    assert not gone, f"{sorted(gone)} count no brackets any more: drop them from BLOCK_SCANNERS"
+    assert all(why.strip() for why in BLOCK_SCANNERS.values())
+
+
+def test_a_second_blanker_matcher_or_splitter_is_caught():
+    """The forms the four splitters, three blankers and three matchers had before the lexer."""
+    blankers = """
+_COMMENT = re.compile(r"//[^\\n]*|/\\*.*?\\*/|\\"(?:\\\\.|[^\\"\\\\\\n])*\\"", re.S)
+def _blank(source):
+    if source.startswith("//", i):
+        pass
+    elif source.startswith("/*", i):
+        j = source.find("*/", i + 2)
+"""
+    counters = """
+def _split_params(text):
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+def _closing(text, at):
+    for j in range(at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+def _matching_paren(code, at):
+    for i in range(at, len(code)):
+        if code[i] == "(":
+            depth += 1
+def fine(text):
+    total = 0
+    for c in text:
+        if c == ",":
+            total += 1
+    return f"({total})"
+"""
+    assert comment_readers(ast.parse(blankers)) == {"<module>", "_blank"}
+    assert bracket_counters(ast.parse(counters)) == {"_split_params", "_closing", "_matching_paren"}
