@@ -479,3 +479,66 @@ def fine(text):
 """
     assert comment_readers(ast.parse(blankers)) == {"<module>", "_blank"}
     assert bracket_counters(ast.parse(counters)) == {"_split_params", "_closing", "_matching_paren"}
+
+
+# --- front ends read files through the engine's reader -------------------------------------------
+
+
+def _mode(call: ast.Call, position: int) -> str | None:
+    """The mode an open-like call passes ("r" when none), None when it is not a constant."""
+    node = call.args[position] if len(call.args) > position else None
+    node = next((k.value for k in call.keywords if k.arg in ("mode", "flags")), node)
+    if node is None:
+        return "r"
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def plain_reads(tree: ast.AST) -> list[str]:
+    """Reads of a file that go around the engine's regular-file reader (`read_text_file`,
+    `read_regular`): `open()`, `io.open`, `os.fdopen` to read, `os.open` without a write flag,
+    `Path.read_text`/`read_bytes`/`open`. Such a read blocks on a FIFO and reads a device or a
+    huge file to its end. (The engine's own `read_text` of the include graph is not a Path's.)"""
+    found = []
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: n.lineno):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        if name in ("read_text", "read_bytes") and isinstance(func, ast.Attribute):
+            found.append(f"{node.lineno}: .{name}()")
+        elif owner == "os" and name == "open":
+            flags = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+            if not re.search(r"O_WRONLY|O_RDWR", flags):
+                found.append(f"{node.lineno}: os.open(...) to read")
+        elif (name, owner) in (("open", ""), ("open", "io"), ("fdopen", "os")) or (
+            name == "open" and isinstance(func, ast.Attribute) and owner not in ("os", "io", "webbrowser")
+        ):
+            mode = _mode(node, 1 if (name, owner) in (("open", ""), ("open", "io"), ("fdopen", "os")) else 0)
+            if mode is None or not set(mode) & set("wax+"):
+                found.append(f"{node.lineno}: {ast.unparse(func)}(...) to read")
+    return found
+
+
+def test_front_ends_read_files_only_through_the_engines_reader():
+    reads = [
+        f"{module}:{where}"
+        for module in MODULES
+        if _part(module) in FRONT_ENDS
+        for where in plain_reads(_tree(module))
+    ]
+    assert reads == []
+
+
+def test_a_plain_read_in_a_front_end_is_caught():
+    code = """
+with open(path, encoding="utf-8") as f: pass
+with open(path, "rb") as f: pass
+text = Path(p).read_text()
+fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+with os.fdopen(fd, encoding="utf-8") as f: pass
+with Path(p).open() as f: pass
+with open(out, "w", encoding="utf-8") as f: pass
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+with os.fdopen(fd, "w") as f: pass
+data = read_text_file(path)
+"""
+    assert [r.split(":")[0] for r in plain_reads(ast.parse(code))] == ["2", "3", "4", "5", "6", "7"]
