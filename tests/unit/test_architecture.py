@@ -542,3 +542,86 @@ with os.fdopen(fd, "w") as f: pass
 data = read_text_file(path)
 """
     assert [r.split(":")[0] for r in plain_reads(ast.parse(code))] == ["2", "3", "4", "5", "6", "7"]
+
+
+# --- the server's state, declared in one place ---------------------------------------------------
+SERVER_STATE_HOME = "kernel_lsp.server.app"  # KernelLanguageServer.__init__ declares every attribute
+# Attributes another module may assign: pygls's own, set as pygls's start_tcp sets them.
+PYGLS_ATTRIBUTES: dict[tuple[str, str], str] = {
+    ("kernel_lsp.server.tcp", "_stop_event"): "pygls's stop event for run_async, as its start_tcp sets it",
+    (
+        "kernel_lsp.server.tcp",
+        "_server",
+    ): "pygls's server object (its shutdown closes it), as start_tcp sets it",
+}
+SERVER_NAMES_IN_FEATURES = ("ls", "server")
+HANDLER_LINES = 60  # the LSP handlers and their registration stay small
+
+
+def server_state_writes(tree: ast.AST) -> set[str]:
+    """Attributes of the server a module assigns (`ls.x = ...`, `server.x = ...`, `self.server.x
+    = ...`), and "setattr" for any setattr call."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            found.add("setattr")
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
+        for target in targets:
+            for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if not isinstance(t, ast.Attribute):
+                    continue
+                owner = t.value
+                if (isinstance(owner, ast.Name) and owner.id in SERVER_NAMES_IN_FEATURES) or (
+                    isinstance(owner, ast.Attribute) and owner.attr == "server"
+                ):
+                    found.add(t.attr)
+    return found
+
+
+def test_only_the_server_sets_its_state():
+    """Feature modules change the server through its methods (`new_session`, `gpu_up`,
+    `gpu_down`, `watch_with`, `log_to_client`): no attribute appears on it from elsewhere."""
+    writes = {
+        (module, attribute)
+        for module in MODULES
+        if module.startswith("kernel_lsp.server") and module != SERVER_STATE_HOME
+        for attribute in server_state_writes(_tree(module))
+    }
+    assert sorted(writes - set(PYGLS_ATTRIBUTES)) == []
+    assert set(PYGLS_ATTRIBUTES) <= writes, "an allowed pygls attribute is set no more: drop it"
+
+
+def test_a_state_write_from_a_feature_is_caught():
+    code = """
+def register(server):
+    server.watching = object()
+    server.analysis_setup.append(lambda a: setattr(a, "includers", None))
+def handler(ls):
+    ls._fsr_state = {}
+    ls.gpu, ls.device_name = None, None
+    ls.acted_on.clear()
+class Feature:
+    def stop(self):
+        self.server.gpu = None
+        self.session = None
+"""
+    assert server_state_writes(ast.parse(code)) == {"watching", "setattr", "_fsr_state", "gpu", "device_name"}
+
+
+def test_lsp_handlers_and_their_registration_are_small():
+    long = sorted(
+        f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for module in MODULES
+        if module.startswith(("kernel_lsp.server.requests", "kernel_lsp.server.notifications"))
+        for node in ast.walk(_tree(module))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > HANDLER_LINES
+    )
+    assert long == []
