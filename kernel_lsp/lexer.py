@@ -9,8 +9,10 @@ test_lexer_compiler.py` holds it to g++ and nvcc on the repository's sources):
 - a splice (a backslash, optional blanks, a newline) is undone first: `/\\<newline>/` starts a
   comment, a `//` comment ending in a splice goes on over the next line;
 - string and character literals end at their quote, or at the end of the line when unterminated;
-  a raw string `R"d( ... )d"` is read from the text as written (its splices stay);
-- `1'000` is a number (a digit separator), not the start of a character literal;
+  a raw string `R"d( ... )d"` is read from the text as written (its splices stay), and `R` right
+  after a literal is that literal's suffix (`'a'R"(` holds no raw string);
+- a pp-number takes its digit separators (`1'000`, `0x1'ff'ff`, `.5'a`): their `'` starts no
+  character literal;
 - after `#include` (`#include_next`, `#import`, `#embed`), `<...>` is a header name: no comment in it.
 
 Two views keep the text's offsets and line numbers (a blanked character becomes a space, a newline
@@ -140,7 +142,7 @@ class _Lexer:
         self.source = source
         self.logical, self.splice_at, self.removed = _undo_splices(source)
         self.tokens: list[Token] = []
-        self.view = Lexed(source, self.logical, (), self.splice_at, self.removed)
+        self.view = Lexed(source, self.logical, (), self.splice_at, self.removed)  # offsets both ways
 
     def add(self, kind: str, lstart: int, lend: int) -> int:
         start = self.view.source_offset(lstart)
@@ -200,7 +202,7 @@ class _Lexer:
         closing = ")" + src[quote + 1 : open_paren] + '"'
         close = src.find(closing, open_paren + 1)
         end = len(src) if close < 0 else close + len(closing)
-        lend = self.view.logical_offset(end) if end < len(src) else len(self.logical)
+        lend = self.view.logical_offset(end)
         self.tokens.append(Token(RAW_STRING, quote, end, at, lend))
         return lend
 
@@ -282,43 +284,35 @@ _OPENERS = "([{"
 _CLOSERS = ")]}"
 
 
+def _partner(code: str, at: int, partner: str, indices: range, stop: str) -> int:
+    """The first offset of `indices` where `partner` closes the bracket at `at` (counting only
+    brackets of its kind), or -1 when none does or a character of `stop` comes first."""
+    same, depth = code[at], 0
+    for i in indices:
+        c = code[i]
+        if c == same:
+            depth += 1
+        elif c == partner:
+            depth -= 1
+            if depth == 0:
+                return i
+        elif c in stop:
+            return -1
+    return -1
+
+
 def matching(code: str, at: int, end: int | None = None, stop: str = "") -> int:
     """The offset of the bracket that closes the one at `at` ((), [], {} or template <>), or -1
     when none does before `end` or before a character of `stop` at any depth. Only brackets of
     the same kind count, so text that is not balanced elsewhere does not move the answer."""
-    opener = code[at]
-    closer = _PAIRS[opener]
-    depth = 0
-    for i in range(at, len(code) if end is None else min(end, len(code))):
-        c = code[i]
-        if c == opener:
-            depth += 1
-        elif c == closer:
-            depth -= 1
-            if depth == 0:
-                return i
-        elif c in stop:
-            return -1
-    return -1
+    bound = len(code) if end is None else min(end, len(code))
+    return _partner(code, at, _PAIRS[code[at]], range(at, bound), stop)
 
 
-def matching_back(code: str, at: int, stop: str = "") -> int:
+def matching_back(code: str, at: int) -> int:
     """The offset of the bracket that the one at `at` (`)`, `]`, `}` or a template's `>`)
     closes, or -1."""
-    closer = code[at]
-    opener = _BACK_PAIRS[closer]
-    depth = 0
-    for i in range(at, -1, -1):
-        c = code[i]
-        if c == closer:
-            depth += 1
-        elif c == opener:
-            depth -= 1
-            if depth == 0:
-                return i
-        elif c in stop:
-            return -1
-    return -1
+    return _partner(code, at, _BACK_PAIRS[code[at]], range(at, -1, -1), "")
 
 
 def parenthesized(text: str) -> bool:
