@@ -34,12 +34,12 @@ from .host_launch import argument_root
 from .host_launch.launcher import entry_kernels
 from .host_launch.model import Guard, HostCall, HostFunction, HostLaunch
 from .host_launch.occupancy import host_code
-from .host_launch.scan import split_top
 from .index_expr import divide, parse_index, poly_text
 from .kernel_use import kernel_body
+from .lexer import blank_comments, matching, parenthesized, split_top
 from .safe_expr import ExprError, safe_eval
 from .skeleton import _SIZE_LIKE, FLOAT_VALUES, ONE_D_SIZES, _Arg, _Plan, _plan, _quote, spec_args_and_end
-from .source import KernelSignature, blank_comments, find_kernel, find_kernels, parse_directives
+from .source import KernelSignature, find_kernel, find_kernels, parse_directives
 from .spec import DTYPES
 from .spec.loading import SKELETON_TODO
 
@@ -82,12 +82,8 @@ def _body(source: str, fn: HostFunction) -> str:
     open_ = code.find("{", start)
     if open_ < 0:
         return ""
-    depth = 0
-    for j in range(open_, len(code)):
-        depth += {"{": 1, "}": -1}.get(code[j], 0)
-        if depth == 0:
-            return code[open_ + 1 : j]
-    return code[open_ + 1 :]
+    close = matching(code, open_)
+    return code[open_ + 1 : close if close >= 0 else len(code)]
 
 
 def _calls(source: str, fn: HostFunction, name: str) -> bool:
@@ -154,24 +150,15 @@ def _tidy(shape: str) -> str:
 
     def bare(dim: str) -> str:
         dim = dim.strip()
-        while dim.startswith("(") and _closes_at_end(dim):
+        while parenthesized(dim):
             dim = dim[1:-1].strip()
         return dim
 
-    if shape.startswith("(") and _closes_at_end(shape):
+    if parenthesized(shape):
         dims = split_top(shape[1:-1])
         if len(dims) > 1:
             return "(" + ", ".join(bare(d) for d in dims) + ")"
     return bare(shape)
-
-
-def _closes_at_end(text: str) -> bool:
-    depth = 0
-    for i, c in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(c, 0)
-        if depth == 0:
-            return i == len(text) - 1
-    return False
 
 
 def _names(text: str) -> list[str]:
@@ -216,7 +203,7 @@ def _axis_extent(body: str, var: str, launch: HostLaunch) -> str:
 
 
 def _dims(text: str) -> list[str]:
-    parts = split_top(text[1:-1]) if text.startswith("(") and text.endswith(")") else [text]
+    parts = split_top(text[1:-1]) if parenthesized(text) else [text]
     return ([*parts, "1", "1", "1"])[:3]
 
 

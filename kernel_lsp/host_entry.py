@@ -15,14 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .source import (
-    Param,
-    _matching_paren,
-    _parse_param,
-    _split_params,
-    blank_comments,
-    blank_comments_keep_strings,
-)
+from .lexer import blank_comments, blank_comments_keep_strings, matching
+from .source import Param, parse_params
 from .spec.dtypes import c_type_dtype
 
 STREAM_TYPES = frozenset({"cudaStream_t", "CUstream"})
@@ -92,13 +86,9 @@ class EntryAbi:
 
 def _extern_c_at(code: str, offset: int) -> bool:
     """Whether `offset` lies inside an `extern "C" { ... }` block."""
-    for m in re.finditer(r'extern\s+"C"\s*\{', code[:offset]):
-        depth = 0
-        for ch in code[m.end() - 1 : offset]:
-            depth += {"{": 1, "}": -1}.get(ch, 0)
-        if depth > 0:
-            return True
-    return False
+    return any(
+        matching(code, m.end() - 1, end=offset) < 0 for m in re.finditer(r'extern\s+"C"\s*\{', code[:offset])
+    )
 
 
 def find_host_function(source: str, name: str) -> HostFunction | None:
@@ -119,7 +109,7 @@ def find_host_function(source: str, name: str) -> HostFunction | None:
         if "__device__" in head and "__host__" not in head:
             continue
         open_paren = m.end() - 1
-        close = _matching_paren(code, open_paren)
+        close = matching(code, open_paren)
         if close < 0:
             continue
         after = code[close + 1 :].lstrip()
@@ -133,7 +123,7 @@ def find_host_function(source: str, name: str) -> HostFunction | None:
         templated = bool(re.search(r"\btemplate\s*<", head))
         return_type = _QUALIFIERS.sub(" ", re.sub(r'extern\s+"C"|\btemplate\s*<[^>]*>', " ", raw_head))
         return_type = " ".join(re.sub(r"^\s*#[^\n]*", " ", return_type, flags=re.M).split())
-        params = tuple(_parse_param(p, i) for i, p in enumerate(_split_params(code[open_paren + 1 : close])))
+        params = parse_params(code[open_paren + 1 : close])
         line = source.count("\n", 0, m.start()) + 1
         col = m.start() - (source.rfind("\n", 0, m.start()) + 1) + 1
         found.append(

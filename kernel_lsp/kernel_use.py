@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .index_expr import ATOM, Poly, add, const, divide, mul, parse_index, poly_text, symbol
-from .source import KernelSignature, blank_comments
+from .lexer import arguments, blank_comments, matching, matching_back, parenthesized, split_top, top_level_end
+from .source import KernelSignature
 
 _BUILTINS = re.compile(r"^(threadIdx|blockIdx|blockDim|gridDim)\.[xyz]$")
 
@@ -75,21 +76,12 @@ class _Def:
 def function_body(code: str, open_paren: int) -> tuple[str, int] | None:
     """(body, offset of the body) of the function whose parameter list opens at `open_paren`;
     None for a declaration."""
-    depth, i = 0, open_paren
-    while 0 <= i < len(code):
-        depth += {"(": 1, ")": -1}.get(code[i], 0)
-        if depth == 0:
-            break
-        i += 1
-    brace = code.find("{", i)
-    if open_paren < 0 or brace < 0 or ";" in code[i:brace]:
+    close = matching(code, open_paren) if open_paren >= 0 else -1
+    brace = code.find("{", close) if close >= 0 else -1
+    if brace < 0 or ";" in code[close:brace]:
         return None
-    depth = 0
-    for j in range(brace, len(code)):
-        depth += {"{": 1, "}": -1}.get(code[j], 0)
-        if depth == 0:
-            return code[brace + 1 : j], brace + 1
-    return code[brace + 1 :], brace + 1
+    end = matching(code, brace)
+    return code[brace + 1 : end if end >= 0 else len(code)], brace + 1
 
 
 def kernel_body(source: str, signature: KernelSignature) -> str:
@@ -104,44 +96,23 @@ def kernel_body(source: str, signature: KernelSignature) -> str:
 
 
 def _statement_end(body: str, start: int, stop_at_comma: bool) -> int:
-    depth = 0
-    for j in range(start, len(body)):
-        ch = body[j]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            if depth == 0:
-                return j
-            depth -= 1
-        elif (ch == ";" and depth == 0) or (ch == "," and depth == 0 and stop_at_comma):
-            return j
-    return len(body)
+    return top_level_end(body, start, (";", ",") if stop_at_comma else ";")
 
 
 def _closing(text: str, open_paren: int) -> int:
     """The index of the `)` that closes the `(` at `open_paren` (the end when there is none)."""
-    depth = 0
-    for j in range(open_paren, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[j], 0)
-        if depth == 0:
-            return j
-    return len(text)
+    close = matching(text, open_paren)
+    return close if close >= 0 else len(text)
 
 
 def _clauses(condition: str) -> list[str]:
     """`x < w && (y + j) < h` -> ["x < w", "(y + j) < h"]: the parts joined by && and || at the
     top level, each without a leading `!` or parentheses around the whole of it."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(condition):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0 and condition[i : i + 2] in ("&&", "||"):
-            parts.append(condition[start:i])
-            start = i + 2
-    parts.append(condition[start:])
+    parts = split_top(condition, ("&&", "||"))
     out = []
     for part in parts:
         part = part.strip().lstrip("!").strip()
-        while part.startswith("(") and _closing(part, 0) == len(part) - 1:
+        while parenthesized(part):
             part = part[1:-1].strip()
         if re.search(r"&&|\|\|", part):
             out += _clauses(part)
@@ -290,12 +261,7 @@ class _Reader:
             else:
                 texts.append((inner, m.end()))
         for m in re.finditer(r"\)\s*\?", self.body):  # (i < n) ? a : b
-            depth, j = 0, m.start()
-            while j >= 0:
-                depth += {")": 1, "(": -1}.get(self.body[j], 0)
-                if depth == 0:
-                    break
-                j -= 1
+            j = matching_back(self.body, m.start())
             texts.append((self.body[j + 1 : m.start()], j))
         # x = i < n ? a : b (no parentheses around the condition)
         for m in re.finditer(
@@ -631,13 +597,8 @@ def device_functions(source: str) -> dict[str, DeviceFunction]:
         found = function_body(code, m.end() - 1)
         if not found:
             continue
-        depth, j = 1, m.end()
-        while j < len(code) and depth:
-            depth += {"(": 1, ")": -1}.get(code[j], 0)
-            j += 1
-        close = j - 1
         params = []
-        for part in _split_top(code[m.end() : close]):
+        for part in arguments(code, m.end() - 1):
             names = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
             if not names:
                 continue
@@ -645,17 +606,6 @@ def device_functions(source: str) -> dict[str, DeviceFunction]:
             params.append((names[-1], ptr, ptr and bool(re.search(r"\bconst\b", part.split("*")[0]))))
         out[m.group(1)] = DeviceFunction(m.group(1), tuple(params), found[0])
     return out
-
-
-def _split_top(text: str) -> list[str]:
-    depth, start, parts = 0, 0, []
-    for i, ch in enumerate(text):
-        depth += {"(": 1, "<": 1, "[": 1, ")": -1, ">": -1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
 
 
 def _callee_accesses(
@@ -670,8 +620,7 @@ def _callee_accesses(
         fn = functions.get(m.group(1))
         if fn is None:
             continue
-        close = _statement_end(reader.body, m.end(), stop_at_comma=False)
-        for i, arg in enumerate(_split_top(reader.body[m.end() : close])):
+        for i, arg in enumerate(arguments(reader.body, m.end() - 1)):
             if i >= len(fn.params) or not fn.params[i][1]:
                 continue
             head = re.match(r"\(?\s*&?\s*([A-Za-z_]\w*)", arg)

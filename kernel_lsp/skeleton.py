@@ -33,11 +33,11 @@ from .host_launch.occupancy import host_code
 from .host_launch.spec_launch import spec_launch
 from .index_expr import parse_index, poly_text
 from .kernel_use import BufferUse, Extent, KernelUse, kernel_body, read_kernel
+from .lexer import blank_comments, matching, parenthesized, split_top
 from .source import (
     Directives,
     KernelSignature,
     LaunchDirective,
-    blank_comments,
     find_kernel,
     find_kernels,
     parse_directives,
@@ -98,11 +98,13 @@ def template_params(source: str, signature: KernelSignature) -> list[tuple[str, 
     code = blank_comments(source)
     lines = code.split("\n")
     offset = sum(len(ln) + 1 for ln in lines[: signature.line - 1])
-    found = list(re.finditer(r"template\s*<([^{};]*?)>", code[max(0, offset - 400) : offset + signature.col]))
-    if not found:
+    window = code[max(0, offset - 400) : offset + signature.col]
+    found = list(re.finditer(r"template\s*<", window))
+    close = matching(window, found[-1].end() - 1) if found else -1
+    if close < 0:
         return []
     out = []
-    for part in found[-1].group(1).split(","):
+    for part in split_top(window[found[-1].end() : close]):
         words = part.split("=")[0].split()
         if len(words) >= 2:
             out.append((" ".join(words[:-1]), words[-1]))
@@ -252,19 +254,8 @@ def launch_extent(body: str, var: str, grid: str, block: str) -> str:
 
 def _launch_dims(text: str) -> list[str]:
     text = " ".join(text.split())
-    parts = _split_commas(text[1:-1]) if text.startswith("(") and text.endswith(")") else [text]
+    parts = [p for p in split_top(text[1:-1]) if p] if parenthesized(text) else [text]
     return [*parts, "1", "1", "1"][:3]
-
-
-def _split_commas(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += {"(": 1, ")": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
 
 
 def _plan(

@@ -8,7 +8,14 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from .constants.text import blank_comments, blank_comments_keep_strings
+from .lexer import (
+    blank_comments,
+    blank_comments_keep_strings,
+    matching,
+    matching_back,
+    split_top,
+    top_level_spans,
+)
 
 
 @dataclass(frozen=True)
@@ -53,26 +60,19 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
     return line, col
 
 
-def _split_params(text: str) -> list[str]:
-    depth, start, parts = 0, 0, []
-    for i, ch in enumerate(text):
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip() and p.strip() != "void"]
-
-
 def _parse_param(text: str, index: int) -> Param:
     text = text.split("=")[0].strip()  # default arguments
     m = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$", text)
     if m and m.start(1) > 0 and text[: m.start(1)].strip():
         return Param(type=" ".join(text[: m.start(1)].split()), name=m.group(1))
     return Param(type=" ".join(text.split()), name=f"arg{index}")  # unnamed parameter
+
+
+def parse_params(text: str) -> tuple[Param, ...]:
+    """The parameters of a parameter list's text (between its parentheses, comments blanked):
+    `const float* a, int n = 4` -> (a: const float*, n: int); `void` and `` -> ()."""
+    parts = [p for p in split_top(text) if p and p != "void"]
+    return tuple(_parse_param(p, i) for i, p in enumerate(parts))
 
 
 def _find_kernels(source: str) -> list[KernelSignature]:
@@ -92,7 +92,7 @@ def _find_kernels(source: str) -> list[KernelSignature]:
                 break
             name = names[-1].group(0)
             if name.startswith("__launch_bounds__") or name in ("__cluster_dims__",):
-                close = _matching_paren(code, open_paren)
+                close = matching(code, open_paren)
                 if close < 0:
                     break
                 open_paren = code.find("(", close + 1)
@@ -104,10 +104,10 @@ def _find_kernels(source: str) -> list[KernelSignature]:
         last = names[-1]
         if last.group(0).startswith("__launch_bounds__"):
             continue
-        close = _matching_paren(code, open_paren)
+        close = matching(code, open_paren)
         if close < 0:
             continue
-        params = tuple(_parse_param(p, i) for i, p in enumerate(_split_params(code[open_paren + 1 : close])))
+        params = parse_params(code[open_paren + 1 : close])
         name_offset = m.end() + last.start()
         line, col = _line_col(source, name_offset)
         before = code[max(0, m.start() - 300) : m.start()]
@@ -177,24 +177,8 @@ def _without_trailing_template_args(head: str) -> str:
     text = head.rstrip()
     if not text.endswith(">"):
         return head
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        depth += {">": 1, "<": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[:i]
-    return head
-
-
-def _matching_paren(code: str, open_paren: int) -> int:
-    depth = 0
-    for i in range(open_paren, len(code)):
-        if code[i] == "(":
-            depth += 1
-        elif code[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    open_ = matching_back(text, len(text) - 1)
+    return text[:open_] if open_ >= 0 else head
 
 
 # --- directives -------------------------------------------------------------------------------
@@ -265,20 +249,7 @@ class Directives:
 def _split_assignments(text: str) -> tuple[list[str], dict[str, str]]:
     """'k grid=(cdiv(n, 32), m) block=256' -> (['k'], {'grid': '(cdiv(n, 32), m)', 'block': '256'}),
     splitting on spaces outside brackets."""
-    tokens, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch.isspace() and depth == 0:
-            if cur:
-                tokens.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if cur:
-        tokens.append(cur)
+    tokens = [text[a:b] for a, b in top_level_spans(text, (" ", "\t", "\f", "\v")) if a < b]
     # Re-join "grid = 3" written with spaces around "=".
     joined: list[str] = []
     for tok in tokens:

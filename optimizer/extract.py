@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from kernel_lsp.compile.hostcode import find_host_code
 from kernel_lsp.host_entry import find_host_function
-from kernel_lsp.source import blank_comments, find_includes, find_kernels, kernel_base_name, parse_directives
+from kernel_lsp.lexer import blank_comments, matching
+from kernel_lsp.source import find_includes, find_kernels, kernel_base_name, parse_directives
 
 from .file_items import add_includes, host_functions, needed_includes, top_items
 
@@ -91,15 +92,9 @@ def _definitions(source: str) -> dict[str, tuple[int, int]]:
         semi = code.find(";", name_at)
         if brace < 0 or (0 <= semi < brace):
             continue  # a declaration
-        depth = 0
-        for i in range(brace, len(code)):
-            if code[i] == "{":
-                depth += 1
-            elif code[i] == "}":
-                depth -= 1
-                if depth == 0:
-                    out[k.name] = (start, i + 1)
-                    break
+        close = matching(code, brace)
+        if close >= 0:
+            out[k.name] = (start, close + 1)
     return out
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernel_lsp.source import blank_comments, find_includes
+from kernel_lsp.lexer import COMMENTS, blank_comments, lex, matching, matching_back
+from kernel_lsp.source import find_includes
 
 # Kinds of items: "pp" (a preprocessor line), "kernel" (__global__), "device" (a function device
 # code can call: __device__, __host__ __device__), "host" (a host function), "other" (types,
@@ -43,15 +44,11 @@ def _function_name(header: str) -> str:
     template arguments skipped); "" when the header is not a function's."""
     head = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", header)
     close = head.rfind(")")
-    if close < 0:
+    open_ = matching_back(head, close) if close >= 0 else -1
+    if open_ < 0:
         return ""
-    depth = 0
-    for i in range(close, -1, -1):
-        depth += {")": 1, "(": -1}.get(head[i], 0)
-        if depth == 0:
-            m = _FUNCTION_NAME.search(head[: i + 1])
-            return m.group(1) if m else ""
-    return ""
+    m = _FUNCTION_NAME.search(head[: open_ + 1])
+    return m.group(1) if m else ""
 
 
 def _classify(header: str, body: str) -> tuple[str, str]:
@@ -117,7 +114,7 @@ def top_items(source: str) -> list[Item]:
             elif c == "{":
                 if depth == 0:
                     body = True
-                    close = _closing_brace(code, j)
+                    close = matching(code, j)
                     j = close if close >= 0 else n - 1
                     # `struct S {...} s;` and `int t[2] = {1, 2};` end at the `;` after the brace.
                     k = j + 1
@@ -140,18 +137,6 @@ def top_items(source: str) -> list[Item]:
         items.append(Item(kind, name, min(pending, line_start), end))
         pending = i = end
     return items
-
-
-def _closing_brace(code: str, at: int) -> int:
-    depth = 0
-    for k in range(at, len(code)):
-        if code[k] == "{":
-            depth += 1
-        elif code[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
 
 
 def host_functions(source: str) -> list[str]:
@@ -202,28 +187,17 @@ def needed_includes(source: str) -> list[str]:
 
 
 def add_includes(source: str, headers: list[str]) -> str:
-    """`source` with `#include <h>` for each header, after its leading comment lines."""
+    """`source` with `#include <h>` for each header, on the line after its leading comments."""
     if not headers:
         return source
-    lines = source.splitlines(keepends=True)
-    at = 0
-    in_block = False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if in_block:
-            in_block = "*/" not in stripped
-            at = i + 1
-            continue
-        if stripped.startswith("//") or not stripped:
-            at = i + 1 if stripped else at
-            continue
-        if stripped.startswith("/*"):
-            in_block = "*/" not in stripped
-            at = i + 1
-            continue
-        break
-    # Not after blank lines that separate the comment from the code: right after the comment.
-    while at > 0 and not lines[at - 1].strip():
-        at -= 1
+    end = 0
+    for tok in lex(source).tokens:
+        if tok.kind not in COMMENTS or source[end : tok.start].strip():
+            break
+        end = tok.end
+    newline = source.find("\n", end)
+    at = 0 if end == 0 else len(source) if newline < 0 else newline + 1
     block = "".join(f"#include <{h}>\n" for h in headers)
-    return "".join(lines[:at]) + block + "".join(lines[at:])
+    if at and not source[:at].endswith("\n"):
+        block = "\n" + block  # a file of comments only, without a last newline
+    return source[:at] + block + source[at:]

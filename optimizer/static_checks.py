@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kernel_lsp.lexer import LITERALS, Token, arguments, blank, blank_comments, split_top
+
 NEW_GLOBAL = "new_global"
 SCRATCH_GLOBAL = "scratch_global"  # a new global re-initialised before every use: listed, allowed
 TIMER_CONTROL = "timer_control"
@@ -45,40 +47,14 @@ class Finding:
         return f"line {self.line}: {self.text}"
 
 
+def _keeps_timer_text(token: Token, text: str) -> bool:
+    return token.kind in LITERALS and (("%" in text and "timer" in text) or "%clock" in text)
+
+
 def _blank(source: str) -> str:
     """Comments and string/char literals replaced by spaces (newlines kept), except the text of
     asm strings, which the timer check needs (`%globaltimer`)."""
-    out = []
-    i, n = 0, len(source)
-    while i < n:
-        c = source[i]
-        if source.startswith("//", i):
-            j = source.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif source.startswith("/*", i):
-            j = source.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", source[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and source[j] != c and source[j] != "\n":
-                j += 2 if source[j] == "\\" else 1
-            j = min(j + 1, n)
-            literal = source[i:j]
-            # Keep string contents that name a timer register; blank everything else.
-            out.append(
-                literal
-                if ("%" in literal and "timer" in literal) or "%clock" in literal
-                else " " * len(literal)
-            )
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return blank(source, _keeps_timer_text)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -129,7 +105,7 @@ def _declaration(segment: str, offset: int, text: str, found: dict[str, int]) ->
     # `const float* p` is a writable pointer; `float* const p` and `const float x` are not.
     if _CONST.search(head.rsplit("*", 1)[-1]) or "__constant__" in head or "constexpr" in head:
         return
-    for part in head.split(","):
+    for part in split_top(head):
         m = re.search(r"([A-Za-z_]\w*)\s*(\[[^\]]*\]\s*)*$", part.strip())
         if m and m.group(1) not in ("__device__", "__managed__"):
             pos = offset + segment.find(m.group(1))
@@ -265,7 +241,6 @@ def scratch_reset(source: str, name: str, host: bool) -> tuple[str, str]:
     ("", why not): see the module's docstring for the rule."""
     from kernel_lsp.constants import without_preprocessor
     from kernel_lsp.host_launch.scan import find_functions, statements
-    from kernel_lsp.source import blank_comments
 
     code = without_preprocessor(blank_comments(source))
     spans = find_functions(code, source)
@@ -453,7 +428,7 @@ def _resets(statement: str, name: str, before: str, declared: tuple[str, bool] |
     m = _RESET_CALL.search(statement)
     if not m:
         return False
-    args = [a.strip() for a in _split_args(statement[m.end() :])]
+    args = arguments(statement, m.end() - 1)
     if len(args) < 3:
         return False
     target, size = args[0], re.sub(r"\s+", "", args[2])
@@ -472,20 +447,3 @@ def _resets(statement: str, name: str, before: str, declared: tuple[str, bool] |
     if declared is not None and not declared[1]:
         sizes.add(f"sizeof({declared[0]})")
     return size in sizes
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            if depth == 0:
-                parts.append(text[start:i])
-                return parts
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts

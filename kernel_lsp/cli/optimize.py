@@ -30,7 +30,14 @@ from ..api.optimize import (
     unified_diff,
 )
 from ..api.optimize import request as optimize_request
-from ..api.sources import create_in_workspace, replace_file
+from ..api.sources import (
+    MAX_FILE_BYTES,
+    FileProblem,
+    create_in_workspace,
+    read_regular,
+    read_text_file,
+    replace_file,
+)
 from .flags import add_backend_flags, backend_overrides
 from .spec import pick_kernel
 
@@ -122,8 +129,7 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
     """Write `new_source` to `path` if it still holds `started_with`; back it up first. Returns a
     message; raises OptimizeError when the file changed meanwhile."""
     try:
-        with open(path, encoding="utf-8") as f:
-            now = f.read()
+        now = read_text_file(path, errors="replace")  # as `started_with` was read
     except OSError as e:
         raise OptimizeError(f"cannot read {path} to apply the result: {e}") from None
     if now != started_with:
@@ -132,8 +138,7 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
         )
     stem = f"{os.path.basename(path)}.{time.strftime('%Y%m%d-%H%M%S')}"
     try:  # never through a `.kernel-lsp` link the repository ships (safe_write.py)
-        with open(path, "rb") as original:
-            data = original.read()
+        data = read_regular(path, MAX_FILE_BYTES)
         names = [stem] + [f"{stem}-{n}" for n in range(2, 100)]
         backup, copy = create_in_workspace(workspace, BACKUP_DIR, names, binary=True)
         with copy:
@@ -145,13 +150,13 @@ def apply_result(path: str, started_with: str, new_source: str, workspace: str) 
 
 
 def _only_entry(path: str, source: str) -> str | None:
-    """The entry a file's spec names, when it names exactly one (read as text)."""
+    """The entry a file's spec names, when it names exactly one (read as text). A spec that cannot
+    be read (a FIFO, a device: not waited on) names none here; the run says why it cannot use it."""
     from ..api.optimize import named_entries
     from ..api.sources import spec_path_for
 
     try:
-        with open(spec_path_for(path), encoding="utf-8") as f:
-            entries = named_entries(f.read(), source)
+        entries = named_entries(read_text_file(spec_path_for(path)), source)
     except (OSError, UnicodeDecodeError):
         return None
     return entries[0] if len(entries) == 1 else None
@@ -160,12 +165,18 @@ def _only_entry(path: str, source: str) -> str | None:
 def optimize_main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     path = os.path.abspath(args.file)
-    if not os.path.isfile(path):
+    try:
+        started_with = read_text_file(path, errors="replace")
+    except FileNotFoundError:
         print(f"kernel-lsp optimize: {args.file}: no such file", file=sys.stderr)
         return EXIT_FAILED
+    except FileProblem as e:  # a FIFO, a device, a folder, a huge file: said, never waited on
+        print(f"kernel-lsp optimize: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as e:
+        print(f"kernel-lsp optimize: {args.file}: cannot read it ({e.strerror or e})", file=sys.stderr)
+        return EXIT_FAILED
     workspace = os.path.abspath(args.workspace or os.getcwd())
-    with open(path, encoding="utf-8", errors="replace") as f:
-        started_with = f.read()
     kernel_name = args.kernel
     if kernel_name is None:  # the one entry the spec names (the whole file), else the one kernel
         kernel_name = _only_entry(path, started_with)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..lexer import top_level_spans
+
 READABLE = "readable"
 CXXFILT = "c++filt"
 
@@ -1182,16 +1184,8 @@ def demangle_full(symbol: str, style: str = CXXFILT) -> str | None:
 
 def _last_component(qualified: str) -> str:
     """`a::b<c::d>::k` -> `k`: the last `::` outside template arguments and parentheses."""
-    depth = 0
-    for i in range(len(qualified) - 1, 0, -1):
-        ch = qualified[i]
-        if ch in ">)}":
-            depth += 1
-        elif ch in "<({":
-            depth -= 1
-        elif ch == ":" and qualified[i - 1] == ":" and depth == 0:
-            return qualified[i + 1 :]
-    return qualified
+    start, end = top_level_spans(qualified, "::")[-1]
+    return qualified[start:end]
 
 
 def fallback_name(symbol: str) -> str:

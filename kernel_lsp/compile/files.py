@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+from collections.abc import Callable
 
 from ..model import Diagnostic, Severity
 
@@ -78,16 +79,31 @@ def regular_file_problem(path: str, st: os.stat_result, max_bytes: float) -> Fil
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 
-def read_regular(path: str, max_bytes: int, prefix: bool = False) -> bytes:
+def read_regular(
+    path: str,
+    max_bytes: int,
+    prefix: bool = False,
+    follow_links: bool = True,
+    inspect: Callable[[os.stat_result], None] | None = None,
+) -> bytes:
     """The bytes of a regular file of at most `max_bytes` (with `prefix`, its first `max_bytes`
     whatever its size). Opened without blocking and checked on the open descriptor (fstat), so a
     FIFO or a device never blocks or streams forever, and a file that grows while it is read
-    stops at the limit. Raises FileProblem, or OSError."""
-    fd = os.open(path, _OPEN_FLAGS)
-    with open(fd, "rb", closefd=True) as f:
-        problem = regular_file_problem(path, os.fstat(fd), max_bytes if not prefix else float("inf"))
+    stops at the limit. Without `follow_links`, a link is not opened (ELOOP); `inspect` sees the
+    open file's stat before a byte is read and may raise (whose file it is, its mode). Raises
+    FileProblem, or OSError."""
+    fd = os.open(path, _OPEN_FLAGS | (0 if follow_links else os.O_NOFOLLOW))
+    try:  # before a file object wraps it: a folder's descriptor is refused by its stat, too
+        st = os.fstat(fd)
+        problem = regular_file_problem(path, st, max_bytes if not prefix else float("inf"))
         if problem:
             raise problem
+        if inspect is not None:
+            inspect(st)
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb", closefd=True) as f:
         data = f.read(max_bytes + (not prefix))
     if len(data) > max_bytes:  # it grew while read
         raise FileProblem(path, f"over the {format_size(max_bytes)} limit", len(data))

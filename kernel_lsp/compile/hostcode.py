@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ..advice import DEFAULT_DEVICE
-from ..source import blank_comments_keep_strings
+from ..lexer import blank_comments_keep_strings
 
 HOST_HEADERS = frozenset(
     [

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..lexer import blank_comments, matching_back, split_top
 from .cexpr import Evaluator, Expr, Function, Lookup, Num, int_value, parse
-from .text import blank_comments
 
 _DEFINE = re.compile(
     r"^[ \t]*#[ \t]*define[ \t]+(?P<name>[A-Za-z_]\w*)(?P<params>\([^)\n]*\))?(?P<body>(?:[^\n\\]|\\.|\\\n)*)",
@@ -227,15 +227,6 @@ def _qualified(scope: Scope) -> str:
     return "::".join(name for _, name in scope)
 
 
-def _matching_open(code: str, close: int) -> int:
-    depth = 0
-    for i in range(close, -1, -1):
-        depth += {")": 1, "(": -1}.get(code[i], 0)
-        if depth == 0:
-            return i
-    return -1
-
-
 def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
     """The macros (-D first, then the first `#define` of each name), file-scope `constexpr`,
     `const` and enum integers, and one-line functions of `source`."""
@@ -293,7 +284,7 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
         if scope is None:
             continue
         previous = "-1"
-        for item in m.group("body").split(","):
+        for item in split_top(m.group("body")):
             name, eq, value = item.partition("=")
             name = name.strip()
             if not re.fullmatch(r"[A-Za-z_]\w*", name):
@@ -302,7 +293,7 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
             add_scoped(scope, name, text, "enum", code.count("\n", 0, m.start()) + 1)
             previous = name
     for m in _ONE_LINE_BODY.finditer(code):
-        open_paren = _matching_open(code, m.start())
+        open_paren = matching_back(code, m.start())
         head = re.search(r"([A-Za-z_]\w*)\s*$", code[max(0, open_paren - 200) : open_paren])
         if open_paren < 0 or not head or head.group(1) in _NOT_FUNCTIONS or head.group(1) in out.functions:
             continue
@@ -310,7 +301,7 @@ def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
         if "__global__" in before.rsplit(";", 1)[-1].rsplit("}", 1)[-1]:
             continue
         names: list[str] = []
-        for p in code[open_paren + 1 : m.start()].split(","):
+        for p in split_top(code[open_paren + 1 : m.start()]):
             words = re.findall(r"[A-Za-z_]\w*", p.split("=")[0])
             if words:
                 names.append(words[-1])

@@ -18,14 +18,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..lexer import (
+    BLOCK_COMMENT,
+    HEADER_NAME,
+    LINE_COMMENT,
+    RAW_STRING,
+    STRING,
+    Lexed,
+    Token,
+    closed_literal,
+    lex,
+)
+
 # Trigraphs: GCC ignores them without -trigraphs (and warns); another compiler would not, so a
 # text that holds one reads differently to different tools and is refused outright.
 TRIGRAPH = re.compile(r"\?\?[=/'()!<>\-]")
-_SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
 _DIGRAPHS = {"<%": "{", "%>": "}", "<:": "[", ":>": "]"}
-_RAW_PREFIXES = frozenset(["u8R", "uR", "UR", "LR", "R"])
-_INCLUDE_HEAD = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import|embed)[ \t]*$")
-_IDENT_CHAR = re.compile(r"\w")
 
 
 @dataclass
@@ -37,7 +45,6 @@ class CleanText:
     lines: list[int] = field(repr=False)
     # (offset in `text` of the opening quote, the literal's characters between its quotes).
     strings: list[tuple[int, str]] = field(default_factory=list, repr=False)
-    raw_strings: list[int] = field(default_factory=list, repr=False)  # offsets of R"..." literals
 
     def line_at(self, offset: int) -> int:
         if not self.lines:
@@ -45,199 +52,116 @@ class CleanText:
         return self.lines[min(max(offset, 0), len(self.lines) - 1)]
 
 
-class _Scanner:
-    """One pass over the source, writing the two views character by character."""
+def _logical_lines(lexed: Lexed) -> list[int]:
+    """The source line of each character of the logical text (a splice's newline counts)."""
+    lines: list[int] = []
+    line, last = 1, 0
+    text = lexed.logical
+    for at in (*lexed.splice_at, len(text)):
+        for ch in text[last:at]:
+            lines.append(line)
+            if ch == "\n":
+                line += 1
+        line += 1  # the splice's own newline
+        last = at
+    return lines
 
-    def __init__(self, source: str) -> None:
-        self.src = source
-        self.pos = 0
-        self.line = 1
+
+class _Writer:
+    """The two views, written from the lexer's tokens and the code between them."""
+
+    def __init__(self, lexed: Lexed) -> None:
+        self.lexed = lexed
+        self.logical = lexed.logical
+        self.line_of = _logical_lines(lexed)
         self.text: list[str] = []
         self.code: list[str] = []
         self.lines: list[int] = []
         self.strings: list[tuple[int, str]] = []
-        self.raw_strings: list[int] = []
-        self.line_start = 0  # where the output's current line starts
-
-    # --- reading the source ---------------------------------------------------------------
-
-    def _skip_splices(self) -> None:
-        while True:
-            m = _SPLICE.match(self.src, self.pos)
-            if not m:
-                return
-            self.line += 1
-            self.pos = m.end()
-
-    def peek(self, ahead: int = 0) -> str:
-        """The character `ahead` logical characters on (splices skipped), '' at the end."""
-        saved = (self.pos, self.line)
-        self._skip_splices()
-        for _ in range(ahead):
-            if self.pos >= len(self.src):
-                break
-            self._advance_raw()
-            self._skip_splices()
-        ch = self.src[self.pos] if self.pos < len(self.src) else ""
-        self.pos, self.line = saved
-        return ch
-
-    def _advance_raw(self) -> str:
-        ch = self.src[self.pos]
-        self.pos += 1
-        if ch == "\n":
-            self.line += 1
-        return ch
-
-    def take(self) -> tuple[str, int]:
-        """The next logical character and its line."""
-        self._skip_splices()
-        line = self.line
-        return self._advance_raw(), line
-
-    def at_end(self) -> bool:
-        self._skip_splices()
-        return self.pos >= len(self.src)
-
-    # --- writing the views ----------------------------------------------------------------
 
     def emit(self, ch: str, line: int, code_ch: str | None = None) -> None:
-        if ch == "\n":
-            self.line_start = len(self.text) + 1
         self.text.append(ch)
         self.code.append(ch if code_ch is None else code_ch)
         self.lines.append(line)
 
-    def current_line_text(self, limit: int = 4096) -> str:
-        """The output's current line so far; '' when longer than `limit` (an include's head
-        is short; a longer one that is an include still fails the plain-include rule)."""
-        if len(self.text) - self.line_start > limit:
-            return ""
-        return "".join(self.text[self.line_start :])
-
-    def word_before(self) -> str:
-        """The identifier the output ends with (a string literal's prefix, `u8R`)."""
-        i = len(self.text)
-        while i > 0 and _IDENT_CHAR.match(self.text[i - 1]):
-            i -= 1
-        return "".join(self.text[i:])
-
-    # --- the states -----------------------------------------------------------------------
-
     def run(self) -> CleanText:
-        while not self.at_end():
-            ch, line = self.take()
-            nxt = self.peek()
-            if ch == "/" and nxt == "/":
-                self._line_comment()
-            elif ch == "/" and nxt == "*":
-                self.take()
-                self._block_comment(line)
-            elif ch in "\"'":
-                if ch == '"' and self.word_before() in _RAW_PREFIXES:
-                    self._raw_string(line)
-                elif ch == "'" and self._in_number():
-                    self.emit(ch, line)
-                else:
-                    self._quoted(ch, line)
-            elif ch == "<" and _INCLUDE_HEAD.match(self.current_line_text()):
-                self._header_name(line)
-            elif ch == "%" and nxt == ":":
-                self.take()
-                self.emit("#", line)
-            elif ch + nxt in _DIGRAPHS and not self._template_colons(ch, nxt):
-                self.take()
-                self.emit(_DIGRAPHS[ch + nxt], line)
+        at = 0
+        for tok in self.lexed.tokens:
+            self.code_between(at, tok.lstart)
+            self.token(tok)
+            at = tok.lend
+        self.code_between(at, len(self.logical))
+        return CleanText("".join(self.text), "".join(self.code), self.lines, self.strings)
+
+    def code_between(self, start: int, end: int) -> None:
+        """Code: `%:` is `#`, digraphs are their brackets (`<::` is `<` then `::`)."""
+        text = self.logical
+        i = start
+        while i < end:
+            ch, pair = text[i], text[i : i + 2]
+            if pair == "%:":
+                self.emit("#", self.line_of[i])
+                i += 2
+            elif pair in _DIGRAPHS and i + 1 < end and not _template_colons(text, i):
+                self.emit(_DIGRAPHS[pair], self.line_of[i])
+                i += 2
             else:
-                self.emit(ch, line)
-        return CleanText("".join(self.text), "".join(self.code), self.lines, self.strings, self.raw_strings)
+                self.emit(ch, self.line_of[i])
+                i += 1
 
-    def _template_colons(self, ch: str, nxt: str) -> bool:
-        """`<::` is `<` then `::` (C++11) unless a third `:` or a `>` follows."""
-        return ch == "<" and nxt == ":" and self.peek(1) == ":" and self.peek(2) not in (":", ">")
+    def token(self, tok: Token) -> None:
+        text, line = self.logical, self.line_of[tok.lstart]
+        if tok.kind == LINE_COMMENT:
+            return  # its newline, after it, stays
+        if tok.kind == BLOCK_COMMENT:
+            self.emit(" ", line)  # one space in its place (translation phase 3)
+        elif tok.kind == HEADER_NAME:
+            for i in range(tok.lstart, tok.lend):
+                self.emit(text[i], self.line_of[i])
+        elif tok.kind == RAW_STRING:
+            self.raw_string(tok, line)
+        else:
+            self.quoted(tok)
 
-    def _in_number(self) -> bool:
-        """Whether a `'` continues a pp-number (a digit separator, `1'000`)."""
-        i = len(self.text) - 1
-        while i >= 0 and (_IDENT_CHAR.match(self.text[i]) or self.text[i] == "."):
-            i -= 1
-        word = "".join(self.text[i + 1 :])
-        nxt = self.peek()
-        return (
-            bool(word)
-            and (word[0].isdigit() or (word[0] == "." and word[1:2].isdigit()))
-            and bool(nxt and _IDENT_CHAR.match(nxt))
-        )
-
-    def _line_comment(self) -> None:
-        # Ends at the newline (which stays); a splice continues it, as in the compiler.
-        while not self.at_end() and self.peek() != "\n":
-            self.take()
-
-    def _block_comment(self, line: int) -> None:
-        # One space in its place (translation phase 3): a directive goes on past its newlines.
-        while not self.at_end():
-            ch, _ = self.take()
-            if ch == "*" and self.peek() == "/":
-                self.take()
-                break
-        self.emit(" ", line)
-
-    def _quoted(self, quote: str, line: int) -> None:
+    def quoted(self, tok: Token) -> None:
+        text = self.logical
+        quote = text[tok.lstart]
+        closed = closed_literal(text[tok.lstart : tok.lend])
+        body_end = tok.lend - 1 if closed else tok.lend
         start = len(self.text)
-        self.emit(quote, line)
-        body: list[str] = []
-        while not self.at_end():
-            if self.peek() == "\n":
-                break  # unterminated: the compiler ends it at the line's end too
-            ch, at = self.take()
-            if ch == "\\" and not self.at_end() and self.peek() != "\n":
-                escaped, at2 = self.take()
-                body += [ch, escaped]
-                self.emit(ch, at, " ")
-                self.emit(escaped, at2, " ")
-                continue
-            if ch == quote:
-                self.emit(ch, at)
-                break
-            body.append(ch)
-            self.emit(ch, at, " ")
-        if quote == '"':
-            self.strings.append((start, "".join(body)))
+        self.emit(quote, self.line_of[tok.lstart])
+        for i in range(tok.lstart + 1, body_end):
+            self.emit(text[i], self.line_of[i], " ")
+        if closed:
+            self.emit(quote, self.line_of[body_end])
+        if tok.kind == STRING:
+            self.strings.append((start, text[tok.lstart + 1 : body_end]))
 
-    def _raw_string(self, line: int) -> None:
-        """R"delim( ... )delim": read from the source as it is (splices stay, by the standard)."""
+    def raw_string(self, tok: Token, line: int) -> None:
+        """Written from the source as it is: a raw string keeps its splices, by the standard."""
+        src = self.lexed.source
         start = len(self.text)
-        self.raw_strings.append(start)
         self.emit('"', line)
-        delim_end = self.src.find("(", self.pos)
-        if delim_end < 0 or delim_end - self.pos > 16:
-            return  # not a raw string after all; the compiler refuses it
-        closing = ")" + self.src[self.pos : delim_end] + '"'
-        end = self.src.find(closing, delim_end + 1)
-        stop = len(self.src) if end < 0 else end + len(closing)
-        body = self.src[self.pos : stop]
-        for ch in body:  # its line count follows the source's, splices included
-            self.emit(ch, self.line, " " if ch != "\n" else "\n")
+        for ch in src[tok.start + 1 : tok.end]:
+            self.emit(ch, line, " " if ch != "\n" else "\n")
             if ch == "\n":
-                self.line += 1
-        self.pos = stop
-        self.strings.append((start, self.src[delim_end + 1 : end] if end >= 0 else body))
+                line += 1
+        open_paren = src.find("(", tok.start + 1)
+        closing = ")" + src[tok.start + 1 : open_paren] + '"'
+        closed = src.endswith(closing, open_paren + 1, tok.end)
+        body = src[open_paren + 1 : tok.end - len(closing)] if closed else src[tok.start + 1 : tok.end]
+        self.strings.append((start, body))
 
-    def _header_name(self, line: int) -> None:
-        """`#include <...>`: the compiler reads up to `>` (no comments, no strings in it)."""
-        self.emit("<", line)
-        while not self.at_end() and self.peek() != "\n":
-            ch, at = self.take()
-            self.emit(ch, at)
-            if ch == ">":
-                break
+
+def _template_colons(text: str, i: int) -> bool:
+    """`<::` is `<` then `::` (C++11) unless a third `:` or a `>` follows."""
+    return text[i : i + 3] == "<::" and text[i + 3 : i + 4] not in (":", ">")
 
 
 def clean(source: str) -> CleanText:
     """The two views of `source` (see the module's doc). A carriage return ends a line for the
     compiler as a newline does (`int a;\r#include "x"` holds a directive), so both become one."""
-    return _Scanner(source.replace("\r\n", "\n").replace("\r", "\n")).run()
+    return _Writer(lex(source.replace("\r\n", "\n").replace("\r", "\n"))).run()
 
 
 @dataclass(frozen=True)

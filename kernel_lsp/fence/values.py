@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from ..lexer import enclosing_paren, matching
 from .allowlists import FUNCTION_VALUE_NAMES, PRINT_STREAM_FUNCTIONS, REFUSED_BUILTINS, SYMBOL_WALKERS
 from .findings import Finding
 from .text import CleanText
@@ -88,17 +89,8 @@ def _after_template_args(code: str, end: int) -> int:
         i += 1
     if code.startswith("<<<", i) or not code.startswith("<", i):
         return end
-    depth = 0
-    for j in range(i, min(len(code), i + 400)):
-        if code[j] == "<":
-            depth += 1
-        elif code[j] == ">":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        elif code[j] in ";{}":
-            break
-    return end
+    close = matching(code, i, end=i + 400, stop=";{}")
+    return close + 1 if close >= 0 else end
 
 
 def _followed_by_call(code: str, end: int) -> bool:
@@ -165,15 +157,9 @@ def candidate_functions(code: str) -> set[str]:
         name = m.group(1)
         if name in _NOT_FUNCTIONS:
             continue
-        depth, i = 0, m.end() - 1
-        while i < min(len(code), m.end() + 2000):  # a parameter list is not longer
-            if code[i] == "(":
-                depth += 1
-            elif code[i] == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
+        limit = m.end() + 2000  # a parameter list is not longer
+        close = matching(code, m.end() - 1, end=limit)
+        i = close if close >= 0 else min(len(code), limit)
         tail = code[i + 1 : i + 200]
         if re.match(r"\s*(const\b\s*|noexcept\b\s*|__attribute__\s*\(\(.*?\)\)\s*|->[^{;]*)*\{", tail, re.S):
             names.add(name)
@@ -231,19 +217,9 @@ def _own_function_values(ct: CleanText) -> list[Finding]:
 
 def _enclosing_call(code: str, start: int) -> str:
     """The name of the call whose argument list holds `start` ('' when none)."""
-    depth = 0
-    for i in range(start - 1, max(-1, start - 2000), -1):
-        ch = code[i]
-        if ch == ")":
-            depth += 1
-        elif ch == "(":
-            if depth == 0:
-                m = re.search(r"([A-Za-z_]\w*)\s*$", code[:i])
-                return m.group(1) if m else ""
-            depth -= 1
-        elif ch in ";{}":
-            return ""
-    return ""
+    open_ = enclosing_paren(code, start, stop=";{}", limit=1999)
+    m = re.search(r"([A-Za-z_]\w*)\s*$", code[:open_]) if open_ >= 0 else None
+    return m.group(1) if m else ""
 
 
 def _stream_values(ct: CleanText) -> list[Finding]:

@@ -9,7 +9,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..source import blank_comments, find_kernels
+from ..lexer import blank_comments
+from ..source import find_kernels
 from .model import HostCall, HostCode, HostFunction, HostLaunch, launch_matches
 from .occupancy import host_code
 from .scan import find_functions

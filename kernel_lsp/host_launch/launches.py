@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 from ..constants import Constants, read_constants, without_preprocessor
 from ..constants.cexpr import Binary, Call, Cast, Name, Unary, int_value, parse
-from ..source import KernelSignature, blank_comments, find_kernels
+from ..lexer import blank_comments, matching, matching_back, parenthesized, split_top, top_level_end
+from ..source import KernelSignature, find_kernels
 from .headers import HeaderStamp, with_headers
 from .model import (
     Guard,
@@ -32,8 +33,6 @@ from .scan import (
     Statement,
     bindings,
     find_functions,
-    matching,
-    split_top,
     statements,
     template_params,
 )
@@ -114,13 +113,7 @@ def _callee_start(text: str, chevron: int) -> int:
     while i >= 0 and text[i].isspace():
         i -= 1
     if i >= 0 and text[i] == ">":  # template arguments
-        depth = 0
-        while i >= 0:
-            depth += {">": 1, "<": -1}.get(text[i], 0)
-            if depth == 0:
-                break
-            i -= 1
-        i -= 1
+        i = matching_back(text, i) - 1
         while i >= 0 and text[i].isspace():
             i -= 1
     end = i + 1
@@ -131,20 +124,9 @@ def _callee_start(text: str, chevron: int) -> int:
 
 
 def _chevron_end(text: str, start: int, hi: int) -> int:
-    depth = 0
-    i = start
-    while i < hi - 2:
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and text.startswith(">>>", i):
-            return i
-        elif c == ";" and depth <= 0:
-            return -1
-        i += 1
-    return -1
+    """Where the `>>>` that closes a launch's configuration (from `start`) is, or -1."""
+    end = top_level_end(text, start, (">>>", ";"), hi)
+    return end if text.startswith(">>>", end) and end + 3 <= hi else -1
 
 
 def _callee_of_pointer(text: str) -> str:
@@ -156,7 +138,7 @@ def _callee_of_pointer(text: str) -> str:
         if m:
             t = m.group("inner").strip()
         t = t.lstrip("&").strip()
-        if t.startswith("(") and t.endswith(")") and matching(t, 0) == len(t) - 1:
+        if parenthesized(t):
             t = t[1:-1].strip()
     m = re.fullmatch(r"(?:::)?[A-Za-z_][\w:]*(?:\s*<.*>)?", t, re.S)
     return " ".join(t.split()) if m else ""

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..constants.cexpr import Expr, Num, free_names, int_value, rename, to_c, to_python
+from ..lexer import split_top
 from ..source import Param
 
 
@@ -305,19 +306,8 @@ def launch_matches(launch: HostLaunch, kernel: str) -> bool:
         return False
     if not lt or not launch.template_args:
         return True
-    wanted = [_normal_arg(a) for a in split_args(rest.rsplit(">", 1)[0])]
+    wanted = [_normal_arg(a) for a in split_top(rest.rsplit(">", 1)[0]) if a]
     given = [_normal_arg(a) for a in launch.template_args]
     if len(wanted) != len(given):
         return False
     return all(g == w or not _known(g) for g, w in zip(given, wanted, strict=True))
-
-
-def split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        depth += {"<": 1, "(": 1, ">": -1, ")": -1}.get(c, 0)
-        if c == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]

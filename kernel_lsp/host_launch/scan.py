@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 from ..constants.cexpr import Binary, Braced, Call, Expr, Name, Num, parse
-from ..source import Param, _parse_param, _split_params
+from ..lexer import matching, matching_back, split_top
+from ..source import Param, parse_params
 
 CONTROL = ("if", "else", "for", "while", "do", "switch", "case", "default")
 _NOT_TYPES = frozenset(
@@ -65,72 +66,6 @@ class Lines:
         return offset - self.starts[self.line(offset) - 1] + 1
 
 
-def matching(code: str, at: int, end: int | None = None) -> int:
-    """The offset of the bracket closing the one at `at` ((), [], {}), or -1."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    opener = code[at]
-    closer = pairs[opener]
-    depth = 0
-    stop = len(code) if end is None else end
-    for i in range(at, stop):
-        c = code[i]
-        if c == opener:
-            depth += 1
-        elif c == closer:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def matching_back(code: str, at: int) -> int:
-    """The offset of the `(` that the `)` at `at` closes, or -1."""
-    depth = 0
-    for i in range(at, -1, -1):
-        if code[i] == ")":
-            depth += 1
-        elif code[i] == "(":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def split_top(text: str, sep: str = ",") -> list[str]:
-    """`text` split at `sep` outside (), [], {} and template angle brackets after a name."""
-    parts, depth, angle, start = [], 0, 0, 0
-    for i, c in enumerate(text):
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "<" and depth == 0 and re.search(r"[A-Za-z_]\w*\s*$", text[:i]) and _closes_angle(text, i):
-            angle += 1
-        elif c == ">" and angle and depth == 0:
-            angle -= 1
-        elif c == sep and depth == 0 and angle == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
-
-
-def _closes_angle(text: str, at: int) -> bool:
-    """Whether the `<` at `at` opens template arguments: a `>` follows before any `;`, `(` or `)`
-    at this level (`k<float, 256>`), unlike a comparison (`a < b`)."""
-    depth = 0
-    for c in text[at + 1 :]:
-        if c == "<":
-            depth += 1
-        elif c == ">":
-            if depth == 0:
-                return True
-            depth -= 1
-        elif c in ";(){}=" or c == "&" or c == "|":
-            return False
-    return False
-
-
 # --- functions ----------------------------------------------------------------------------------
 
 
@@ -152,17 +87,15 @@ def template_params(header: str) -> tuple[str, ...]:
     m = re.search(r"\btemplate\s*<", header)
     if not m:
         return ()
-    depth, start = 1, m.end()
-    for i in range(m.end(), len(header)):
-        depth += {"<": 1, ">": -1}.get(header[i], 0)
-        if depth == 0:
-            names = []
-            for part in split_top(header[start:i]):
-                words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
-                if words and words[-1] not in ("typename", "class"):
-                    names.append(words[-1])
-            return tuple(names)
-    return ()
+    close = matching(header, m.end() - 1)
+    if close < 0:
+        return ()
+    names = []
+    for part in split_top(header[m.end() : close]):
+        words = re.findall(r"[A-Za-z_]\w*", part.split("=")[0])
+        if words and words[-1] not in ("typename", "class"):
+            names.append(words[-1])
+    return tuple(names)
 
 
 def find_functions(code: str, raw: str) -> list[FunctionSpan]:
@@ -255,7 +188,7 @@ def _function(code: str, raw: str, start: int, brace: int, in_extern: bool):
     words = prefix.split()
     qualifiers = tuple(w for w in words if w in _QUALIFIERS)
     return_type = " ".join(w for w in words if w not in _QUALIFIERS) or "void"
-    params = tuple(_parse_param(p, i) for i, p in enumerate(_split_params(header[open_ + 1 : close])))
+    params = parse_params(header[open_ + 1 : close])
     raw_header = raw[start:brace]
     extern_c = in_extern or bool(re.search(r'extern\s+"C"', raw_header))
     return qualified, start + m.start(1), params, return_type, qualifiers, tparams, extern_c

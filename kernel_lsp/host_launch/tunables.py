@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 from ..compile.artifact import literal_launch_value
 from ..constants import read_constants, without_preprocessor
-from ..source import blank_comments, parse_directives
+from ..lexer import blank_comments, matching, split_top, top_level_spans
+from ..source import parse_directives
 from .launches import parse_host
 from .model import launch_matches
-from .scan import bindings, find_functions, matching, split_top, statements
+from .scan import bindings, find_functions, statements
 
 _LITERAL = re.compile(r"^\(?\s*(\d+)[uUlL]*\s*\)?$")
 # The key of a launch's literal block (`k<<<cdiv, 128>>>`), as optimizer.tunables names it.
@@ -148,34 +149,29 @@ def _set_template_argument(text: str, key: str, value: str) -> str:
     found = re.search(rf"\b{re.escape(kernel)}\s*<", text)
     if not found:
         return text
-    open_ = found.end() - 1
-    depth = 0
-    for close in range(open_, len(text)):
-        depth += {"<": 1, ">": -1}.get(text[close], 0)
-        if depth == 0:
-            break
-    else:
-        return text
-    parts = text[open_ + 1 : close].split(",")
-    if index >= len(parts) or not _LITERAL.match(parts[index].strip()):
-        return text
-    parts[index] = re.sub(r"\d+[uUlL]*", value, parts[index], count=1)
-    return text[: open_ + 1] + ",".join(parts) + text[close:]
+    return _set_literal_argument(text, found.end() - 1, index, value)
 
 
 def _set_argument(text: str, name: str, index: int, value: str) -> str:
     m = re.search(rf"\b{re.escape(name)}\s*(?:=\s*dim3\s*)?([({{])", text)
     if not m:
         return text
-    open_ = m.start(1)
+    return _set_literal_argument(text, m.start(1), index, value)
+
+
+def _set_literal_argument(text: str, open_: int, index: int, value: str) -> str:
+    """`text` with the number of the `index`-th argument in the brackets at `open_` set to
+    `value` (unchanged unless that argument is a plain number)."""
     close = matching(text, open_)
     if close < 0:
         return text
-    parts = text[open_ + 1 : close].split(",")
-    if index >= len(parts) or not _LITERAL.match(parts[index].strip()):
+    spans = top_level_spans(text, ",", open_ + 1, close)
+    if index >= len(spans):
         return text
-    parts[index] = re.sub(r"\d+[uUlL]*", value, parts[index], count=1)
-    return text[: open_ + 1] + ",".join(parts) + text[close:]
+    start, end = spans[index]
+    if not _LITERAL.match(text[start:end].strip()):
+        return text
+    return text[:start] + re.sub(r"\d+[uUlL]*", value, text[start:end], count=1) + text[end:]
 
 
 def block_totals(source: str, kernels: Sequence[str], defines: Sequence[str] = ()) -> list[int | None]:

@@ -9,13 +9,13 @@ from .tcp import TcpSetupError, check_loopback, load_token
 __all__ = ["TcpSetupError", "build_server", "check_loopback", "load_token", "serve"]
 
 
-def build_server():
+def build_server(log_file: str | None = None):
     from .app import KernelLanguageServer
     from .clangd.features import register as register_clangd
     from .notifications import register_all as register_notifications
     from .requests import register_all as register_requests
 
-    server = KernelLanguageServer()
+    server = KernelLanguageServer(log_file)
     register_notifications(server)
     register_requests(server)
     register_clangd(server)
@@ -31,11 +31,8 @@ def serve(
 ) -> int:
     """Over stdio, or over TCP (`tcp`: host, port) for editors that send `token` (tcp.py), until
     exit; the exit code (1 after a framing error on stdio or an exit without shutdown)."""
-    from .logs import send_log_to_client
-
-    server = build_server()
-    server.log_file = log_file  # never watched
-    send_log_to_client(server)  # the log goes to the editor as window/logMessage
+    server = build_server(log_file)
+    server.log_to_client()  # the log goes to the editor as window/logMessage
     if tcp:
         from .tcp import serve_tcp
 

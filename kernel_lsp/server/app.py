@@ -1,4 +1,7 @@
 """The server object and its state: settings, the analysis, how diagnostics reach the client.
+Every attribute of the server is declared in `KernelLanguageServer.__init__`; the feature modules
+change it through the server's methods (tests/unit/test_architecture.py: no other module assigns
+an attribute of the server).
 
 The engine (the Workspace, the analysis and its workers, the GPU feature) is imported and built on
 first use, not when the server starts: an editor waits for the answer to `initialize`, and the
@@ -12,6 +15,7 @@ import logging
 import os
 import sys
 import threading
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +32,9 @@ if TYPE_CHECKING:
     from ..workspace import Workspace
     from .analysis import Analysis, Snapshot
     from .gpu_feature import GpuFeature
+    from .logs import ClientLogHandler
     from .snapshot import DocumentSnapshot, GpuFigures
+    from .watching import Watching
 
 log = logging.getLogger(__name__)
 
@@ -38,39 +44,83 @@ STATUS_NOTIFICATION = "kernelLsp/status"
 CLOSE_DEADLINE_S = 10.0
 
 
+@dataclass
+class FsrState:
+    """The editor's FSR runs (requests/execute_command.py): one at a time."""
+
+    running: bool = False
+    last_report: str | None = None  # the URI of the last run's Markdown report
+    session: Any = None  # a GpuSession of the runs' own when the GPU feature has none to share
+
+
 class KernelLanguageServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, log_file: str | None = None) -> None:
         super().__init__("kernel-lsp", __version__)
+        # --- the engine and its settings
         self._engine: Workspace | None = None  # `engine`, built on first use
         self._deferred_settings: tuple[Any, str] | None = None  # applied on the engine's first use
+        self._settings_logged = False
+        # --- the editor's session (`initialize`)
         self.init_options: Any = None
         self.pull_diagnostics = False
-        self.device_name: str | None = None
-        self.optimizing = False
-        self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
-        self._publishes: dict[str, int] = {}  # path -> its latest publishDiagnostics' turn
-        # Hooks run after each check (GPU verification, watchers); each gets (path, check, snapshot).
-        self.after_check_hooks: list = []
-        # Features that start after `initialized` (async, no arguments) and stop on `shutdown`.
-        self.initialized_hooks: list = []
-        self.shutdown_hooks: list = []
-        # Called with the Analysis when it is built (on first use): features that hook into it.
-        self.analysis_setup: list = []
         # Files the user opened or saved in the editor: only their specs may run (SECURITY.md).
         self.acted_on: set[str] = set()
-        self.gpu = None  # the GPU feature, once a GPU answered
-        # Why there are no GPU figures, worded by kernel_lsp.gpu.no_gpu_message (one wording
-        # everywhere; the driver's raw text only in the log).
-        self.gpu_absent_reason = "no GPU: the GPU probe has not answered yet"
+        self.log_file = log_file  # the server's own log (--log-file): never watched
+        self.client_log: ClientLogHandler | None = None  # the log as window/logMessage, once serving
         self.exit_code = 0
-        self.client_log = None  # logs.ClientLogHandler: the log as window/logMessage, once serving
-        self._settings_logged = False
+        # --- what the client is told
+        self._last_status: dict | None = None  # kernelLsp/status goes out only when it changes
+        self._publishes: dict[str, int] = {}  # path -> its latest publishDiagnostics' turn
+        # --- the GPU (gpu_feature.py): the feature once a GPU answered, else why there is none,
+        # worded by kernel_lsp.gpu.no_gpu_message (one wording everywhere; the driver's raw text
+        # only in the log)
+        self.gpu: GpuFeature | None = None
+        self.device_name: str | None = None
+        self.gpu_absent_reason = "no GPU: the GPU probe has not answered yet"
+        self.fsr = FsrState()
+        # --- features: hooks run after each check, each with (path, check, snapshot); features
+        # that start after `initialized` (async, no arguments) and stop on `shutdown`
+        self.after_check_hooks: list = []
+        self.initialized_hooks: list = []
+        self.shutdown_hooks: list = []
+        self.watching: Watching | None = None  # the workspace's file watcher (watching.py)
         self.after_check_hooks.append(
             lambda path, check, snap: self.gpu_feature.after_check(path, check, snap)
         )
         from .clangd.proxy import ClangdProxy
 
         self.clangd = ClangdProxy(self)  # navigation and completion, from a clangd child process
+
+    # --- state the features change --------------------------------------------------------------
+
+    def new_session(self, pull_diagnostics: bool, init_options: Any) -> None:
+        """An editor sent `initialize` (over --tcp, perhaps after another): nothing acted on yet."""
+        self.pull_diagnostics = pull_diagnostics
+        self.init_options = init_options
+        self.acted_on.clear()
+
+    def log_to_client(self) -> None:
+        """Route the log's records below ERROR to the editor as window/logMessage."""
+        from .logs import send_log_to_client
+
+        self.client_log = send_log_to_client(self)
+
+    def watch_with(self, watching: Watching) -> None:
+        """The workspace's file watcher: it hears of each check, starts after `initialized`,
+        stops on `shutdown`, and tells the analysis which files include a header."""
+        self.watching = watching
+        self.after_check_hooks.append(watching.after_check)
+        self.initialized_hooks.append(watching.sync_folders)
+        self.shutdown_hooks.append(watching.stop)
+
+    def gpu_up(self, feature: GpuFeature, device_name: str) -> None:
+        self.gpu, self.device_name = feature, device_name
+
+    def gpu_down(self, reason: str | None = None) -> None:
+        """No GPU figures from here on; `reason` (when given) says why, to hover and lenses."""
+        self.gpu, self.device_name = None, None
+        if reason is not None:
+            self.gpu_absent_reason = reason
 
     # --- the engine, built on first use ---------------------------------------------------------
 
@@ -112,8 +162,8 @@ class KernelLanguageServer(LanguageServer):
             on_definitions=self._definitions_changed,
             may_run_spec=self.may_run_spec,
         )
-        for setup in self.analysis_setup:
-            setup(analysis)
+        if self.watching is not None:
+            analysis.includers = self.watching.includers_of
         return analysis
 
     @cached_property
@@ -404,7 +454,7 @@ class KernelLanguageServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
     def send_status(self, busy: str | None, detail: str | None = None) -> None:
-        if self.optimizing and busy is None:
+        if self.fsr.running and busy is None:
             busy = "optimizing"
         params = {"device": self.device_name, "busy": busy}
         if detail:

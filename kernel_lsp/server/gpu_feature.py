@@ -36,7 +36,7 @@ class GpuFeature:
     async def start(self) -> None:
         settings = self.server.settings
         if not settings.gpu_enabled:
-            self.server.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
+            self.server.gpu_down(no_gpu_message(GPU_OFF_IN_EDITOR))
             return
         loop = asyncio.get_running_loop()
         _, problem = parse_gpus(settings.gpu_devices, settings.gpu_device)
@@ -49,7 +49,7 @@ class GpuFeature:
         except Exception as e:  # Ray asked for and not there: compile checks go on without a GPU
             sessions, reason = [], str(e)
         if not sessions:
-            self.server.gpu_absent_reason = no_gpu_message(reason)
+            self.server.gpu_down(no_gpu_message(reason))
             log.info("GPU checks off: %s", reason)
             self.server.send_status(None)
             return
@@ -59,8 +59,7 @@ class GpuFeature:
         self._thread = ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="kernel-lsp-gpu")
         session = sessions[0]
         self.session = session
-        self.server.gpu = self
-        self.server.device_name = remote_name(session, session.device.name if session.device else "GPU")
+        self.server.gpu_up(self, remote_name(session, session.device.name if session.device else "GPU"))
         log.info(
             "GPU checks on %s",
             ", ".join(f"{gpu_label(s)} ({s.device.name if s.device else '?'})" for s in sessions),
@@ -75,8 +74,7 @@ class GpuFeature:
             self.pool.close()
         self.pool = None
         self.session = None
-        self.server.gpu = None
-        self.server.device_name = None
+        self.server.gpu_down()
 
     # --- scheduling ---------------------------------------------------------------------------
 

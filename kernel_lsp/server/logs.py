@@ -113,5 +113,4 @@ def send_log_to_client(server) -> ClientLogHandler:
     """Route the log's records below ERROR to `server`'s editor (added to the root logger)."""
     handler = ClientLogHandler(server)
     logging.getLogger().addHandler(handler)
-    server.client_log = handler
     return handler

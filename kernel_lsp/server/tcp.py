@@ -77,14 +77,11 @@ def load_token(token_file: str | None) -> tuple[str, bool]:
 
 
 def _read_token_file(path: str) -> str:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError as e:
-        raise TcpSetupError(f"--token-file {path}: cannot read it: {e.strerror or e}") from None
-    with os.fdopen(fd, encoding="utf-8", errors="replace") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise TcpSetupError(f"--token-file {path} is not a regular file")
+    """The token in `path`: a regular file, not a link, the user's own, that only the user may
+    read (checked on the open file, before a byte is read; a FIFO is refused, not waited on)."""
+    from ..api.sources import FileProblem, read_regular  # the engine's reader, loaded only here
+
+    def private(st: os.stat_result) -> None:
         if hasattr(os, "getuid") and st.st_uid != os.getuid():
             raise TcpSetupError(f"--token-file {path} belongs to another user")
         if st.st_mode & 0o077:
@@ -92,7 +89,14 @@ def _read_token_file(path: str) -> str:
                 f"--token-file {path} can be read by other users (mode {stat.S_IMODE(st.st_mode):o}); "
                 f"chmod 600 {path}"
             )
-        token = f.read(4096).strip()
+
+    try:
+        data = read_regular(path, 4096, prefix=True, follow_links=False, inspect=private)
+    except FileProblem as e:
+        raise TcpSetupError(f"--token-file {e}") from None
+    except OSError as e:
+        raise TcpSetupError(f"--token-file {path}: cannot read it: {e.strerror or e}") from None
+    token = data.decode("utf-8", "replace").strip()
     if len(token) < MIN_TOKEN_CHARS:
         raise TcpSetupError(f"--token-file {path} holds no token of {MIN_TOKEN_CHARS}+ characters")
     return token

@@ -170,7 +170,7 @@ class Watching:
         """The settings' `exclude` globs as absolute patterns: relative ones are the workspace's.
         The server's own log file (`--log-file`) is never watched."""
         patterns = tuple(os.path.normpath(os.path.join(root, e)) for e in self.server.settings.exclude)
-        log_file = getattr(self.server, "log_file", None)
+        log_file = self.server.log_file
         return patterns + ((glob.escape(log_file),) if log_file else ())
 
     async def settings_changed(self) -> None:
@@ -345,12 +345,7 @@ class Watching:
 
 def register(server) -> None:
     watching = Watching(server)
-    server.watching = watching
-    server.after_check_hooks.append(watching.after_check)
-    server.analysis_setup.append(lambda analysis: setattr(analysis, "includers", watching.includers_of))
-
-    server.initialized_hooks.append(watching.sync_folders)
-    server.shutdown_hooks.append(watching.stop)
+    server.watch_with(watching)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_workspace_folders(ls, params: types.DidChangeWorkspaceFoldersParams) -> None:

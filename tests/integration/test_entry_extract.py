@@ -131,6 +131,8 @@ def test_includes_a_text_needs():
     assert add_includes(text, ["cuda_fp16.h"]) == (
         "// A header comment\n// on two lines\n#include <cuda_fp16.h>\n\n__global__ void k(__half* x) {}\n"
     )
+    # Not inside a last comment line that has no newline.
+    assert add_includes("// only a comment", ["cuda_fp16.h"]) == "// only a comment\n#include <cuda_fp16.h>\n"
 
 
 def test_top_level_items():

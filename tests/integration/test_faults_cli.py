@@ -80,6 +80,29 @@ def test_a_spec_that_is_a_fifo_is_a_problem_at_the_spec_not_a_hang(tmp_path):
     assert "did not return" not in p.stdout  # read without blocking, not stopped at the deadline
 
 
+@pytest.mark.parametrize("fifo", ["k.spec.py", "k.cu"])
+def test_optimize_says_its_file_or_its_spec_is_a_fifo_in_seconds(tmp_path, fifo):
+    """`kernel-lsp optimize` reads the .cu and its spec through the engine's reader (before: a
+    FIFO as the spec blocked it for good, and a FIFO as the file was "no such file")."""
+    for name in ("k.cu", "k.spec.py"):
+        if name == fifo:
+            os.mkfifo(tmp_path / name)
+        elif name == "k.cu":
+            (tmp_path / name).write_text(KERNEL)
+    start = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-m", "kernel_lsp", "optimize", "k.cu", "--proposer", "tune", "--rounds", "1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert time.monotonic() - start < 30
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert f"{tmp_path / fifo} is a FIFO (named pipe), not a regular file" in p.stderr, p.stderr
+
+
 def test_a_slow_file_without_a_spec_is_not_checked_in_time_not_a_spec_error(tmp_path):
     (tmp_path / "slow.cu").write_text(MACRO_BOMB)
     env = {"KERNEL_LSP_JOB_TIMEOUT_S": "3"}

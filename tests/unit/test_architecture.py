@@ -5,6 +5,7 @@ through the layers, only the server knows LSP, the front ends stay apart."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 from collections import defaultdict
@@ -27,6 +28,7 @@ LAYERS: dict[str, int] = {
     "archs": 0,
     "procs": 0,
     "constants": 0,
+    "lexer": 0,  # the one reader of C/C++ comments, literals, brackets and argument lists
     "advice": 0,
     "codes": 0,
     "safe_expr": 0,  # arithmetic of workspace text, never eval
@@ -334,3 +336,292 @@ def test_the_layer_diagram_agrees_with_the_layers():
     assert len(named) == len(set(named)), "a part in two rows"
     for (upper, above), (lower, below) in itertools.pairwise(rows):
         assert min(LAYERS[n] for n in above) >= max(LAYERS[n] for n in below), (upper, lower)
+
+
+# --- one lexer -----------------------------------------------------------------------------------
+# kernel_lsp/lexer.py is the one reader of C/C++ comments, literals, brackets and lists. Places
+# that still count brackets themselves walk statements and blocks (what a `{` opens decides what
+# follows), not a list or a bracket's partner; each is named with why.
+LEXER = "kernel_lsp.lexer"
+BLOCK_SCANNERS: dict[tuple[str, str], str] = {
+    ("kernel_lsp.host_launch.scan", "statements"): "a body's statements and the blocks around each",
+    ("kernel_lsp.optimizer.file_items", "top_items"): "a file's top-level items, each to its `;` or body",
+    (
+        "kernel_lsp.optimizer.static_checks",
+        "mutable_globals",
+    ): "file-scope declarations, namespace by namespace",
+}
+_BRACKETS = set("()[]{}<>")
+
+
+def _bracket_text(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and set(node.value) <= _BRACKETS != set()
+    )
+
+
+def _steps_depth(node: ast.AST) -> bool:
+    return isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub)
+
+
+def bracket_counters(tree: ast.AST) -> set[str]:
+    """The functions that count bracket depth themselves: `depth += 1` under `if c == "("` (or
+    `c in "([{"`), or `depth += {"(": 1, ")": -1}.get(c, 0)`."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and any(_bracket_text(c) for c in node.test.comparators)
+            and any(_steps_depth(n) for statement in node.body for n in ast.walk(statement))
+        ):
+            found.add(function)
+        if (
+            _steps_depth(node)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Attribute)
+            and isinstance(node.value.func.value, ast.Dict)
+            and any(k is not None and _bracket_text(k) for k in node.value.func.value.keys)
+        ):
+            found.add(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "<module>")
+    return found
+
+
+def comment_readers(tree: ast.AST) -> set[str]:
+    """The functions (or the module) that find comments themselves: a function that looks for
+    both `//` and `/*` or for `*/`, or a pattern that matches a whole comment."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST, function: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+            texts = {
+                n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
+            if {"//", "/*"} <= texts or "*/" in texts:
+                found.add(function)
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and len(node.value) <= 300
+            and "//" in node.value
+        ):
+            try:
+                pattern = re.compile(node.value, re.S)
+            except re.error:
+                pattern = None
+            if pattern and any(pattern.fullmatch(c) for c in ("// a comment", "/* a\ncomment */")):
+                found.add(function)
+        for child in ast.iter_child_nodes(node):
+            visit(child, function)
+
+    visit(tree, "<module>")
+    return found
+
+
+@functools.cache
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text())
+
+
+def _outside_the_lexer(reader) -> set[tuple[str, str]]:
+    return {(module, function) for module in MODULES if module != LEXER for function in reader(_tree(module))}
+
+
+def test_only_the_lexer_reads_comments():
+    assert sorted(_outside_the_lexer(comment_readers)) == []
+
+
+def test_only_the_lexer_matches_brackets_and_splits_lists():
+    assert sorted(_outside_the_lexer(bracket_counters) - set(BLOCK_SCANNERS)) == []
+    gone = set(BLOCK_SCANNERS) - _outside_the_lexer(bracket_counters)
+    assert not gone, f"{sorted(gone)} count no brackets any more: drop them from BLOCK_SCANNERS"
+    assert all(why.strip() for why in BLOCK_SCANNERS.values())
+
+
+def test_a_second_blanker_matcher_or_splitter_is_caught():
+    """The forms the four splitters, three blankers and three matchers had before the lexer."""
+    blankers = """
+_COMMENT = re.compile(r"//[^\\n]*|/\\*.*?\\*/|\\"(?:\\\\.|[^\\"\\\\\\n])*\\"", re.S)
+def _blank(source):
+    if source.startswith("//", i):
+        pass
+    elif source.startswith("/*", i):
+        j = source.find("*/", i + 2)
+"""
+    counters = """
+def _split_params(text):
+    for i, ch in enumerate(text):
+        if ch in "<([":
+            depth += 1
+def _closing(text, at):
+    for j in range(at, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[j], 0)
+def _matching_paren(code, at):
+    for i in range(at, len(code)):
+        if code[i] == "(":
+            depth += 1
+def fine(text):
+    total = 0
+    for c in text:
+        if c == ",":
+            total += 1
+    return f"({total})"
+"""
+    assert comment_readers(ast.parse(blankers)) == {"<module>", "_blank"}
+    assert bracket_counters(ast.parse(counters)) == {"_split_params", "_closing", "_matching_paren"}
+
+
+# --- front ends read files through the engine's reader -------------------------------------------
+
+
+def _mode(call: ast.Call, position: int) -> str | None:
+    """The mode an open-like call passes ("r" when none), None when it is not a constant."""
+    node = call.args[position] if len(call.args) > position else None
+    node = next((k.value for k in call.keywords if k.arg in ("mode", "flags")), node)
+    if node is None:
+        return "r"
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def plain_reads(tree: ast.AST) -> list[str]:
+    """Reads of a file that go around the engine's regular-file reader (`read_text_file`,
+    `read_regular`): `open()`, `io.open`, `os.fdopen` to read, `os.open` without a write flag,
+    `Path.read_text`/`read_bytes`/`open`. Such a read blocks on a FIFO and reads a device or a
+    huge file to its end. (The engine's own `read_text` of the include graph is not a Path's.)"""
+    found = []
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: n.lineno):
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        owner = func.value.id if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else ""
+        if name in ("read_text", "read_bytes") and isinstance(func, ast.Attribute):
+            found.append(f"{node.lineno}: .{name}()")
+        elif owner == "os" and name == "open":
+            flags = ast.unparse(node.args[1]) if len(node.args) > 1 else ""
+            if not re.search(r"O_WRONLY|O_RDWR", flags):
+                found.append(f"{node.lineno}: os.open(...) to read")
+        elif (name, owner) in (("open", ""), ("open", "io"), ("fdopen", "os")) or (
+            name == "open" and isinstance(func, ast.Attribute) and owner not in ("os", "io", "webbrowser")
+        ):
+            mode = _mode(node, 1 if (name, owner) in (("open", ""), ("open", "io"), ("fdopen", "os")) else 0)
+            if mode is None or not set(mode) & set("wax+"):
+                found.append(f"{node.lineno}: {ast.unparse(func)}(...) to read")
+    return found
+
+
+def test_front_ends_read_files_only_through_the_engines_reader():
+    reads = [
+        f"{module}:{where}"
+        for module in MODULES
+        if _part(module) in FRONT_ENDS
+        for where in plain_reads(_tree(module))
+    ]
+    assert reads == []
+
+
+def test_a_plain_read_in_a_front_end_is_caught():
+    code = """
+with open(path, encoding="utf-8") as f: pass
+with open(path, "rb") as f: pass
+text = Path(p).read_text()
+fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+with os.fdopen(fd, encoding="utf-8") as f: pass
+with Path(p).open() as f: pass
+with open(out, "w", encoding="utf-8") as f: pass
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+with os.fdopen(fd, "w") as f: pass
+data = read_text_file(path)
+"""
+    assert [r.split(":")[0] for r in plain_reads(ast.parse(code))] == ["2", "3", "4", "5", "6", "7"]
+
+
+# --- the server's state, declared in one place ---------------------------------------------------
+SERVER_STATE_HOME = "kernel_lsp.server.app"  # KernelLanguageServer.__init__ declares every attribute
+# Attributes another module may assign: pygls's own, set as pygls's start_tcp sets them.
+PYGLS_ATTRIBUTES: dict[tuple[str, str], str] = {
+    ("kernel_lsp.server.tcp", "_stop_event"): "pygls's stop event for run_async, as its start_tcp sets it",
+    (
+        "kernel_lsp.server.tcp",
+        "_server",
+    ): "pygls's server object (its shutdown closes it), as start_tcp sets it",
+}
+SERVER_NAMES_IN_FEATURES = ("ls", "server")
+HANDLER_LINES = 60  # the LSP handlers and their registration stay small
+
+
+def server_state_writes(tree: ast.AST) -> set[str]:
+    """Attributes of the server a module assigns (`ls.x = ...`, `server.x = ...`, `self.server.x
+    = ...`), and "setattr" for any setattr call."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            found.add("setattr")
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
+        for target in targets:
+            for t in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if not isinstance(t, ast.Attribute):
+                    continue
+                owner = t.value
+                if (isinstance(owner, ast.Name) and owner.id in SERVER_NAMES_IN_FEATURES) or (
+                    isinstance(owner, ast.Attribute) and owner.attr == "server"
+                ):
+                    found.add(t.attr)
+    return found
+
+
+def test_only_the_server_sets_its_state():
+    """Feature modules change the server through its methods (`new_session`, `gpu_up`,
+    `gpu_down`, `watch_with`, `log_to_client`): no attribute appears on it from elsewhere."""
+    writes = {
+        (module, attribute)
+        for module in MODULES
+        if module.startswith("kernel_lsp.server") and module != SERVER_STATE_HOME
+        for attribute in server_state_writes(_tree(module))
+    }
+    assert sorted(writes - set(PYGLS_ATTRIBUTES)) == []
+    assert set(PYGLS_ATTRIBUTES) <= writes, "an allowed pygls attribute is set no more: drop it"
+
+
+def test_a_state_write_from_a_feature_is_caught():
+    code = """
+def register(server):
+    server.watching = object()
+    server.analysis_setup.append(lambda a: setattr(a, "includers", None))
+def handler(ls):
+    ls._fsr_state = {}
+    ls.gpu, ls.device_name = None, None
+    ls.acted_on.clear()
+class Feature:
+    def stop(self):
+        self.server.gpu = None
+        self.session = None
+"""
+    assert server_state_writes(ast.parse(code)) == {"watching", "setattr", "_fsr_state", "gpu", "device_name"}
+
+
+def test_lsp_handlers_and_their_registration_are_small():
+    long = sorted(
+        f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for module in MODULES
+        if module.startswith(("kernel_lsp.server.requests", "kernel_lsp.server.notifications"))
+        for node in ast.walk(_tree(module))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > HANDLER_LINES
+    )
+    assert long == []

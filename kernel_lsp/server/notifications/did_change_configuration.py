@@ -20,10 +20,10 @@ def register(server) -> None:
                 from ...api.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
 
                 ls.gpu_feature.stop()
-                ls.gpu_absent_reason = no_gpu_message(GPU_OFF_IN_EDITOR)
+                ls.gpu_down(no_gpu_message(GPU_OFF_IN_EDITOR))
         if changed:
             await ls.clangd.settings_changed()
-        if changed and getattr(ls, "watching", None) is not None:
+        if changed and ls.watching is not None:
             await ls.watching.settings_changed()
         if changed:
             for uri in list(ls.workspace.text_documents):

@@ -18,9 +18,7 @@ def register(server) -> None:
         if ls.client_log is not None:
             ls.client_log.connected()  # the log may go to the editor from here on
         caps = params.capabilities.text_document
-        ls.pull_diagnostics = bool(caps and caps.diagnostic)
-        ls.init_options = params.initialization_options
-        ls.acted_on.clear()  # a new editor session (over --tcp, after another): nothing acted on yet
+        ls.new_session(bool(caps and caps.diagnostic), params.initialization_options)
         # Applied on the engine's first use, after this answer (at the latest in `initialized`):
         # the settings load the engine, which would double the editor's wait for the answer.
         ls.defer_settings(params.initialization_options, "initializationOptions")

@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -26,21 +25,6 @@ log = logging.getLogger(__name__)
 OPTIMIZE_COMMAND = "kernelLsp.optimize"
 LAST_REPORT_COMMAND = "kernelLsp.lastReport"
 ANNOTATION = "kernel-lsp.fsr"
-
-
-@dataclass
-class _FsrState:
-    last_report: str | None = None
-    session: Any = None  # a GpuSession of our own when the GPU feature has none to share
-    running: bool = False
-
-
-def _state(ls) -> _FsrState:
-    state = getattr(ls, "_fsr_state", None)
-    if state is None:
-        state = _FsrState()
-        ls._fsr_state = state
-    return state
 
 
 def _test_evaluator() -> bool:
@@ -77,7 +61,7 @@ def _session(ls) -> Any:
     shared = getattr(ls.gpu, "session", None) if ls.gpu is not None else None
     if shared is not None:
         return shared
-    state = _state(ls)
+    state = ls.fsr
     if state.session is None and not _test_evaluator():
         state.session = ls.engine.gpu_session()
     return state.session
@@ -119,132 +103,159 @@ def _edit(
 def register(server) -> None:
     @server.command(LAST_REPORT_COMMAND)
     def last_report(ls, *args) -> dict[str, Any]:
-        return {"reportUri": _state(ls).last_report}
+        return {"reportUri": ls.fsr.last_report}
 
     @server.command(OPTIMIZE_COMMAND)
     async def optimize(ls, *args) -> dict[str, Any]:
-        from kernel_lsp.api.optimize import OptimizeError, run
-        from kernel_lsp.api.optimize import request as optimize_request
+        return await _optimize(ls, args)
 
-        parsed = uri_and_kernel(args)
-        if parsed is None:
-            return _reply(False, None, 'kernelLsp.optimize expects [{"uri": "...", "kernel": "..."}]')
-        uri, kernel = parsed
-        path = uri_to_path(uri)
-        if not path:
-            return _reply(False, None, f"not a file: {uri}")
-        state = _state(ls)
-        if state.running:
-            return _reply(
-                False, state.last_report, "an FSR run is already going on; wait for it or cancel it"
-            )
-        if not ls.engine.settings_for(path).runs_specs:
-            message = 'specs.run is "never": FSR runs the kernel\'s spec (its reference), so nothing was run'
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
-            return _reply(False, None, message)
-        reason = gpu_absent_reason(ls)
-        if reason:
-            message = fsr_unavailable_message(ls, reason)
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
-            return _reply(False, None, message)
-        snapshot = ls.document_snapshot_now(uri)
-        if snapshot.unreadable:
-            return _reply(False, None, f"cannot read {path}: {snapshot.unreadable}")
-        source, version = snapshot.text, snapshot.version
-        from ...api.sources import spec_path_for
 
-        spec_doc = ls.open_document(spec_path_for(path))
+async def _optimize(ls, args: tuple) -> dict[str, Any]:
+    """One FSR run: refused when it cannot run here, else run with progress and offered to the
+    editor as an edit to confirm."""
+    parsed = uri_and_kernel(args)
+    if parsed is None:
+        return _reply(False, None, 'kernelLsp.optimize expects [{"uri": "...", "kernel": "..."}]')
+    uri, kernel = parsed
+    path = uri_to_path(uri)
+    if not path:
+        return _reply(False, None, f"not a file: {uri}")
+    refusal = _refusal(ls, path)
+    if refusal is not None:
+        return refusal
+    snapshot = ls.document_snapshot_now(uri)
+    if snapshot.unreadable:
+        return _reply(False, None, f"cannot read {path}: {snapshot.unreadable}")
+    from kernel_lsp.api.optimize import OptimizeError
 
-        cancel = threading.Event()
-        token = str(uuid.uuid4())
-        progress = True
+    try:
+        result = await _run(ls, path, kernel, snapshot.text)
+    except OptimizeError as e:
+        return _reply(False, ls.fsr.last_report, str(e))
+    except Exception as e:
+        log.exception("FSR run failed")
+        return _reply(False, ls.fsr.last_report, f"FSR failed: {type(e).__name__}: {e}")
+    if result.report_problem:
+        ls.show_warning(f"kernel-lsp: FSR: {result.report_problem}")
+    md = next((p for p in result.report_paths if p.endswith(".md")), None)
+    ls.fsr.last_report = path_to_uri(md) if md else None
+    return await _offer(ls, uri, path, kernel, snapshot.text, snapshot.version, result)
+
+
+def _refusal(ls, path: str) -> dict[str, Any] | None:
+    """The answer when no run starts: one is going on, specs may not run, no GPU."""
+    if ls.fsr.running:
+        return _reply(False, ls.fsr.last_report, "an FSR run is already going on; wait for it or cancel it")
+    if not ls.engine.settings_for(path).runs_specs:
+        message = 'specs.run is "never": FSR runs the kernel\'s spec (its reference), so nothing was run'
+    elif reason := gpu_absent_reason(ls):
+        message = fsr_unavailable_message(ls, reason)
+    else:
+        return None
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
+    return _reply(False, None, message)
+
+
+class _Progress:
+    """The run's $/progress (when the client supports it): begun, reported from the run's thread,
+    ended; the editor's cancel sets `cancel`."""
+
+    def __init__(self, ls, kernel: str) -> None:
+        self.ls, self.kernel = ls, kernel
+        self.token = str(uuid.uuid4())
+        self.cancel = threading.Event()
+        self.shown = False
+        self.loop = asyncio.get_running_loop()
+
+    async def begin(self) -> None:
         try:
-            await ls.work_done_progress.create_async(token)
+            await self.ls.work_done_progress.create_async(self.token)
         except Exception:  # the client does not support server-initiated progress
-            progress = False
-        if progress:
-            ls.work_done_progress.begin(
-                token,
-                types.WorkDoneProgressBegin(
-                    title=f"FSR: optimizing {kernel}",
-                    cancellable=True,
-                    message="measuring the kernel as written",
-                ),
-            )
-            fut = ls.work_done_progress.tokens.get(token)
-            if fut is not None:
-                fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-        loop = asyncio.get_running_loop()
-
-        def report(event) -> None:
-            if progress:
-                loop.call_soon_threadsafe(
-                    ls.work_done_progress.report,
-                    token,
-                    types.WorkDoneProgressReport(message=f"{event.headline}: {event.message}"),
-                )
-
-        # The file's own settings (its pyproject.toml under the editor's), as the CLI's.
-        req = optimize_request(
-            ls.engine,
-            path,
-            kernel,
-            source=source,
-            spec_source=spec_doc.source if spec_doc is not None else None,
-            workspace=ls.root_path() or os.path.dirname(path),
+            return
+        self.shown = True
+        begin = types.WorkDoneProgressBegin(
+            title=f"FSR: optimizing {self.kernel}",
+            cancellable=True,
+            message="measuring the kernel as written",
         )
-        state.running = True
-        ls.optimizing = True
-        ls.send_status("optimizing", detail=f"FSR: {kernel}")
-        try:
-            # The GPU feature's other GPUs (gpu.devices) check candidates in parallel.
-            pool = getattr(ls.gpu, "pool", None) if ls.gpu is not None else None
-            more = pool.members[1:] if pool is not None else []
-            result = await loop.run_in_executor(
-                None, lambda: run(req, _session(ls), [report], cancel, more_sessions=more)
-            )
-        except OptimizeError as e:
-            return _reply(False, state.last_report, str(e))
-        except Exception as e:
-            log.exception("FSR run failed")
-            return _reply(False, state.last_report, f"FSR failed: {type(e).__name__}: {e}")
-        finally:
-            state.running = False
-            ls.optimizing = False
-            ls.send_status(None)
-            if progress:
-                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        self.ls.work_done_progress.begin(self.token, begin)
+        fut = self.ls.work_done_progress.tokens.get(self.token)
+        if fut is not None:
+            fut.add_done_callback(lambda f: self.cancel.set() if f.cancelled() else None)
 
-        if result.report_problem:
-            ls.show_warning(f"kernel-lsp: FSR: {result.report_problem}")
-        md = next((p for p in result.report_paths if p.endswith(".md")), None)
-        report_uri = path_to_uri(md) if md else None
-        state.last_report = report_uri
-        if result.accepted is None or not result.accepted.source:
-            ls.window_show_message(
-                types.ShowMessageParams(type=types.MessageType.Info, message=f"FSR: {result.verdict}")
-            )
-            return _reply(False, report_uri, result.verdict)
-        now = ls.open_document(path)
-        if (now is not None and (now.version != version or now.source != source)) or (
-            now is None and version is not None
-        ):
-            message = (
-                f"{os.path.basename(path)} changed while FSR was running, so the result was not applied. "
-                f"{result.verdict} The diff is in the report."
-            )
-            ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
-            return _reply(False, report_uri, message)
-        c = result.comparison
-        label = f"FSR: {kernel} {c.speedup:.2f}x faster" if c else f"FSR: {kernel}"
-        edit = _edit(uri, version, source, result.accepted.source, label, result.verdict)
-        try:
-            answer = await ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label=label)
-            )
-        except Exception as e:
-            return _reply(False, report_uri, f"{result.verdict} The editor did not apply the edit: {e}")
-        if not answer.applied:
-            why = f" ({answer.failure_reason})" if answer.failure_reason else ""
-            return _reply(False, report_uri, f"{result.verdict} Not applied{why}.")
-        return _reply(True, report_uri, result.verdict)
+    def report(self, event) -> None:
+        if self.shown:
+            message = types.WorkDoneProgressReport(message=f"{event.headline}: {event.message}")
+            self.loop.call_soon_threadsafe(self.ls.work_done_progress.report, self.token, message)
+
+    def end(self) -> None:
+        if self.shown:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message="done"))
+
+
+async def _run(ls, path: str, kernel: str, source: str) -> Any:
+    """The run, off the event loop, with its progress and the server's status; its result."""
+    from kernel_lsp.api.optimize import request as optimize_request
+    from kernel_lsp.api.optimize import run
+
+    from ...api.sources import spec_path_for
+
+    spec_doc = ls.open_document(spec_path_for(path))
+    progress = _Progress(ls, kernel)
+    await progress.begin()
+    # The file's own settings (its pyproject.toml under the editor's), as the CLI's.
+    req = optimize_request(
+        ls.engine,
+        path,
+        kernel,
+        source=source,
+        spec_source=spec_doc.source if spec_doc is not None else None,
+        workspace=ls.root_path() or os.path.dirname(path),
+    )
+    ls.fsr.running = True
+    ls.send_status("optimizing", detail=f"FSR: {kernel}")
+    try:
+        # The GPU feature's other GPUs (gpu.devices) check candidates in parallel.
+        pool = getattr(ls.gpu, "pool", None) if ls.gpu is not None else None
+        more = pool.members[1:] if pool is not None else []
+        return await progress.loop.run_in_executor(
+            None, lambda: run(req, _session(ls), [progress.report], progress.cancel, more_sessions=more)
+        )
+    finally:
+        ls.fsr.running = False
+        ls.send_status(None)
+        progress.end()
+
+
+async def _offer(
+    ls, uri: str, path: str, kernel: str, source: str, version: int | None, result
+) -> dict[str, Any]:
+    """The run's result as an edit the editor shows for confirmation; nothing when there is no
+    better kernel or the document changed while the run went on."""
+    report_uri = ls.fsr.last_report
+    if result.accepted is None or not result.accepted.source:
+        ls.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Info, message=f"FSR: {result.verdict}")
+        )
+        return _reply(False, report_uri, result.verdict)
+    now = ls.open_document(path)
+    if (now is not None and (now.version != version or now.source != source)) or (
+        now is None and version is not None
+    ):
+        message = (
+            f"{os.path.basename(path)} changed while FSR was running, so the result was not applied. "
+            f"{result.verdict} The diff is in the report."
+        )
+        ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+        return _reply(False, report_uri, message)
+    c = result.comparison
+    label = f"FSR: {kernel} {c.speedup:.2f}x faster" if c else f"FSR: {kernel}"
+    edit = _edit(uri, version, source, result.accepted.source, label, result.verdict)
+    try:
+        answer = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=label))
+    except Exception as e:
+        return _reply(False, report_uri, f"{result.verdict} The editor did not apply the edit: {e}")
+    if not answer.applied:
+        why = f" ({answer.failure_reason})" if answer.failure_reason else ""
+        return _reply(False, report_uri, f"{result.verdict} Not applied{why}.")
+    return _reply(True, report_uri, result.verdict)
