@@ -354,9 +354,10 @@ def compile_all_archs(
         results = [first]
     else:
         # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        # The host pass, where the build has one, with the first arch only: it is the same for all.
         results = [
             with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
-            for o in options
+            for o in [options[0], *(o.device_pass_only() for o in options[1:])]
         ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
