@@ -129,6 +129,23 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain, safe: N
     return flags
 
 
+def _in_generated_code(found: list[Diagnostic], tmp: str, path: str) -> list[Diagnostic]:
+    """Findings in the files nvcc generates in its temporary folder (the host pass's
+    `*.cudafe1.stub.c`: the host compiler can reject the launch stubs nvcc writes for a kernel)
+    belong to the file they were generated for, at its top, naming where they were; each once."""
+    out: list[Diagnostic] = []
+    for d in found:
+        if d.header_copy and d.related and d.related[0][0].startswith(tmp):
+            continue  # the copy at the #include: the finding itself is moved to the file
+        if d.path.startswith(tmp):
+            where = f"{os.path.basename(d.path)}:{d.line}"
+            message = f"in the host code nvcc generates for this file ({where}): {d.message}"
+            d = replace(d, path=path, line=1, col=1, end_col=0, message=message)
+        if d not in out:
+            out.append(d)
+    return out
+
+
 def _not_run_by_a_ptx_build(d: Diagnostic) -> Diagnostic:
     """A ptxas error where the file's build is `nvcc --ptx`: that build stops before ptxas and
     succeeds; the driver runs ptxas when it loads the PTX, and fails there. A warning that says so."""
@@ -354,6 +371,7 @@ def _compile_in_temp_dir(
         log = log.replace(mirrored, real)
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
     result.stage = stage
+    result.diagnostics = _in_generated_code(result.diagnostics, tmp + os.sep, path)
     if options.build_output == "ptx":
         result.diagnostics = [_not_run_by_a_ptx_build(d) for d in result.diagnostics]
     # A header checked on its own is the main file here; its include guard is not a finding.

@@ -58,11 +58,11 @@ def test_broken_samples_report_the_expected_findings(capsys):
     def has(pattern: str) -> bool:
         return any(re.fullmatch(pattern, ln) for ln in lines)
 
-    assert has(rf'{rel}/error\.cu:11:27: error: identifier "idx" is undefined \[nvrtc\]')
+    assert has(rf'{rel}/error\.cu:11:27: error: identifier "idx" is undefined \[nvcc\]')
     assert has(
         rf'{rel}/warning\.cu:10:9: warning: variable "unused" was declared but never referenced \[177-D\]'
     )
-    assert has(rf'{rel}/broken_header\.cuh:6:12: error: identifier "flaot" is undefined \[nvrtc\]')
+    assert has(rf'{rel}/broken_header\.cuh:6:12: error: identifier "flaot" is undefined \[nvcc\]')
     # The header's error is reported at the header, its includer's #include line under it.
     assert has(rf"    {rel}/header_error\.cu:4:1: includes broken_header\.cuh here")
     assert not [ln for ln in lines if "header_error.cu" in ln and ": error:" in ln]
