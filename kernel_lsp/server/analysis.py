@@ -15,10 +15,11 @@ Invariants:
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
   NVRTC loaded) and start again with the next check; all but one end after `WORKER_SHRINK_S`
   idle (jobs.py), and each gives its freed heap back after a job.
-- An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
-  compile and its findings are published as soon as they land, where the front end is well under
-  the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
-  `--check` uses the full result only.
+- An open file whose verdict may be nvcc's gets a first look beside the full check, published as
+  soon as it lands: NVRTC's result where NVRTC sees what nvcc sees (compile/verdict.py; never one
+  with an error only JIT mode gives), else nvcc's front end alone, where it is well under the full
+  compile (learned per file). The full result (nvcc's verdict, resources, ptxas findings) replaces
+  it, so no NVRTC-only error stands. `--check` uses the full result only.
 - A newer text cancels the compile in flight: its token file is created and the worker kills
   nvcc's process group within a tenth of a second; the newest text is checked after the burst.
 """
@@ -125,7 +126,7 @@ class Analysis:
         self._inflight: dict[str, tuple[Snapshot, str]] = {}
         self._cancel_dir: str | None = None
         self._token_serial = 0
-        # Files whose last check used NVRTC only: their first phase would say nothing new.
+        # Files whose last check NVRTC answered alone: a first look would say nothing sooner.
         self._nvrtc_only: set[str] = set()
         # path -> (front end s, full compile s) of its last clean check: where the front end is
         # most of the compile (CUB's headers), a first look beside the full compile only slows it.
@@ -357,8 +358,8 @@ class Analysis:
     async def _compile(
         self, path: str, snap: Snapshot, settings: Settings, job: tuple[CheckRequest, Workspace], token: str
     ) -> FileCheck | None:
-        """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
-        published as soon as it lands. None when a newer text cancelled it."""
+        """The full check in a worker, and beside it (for files whose verdict may be nvcc's) a
+        first look, published as soon as it lands. None when a newer text cancelled it."""
         deadline_s, memory = job_deadline(settings), settings.compile_memory_bytes
         pool = self._executor()
         # The first phase is queued first: with one free worker it still comes first. A first
@@ -390,9 +391,10 @@ class Analysis:
         return result
 
     def _first_look_pays(self, path: str) -> bool:
-        """A first look is worth a worker and a core when the front end is well under the full
-        compile (templates that are slow to generate code for), not when it is most of it (a
-        file that includes CUB and instantiates little). NVRTC files have none."""
+        """A first look is worth a worker and a core when it is well under the full check
+        (templates that are slow to generate code for; NVRTC before nvcc), not when it is most of
+        it (a file that includes CUB and instantiates little). A file NVRTC alone answered last
+        time has none (its full check is as quick)."""
         if path in self._nvrtc_only:
             return False
         front_s, full_s = self._phase_times.get(path, (0.0, 0.0))
