@@ -43,11 +43,8 @@ from .options import CompileOptions, cuda_include_dirs
 NVRTC_DEVICE_HEADERS = frozenset(
     {
         "cuda_fp16.h",
-        "cuda_fp16.hpp",
         "cuda_bf16.h",
-        "cuda_bf16.hpp",
         "cuda_fp8.h",
-        "cuda_fp8.hpp",
         "cuda_fp6.h",
         "cuda_fp4.h",
         "mma.h",
@@ -162,10 +159,10 @@ def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Ite
     `__CUDACC_RTC__`. Angle includes are searched as nvcc searches them: the include folders, not
     the file's own folder (NVRTC would find one there; nvcc would not)."""
     dirs = tuple(options.include_dirs)
-    todo = [(find_includes(source), os.path.dirname(os.path.abspath(path)))]
+    todo = [(find_includes(source), os.path.dirname(os.path.abspath(path)), "it")]
     seen: set[str] = set()
     while todo:
-        includes, folder = todo.pop()
+        includes, folder, who = todo.pop()
         for inc in includes:
             if nvrtc_device_header(inc.target):
                 continue
@@ -175,7 +172,7 @@ def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Ite
                 # A quoted include found nowhere is missing for both compilers (NVRTC's error is
                 # nvcc's to word), unless the host compiler's or CUDA's search finds it.
                 if not inc.quoted or _system_header(inc.target, options):
-                    yield INCLUDE, f"it includes {shown}, {_unseen(inc.target, options)}"
+                    yield INCLUDE, f"{who} includes {shown}, {_unseen(inc.target, options)}"
                 continue
             if header in seen:
                 continue
@@ -184,13 +181,14 @@ def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Ite
                 return
             seen.add(header)
             scanned = _scan_header(header)
+            name = f"{os.path.basename(header)}, which it reads,"
             if scanned is None:
-                yield INCLUDE, f"it includes {shown}, which cannot be read"
+                yield INCLUDE, f"{who} includes {shown}, which cannot be read"
                 continue
             header_includes, found = scanned
             if found:
-                yield found[0], f"{os.path.basename(header)}, which it includes, {found[1]}"
-            todo.append((header_includes, os.path.dirname(header)))
+                yield found[0], f"{name} {found[1]}"
+            todo.append((header_includes, os.path.dirname(header), name))
 
 
 def _system_header(target: str, options: CompileOptions) -> bool:
