@@ -228,5 +228,7 @@ def test_the_host_pass_of_nvccs_own_stubs_is_the_files_error():
     assert not result.ok and errors
     for d in errors:
         assert (d.path, d.line) == (str(path), 1) and "kernel-lsp-nvcc-" not in d.message
-        assert d.message.startswith("in the host code nvcc generates for this file (pointer_args.cudafe1.stub.c:")
+        assert d.message.startswith(
+            "in the host code nvcc generates for this file (pointer_args.cudafe1.stub.c:"
+        )
     assert len({d.message for d in errors}) == len(errors)  # nvcc prints each twice: once here
