@@ -141,41 +141,49 @@ y1f64x y1l yn ynf ynf32 ynf32x ynf64 ynf64x ynl
 """
 HOST_NAMES = frozenset(_NAMES.split())
 
-_TOKEN = re.compile(r"[A-Za-z_]\w*|[{}()\[\];=,]")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _DIRECTIVE = re.compile(r"^[ \t]*#.*(?:\\\n.*)*$", re.M)
 # Braces that open no scope of their own: `extern "C" {` (its string blanked) and an anonymous
 # namespace, whose names global lookup finds too.
 _TRANSPARENT = re.compile(r"\bextern\s*\{|\bnamespace\s*\{")
+_DECLARES = re.compile(r"\s*[(\[;=,{]")  # what follows a declared name
 
 
-def global_names(text: str) -> set[str]:
-    """The names a text declares at global scope: each identifier at brace and parenthesis depth
-    0 that a declaration's `(`, `;`, `=`, `[`, `{` or `,` follows (`index` in `__device__ int
-    index;`, `k` in `__global__ void k(...)`). Parameters, bodies and named namespaces are not
-    global scope; a keyword or type name among them is harmless (none is a host name)."""
+def global_names(text: str, among: frozenset[str] | None = None) -> set[str]:
+    """The names a text declares at global scope (of `among`, when given): each identifier at
+    brace and parenthesis depth 0 that a declaration's `(`, `;`, `=`, `[`, `{` or `,` follows
+    (`index` in `__device__ int index;`, `k` in `__global__ void k(...)`). Parameters, bodies and
+    named namespaces are not global scope; a keyword or type name among them is harmless (none is
+    a host name). Only the braces, parentheses and the names asked about are visited: a check
+    asks on every save."""
     code = _DIRECTIVE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), blank_comments(text))
+    wanted = set(_IDENTIFIER.findall(code))
+    if among is not None:
+        wanted &= among
+    if not wanted:
+        return set()
+    names = "|".join(sorted(wanted, key=len, reverse=True))
+    tokens = re.compile(rf"[{{}}()]|\b(?:{names})\b")
     transparent = {m.end() - 1 for m in _TRANSPARENT.finditer(code)}
-    names: set[str] = set()
+    found: set[str] = set()
     braces: list[bool] = []  # per open brace: does it open a scope?
     parens = 0
-    previous = ""
-    for m in _TOKEN.finditer(code):
+    for m in tokens.finditer(code):
         token = m.group(0)
-        at_global = parens == 0 and not any(braces)
-        if token in "([;=,{" and at_global and previous[:1].isidentifier():
-            names.add(previous)
         if token == "{":
             braces.append(m.start() not in transparent)
-        elif token == "}" and braces:
-            braces.pop()
+        elif token == "}":
+            if braces:
+                braces.pop()
         elif token == "(":
             parens += 1
-        elif token == ")" and parens:
-            parens -= 1
-        previous = token
-    return names
+        elif token == ")":
+            parens = max(0, parens - 1)
+        elif parens == 0 and not any(braces) and _DECLARES.match(code, m.end()):
+            found.add(token)
+    return found
 
 
 def host_name_clashes(text: str) -> list[str]:
     """The global-scope names the text declares that nvcc's implicit host headers declare too."""
-    return sorted(global_names(text) & HOST_NAMES)
+    return sorted(global_names(text, HOST_NAMES))

@@ -83,6 +83,8 @@ _MARKERS = [
     (re.compile(r"<<<"), "a `<<<...>>>` launch"),
     (re.compile(r"\bstd::(vector|cout|cerr|string|map|thread)\b"), None),
 ]
+# Text every marker holds.
+_MARKER_WORDS = re.compile(r"main|cuda|<<<|std::")
 _INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>")
 _RTC = r"__CUDACC_RTC__"
 
@@ -103,7 +105,7 @@ def find_host_code(source: str, compiler: str = "nvrtc") -> list[HostCodeUse]:
     stack: list[str] = []
     unseen = "host" if compiler == "nvrtc" else "rtc"
     for lineno, text in enumerate(code.splitlines(), start=1):
-        d = re.sub(r"^\s*#\s*", "#", text)
+        d = re.sub(r"^\s*#\s*", "#", text) if "#" in text else text
         if d.startswith("#"):
             d = d[1:]
             if re.match(rf"ifndef\s+{_RTC}\b|if\s+!\s*defined\s*\(?\s*{_RTC}", d):
@@ -123,6 +125,8 @@ def find_host_code(source: str, compiler: str = "nvrtc") -> list[HostCodeUse]:
         m = _INCLUDE.match(text)
         if m and (m.group(1).strip() in HOST_HEADERS or m.group(1).strip().startswith(HOST_HEADER_FOLDERS)):
             found.append(HostCodeUse(lineno, m.start(1), f"`#include <{m.group(1).strip()}>`"))
+            continue
+        if not _MARKER_WORDS.search(text):  # most lines: one scan instead of one per marker
             continue
         for pattern, what in _MARKERS:
             for hit in pattern.finditer(text):

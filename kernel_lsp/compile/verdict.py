@@ -30,7 +30,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..source import blank_comments_keep_strings, find_includes
+from ..constants.text import blank_comments
+from ..source import find_includes
 from .files import MAX_FILE_BYTES, read_text_prefix
 from .host_names import host_name_clashes
 from .hostcode import find_host_code
@@ -141,7 +142,7 @@ HOST, RTC_TEXT, NAMES, INCLUDE = "host", "rtc", "names", "include"  # kinds of b
 def _text_blind_spot(text: str) -> tuple[str, str] | None:
     """(kind, what the text does) when NVRTC does not see it as nvcc does. Memoised: a check asks
     for the same text more than once, and an unchanged re-save asks again."""
-    if _RTC.search(blank_comments_keep_strings(text)):
+    if _RTC.search(blank_comments(text)):
         return RTC_TEXT, f"tests {RTC_MACRO}, so NVRTC and nvcc compile different text"
     if host := find_host_code(text, "nvcc"):
         return HOST, f"has host code: {host[0].what} (line {host[0].line})"

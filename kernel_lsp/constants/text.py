@@ -8,19 +8,22 @@ import re
 _COMMENT_OR_STRING = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 
 
+def _spaces(text: str) -> str:
+    """`text` as spaces, its newlines kept (a check blanks a file's comments on every save)."""
+    if "\n" not in text:
+        return " " * len(text)
+    return "\n".join(" " * len(line) for line in text.split("\n"))
+
+
 def blank_comments(source: str) -> str:
     """The source with comments and string literals replaced by spaces, newlines kept, so offsets
     and line numbers still match."""
-
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return _COMMENT_OR_STRING.sub(blank, source)
+    return _COMMENT_OR_STRING.sub(lambda m: _spaces(m.group(0)), source)
 
 
 def blank_comments_keep_strings(source: str) -> str:
     def blank(m: re.Match[str]) -> str:
         s = m.group(0)
-        return re.sub(r"[^\n]", " ", s) if s.startswith("/") else s
+        return _spaces(s) if s.startswith("/") else s
 
     return _COMMENT_OR_STRING.sub(blank, source)
