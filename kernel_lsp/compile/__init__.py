@@ -16,6 +16,7 @@ from .. import procs
 from ..model import FAULT_CODES, CompileResult, Diagnostic, Severity, ran_out_of_memory
 from .files import MAX_FILE_BYTES, decode_source, read_source
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
+from .jobs import report_preview
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
 from .nvrtc import ask_nvrtc_in_child, check_arch, compile_nvrtc, supported_archs
 from .options import (
@@ -95,10 +96,17 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         if _has_errors(result) and not choice.nvrtc_alone:
             problem = _nvcc_problem(options)
             if problem is None:
+                if choice.nvrtc_first and not _jit_only(result):
+                    report_preview(result)  # the editor shows NVRTC's errors while nvcc decides
                 result = compile_nvcc(source, path, options, use_cache)  # nvcc decides
             else:
                 result = _without_nvcc(result, choice, problem)
     return _with_refused(_memory_verdict(result), path, refused)
+
+
+def _jit_only(result: CompileResult) -> bool:
+    """NVRTC's result has an error only JIT mode gives: no first look to show."""
+    return any(d.severity == Severity.ERROR and nvrtc_only_error(d.message) for d in result.diagnostics)
 
 
 def _has_errors(result: CompileResult) -> bool:
@@ -148,20 +156,21 @@ def _with_refused(result: CompileResult, path: str, refused: list[str]) -> Compi
 
 
 def compile_front_end(source: str, path: str, options: CompileOptions) -> CompileResult | None:
-    """A first look for the editor while the full check runs: NVRTC's result where it sees what
-    nvcc sees (nvcc's verdict replaces it, where nvcc decides), else nvcc's front end alone (its
-    findings, no resources; a full result already cached comes back whole). None where there is
-    nothing quicker to say than the full check: NVRTC answers alone, nvcc cannot run, or NVRTC's
-    look shows an error only JIT mode gives."""
+    """A first look for the editor while the full check runs, where nvcc decides: NVRTC's result
+    where it sees what nvcc sees (a database entry that runs nvcc), else nvcc's front end alone
+    (its findings, no resources; a full result already cached comes back whole); nvcc's verdict
+    replaces it. None where there is nothing quicker to say than the full check: NVRTC answers
+    (the full check itself reports its errors first, `report_preview`, while nvcc decides), nvcc
+    cannot run, or NVRTC's look shows an error only JIT mode gives."""
     if blocked_includes(source, path, options):
         return None  # the full check says so at once
     options, refused = usable_macros(options)
     choice = choose(source, path, options)
-    if choice.nvrtc_alone or (options.compiler != "nvcc" and _nvcc_problem(options) is not None):
+    if choice.backend == "nvrtc" or (options.compiler != "nvcc" and _nvcc_problem(options) is not None):
         return None
     if choice.nvrtc_first:
         result = compile_nvrtc(source, path, options)
-        if any(d.severity == Severity.ERROR and nvrtc_only_error(d.message) for d in result.diagnostics):
+        if _jit_only(result):
             return None
         result = replace(result, stage=FRONT_END)
     else:

@@ -1,13 +1,14 @@
 """nvcc's verdict in the editor, through the real server: an error only NVRTC gives (JIT mode, a
-header only nvcc can open) is never published, not even as a first look; where NVRTC's first look
-shows a real error, nvcc's verdict replaces it, in nvcc's words."""
+header only nvcc can open) is never published, not even as a first look; where NVRTC shows a real
+error first (its own first look, or the check's preview while nvcc runs), nvcc's verdict replaces
+it, in nvcc's words."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import BASE_OPTIONS, diagnostics, open_file, start
+from conftest import BASE_OPTIONS, change_and_save, diagnostics, open_file, start
 from pytest_lsp import LanguageClient
 
 from kernel_lsp.compile import find_toolchain
@@ -81,3 +82,21 @@ async def test_nvccs_verdict_replaces_nvrtcs_first_look(client: LanguageClient, 
     # Whatever came before it (NVRTC's first look) was the same error at the same place.
     for published in client.diagnostics.history[u]:
         assert [(p.range.start.line, p.message) for p in published] in ([], [(2, d.message)])
+
+
+async def test_a_new_error_shows_nvrtcs_words_at_once_then_nvccs(client: LanguageClient, tmp_path):
+    """A file NVRTC answered (clean) gets an error: the check publishes NVRTC's finding as soon as
+    NVRTC has it, then nvcc's verdict on the same text replaces it."""
+    client.diagnostics = Publications()
+    await start(client, tmp_path)
+    path = tmp_path / "add.cu"
+    clean = REAL_ERROR.replace(" += missing", " += 1.0f")
+    path.write_text(clean)
+    u = open_file(client, path)
+    assert await diagnostics(client, u, timeout=90) == []
+    change_and_save(client, path, REAL_ERROR, version=2)
+    final = await diagnostics(client, u, lambda ds: bool(ds) and ds[0].source == "kernel-lsp (nvcc)", 90)
+    assert [(d.range.start.line, d.message) for d in final] == [(2, 'identifier "missing" is undefined')]
+    after_edit = [p for p in client.diagnostics.history[u] if p][-2:]
+    assert [[d.source for d in p] for p in after_edit] == [["kernel-lsp (nvrtc)"], ["kernel-lsp (nvcc)"]]
+    assert after_edit[0][0].range.start.line == 2
