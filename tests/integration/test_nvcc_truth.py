@@ -48,7 +48,7 @@ LIBRARY_HEADERS = Path(
     os.environ.get("KERNEL_LSP_LIBRARY_HEADERS", REPO / ".venv" / "cuda-libs" / "nvidia" / "cu13" / "include")
 )
 INSTALL_LIBRARIES = (
-    "pip install --target .venv/cuda-libs nvidia-cublas nvidia-cufft nvidia-curand nvidia-cusparse"
+    "pip install --no-deps --target .venv/cuda-libs nvidia-cublas nvidia-cufft nvidia-curand nvidia-cusparse"
 )
 TOOLCHAIN = find_toolchain()
 pytestmark = [
