@@ -69,7 +69,10 @@ def choose_backend(source: str, options: CompileOptions, path: str = "source.cu"
     """ "nvrtc" or "nvcc": the compiler that runs first for this text (verdict.py says whose
     verdict stands). nvcc where it decides and can run; NVRTC otherwise (a missing nvcc or host
     compiler is then said in the result)."""
-    choice = choose(source, path, options)
+    return _runs_first(choose(source, path, options), options)
+
+
+def _runs_first(choice: Choice, options: CompileOptions) -> str:
     if choice.backend == "nvcc" and (options.compiler == "nvcc" or _nvcc_problem(options) is None):
         return "nvcc"
     return "nvrtc"
@@ -89,7 +92,7 @@ def compile_source(source: str, path: str, options: CompileOptions, use_cache: b
         return CompileResult(path, options.arch, False, blocked)
     options, refused = usable_macros(options)
     choice = choose(source, path, options)
-    if choose_backend(source, options, path) == "nvcc":
+    if _runs_first(choice, options) == "nvcc":
         result = compile_nvcc(source, path, options, use_cache)
     else:
         result = compile_nvrtc(source, path, options, use_cache)
