@@ -109,6 +109,9 @@ class Choice:
 
 
 def choose(source: str, path: str, options: CompileOptions) -> Choice:
+    """Whose verdict `source` (at `path`, compiled with `options`) gets: the settings' word
+    (`compiler`, `defaultDevice`), else nvcc wherever NVRTC may not see what nvcc sees or the
+    database builds the file with nvcc, else NVRTC first."""
     if options.compiler == "nvrtc":
         return Choice("nvrtc", nvrtc_alone=True)
     if options.default_device:  # NVRTC's -default-device: the file is JIT-compiled
