@@ -96,9 +96,11 @@ class HostCodeUse:
     what: str
 
 
-def find_host_code(source: str, compiler: str = "nvrtc") -> list[HostCodeUse]:
+def find_host_code(source: str, compiler: str = "nvrtc", includes: bool = True) -> list[HostCodeUse]:
     """The host code `compiler` sees: NVRTC skips what `#ifndef __CUDACC_RTC__` guards, nvcc
-    what `#ifdef __CUDACC_RTC__` guards."""
+    what `#ifdef __CUDACC_RTC__` guards. `includes` False: host code the file runs (`main`, a
+    launch, CUDA runtime calls, host containers), not the host headers it includes (candle's
+    device-only kernels include <cuda.h>)."""
     code = blank_comments_keep_strings(source)
     found: list[HostCodeUse] = []
     # One entry per open #if: "host" (NVRTC skips it), "rtc" (only NVRTC sees it) or "other".
@@ -122,7 +124,7 @@ def find_host_code(source: str, compiler: str = "nvrtc") -> list[HostCodeUse]:
                 continue
         if unseen in stack:
             continue
-        m = _INCLUDE.match(text)
+        m = _INCLUDE.match(text) if includes else None
         if m and (m.group(1).strip() in HOST_HEADERS or m.group(1).strip().startswith(HOST_HEADER_FOLDERS)):
             found.append(HostCodeUse(lineno, m.start(1), f"`#include <{m.group(1).strip()}>`"))
             continue

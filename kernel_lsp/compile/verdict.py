@@ -35,7 +35,7 @@ from ..source import find_includes
 from .files import MAX_FILE_BYTES, read_text_prefix
 from .host_names import host_name_clashes
 from .hostcode import find_host_code
-from .includes import resolve_include
+from .includes import include_closure, resolve_include
 from .options import CompileOptions, cuda_include_dirs
 
 # CUDA's device headers that NVRTC compiles as nvcc's device pass does (each is compiled both ways
@@ -134,31 +134,28 @@ def nvrtc_blind_spot(source: str, path: str, options: CompileOptions) -> str | N
     if options.extended_lambda:
         return "its flags ask for --extended-lambda, which NVRTC does not take"
     if found := _text_blind_spot(source):
-        return f"it {found[1]}"
-    return next((why for _, why in _include_blind_spots(source, path, options)), None)
-
-
-HOST, RTC_TEXT, NAMES, INCLUDE = "host", "rtc", "names", "include"  # kinds of blind spot
+        return f"it {found}"
+    return next(_include_blind_spots(source, path, options), None)
 
 
 @functools.lru_cache(maxsize=64)
-def _text_blind_spot(text: str) -> tuple[str, str] | None:
-    """(kind, what the text does) when NVRTC does not see it as nvcc does. Memoised: a check asks
+def _text_blind_spot(text: str) -> str | None:
+    """What the text does that NVRTC does not see as nvcc does, or None. Memoised: a check asks
     for the same text more than once, and an unchanged re-save asks again."""
     if _RTC.search(blank_comments(text)):
-        return RTC_TEXT, f"tests {RTC_MACRO}, so NVRTC and nvcc compile different text"
+        return f"tests {RTC_MACRO}, so NVRTC and nvcc compile different text"
     if host := find_host_code(text, "nvcc"):
-        return HOST, f"has host code: {host[0].what} (line {host[0].line})"
+        return f"has host code: {host[0].what} (line {host[0].line})"
     if clashes := host_name_clashes(text):
-        return NAMES, (
+        return (
             f"declares `{clashes[0]}` at global scope, as the C library headers nvcc includes "
             "by itself do (NVRTC has none)"
         )
     return None
 
 
-def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Iterator[tuple[str, str]]:
-    """(kind, why) for each `#include`, in the file or the project headers it reads, whose header
+def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Iterator[str]:
+    """Why, for each `#include`, in the file or the project headers it reads, whose header
     NVRTC cannot open or does not compile as nvcc does, and each project header with host code or
     `__CUDACC_RTC__`. Angle includes are searched as nvcc searches them: the include folders, not
     the file's own folder (NVRTC would find one there; nvcc would not)."""
@@ -176,22 +173,22 @@ def _include_blind_spots(source: str, path: str, options: CompileOptions) -> Ite
                 # A quoted include found nowhere is missing for both compilers (NVRTC's error is
                 # nvcc's to word), unless the host compiler's or CUDA's search finds it.
                 if not inc.quoted or _system_header(inc.target, options):
-                    yield INCLUDE, f"{who} includes {shown}, {_unseen(inc.target, options)}"
+                    yield f"{who} includes {shown}, {_unseen(inc.target, options)}"
                 continue
             if header in seen:
                 continue
             if len(seen) >= MAX_HEADERS:
-                yield INCLUDE, f"it reads more than {MAX_HEADERS} project headers"
+                yield f"it reads more than {MAX_HEADERS} project headers"
                 return
             seen.add(header)
             scanned = _scan_header(header)
             name = f"{os.path.basename(header)}, which it reads,"
             if scanned is None:
-                yield INCLUDE, f"{who} includes {shown}, which cannot be read"
+                yield f"{who} includes {shown}, which cannot be read"
                 continue
             header_includes, found = scanned
             if found:
-                yield found[0], f"{name} {found[1]}"
+                yield f"{name} {found}"
             todo.append((header_includes, os.path.dirname(header), name))
 
 
@@ -214,9 +211,9 @@ def _unseen(target: str, options: CompileOptions) -> str:
     return "which NVRTC cannot open (the host compiler's headers are nvcc's alone)"
 
 
-def _scan_header(header: str) -> tuple[list, tuple[str, str] | None] | None:
-    """(its includes, (kind, why) NVRTC does not see it as nvcc does) of a project header; None
-    when it cannot be read. Memoised by the header's stamp."""
+def _scan_header(header: str) -> tuple[list, str | None] | None:
+    """(its includes, what it does that NVRTC does not see as nvcc does) of a project header;
+    None when it cannot be read. Memoised by the header's stamp."""
     try:
         st = os.stat(header)
     except OSError:
@@ -225,7 +222,7 @@ def _scan_header(header: str) -> tuple[list, tuple[str, str] | None] | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _scan_file(header: str, mtime_ns: int, size: int) -> tuple[list, tuple[str, str] | None] | None:
+def _scan_file(header: str, mtime_ns: int, size: int) -> tuple[list, str | None] | None:
     text = read_text_prefix(header, MAX_FILE_BYTES)  # a regular file only: never a FIFO
     if text is None:
         return None
@@ -247,10 +244,30 @@ def build_pass(source: str, path: str, options: CompileOptions) -> str:
 
 
 def has_host_code(source: str, path: str, options: CompileOptions) -> bool:
-    """Host code nvcc sees, in the text or a project header it reads."""
-    if find_host_code(source, "nvcc"):
+    """Host code nvcc compiles, in the text or a project header it reads: `main`, a launch, CUDA
+    runtime calls, host containers. A host header alone makes no host code (candle's device-only
+    kernels include <cuda.h>; their build is `nvcc --ptx`)."""
+    if find_host_code(source, "nvcc", includes=False):
         return True
-    return any(kind == HOST for kind, _ in _include_blind_spots(source, path, options))
+    return any(_runs_host_code(h) for h in _project_headers(source, path, options))
+
+
+def _project_headers(source: str, path: str, options: CompileOptions) -> list[str]:
+    return list(include_closure(source, path, tuple(options.include_dirs)))
+
+
+def _runs_host_code(header: str) -> bool:
+    try:
+        st = os.stat(header)
+    except OSError:
+        return False
+    return _header_runs_host_code(header, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _header_runs_host_code(header: str, mtime_ns: int, size: int) -> bool:
+    text = read_text_prefix(header, MAX_FILE_BYTES)  # a regular file only: never a FIFO
+    return text is not None and bool(find_host_code(text, "nvcc", includes=False))
 
 
 # NVRTC's errors that only JIT mode or its lack of nvcc's implicit host headers gives: where no

@@ -124,7 +124,10 @@ def test_the_database_reaches_the_compile_options():
     [
         (KERNEL, {}, "device"),
         (KERNEL + "int main() { k<<<1, 32>>>(nullptr); }\n", {}, "host"),
-        ("#include <vector>\n" + KERNEL, {}, "host"),
+        ("#include <vector>\nstd::vector<float> weights(int n);\n" + KERNEL, {}, "host"),
+        # A host header alone runs no host code: candle's device-only kernels include <cuda.h>
+        # and are built with `nvcc --ptx`.
+        ("#include <cuda.h>\n#include <vector>\n" + KERNEL, {}, "device"),
         (KERNEL, {"build_output": "object"}, "host"),
         (KERNEL, {"host_check": True}, "host"),
         (KERNEL + "int main() {}\n", {"build_output": "ptx"}, "device"),
