@@ -1,17 +1,24 @@
-"""How fast diagnostics come back through the real server, next to the bare compile and nvcc.
+"""How fast diagnostics come back through the real server, next to the bare compilers.
 
-For each sample: didSave -> publishDiagnostics (median, p95 over N saves, each save a real
-compile: a counter comment changes the text), an unchanged re-save (cache hit), the bare NVRTC
-compile of the same text (compile_source, use_cache=False, in this process), and `nvcc -c` when
-nvcc is found. Then host+device files (tests/fixtures/real_projects: cuda-samples, llm.c and vLLM
-style), which go to the nvcc backend: didSave -> publishDiagnostics next to bare `nvcc -cubin` on
-the same text, and the unchanged re-save. Then the server's start-up time to the initialize
-answer and its idle RSS. Everything is measured side by side in one run.
+Each timing is didSave -> the last publishDiagnostics of that version (the check's verdict; a
+first look may be published before it), each save a real compile (a counter comment changes the
+text). Three kinds of file:
 
-    .venv/bin/python benchmarks/diagnostics.py [--saves 30] [--host-saves 10] [--nvcc-runs 2] [--only vector_add]
+- samples NVRTC answers for (compile/verdict.py: it sees what nvcc sees): median and p95 over N
+  saves next to the bare NVRTC compile of the same text (compile_nvrtc, use_cache=False, in this
+  process), an unchanged re-save (cache hit), and `nvcc -c` when nvcc is found;
+- device-only files nvcc decides (tests/fixtures/nvcc_truth/device: <cstdint>, <cmath>, CUB,
+  Thrust, host helpers): next to bare `nvcc -cubin`, the device pass their build runs;
+- host+device files (tests/fixtures/real_projects: cuda-samples, llm.c and vLLM style): next to
+  bare `nvcc -c`, the build's command.
 
-Targets (issue 2): server overhead <= 10 ms over the bare compile; unchanged re-save <= 5 ms;
->= 20x faster than nvcc -c. (Issue 11): host+device save -> diagnostics <= 1.2x bare nvcc -cubin."""
+Saves and bare nvcc runs alternate, so both see the same machine load. Then the server's start-up
+time to the initialize answer and its idle RSS. Everything is measured side by side in one run.
+
+    .venv/bin/python benchmarks/diagnostics.py [--saves 30] [--nvcc-saves 10] [--nvcc-runs 2] [--only vector_add]
+
+Targets (issue 45): a device-only save within bare NVRTC + 10 ms p50 where NVRTC answers, within
+bare nvcc + 10% where nvcc decides; unchanged re-save <= 5 ms (issue 2)."""
 
 from __future__ import annotations
 
@@ -34,7 +41,9 @@ from pygls.lsp.client import LanguageClient
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kernel_lsp.compile import CompileOptions, compile_source, find_toolchain  # noqa: E402
+from kernel_lsp.compile import CompileOptions, find_toolchain  # noqa: E402
+from kernel_lsp.compile.nvrtc import compile_nvrtc  # noqa: E402
+from kernel_lsp.compile.verdict import choose  # noqa: E402
 
 ARCH = "sm_90"
 
@@ -99,7 +108,8 @@ class Bench:
         return startup, self.client._server.pid
 
     async def publish_after(self, uri: str, action, version: int | None) -> float:
-        """Seconds from `action()` to the publication of `uri` at `version`."""
+        """Seconds from `action()` to the last publication of `uri` at `version`: the check's
+        verdict (a first look may come before it; the server has no check in flight after it)."""
         ev = self.events.setdefault(uri, asyncio.Event())
         ev.clear()
         t0 = time.perf_counter()
@@ -107,9 +117,16 @@ class Bench:
         while True:
             await asyncio.wait_for(ev.wait(), 120)
             ev.clear()
-            v, t, _ = self.published[uri]
+            v, _, _ = self.published[uri]
             if version is None or v == version:
-                return t - t0
+                break
+        while (await self.stats())["inFlight"]:
+            await asyncio.sleep(0.01)
+        return self.published[uri][1] - t0
+
+    async def stats(self) -> dict:
+        result = await self.client.protocol.send_request_async("kernelLsp/stats", None)
+        return result if isinstance(result, dict) else result._asdict()
 
     def open(self, path: Path, text: str) -> None:
         self.client.text_document_did_open(
@@ -146,6 +163,19 @@ class Bench:
 HOST_DEVICE = [
     REPO / "tests" / "fixtures" / "real_projects" / name
     for name in ("cuda_samples/vectorAdd.cu", "llmc/layernorm.cu", "vllm_csrc/activation_kernels.cu")
+]
+# Device-only files nvcc decides (clean ones: an error stops both compilers early).
+NVCC_DEVICE = [
+    REPO / "tests" / "fixtures" / "nvcc_truth" / "device" / name
+    for name in (
+        "cstdint_indexing.cu",
+        "cmath_limits.cu",
+        "cpp_type_traits.cu",
+        "c_headers.cu",
+        "cub_block_reduce.cu",
+        "thrust_complex.cu",
+        "host_helpers_beside_kernels.cu",
+    )
 ]
 
 
@@ -188,14 +218,18 @@ async def timed_saves(
 
 
 async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
-    save_times, cached = await timed_saves(b, path, saves)
+    """A sample NVRTC answers for. Saves and bare NVRTC compiles alternate, so both see the same
+    machine load."""
     base = path.read_text()
-    bare_times = []
-    for i in range(max(5, saves // 3)):
+    bare_times: list[float] = []
+
+    def bare(i: int) -> None:
         text = base + f"// bare compile {i}\n"
         t0 = time.perf_counter()
-        compile_source(text, str(path), CompileOptions(arch=ARCH), use_cache=False)
+        compile_nvrtc(text, str(path), CompileOptions(arch=ARCH), use_cache=False)
         bare_times.append(time.perf_counter() - t0)
+
+    save_times, cached = await timed_saves(b, path, saves, bare)
     return {
         "name": str(path.relative_to(path.parents[1])),
         "save_med": statistics.median(save_times),
@@ -206,9 +240,10 @@ async def bench_file(b: Bench, path: Path, saves: int, nvcc_runs: int) -> dict:
     }
 
 
-def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
-    """`nvcc -cubin` on each text, in a copy of the file's folder outside the server's workspace
-    (its includes resolve the same, and the server's watcher does not see the file)."""
+def bare_nvcc_times(path: Path, texts: list[str], mode: str) -> list[float]:
+    """nvcc on each text as the file's build runs it (`mode`: `-c`, or `-cubin` for the device
+    pass), in a copy of the file's folder outside the server's workspace (its includes resolve the
+    same, and the server's watcher does not see the file)."""
     nvcc = find_toolchain().nvcc
     times = []
     with tempfile.TemporaryDirectory() as d:
@@ -218,7 +253,7 @@ def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
             src.write_text(text)
             t0 = time.perf_counter()
             proc = subprocess.run(
-                [nvcc, "-cubin", f"-arch={ARCH}", str(src), "-o", os.path.join(d, "k.cubin")],
+                [nvcc, mode, f"-arch={ARCH}", "-std=c++17", str(src), "-o", os.path.join(d, "k.out")],
                 capture_output=True,
             )
             times.append(time.perf_counter() - t0)
@@ -227,13 +262,14 @@ def bare_cubin_times(path: Path, texts: list[str]) -> list[float]:
     return times
 
 
-async def bench_host_file(b: Bench, path: Path, saves: int) -> dict:
-    """Saves and bare nvcc runs alternate, so both see the same machine load."""
+async def bench_nvcc_file(b: Bench, path: Path, saves: int, mode: str) -> dict:
+    """A file nvcc decides, next to bare nvcc run as its build runs it (`mode`). Saves and bare
+    nvcc runs alternate, so both see the same machine load."""
     base = path.read_text()
     bare_times: list[float] = []
 
     def bare(i: int) -> None:
-        bare_times.extend(bare_cubin_times(path, [base + f"// bare nvcc {i}\n"]))
+        bare_times.extend(bare_nvcc_times(path, [base + f"// bare nvcc {i}\n"], mode))
 
     save_times, cached = await timed_saves(b, path, saves, bare)
     return {
@@ -250,8 +286,12 @@ async def bench_host_file(b: Bench, path: Path, saves: int) -> dict:
 
 async def main_async(args) -> None:
     files = sorted(Path(p) for p in glob.glob(str(REPO / "samples" / "*" / "*.cu")) if "/broken/" not in p)
+    # The samples NVRTC answers for (the others have host code: nvcc decides).
+    files = [f for f in files if choose(f.read_text(), str(f), CompileOptions(arch=ARCH)).backend == "nvrtc"]
+    nvcc_files = [(f, "-cubin") for f in NVCC_DEVICE] + [(f, "-c") for f in HOST_DEVICE]
     if args.only:
         files = [f for f in files if any(o in str(f) for o in args.only)]
+        nvcc_files = [(f, m) for f, m in nvcc_files if any(o in str(f) for o in args.only)]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         copies = []
@@ -263,7 +303,7 @@ async def main_async(args) -> None:
                     shutil.copy(sib, dest.parent / sib.name)
             copies.append(dest)
         # Warm this process' NVRTC so the bare compile is not charged its loading.
-        compile_source(
+        compile_nvrtc(
             "__global__ void w() {}\n", str(root / "w.cu"), CompileOptions(arch=ARCH), use_cache=False
         )
         b = Bench()
@@ -276,19 +316,19 @@ async def main_async(args) -> None:
             rows.append(await bench_file(b, f, args.saves, args.nvcc_runs))
             print(f"  measured {rows[-1]['name']}", file=sys.stderr)
         host_rows = []
-        if args.host_saves > 0 and find_toolchain().problem is None:
-            for f in HOST_DEVICE:
-                dest = root / "host_device" / f.parent.name / f.name
+        if args.nvcc_saves > 0 and find_toolchain().problem is None:
+            for f, mode in nvcc_files:
+                dest = root / "nvcc_decides" / f.parent.name / f.name
                 shutil.copytree(f.parent, dest.parent, dirs_exist_ok=True)
-                host_rows.append(await bench_host_file(b, dest, args.host_saves))
+                host_rows.append({**await bench_nvcc_file(b, dest, args.nvcc_saves, mode), "mode": mode})
                 print(f"  measured {host_rows[-1]['name']}", file=sys.stderr)
-        elif args.host_saves > 0:
-            print(f"host+device files skipped: {find_toolchain().problem}", file=sys.stderr)
+        elif args.nvcc_saves > 0:
+            print(f"files nvcc decides skipped: {find_toolchain().problem}", file=sys.stderr)
         await b.stop()
 
     ms = lambda s: f"{s * 1e3:8.1f}"  # noqa: E731
     head = (
-        f"{'sample':34} {'save->diag med':>14} {'p95':>8} {'bare NVRTC':>10} {'overhead':>9} "
+        f"{'sample (NVRTC answers)':34} {'save->diag med':>14} {'p95':>8} {'bare NVRTC':>10} {'overhead':>9} "
         f"{'re-save':>8} {'nvcc -c':>8} {'nvcc/save':>9}"
     )
     print(f"\nkernel-lsp diagnostics benchmark ({args.saves} saves per sample, times in ms, arch {ARCH})")
@@ -307,32 +347,39 @@ async def main_async(args) -> None:
     print("-" * len(head))
     if host_rows:
         head2 = (
-            f"{'host+device file (nvcc backend)':34} {'save->diag med':>14} {'p10-p90':>13} "
-            f"{'nvcc -cubin':>11} {'p10-p90':>13} {'ratio':>6} {'re-save':>8} {'n':>3}"
+            f"{'file nvcc decides':34} {'save->diag med':>14} {'p10-p90':>13} "
+            f"{'bare nvcc':>11} {'p10-p90':>13} {'ratio':>6} {'re-save':>8} {'n':>3}"
         )
-        print(f"\nhost+device files: didSave -> publishDiagnostics next to bare nvcc -cubin (ms, {ARCH})")
+        print(
+            "\nfiles nvcc decides: didSave -> the last publishDiagnostics next to bare nvcc as the build"
+            f" runs it (-cubin: device-only, -c: host+device; ms, {ARCH})"
+        )
         print(head2)
         print("-" * len(head2))
         span = lambda lo_hi: f"{lo_hi[0] * 1e3:.0f}-{lo_hi[1] * 1e3:.0f}"  # noqa: E731
         for r in host_rows:
             print(
-                f"{r['name']:34} {ms(r['save_med']):>14} {span(r['save_spread']):>13} "
+                f"{r['name'] + ' ' + r['mode']:34} {ms(r['save_med']):>14} {span(r['save_spread']):>13} "
                 f"{ms(r['bare_med']):>11} {span(r['bare_spread']):>13} "
                 f"{r['save_med'] / r['bare_med']:5.2f}x {ms(r['cached_med'])} {r['n']:>3}"
             )
-        host_ratios = [r["save_med"] / r["bare_med"] for r in host_rows]
         host_cached = [r["cached_med"] for r in host_rows]
         print("-" * len(head2))
-        print(
-            f"targets: save->diag <= 1.2x bare nvcc -cubin: median {statistics.median(host_ratios):.2f}x, "
-            f"worst {max(host_ratios):.2f}x | re-save <= 5 ms: worst {max(host_cached) * 1e3:.1f} ms"
-        )
+        for label, mode in (("device-only", "-cubin"), ("host+device", "-c")):
+            ratios_of = [r["save_med"] / r["bare_med"] for r in host_rows if r["mode"] == mode]
+            if ratios_of:
+                print(
+                    f"targets: {label} save->diag <= 1.10x bare nvcc {mode}: median "
+                    f"{statistics.median(ratios_of):.2f}x, worst {max(ratios_of):.2f}x"
+                )
+        print(f"re-save <= 5 ms: worst {max(host_cached) * 1e3:.1f} ms")
     print(f"server start-up to initialize answer: {startup * 1e3:.0f} ms")
     print(
         f"idle RSS: server {rss_server / 1024:.0f} MiB, compile workers {rss_workers / 1024:.0f} MiB in all"
     )
     print(
-        f"targets: overhead <= 10 ms: median {statistics.median(over) * 1e3:.1f} ms, worst {max(over) * 1e3:.1f} ms"
+        f"targets: NVRTC answers: save->diag <= bare NVRTC + 10 ms p50: median overhead "
+        f"{statistics.median(over) * 1e3:.1f} ms, worst {max(over) * 1e3:.1f} ms"
         f" | re-save <= 5 ms: median {statistics.median(cached) * 1e3:.1f} ms, worst {max(cached) * 1e3:.1f} ms"
         + (
             f" | >= 20x faster than nvcc -c: median {statistics.median(ratios):.1f}x, worst {min(ratios):.1f}x"
@@ -346,7 +393,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--saves", type=int, default=30)
     p.add_argument("--nvcc-runs", type=int, default=2)
-    p.add_argument("--host-saves", type=int, default=10, help="saves per host+device file (0: skip them)")
+    p.add_argument("--nvcc-saves", type=int, default=10, help="saves per file nvcc decides (0: skip them)")
     p.add_argument("--only", action="append", help="substring of the sample paths to keep (repeatable)")
     asyncio.run(main_async(p.parse_args()))
 

@@ -76,7 +76,7 @@ class FileCheck:
 
     @property
     def front_end_only(self) -> bool:
-        """A first look: nvcc's front end only, no resources yet."""
+        """A first look (NVRTC's, or nvcc's front end only): the full check's verdict replaces it."""
         return bool(self.results) and all(r.stage == "front-end" for r in self.results)
 
 
@@ -222,9 +222,10 @@ def front_end_check(
     includers: tuple[Includer, ...] = (),
     project: Lookup | None = None,
 ) -> FileCheck | None:
-    """The first look at a file nvcc compiles, for the editor while the full compile runs: the
-    front end's findings for the first arch (no resources), with the file's other findings (launch
-    comments, spec). None when there is nothing quicker to say than the full check (NVRTC files)."""
+    """The first look at a file whose verdict may be nvcc's, for the editor while the full check
+    runs: NVRTC's findings or nvcc's front end's for the first arch (compile_front_end), with the
+    file's other findings (launch comments, spec). None when there is nothing quicker to say than
+    the full check (NVRTC answers alone)."""
     check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), front_end=True)
     if check is None:
         return None
@@ -342,8 +343,8 @@ def compile_all_archs(
 ) -> FileCheck | None:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file. A file
-    without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
-    the first arch only (None when NVRTC compiles the file)."""
+    without an entry of its own (a header) takes `includer`'s. `front_end`: the first look for the
+    first arch only (compile_front_end; None when there is none)."""
     found, options = file_options(path, source, settings, base_dir, project, includer)
     if found.blocking is not None:
         return FileCheck(path, [found.blocking], checked=False)
@@ -354,9 +355,10 @@ def compile_all_archs(
         results = [first]
     else:
         # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        # The host pass, where the build has one, with the first arch only: it is the same for all.
         results = [
             with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
-            for o in options
+            for o in [options[0], *(o.device_pass_only() for o in options[1:])]
         ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):

@@ -27,6 +27,8 @@ DESCRIPTIONS: dict[str, str] = {
     "through local memory (the L1/L2 caches and DRAM), which is slow",
     "host-code": "Host code in a file NVRTC compiles: NVRTC compiles device code only; guard the host "
     "part with #ifndef __CUDACC_RTC__ or let nvcc compile the file (compiler = auto or nvcc)",
+    "needs-nvcc": "A file only nvcc can check (NVRTC does not see it as nvcc does), where nvcc or "
+    "its host compiler is missing: the file was not checked",
     "option": "The compiler rejected its invocation (an option from the settings, the flags or "
     "compile_commands.json)",
     "arch": "A target arch this CUDA cannot compile for",
@@ -101,6 +103,7 @@ CHECK_FAILURES = frozenset(
         "arch",
         "option",
         "host-code",
+        "needs-nvcc",
         "torch",
         "not-checked",
         "timeout",

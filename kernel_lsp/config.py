@@ -72,8 +72,9 @@ class Settings:
     optimizer_rounds: int = 3
     optimizer_candidates: int = 4
     optimizer_proposer: str = "auto"  # "auto" | "llm" | "tune"
-    compiler: str = "auto"  # "auto" | "nvrtc" | "nvcc": auto = NVRTC unless the file has host code
-    host_check: bool = False  # nvcc -c: the host compiler's own errors too
+    # "auto" | "nvrtc" | "nvcc": auto = nvcc's verdict, NVRTC where it sees what nvcc sees
+    compiler: str = "auto"
+    host_check: bool = False  # nvcc -c also for files without host code (files with it get -c anyway)
     # compile_commands.json (or its folder) to use instead of the one found upward from each file
     compile_commands: str | None = None
     optimizer_allow_new_globals: bool = False  # run candidates that add `__device__` variables
@@ -158,6 +159,8 @@ class Settings:
             extended_lambda=project.extended_lambda,
             extra=project.extra,
             std=project.std or base.std,
+            build_output=project.output,
+            database_compiler=project.compiler,
         )
 
 

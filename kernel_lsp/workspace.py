@@ -284,9 +284,10 @@ class Workspace:
         includers: tuple[Includer, ...] = (),
         project: Lookup | None = None,
     ) -> FileCheck | None:
-        """For a file nvcc compiles: its front end's findings for the first arch (no resources),
-        in a fraction of the full compile's time. None when there is nothing quicker to say
-        (NVRTC files, text that is not compiled at all)."""
+        """A first look for the first arch, while the full check runs (compile_front_end): NVRTC's
+        findings where it sees what nvcc sees, else nvcc's front end's (no resources), in a
+        fraction of the full check's time. None when there is nothing quicker to say (NVRTC
+        answers alone, text that is not compiled at all)."""
         settings = self.settings_for(path)
         if text is None:
             source, _ = read_source(path, settings.max_file_bytes)

@@ -2,12 +2,13 @@
 
 from ..advice import for_editor
 from ..codes import DESCRIPTIONS, describe, rule_id, unknown_selectors
-from ..model import CheckStatus, Diagnostic, KernelResources, Severity, format_bytes
+from ..model import CheckStatus, CompileResult, Diagnostic, KernelResources, Severity, format_bytes
 from ..stats import format_seconds
 
 __all__ = [
     "DESCRIPTIONS",
     "CheckStatus",
+    "CompileResult",
     "Diagnostic",
     "KernelResources",
     "Severity",

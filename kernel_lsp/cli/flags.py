@@ -37,13 +37,13 @@ def add_compile_flags(p: argparse.ArgumentParser) -> None:
         "--compiler",
         choices=["auto", "nvrtc", "nvcc"],
         default=None,
-        help="compile backend (default auto: NVRTC for device-only files, nvcc for files with host code)",
+        help="compile backend (default auto: nvcc's verdict, NVRTC first where it sees what nvcc sees)",
     )
     p.add_argument(
         "--host-check",
         action="store_true",
         default=None,
-        help="with nvcc, also compile the host side (nvcc -c) so the host compiler's errors show",
+        help="nvcc -c (the host pass) also for device-only files; files with host code get it anyway",
     )
     p.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from (default: nearest)")
     p.add_argument(

@@ -1,14 +1,13 @@
 """The compile stage: CUDA source → a compiler backend → one compiled artifact (`CompileResult`:
 findings, per-kernel resources, CUBIN, the headers read). Never raises on user input.
 
-Backends: `nvrtc` (device-only files, in process) and `nvcc` (files with host code, options NVRTC
-cannot take; a subprocess). The flag sources, the log parser and the artifact builder are shared
-by every backend.
+Backends: `nvcc` (a subprocess, run as the file's build runs it: its verdict is the truth) and
+`nvrtc` (in process, a tenth of nvcc's time: it answers where it sees what nvcc sees, verdict.py).
+The flag sources, the log parser and the artifact builder are shared by every backend.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import replace
@@ -16,8 +15,8 @@ from dataclasses import replace
 from .. import procs
 from ..model import FAULT_CODES, CompileResult, Diagnostic, Severity, ran_out_of_memory
 from .files import MAX_FILE_BYTES, decode_source, read_source
-from .hostcode import find_host_code
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
+from .jobs import report_preview
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
 from .nvrtc import ask_nvrtc_in_child, check_arch, compile_nvrtc, supported_archs
 from .options import (
@@ -30,6 +29,7 @@ from .options import (
 )
 from .pool import COMPILE_MEMORY_MB, JOB_TIMEOUT_S, WorkerFailed, compile_pool, end_pool, run_isolated
 from .toolchain import find_toolchain
+from .verdict import NEEDS_NVCC, Choice, choose, nvrtc_only_error
 from .versions import nvrtc_version
 
 __all__ = [
@@ -65,47 +65,87 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=64)
-def _has_host_code(source: str) -> bool:
-    """Memoised: an unchanged re-save asks again, and the cache hit should cost ~nothing."""
-    return bool(find_host_code(source))
+def choose_backend(source: str, options: CompileOptions, path: str = "source.cu") -> str:
+    """ "nvrtc" or "nvcc": the compiler that runs first for this text (verdict.py says whose
+    verdict stands). nvcc where it decides and can run; NVRTC otherwise (a missing nvcc or host
+    compiler is then said in the result)."""
+    return _runs_first(choose(source, path, options), options)
 
 
-def choose_backend(source: str, options: CompileOptions) -> str:
-    """ "nvrtc" or "nvcc". With `compiler = auto`: nvcc for text with host code and for options
-    NVRTC 13 rejects, when nvcc and a host compiler are there; NVRTC otherwise (its host-code
-    diagnostic then says what to install)."""
-    if options.compiler in ("nvrtc", "nvcc"):
-        return options.compiler
-    needs_nvcc = options.relaxed_constexpr or options.extended_lambda
-    if not needs_nvcc and not options.default_device:
-        needs_nvcc = _has_host_code(source)
-    if needs_nvcc and find_toolchain(options.extra).problem is None:
+def _runs_first(choice: Choice, options: CompileOptions) -> str:
+    if choice.backend == "nvcc" and (options.compiler == "nvcc" or _nvcc_problem(options) is None):
         return "nvcc"
     return "nvrtc"
 
 
+def _nvcc_problem(options: CompileOptions) -> str | None:
+    return find_toolchain(options.extra).problem
+
+
 def compile_source(source: str, path: str, options: CompileOptions, use_cache: bool = True) -> CompileResult:
-    """Compile one file for one arch with the backend its options and text call for. A define
-    that cannot be passed as written is left out, with an error at the top of the file. Headers no
-    compiler must be handed (a FIFO, a device, a huge file) are errors at their #include. With
-    `compiler = auto`, device-only text that NVRTC fails on because a header it includes has host
-    code (a header of a host+device project) goes to nvcc, as the project builds it."""
+    """Compile one file for one arch and give the verdict nvcc, run as the file's build runs it,
+    gives (verdict.py): NVRTC answers where it sees what nvcc sees and finds nothing wrong; every
+    other verdict is nvcc's. A define that cannot be passed as written is left out, with an error
+    at the top of the file. Headers no compiler must be handed (a FIFO, a device, a huge file) are
+    errors at their #include."""
     if blocked := blocked_includes(source, path, options):
         return CompileResult(path, options.arch, False, blocked)
     options, refused = usable_macros(options)
-    if choose_backend(source, options) == "nvcc":
+    choice = choose(source, path, options)
+    if _runs_first(choice, options) == "nvcc":
         result = compile_nvcc(source, path, options, use_cache)
     else:
         result = compile_nvrtc(source, path, options, use_cache)
-        if (
-            not result.ok
-            and options.compiler == "auto"
-            and any(_has_host_code_on_disk(h) for h in result.includes)
-            and find_toolchain(options.extra).problem is None
-        ):
-            result = compile_nvcc(source, path, options, use_cache)
+        if _has_errors(result) and not choice.nvrtc_alone:
+            problem = _nvcc_problem(options)
+            if problem is None:
+                if choice.nvrtc_first and not _jit_only(result):
+                    report_preview(result)  # the editor shows NVRTC's errors while nvcc decides
+                result = compile_nvcc(source, path, options, use_cache)  # nvcc decides
+            else:
+                result = _without_nvcc(result, choice, problem)
     return _with_refused(_memory_verdict(result), path, refused)
+
+
+def _jit_only(result: CompileResult) -> bool:
+    """NVRTC's result has an error only JIT mode gives: no first look to show."""
+    return any(d.severity == Severity.ERROR and nvrtc_only_error(d.message) for d in result.diagnostics)
+
+
+def _has_errors(result: CompileResult) -> bool:
+    """NVRTC failed on the text (an arch NVRTC does not know is refused before any compiler runs:
+    archs are checked against NVRTC's list whichever compiler decides)."""
+    if any(d.code == "arch" for d in result.diagnostics):
+        return False
+    return not result.ok or any(d.severity == Severity.ERROR for d in result.diagnostics)
+
+
+def _without_nvcc(result: CompileResult, choice: Choice, problem: str) -> CompileResult:
+    """NVRTC's failed verdict where nvcc should decide and cannot run (no nvcc, no host compiler):
+    its errors stand where NVRTC sees what nvcc sees, except those only JIT mode gives; otherwise
+    one error says why nvcc is needed and what to install (NVRTC's host-code finding already says
+    both)."""
+    if any(d.code == "host-code" for d in result.diagnostics):
+        return result
+    errors = [d for d in result.diagnostics if d.severity == Severity.ERROR]
+    if choice.nvrtc_first:
+        false = [d for d in errors if nvrtc_only_error(d.message)]
+        if not false:
+            return result
+        why = f"NVRTC (JIT mode) reports `{false[0].message}` (line {false[0].line}), which nvcc may not"
+    else:
+        false = errors
+        why = f"NVRTC does not see this file as nvcc does: {choice.why_nvcc}"
+    found = Diagnostic(
+        result.path,
+        1,
+        1,
+        Severity.ERROR,
+        f"{why}; nvcc decides, and cannot run here: {problem}",
+        code=NEEDS_NVCC,
+        source="kernel-lsp",
+    )
+    return replace(result, diagnostics=[found, *(d for d in result.diagnostics if d not in false)])
 
 
 def _with_refused(result: CompileResult, path: str, refused: list[str]) -> CompileResult:
@@ -118,30 +158,26 @@ def _with_refused(result: CompileResult, path: str, refused: list[str]) -> Compi
     return replace(result, diagnostics=found + result.diagnostics)  # a copy: the caches hold `result`
 
 
-def _has_host_code_on_disk(header: str) -> bool:
-    try:
-        st = os.stat(header)
-    except OSError:
-        return False
-    return _file_has_host_code(header, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _file_has_host_code(path: str, mtime_ns: int, size: int) -> bool:
-    """Memoised by the file's stamp: a header is read again only when it changes."""
-    source, _ = read_source(path)
-    return source is not None and bool(find_host_code(source))
-
-
 def compile_front_end(source: str, path: str, options: CompileOptions) -> CompileResult | None:
-    """A first look at a file nvcc compiles: its front end's findings, no resources (a full
-    result already cached comes back whole). None for a file NVRTC compiles (it is quick)."""
+    """A first look for the editor while the full check runs, where nvcc decides: NVRTC's result
+    where it sees what nvcc sees (a database entry that runs nvcc), else nvcc's front end alone
+    (its findings, no resources; a full result already cached comes back whole); nvcc's verdict
+    replaces it. None where there is nothing quicker to say than the full check: NVRTC answers
+    (the full check itself reports its errors first, `report_preview`, while nvcc decides), nvcc
+    cannot run, or NVRTC's look shows an error only JIT mode gives."""
     if blocked_includes(source, path, options):
         return None  # the full check says so at once
     options, refused = usable_macros(options)
-    if choose_backend(source, options) != "nvcc":
+    choice = choose(source, path, options)
+    if choice.backend == "nvrtc" or (options.compiler != "nvcc" and _nvcc_problem(options) is not None):
         return None
-    result = compile_nvcc(source, path, options, stage=FRONT_END)
+    if choice.nvrtc_first:
+        result = compile_nvrtc(source, path, options)
+        if _jit_only(result):
+            return None
+        result = replace(result, stage=FRONT_END)
+    else:
+        result = compile_nvcc(source, path, options, stage=FRONT_END)
     return _with_refused(_memory_verdict(result), path, refused)
 
 

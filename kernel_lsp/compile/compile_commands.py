@@ -51,6 +51,11 @@ class CommandFlags:
     file: str = ""  # the entry's file (another file's, when borrowed)
     database: str = ""  # the compile_commands.json it came from
     problem: str | None = None  # why the entry cannot be used (a response file that is a FIFO)
+    # The compiler the build runs (its program's name, "nvcc", "clang++"; a launcher such as ccache
+    # skipped) and what it makes of the file: "object" (-c, -dc, or nvcc compiling and linking:
+    # the host pass runs), "cubin", "fatbin", "ptx" (the device pass alone), "" (not said).
+    compiler: str = ""
+    output: str = ""
 
 
 @dataclass
@@ -415,6 +420,24 @@ _DROP_WITH_VALUE = frozenset(
 )
 _OPTIONS_FILE = ("--options-file", "-optf")
 
+# What a build makes of the file, by the flag that says so (nvcc's spellings; clang's -c too).
+_OUTPUT_FLAGS = {
+    "-c": "object",
+    "--compile": "object",
+    "-dc": "object",
+    "--device-c": "object",
+    "-dw": "object",
+    "--device-w": "object",
+    "-cubin": "cubin",
+    "--cubin": "cubin",
+    "-fatbin": "fatbin",
+    "--fatbin": "fatbin",
+    "-ptx": "ptx",
+    "--ptx": "ptx",
+}
+# Programs that run the compiler named after them (`ccache nvcc ...`).
+_LAUNCHERS = frozenset({"ccache", "sccache", "distcc", "icecc", "buildcache"})
+
 # `--name[=value]` flags that NVRTC and nvcc both take and that change what ptxas reports.
 _SHARED_CODEGEN = {
     "maxrregcount": "--maxrregcount",
@@ -445,6 +468,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
     std: str | None = None
     relaxed = lam = False
     responses = 0
+    output = ""
 
     def absolute(p: str) -> str:
         return os.path.normpath(os.path.join(directory, os.path.expanduser(p)))
@@ -459,6 +483,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
                 archs.append(arch)
 
     queue = list(args[1:])  # args[0] is the compiler
+    compiler = _compiler_name(args)
     i = 0
     while i < len(queue):
         a = queue[i]
@@ -528,6 +553,10 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
                 extra.append(f"--pre-include={absolute(v)}")
         elif a in _DROP_WITH_VALUE:
             i += 1
+        elif a in _OUTPUT_FLAGS:
+            output = _OUTPUT_FLAGS[a]
+            if a in ("-dc", "--device-c"):
+                extra.append("--relocatable-device-code=true")
         elif (flag := _shared_codegen(a, queue, i)) is not None:
             text, used = flag
             i += used
@@ -544,10 +573,25 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         relaxed_constexpr=relaxed,
         extended_lambda=lam,
         archs=tuple(archs),
-        extra=tuple(extra),
+        extra=tuple(dict.fromkeys(extra)),
         file=file,
         database=db_path,
+        compiler=compiler,
+        # nvcc without a flag that stops it compiles and links: its host pass runs.
+        output=output or ("object" if compiler == "nvcc" else ""),
     )
+
+
+def _compiler_name(args: list[str]) -> str:
+    """The name of the compiler a command runs (`/usr/local/cuda/bin/nvcc` -> `nvcc`), past a
+    launcher (`ccache nvcc`)."""
+    for a in args[:2]:
+        name = os.path.basename(a)
+        if name.endswith(".exe"):
+            name = name[: -len(".exe")]
+        if name not in _LAUNCHERS:
+            return name
+    return ""
 
 
 def _flag_value(a: str, following: str | None, prefixes: tuple[str, ...]) -> tuple[str | None, int]:
@@ -568,8 +612,6 @@ def _shared_codegen(a: str, queue: list[str], i: int) -> tuple[str, int] | None:
     name, eq, v = a.lstrip("-").partition("=")
     if name == "rdc":
         name = "relocatable-device-code"
-    if name == "dc":
-        return "--relocatable-device-code=true", 0
     canonical = _SHARED_CODEGEN.get(name)
     if canonical is None:
         return None

@@ -45,9 +45,26 @@ HOST_HEADERS = frozenset(
         "cassert",
         "assert.h",
         "cuda_runtime.h",
+        "cuda_runtime_api.h",
         "cuda.h",
+        "cuda_profiler_api.h",
+        "nvrtc.h",
+        # The host APIs of NVIDIA's libraries (their device APIs, curand_kernel.h, are not here).
+        "cublas.h",
         "cublas_v2.h",
+        "cublas_api.h",
+        "cublasLt.h",
+        "cublasXt.h",
+        "cufft.h",
+        "cufftXt.h",
+        "cufftw.h",
         "curand.h",
+        "cusparse.h",
+        "cusparse_v2.h",
+        "cusolverDn.h",
+        "cusolverSp.h",
+        "cudnn.h",
+        "nccl.h",
     ]
 )
 
@@ -66,6 +83,8 @@ _MARKERS = [
     (re.compile(r"<<<"), "a `<<<...>>>` launch"),
     (re.compile(r"\bstd::(vector|cout|cerr|string|map|thread)\b"), None),
 ]
+# Text every marker holds.
+_MARKER_WORDS = re.compile(r"main|cuda|<<<|std::")
 _INCLUDE = re.compile(r"^\s*#\s*include\s*<([^>]+)>")
 _RTC = r"__CUDACC_RTC__"
 
@@ -77,13 +96,18 @@ class HostCodeUse:
     what: str
 
 
-def find_host_code(source: str) -> list[HostCodeUse]:
+def find_host_code(source: str, compiler: str = "nvrtc", includes: bool = True) -> list[HostCodeUse]:
+    """The host code `compiler` sees: NVRTC skips what `#ifndef __CUDACC_RTC__` guards, nvcc
+    what `#ifdef __CUDACC_RTC__` guards. `includes` False: host code the file runs (`main`, a
+    launch, CUDA runtime calls, host containers), not the host headers it includes (candle's
+    device-only kernels include <cuda.h>)."""
     code = blank_comments_keep_strings(source)
     found: list[HostCodeUse] = []
     # One entry per open #if: "host" (NVRTC skips it), "rtc" (only NVRTC sees it) or "other".
     stack: list[str] = []
+    unseen = "host" if compiler == "nvrtc" else "rtc"
     for lineno, text in enumerate(code.splitlines(), start=1):
-        d = re.sub(r"^\s*#\s*", "#", text)
+        d = re.sub(r"^\s*#\s*", "#", text) if "#" in text else text
         if d.startswith("#"):
             d = d[1:]
             if re.match(rf"ifndef\s+{_RTC}\b|if\s+!\s*defined\s*\(?\s*{_RTC}", d):
@@ -93,16 +117,18 @@ def find_host_code(source: str) -> list[HostCodeUse]:
             elif d.startswith("if"):
                 stack.append("other")
             elif (d.startswith("else") or d.startswith("elif")) and stack:
-                stack[-1] = {"host": "other", "rtc": "host"}.get(stack[-1], stack[-1])
+                stack[-1] = {"host": "rtc", "rtc": "host"}.get(stack[-1], stack[-1])
             elif d.startswith("endif") and stack:
                 stack.pop()
             if not d.startswith("include"):
                 continue
-        if "host" in stack:
+        if unseen in stack:
             continue
-        m = _INCLUDE.match(text)
+        m = _INCLUDE.match(text) if includes else None
         if m and (m.group(1).strip() in HOST_HEADERS or m.group(1).strip().startswith(HOST_HEADER_FOLDERS)):
             found.append(HostCodeUse(lineno, m.start(1), f"`#include <{m.group(1).strip()}>`"))
+            continue
+        if not _MARKER_WORDS.search(text):  # most lines: one scan instead of one per marker
             continue
         for pattern, what in _MARKERS:
             for hit in pattern.finditer(text):

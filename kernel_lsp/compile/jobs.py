@@ -58,6 +58,15 @@ def report_phase(phase: str) -> None:
             _phase_conn.send(("phase", phase))
 
 
+def report_preview(value: Any) -> None:
+    """In a worker: hand the job's submitter something to show before the result (NVRTC's
+    errors while nvcc decides); the pool passes it to the job's `on_preview`, if it has one. A
+    no-op outside a worker."""
+    if _phase_conn is not None:
+        with contextlib.suppress(Exception):  # a value that does not pickle is no preview
+            _phase_conn.send(("preview", value))
+
+
 def _serve(conn: Connection, stderr_path: str) -> None:
     try:
         _serve_jobs(conn, stderr_path)
@@ -112,6 +121,7 @@ class _Job:
     timeout_s: float
     memory_bytes: int
     future: Future
+    on_preview: Callable[[Any], None] | None = None
 
 
 class _Worker:
@@ -219,16 +229,24 @@ class WorkerPool:
         with self._lock:
             return [w.process.pid for w in [*self._idle, *self._busy.values()] if w.process.pid]
 
-    def submit(self, fn: Callable, args: tuple, timeout_s: float, memory_bytes: int = 0) -> Future:
+    def submit(
+        self,
+        fn: Callable,
+        args: tuple,
+        timeout_s: float,
+        memory_bytes: int = 0,
+        on_preview: Callable[[Any], None] | None = None,
+    ) -> Future:
         """`fn(*args)` in a worker, killed after `timeout_s` from when a worker got it, with an
         address-space limit of `memory_bytes` (0: none). `fn` must be importable (a module-level
-        function)."""
+        function). `on_preview`: called on the pool's thread with what the job reports
+        (`report_preview`) before its result, which comes after it."""
         future: Future = Future()
         with self._lock:
             if self._closing:
                 future.set_result(JobFailed("closed"))
                 return future
-            self._todo.append(_Job(fn, args, timeout_s, memory_bytes, future))
+            self._todo.append(_Job(fn, args, timeout_s, memory_bytes, future, on_preview))
         self._wake()
         return future
 
@@ -355,6 +373,11 @@ class WorkerPool:
             return
         if message[0] == "phase":
             w.phase = message[1]
+            return
+        if message[0] == "preview":
+            if job.on_preview is not None:
+                with contextlib.suppress(Exception):  # the submitter's callback must not stop the pool
+                    job.on_preview(message[1])
             return
         with self._lock:
             self._busy.pop(w.conn, None)

@@ -29,6 +29,7 @@ from .files import MAX_FILE_BYTES, read_regular
 from .nvcc_args import NvccArgs
 from .options import CompileOptions
 from .toolchain import Toolchain, find_toolchain
+from .verdict import build_pass
 
 # nvcc on a large file takes seconds; one that takes this long is stuck (or a template recursion
 # without end) and is killed with everything it started. The `compileTimeoutSeconds` setting
@@ -126,6 +127,35 @@ def nvcc_flags(path: str, options: CompileOptions, toolchain: Toolchain, safe: N
         elif target := safe.path(flag.removeprefix(PRE_INCLUDE)):  # a project's file: a path too
             flags.append(PRE_INCLUDE + target)
     return flags
+
+
+def _in_generated_code(found: list[Diagnostic], tmp: str, path: str) -> list[Diagnostic]:
+    """Findings in the files nvcc generates in its temporary folder (the host pass's
+    `*.cudafe1.stub.c`: the host compiler can reject the launch stubs nvcc writes for a kernel)
+    belong to the file they were generated for, at its top, naming where they were; each once."""
+    out: list[Diagnostic] = []
+    for d in found:
+        if d.header_copy and d.related and d.related[0][0].startswith(tmp):
+            continue  # the copy at the #include: the finding itself is moved to the file
+        if d.path.startswith(tmp):
+            where = f"{os.path.basename(d.path)}:{d.line}"
+            message = f"in the host code nvcc generates for this file ({where}): {d.message}"
+            d = replace(d, path=path, line=1, col=1, end_col=0, message=message)
+        if d not in out:
+            out.append(d)
+    return out
+
+
+def _not_run_by_a_ptx_build(d: Diagnostic) -> Diagnostic:
+    """A ptxas error where the file's build is `nvcc --ptx`: that build stops before ptxas and
+    succeeds; the driver runs ptxas when it loads the PTX, and fails there. A warning that says so."""
+    if d.source != "ptxas" or d.severity != Severity.ERROR:
+        return d
+    return replace(
+        d,
+        severity=Severity.WARNING,
+        message=f"{d.message} (ptxas; this file's build, nvcc --ptx, does not run it: loading its PTX will fail)",
+    )
 
 
 def _line_directive(path: str) -> str:
@@ -287,8 +317,11 @@ def _compile_in_temp_dir(
             # -ptx stops before ptxas; cicc's -lto writes the unoptimised IR, so the optimizer and
             # the code generator never run. The front end (and its CUDA call checks) runs whole.
             mode = ["-ptx", "-Xcicc", "-lto", "-o", os.path.join(tmp, stem + ".ir")]
-        elif options.host_check:
-            # -c also runs the host compiler; --keep leaves the device CUBIN next to the object.
+        elif build_pass(source, path, options) == "host":
+            # As the build runs it (a file with host code, a database entry that makes an object):
+            # -c also runs the host pass (cudafe++ and the host compiler: host-only errors, such as
+            # an `#if __CUDA_ARCH__ < 600` redefinition); --keep leaves the device CUBIN next to
+            # the object.
             keep = os.path.join(tmp, "keep")
             os.mkdir(keep)
             mode = ["-c", "-o", os.path.join(tmp, stem + ".o"), "--keep", "--keep-dir", keep]
@@ -329,7 +362,7 @@ def _compile_in_temp_dir(
         if ok and stage == FULL and os.path.isfile(cubin_path):
             with open(cubin_path, "rb") as f:
                 cubin = f.read()
-        if ok and with_object is not None and options.host_check:
+        if ok and with_object is not None and "-c" in mode:
             with_object(os.path.join(tmp, stem + ".o"))
     # nvcc names the temporary file in a few lines of its own ("... in the compilation of"), and
     # a mirrored header's neighbours by their links.
@@ -338,6 +371,9 @@ def _compile_in_temp_dir(
         log = log.replace(mirrored, real)
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
     result.stage = stage
+    result.diagnostics = _in_generated_code(result.diagnostics, tmp + os.sep, path)
+    if options.build_output == "ptx":
+        result.diagnostics = [_not_run_by_a_ptx_build(d) for d in result.diagnostics]
     # A header checked on its own is the main file here; its include guard is not a finding.
     result.diagnostics = [d for d in result.diagnostics if d.message != "#pragma once in main file"]
     result.diagnostics += [
@@ -352,7 +388,7 @@ def _compile_in_temp_dir(
         )
         for p in safe.dropped
     ]
-    if not ok and not any(d.severity == Severity.ERROR for d in result.diagnostics):
+    if not ok and not any(d.severity == Severity.ERROR or d.source == "ptxas" for d in result.diagnostics):
         how = f"was killed by signal {-code}" if code < 0 else f"failed (exit code {code})"
         result.diagnostics.append(
             Diagnostic(

@@ -27,10 +27,17 @@ class CompileOptions:
     extended_lambda: bool = False  # --extended-lambda
     extra: tuple[str, ...] = ()  # more flags for the backend, passed as they are
     std: str = "c++17"
-    # "auto": NVRTC for device-only text, nvcc for text with host code.
+    # "auto": nvcc's verdict, with NVRTC answering where it sees what nvcc sees (compile/verdict.py).
     compiler: str = "auto"
-    # With nvcc: also compile the host side (`nvcc -c`), so the host compiler's own errors show.
+    # With nvcc: compile the host side too (`nvcc -c`), also for a file without host code.
     host_check: bool = False
+    # What the file's build makes of it (compile_commands.json): "object" (`-c`: the host pass
+    # runs), "cubin", "fatbin", "ptx" (the device pass alone), "device" (the device pass: an arch
+    # after the first, whose host pass the first arch's compile ran), "" (from the text: `-c` for a
+    # file with host code, the device pass for a device-only one).
+    build_output: str = ""
+    # The compiler the file's compile_commands.json entry runs ("nvcc": nvcc decides).
+    database_compiler: str = ""
     # nvcc's time limit in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S or 60). Not part of what a
     # result means: equal options and cache keys whatever it is (a result that ran out of time
     # is never cached).
@@ -43,6 +50,12 @@ class CompileOptions:
         if arch is None or self.arch.rstrip("af") == arch:
             return self
         return replace(self, arch=arch)
+
+    def device_pass_only(self) -> CompileOptions:
+        """These options for an arch after the first of a check: the first arch's compile runs
+        the host pass where the build has one (it is the same for every arch), so this one runs
+        nvcc's device pass alone."""
+        return self if self.build_output == "ptx" else replace(self, build_output="device")
 
 
 # `-DNAME`, `-DNAME=value`, `-DNAME(a, b)=body`: what the preprocessor takes as a macro name.

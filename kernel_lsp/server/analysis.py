@@ -15,10 +15,13 @@ Invariants:
 - The compile workers end after `worker_idle_s` without a check (they hold ~130 MB each with
   NVRTC loaded) and start again with the next check; all but one end after `WORKER_SHRINK_S`
   idle (jobs.py), and each gives its freed heap back after a job.
-- An open file nvcc compiles gets a first look: nvcc's front end alone runs beside the full
-  compile and its findings are published as soon as they land, where the front end is well under
-  the full compile (learned per file); the full result (resources, ptxas findings) replaces it.
-  `--check` uses the full result only.
+- Two phases for an open file: where NVRTC answers first (compile/verdict.py), the full check
+  itself reports NVRTC's errors as a preview while nvcc decides (`report_preview`), published at
+  once; where nvcc decides, a first look runs beside the full check: NVRTC's result where NVRTC
+  sees what nvcc sees (a database entry running nvcc), else nvcc's front end alone, where it is
+  well under the full compile (learned per file). Never one with an error only JIT mode gives.
+  The full result (nvcc's verdict, resources, ptxas findings) replaces it, so no NVRTC-only error
+  stands. `--check` uses the full result only.
 - A newer text cancels the compile in flight: its token file is created and the worker kills
   nvcc's process group within a tenth of a second; the newest text is checked after the burst.
 """
@@ -57,7 +60,7 @@ from ..api.checks import (
     spec_owners,
     warm_up,
 )
-from ..api.model import Diagnostic, KernelResources
+from ..api.model import CompileResult, Diagnostic, KernelResources
 from ..api.sources import spec_path_for
 from ..workspace import CheckRequest, Workspace
 
@@ -125,8 +128,10 @@ class Analysis:
         self._inflight: dict[str, tuple[Snapshot, str]] = {}
         self._cancel_dir: str | None = None
         self._token_serial = 0
-        # Files whose last check used NVRTC only: their first phase would say nothing new.
+        # Files whose last check NVRTC answered first (its verdict, or its errors shown while nvcc
+        # decided, `_publish_preview`): a first look of their own would say nothing sooner.
         self._nvrtc_only: set[str] = set()
+        self._nvrtc_first: set[str] = set()  # of those, the ones whose last check had a preview
         # path -> (front end s, full compile s) of its last clean check: where the front end is
         # most of the compile (CUB's headers), a first look beside the full compile only slows it.
         self._phase_times: dict[str, tuple[float, float]] = {}
@@ -335,7 +340,7 @@ class Analysis:
                 self._cache[key] = check
             if check.results:
                 self.nvrtc_used = self.nvrtc_used or any(r.compiler == "nvrtc" for r in check.results)
-                if all(r.compiler == "nvrtc" for r in check.results):
+                if all(r.compiler == "nvrtc" for r in check.results) or path in self._nvrtc_first:
                     self._nvrtc_only.add(path)
                 else:
                     self._nvrtc_only.discard(path)
@@ -357,8 +362,8 @@ class Analysis:
     async def _compile(
         self, path: str, snap: Snapshot, settings: Settings, job: tuple[CheckRequest, Workspace], token: str
     ) -> FileCheck | None:
-        """The full check in a worker, and beside it (for files nvcc compiles) the front end alone,
-        published as soon as it lands. None when a newer text cancelled it."""
+        """The full check in a worker, and beside it (for files whose verdict may be nvcc's) a
+        first look, published as soon as it lands. None when a newer text cancelled it."""
         deadline_s, memory = job_deadline(settings), settings.compile_memory_bytes
         pool = self._executor()
         # The first phase is queued first: with one free worker it still comes first. A first
@@ -366,7 +371,14 @@ class Analysis:
         first = None
         if snap.version is not None and self._first_look_pays(path):
             first = asyncio.wrap_future(pool.submit(front_end_job, job, deadline_s, memory))
-        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory))
+        loop = asyncio.get_running_loop()
+        previews: list[CompileResult] = []
+
+        def on_preview(found: object) -> None:  # the pool's thread; the result comes after it
+            if isinstance(found, CompileResult) and snap.version is not None:
+                loop.call_soon_threadsafe(self._publish_preview, path, snap, found, previews)
+
+        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory, on_preview))
         front_s = None
         if first is not None:
             await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
@@ -387,12 +399,32 @@ class Analysis:
         if any(r.cancelled for r in result.results):
             return None
         self._time_phases(path, result, front_s)
+        if previews:
+            self._nvrtc_first.add(path)
+        else:
+            self._nvrtc_first.discard(path)
         return result
 
+    def _publish_preview(
+        self, path: str, snap: Snapshot, found: CompileResult, previews: list[CompileResult]
+    ) -> None:
+        """NVRTC's errors, reported by the full check while nvcc decides (compile_source): the
+        first of a check, for the file itself (not an includer compiled for a header's context),
+        and only for the text the editor still has; nvcc's verdict replaces it."""
+        if previews or os.path.normpath(found.path) != os.path.normpath(path):
+            return
+        previews.append(found)
+        current = self._snapshot(path)
+        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+            return
+        self.first_looks += 1
+        self.set_findings(path, found.diagnostics)
+
     def _first_look_pays(self, path: str) -> bool:
-        """A first look is worth a worker and a core when the front end is well under the full
-        compile (templates that are slow to generate code for), not when it is most of it (a
-        file that includes CUB and instantiates little). NVRTC files have none."""
+        """A first look is worth a worker and a core when it is well under the full check
+        (templates that are slow to generate code for; NVRTC before nvcc), not when it is most of
+        it (a file that includes CUB and instantiates little). A file NVRTC alone answered last
+        time has none (its full check is as quick)."""
         if path in self._nvrtc_only:
             return False
         front_s, full_s = self._phase_times.get(path, (0.0, 0.0))

@@ -177,7 +177,8 @@ async def test_push_for_captured_clients_without_pull(client: LanguageClient, wo
 async def test_status_notification_and_stats(client: LanguageClient, workspace):
     await start(client, workspace)
     u = open_file(client, workspace / "broken" / "error.cu")
-    await diagnostics(client, u)
+    # The verdict (nvcc's: NVRTC's first look may come before it).
+    await diagnostics(client, u, lambda ds: bool(ds) and ds[0].source == "kernel-lsp (nvcc)")
     s = await stats(client)
     # The workspace watcher may check the other files too; this one was checked at least once.
     assert s["compiles"] >= 1 and s["checkedFiles"] >= 1
@@ -256,7 +257,9 @@ async def test_spec_that_never_returns_is_stopped_and_the_server_goes_on(impatie
     client = impatient_client
     (tmp_path / "vadd.cu").write_text(VADD)
     (tmp_path / "vadd.spec.py").write_text("while True:\n    pass\n")
-    (tmp_path / "other.cu").write_text("__global__ void k(float* x) { x[0] = y; }\n")
+    # A finding NVRTC answers for alone (an error goes on to nvcc, which a loaded machine may not
+    # finish within this server's 4 s job deadline).
+    (tmp_path / "other.cu").write_text("__global__ void k(float* x) { int y = 0; x[0] = 1; }\n")
     await start(client, tmp_path)
     open_file(client, tmp_path / "vadd.cu")
     # (The start-up walk may first publish what a static read of the spec shows.)
@@ -273,7 +276,7 @@ async def test_spec_that_never_returns_is_stopped_and_the_server_goes_on(impatie
     other = await diagnostics(
         client,
         uri(tmp_path / "other.cu"),
-        until=lambda ds: any('"y" is undefined' in d.message for d in ds),
+        until=lambda ds: any('"y" was declared but never referenced' in d.message for d in ds),
         timeout=60,
     )
-    assert any('"y" is undefined' in d.message for d in other)
+    assert any('"y" was declared but never referenced' in d.message for d in other)

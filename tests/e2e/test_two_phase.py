@@ -1,7 +1,8 @@
 """Two phases for a file nvcc compiles, through the real server: the front end's findings are
 published while the full compile still runs, and a newer text cancels the compile in flight
 (its nvcc process group is killed). The server's nvcc here is a stand-in that makes the full
-compile (`-cubin`) slow while a marker file exists and otherwise runs the real nvcc."""
+compile (`-cubin`, or `-c` for a file with host code) slow while a marker file exists and
+otherwise runs the real nvcc."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ if TOOLCHAIN.nvcc:
     nvcc = STAND_IN / "bin" / "nvcc"
     nvcc.write_text(
         "#!/bin/sh\n"
-        'case " $* " in *" -cubin "*)\n'
+        'case " $* " in *" -cubin "*|*" -c "*)\n'
         f'  echo $$ >> "{FULL_PIDS}"\n'
         f'  if [ -e "{SLOW}" ]; then sleep 120; fi;;\n'
         "esac\n"

@@ -85,7 +85,7 @@ def test_quiet_prints_the_findings_only(capsys, tmp_path):
     code, out, _ = run(capsys, "-q", str(tmp_path))
     assert code == 1
     (line,) = lines(out)
-    assert line.endswith('error: identifier "nope" is undefined [nvrtc]')
+    assert line.endswith('error: identifier "nope" is undefined [nvcc]')  # nvcc decides errors
     # JSON is a document: --quiet changes nothing in it.
     code, out, _ = run(capsys, "-q", "--format", "json", str(tmp_path))
     assert json.loads(out)["summary"]["errors"] == 1
@@ -97,7 +97,7 @@ def test_output_file_takes_the_report_and_stdout_stays_empty(capsys, tmp_path):
     code, out, _ = run(capsys, "--format", "sarif", "--output-file", str(target), str(tmp_path / "bad.cu"))
     assert (code, out) == (1, "")
     results = json.loads(target.read_text())["runs"][0]["results"]
-    assert [r["ruleId"] for r in results] == ["nvrtc-error"]
+    assert [r["ruleId"] for r in results] == ["nvcc-error"]
     code, out, _ = run(capsys, "-o", str(tmp_path / "out.txt"), str(tmp_path / "bad.cu"))
     assert code == 1 and out == "" and "1 error(s)" in (tmp_path / "out.txt").read_text()
     # A report that cannot be written is the tool failing, with a message.

@@ -69,7 +69,26 @@ def test_the_dropped_flags_leave_nothing_behind():
     f = parse(
         "nvcc -c a.cu -o x.o -O3 -g -G -MD -MF x.d -Xptxas -v -Xcompiler -Wall -t 4 -ccbin g++ -lineinfo"
     )
-    assert f == cc.CommandFlags()
+    # What is kept of it: the compiler and what it makes (-c: an object, so the host pass runs).
+    assert f == cc.CommandFlags(compiler="nvcc", output="object")
+
+
+@pytest.mark.parametrize(
+    ("command", "compiler", "output"),
+    [
+        ("/usr/local/cuda/bin/nvcc -c a.cu -o a.o", "nvcc", "object"),
+        ("nvcc a.cu -o app", "nvcc", "object"),  # compiled and linked: the host pass runs
+        ("ccache /opt/cuda/bin/nvcc --ptx a.cu -o a.ptx", "nvcc", "ptx"),
+        ("nvcc -cubin -arch=sm_90 a.cu", "nvcc", "cubin"),
+        ("nvcc --fatbin a.cu", "nvcc", "fatbin"),
+        ("nvcc -dc a.cu", "nvcc", "object"),
+        ("clang++ -x cuda --cuda-gpu-arch=sm_80 -c a.cu", "clang++", "object"),
+        ("clang++ -x cuda a.cu", "clang++", ""),  # clang says nothing of a host pass without -c
+    ],
+)
+def test_the_compiler_and_what_it_makes_are_kept(command, compiler, output):
+    f = parse(command)
+    assert (f.compiler, f.output) == (compiler, output)
 
 
 def test_arguments_and_command_agree(tmp_path):

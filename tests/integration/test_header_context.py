@@ -176,3 +176,17 @@ def test_watch_mode_checks_a_header_through_its_includer(tmp_path):
         session.close()
     assert "checked as included by kernels.cu" in out.getvalue()
     assert session.state[header].errors == 0 and session.exit_code() == 0
+
+
+def test_a_header_nvcc_compiles_alone_carries_no_context_note(tmp_path):
+    """A header with a standard include compiles alone under nvcc (its verdict): no note that it
+    does not compile on its own (NVRTC's `cannot open source file "cstdint"` said so), and no
+    finding; checked through its includer or alone alike."""
+    header = tmp_path / "gather.cuh"
+    header.write_text(
+        "#pragma once\n#include <cstdint>\n"
+        "__global__ void gather(const float* x, const int64_t* ids, float* y) { y[threadIdx.x] = x[ids[threadIdx.x]]; }\n"
+    )
+    (tmp_path / "ops.cu").write_text('#include "gather.cuh"\n')
+    check = check_path(str(header), SETTINGS, includers=((str(tmp_path / "ops.cu"), None),))
+    assert check.diagnostics == [] and [k.name for k in check.kernels] == ["gather"]

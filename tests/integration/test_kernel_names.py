@@ -11,6 +11,7 @@ import pytest
 
 from kernel_lsp.cli import main
 from kernel_lsp.compile import CompileOptions, compile_source, find_toolchain
+from kernel_lsp.model import Severity
 from kernel_lsp.source import find_kernels
 
 FILE = Path(__file__).parents[1] / "fixtures" / "real_projects" / "device_only" / "overloads_and_instances.cu"
@@ -128,7 +129,11 @@ def test_every_kernel_nvcc_emits_is_named_without_its_symbol(name):
     # Function and member pointers as template arguments, lambdas, CUB's policy types: each
     # kernel by its readable instance, the symbol kept in `mangled` only.
     path = MANGLED / name
-    result = compile_source(path.read_text(), str(path), CompileOptions(arch="sm_90", extended_lambda=True))
+    # As a device-only build (`nvcc -cubin`) makes them: nvcc -c cannot build pointer_args.cu,
+    # whose host pass rejects the launch stub nvcc writes for `read_table<&ops::table>`
+    # (test_the_host_pass_of_nvccs_own_stubs_is_the_files_error).
+    options = CompileOptions(arch="sm_90", extended_lambda=True, build_output="cubin")
+    result = compile_source(path.read_text(), str(path), options)
     assert result.ok and result.compiler == "nvcc", result.diagnostics
     corpus = set((MANGLED / "symbols.txt").read_text().split())
     assert result.kernels and {k.mangled for k in result.kernels} <= corpus
@@ -210,3 +215,20 @@ def test_the_text_and_json_reports_and_hover_show_the_namespace(capsys):
     result = compile_source(NAMESPACES_FILE.read_text(), str(NAMESPACES_FILE), CompileOptions(arch="sm_90"))
     fill = [k for k in result.kernels if k.source_function == "fill"]
     assert resources_markdown("fill", fill, "nvrtc").startswith("**`ops::fill<4>`**")
+
+
+@pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc backend unavailable")
+def test_the_host_pass_of_nvccs_own_stubs_is_the_files_error():
+    """`nvcc -c pointer_args.cu` fails: g++ rejects the launch stub nvcc generates for a kernel
+    template whose argument is a __device__ variable's address. That is the file's error, at its
+    top, naming the generated file, never a path in kernel-lsp's deleted temporary folder."""
+    path = MANGLED / "pointer_args.cu"
+    result = compile_source(path.read_text(), str(path), CompileOptions(arch="sm_90", extended_lambda=True))
+    errors = [d for d in result.diagnostics if d.severity == Severity.ERROR]
+    assert not result.ok and errors
+    for d in errors:
+        assert (d.path, d.line) == (str(path), 1) and "kernel-lsp-nvcc-" not in d.message
+        assert d.message.startswith(
+            "in the host code nvcc generates for this file (pointer_args.cudafe1.stub.c:"
+        )
+    assert len({d.message for d in errors}) == len(errors)  # nvcc prints each twice: once here

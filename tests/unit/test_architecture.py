@@ -350,6 +350,10 @@ BLOCK_SCANNERS: dict[tuple[str, str], str] = {
         "kernel_lsp.optimizer.static_checks",
         "mutable_globals",
     ): "file-scope declarations, namespace by namespace",
+    (
+        "kernel_lsp.compile.host_names",
+        "global_names",
+    ): "global-scope names, visiting only braces, parentheses and the names asked about (every save)",
 }
 _BRACKETS = set("()[]{}<>")
 
