@@ -22,6 +22,7 @@ from .compile import (
 )
 from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, flags_for
 from .compile.files import read_regular
+from .compile.nvcc_args import macro_name
 from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
@@ -152,8 +153,10 @@ class Settings:
             base,
             include_dirs=tuple(dict.fromkeys(project.include_dirs + dirs)),
             system_include_dirs=project.system_include_dirs,
+            # The settings' defines come after the database's flags: a -U of the same name there
+            # is undone, as a later -D undoes it on a command line.
             defines=project.defines + self.defines,
-            undefines=project.undefines,
+            undefines=tuple(u for u in project.undefines if u not in {macro_name(d) for d in self.defines}),
             relaxed_constexpr=project.relaxed_constexpr,
             extended_lambda=project.extended_lambda,
             extra=project.extra,
