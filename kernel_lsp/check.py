@@ -15,6 +15,7 @@ from .compile import (
     compile_source,
     decode_source,
     read_source,
+    torch_ext,
 )
 from .compile.compile_commands import (
     CommandFlags,
@@ -25,6 +26,7 @@ from .compile.compile_commands import (
     load_database,
 )
 from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
+from .compile.nvcc_args import macro_name
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .host_launch.occupancy import with_launch_occupancy
@@ -316,6 +318,11 @@ def file_flags(
         )
     if (include := torch_include(source)) is not None:
         # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
+        # A database whose folders hold torch's headers is the build's own word: no torch asked.
+        if flags is not None and torch_ext.found_in(include, flags.include_dirs + flags.system_include_dirs):
+            named = {macro_name(d) for d in flags.defines}
+            extension = tuple(d for d in extension_defines(path) if macro_name(d) not in named)
+            return FileFlags(replace(flags, defines=extension + flags.defines), problems)
         torch = torch_flags()
         if torch.problem:
             found = Diagnostic(
