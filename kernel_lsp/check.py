@@ -7,6 +7,7 @@ import fnmatch
 import os
 from dataclasses import dataclass, field, replace
 
+from .codes import number_of, unknown_selectors
 from .compile import (
     JOB_TIMEOUT_S,
     SKIPPED,
@@ -14,6 +15,7 @@ from .compile import (
     compile_front_end,
     compile_source,
     decode_source,
+    known_diagnostic_number,
     read_source,
     torch_ext,
 )
@@ -770,3 +772,13 @@ def collect_files(
             seen.add(key)
             selection.files.append(f)
     return selection
+
+
+def unknown_codes(selectors: list[str]) -> list[str]:
+    """The selectors of `--select`/`--ignore` that can match no finding: a name no code starts
+    with, and a number the compiler has no diagnostic for (`9999`: NVRTC's front end says so)."""
+    return [
+        s
+        for s in selectors
+        if s in unknown_selectors([s]) or ((n := number_of(s)) is not None and not known_diagnostic_number(n))
+    ]

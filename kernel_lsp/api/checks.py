@@ -15,6 +15,7 @@ from ..check import (
     rank_includers,
     report_once,
     spec_owners,
+    unknown_codes,
 )
 from ..check_jobs import check_job, default_workers, front_end_job, lean_analyze, warm_up
 from ..compile import (
@@ -79,5 +80,6 @@ __all__ = [
     "report_once",
     "run_jobs",
     "spec_owners",
+    "unknown_codes",
     "warm_up",
 ]

@@ -1,7 +1,7 @@
 """Plain results and their words: light (core layer only), loaded at the server's start."""
 
 from ..advice import for_editor
-from ..codes import DESCRIPTIONS, describe, rule_id, unknown_selectors
+from ..codes import DESCRIPTIONS, describe, is_number, rule_id
 from ..model import CheckStatus, Diagnostic, KernelResources, Severity, format_bytes
 from ..stats import format_seconds
 
@@ -15,6 +15,6 @@ __all__ = [
     "for_editor",
     "format_bytes",
     "format_seconds",
+    "is_number",
     "rule_id",
-    "unknown_selectors",
 ]

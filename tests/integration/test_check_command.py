@@ -190,8 +190,13 @@ def test_an_unknown_code_on_the_command_line_is_a_usage_error(capsys, tmp_path, 
     assert f"invalid value for {flag}: no diagnostic code starts with `E999`" in err
     code, _, err = run(capsys, flag, "splil", str(tmp_path))
     assert code == 2 and "`splil` (did you mean `spill`?)" in err
+    # A number is a code only where the compiler has a diagnostic of that number (issue 45).
+    for number in ("9999", "20999-D", "0"):
+        code, out, err = run(capsys, flag, f"177,{number}", str(tmp_path))
+        assert (code, out) == (2, ""), number
+        assert f"`{number}` (the compiler has no diagnostic of that number)" in err
     # Known codes, prefixes, numbers and ALL are fine.
-    code, out, _ = run(capsys, flag, "177,spec-,nvrtc-error,ALL", str(tmp_path))
+    code, out, _ = run(capsys, flag, "177,20011-D,#550,spec-,nvrtc-error,ALL", str(tmp_path))
     assert code == 0 and lines(out)[-1].startswith("checked 1 file(s)")
 
 
