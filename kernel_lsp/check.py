@@ -116,11 +116,13 @@ def spec_owners(spec_path: str) -> list[str]:
     return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
 
 
-def report_once(checks: list[FileCheck]) -> None:
+def report_once(checks: list[FileCheck], per_file: bool = False) -> None:
     """Each finding once, for reports and their counts (the CLI's formats, --watch). A header's
     finding is reported at the header, once, however many checked files include it (and whether
-    or not the header is checked itself); the `#include` lines that lead to it become its related
-    locations instead of findings of their own (the editor keeps those: it shows each file's)."""
+    or not the header is checked itself), with the `#include` lines that lead to it as its related
+    locations. Those lines are findings of their own only with `per_file` (JSON and SARIF, which
+    a script reads file by file: each file the header breaks lists the error; the editor keeps
+    them too, it shows each file's); the text formats show the header's finding alone."""
     # (header, line, col) -> (the finding's message, the #include line that leads to it)
     includes: dict[tuple, list[tuple[str, tuple[str, int, int, str]]]] = {}
     for c in checks:
@@ -130,7 +132,7 @@ def report_once(checks: list[FileCheck]) -> None:
                 header, line, col, message = d.related[0]
                 where = (d.path, d.line, d.col, f"includes {os.path.basename(header)} here")
                 includes.setdefault((os.path.abspath(header), line, col), []).append((message, where))
-            else:
+            if per_file or not (d.header_copy and d.related):
                 kept.append(d)
         c.diagnostics = kept
     _drop_header_repeats(checks)
@@ -143,6 +145,48 @@ def report_once(checks: list[FileCheck]) -> None:
                 attached.add(pos)
                 more = tuple(dict.fromkeys(w for w in lines if w not in d.related))
                 c.diagnostics[i] = replace(d, related=d.related + more)
+
+
+def prepare_report(checks: list[FileCheck], per_file: bool) -> None:
+    """The checks as a report shows them: `report_once`, then for the text formats (not
+    `per_file`) `one_per_package`."""
+    broken = packages_broken(checks)
+    report_once(checks, per_file)
+    if not per_file:
+        one_per_package(checks, broken)
+
+
+def packages_broken(checks: list[FileCheck]) -> dict[str, list[str]]:
+    """package -> the checked files with a finding of it missing (through a header included)."""
+    broken: dict[str, list[str]] = {}
+    for c in checks:
+        for package in dict.fromkeys(d.package for d in c.diagnostics if d.package):
+            broken.setdefault(package, []).append(c.path)
+    return broken
+
+
+def one_per_package(checks: list[FileCheck], broken: dict[str, list[str]]) -> None:
+    """A missing package once, for the text formats (after `report_once`; `broken` from
+    `packages_broken` before it): the first finding of each package stays, worded with the files
+    it breaks, and its other findings go (in another file, or another of its headers). Without
+    this, a library every file includes gave one identical error per file."""
+    kept_one: set[str] = set()
+    for c in checks:
+        kept = []
+        for d in c.diagnostics:
+            if not d.package or len(broken.get(d.package, ())) < 2:
+                kept.append(d)
+            elif d.package not in kept_one:
+                kept_one.add(d.package)
+                kept.append(replace(d, message=f"{d.message} {files_broken(broken[d.package])}"))
+        c.diagnostics = kept
+
+
+def files_broken(paths: list[str], named: int = 3) -> str:
+    """`It breaks 14 files: a.cu, b.cu, c.cu and 11 more.`"""
+    names = [os.path.basename(p) for p in paths[:named]]
+    more = f" and {len(paths) - named} more" if len(paths) > named else ""
+    return f"It breaks {len(paths)} files: {', '.join(names)}{more}."
 
 
 def _drop_header_repeats(checks: list[FileCheck]) -> None:

@@ -57,6 +57,9 @@ class Diagnostic:
     # A header's finding repeated at the `#include` line that leads to it (`related` holds the
     # header's own): the editor shows it there; reports show the header's once (check.report_once).
     header_copy: bool = False
+    # The pip package whose header is missing (`nvidia-cublas`), when installing it is the fix:
+    # text reports and the editor show one such finding per package, with the files it breaks.
+    package: str = ""
 
 
 @dataclass(frozen=True)

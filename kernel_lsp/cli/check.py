@@ -20,7 +20,7 @@ from ..api.checks import (
     collect_files,
     failed_check,
     includers_for,
-    report_once,
+    prepare_report,
     run_jobs,
     unknown_codes,
 )
@@ -295,7 +295,8 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     # GPU findings pass the same selection; then each finding once (a header's at the header).
     for c in checks:
         workspace.reported(c)
-    report_once(checks)
+    # JSON and SARIF list a header's error under every file it breaks; text says it once.
+    prepare_report(checks, per_file=args.format in ("json", "sarif"))
     from ..api.checks import cuda_versions
     from .formats import FORMATTERS, View
 

@@ -98,13 +98,14 @@ class _WatchSession:
         return tuple((p, None) for p in rank_includers(path, found)[:1])
 
     def shown_checks(self) -> list[FileCheck]:
-        """The checks as --check prints them: a header's findings once, not once per includer."""
-        from ..api.checks import report_once
+        """The checks as --check prints them: a header's findings once, not once per includer
+        (in JSON and SARIF also under each file it breaks)."""
+        from ..api.checks import prepare_report
 
         copies = [
             replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
         ]
-        report_once(copies)
+        prepare_report(copies, per_file=self.fmt in ("json", "sarif"))
         return copies
 
     def first_run(self) -> None:
