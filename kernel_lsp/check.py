@@ -40,6 +40,7 @@ from .model import (
     Diagnostic,
     KernelResources,
     Severity,
+    files_broken,
     not_checked_in_time,
     ran_out_of_memory,
 )
@@ -180,13 +181,6 @@ def one_per_package(checks: list[FileCheck], broken: dict[str, list[str]]) -> No
                 kept_one.add(d.package)
                 kept.append(replace(d, message=f"{d.message} {files_broken(broken[d.package])}"))
         c.diagnostics = kept
-
-
-def files_broken(paths: list[str], named: int = 3) -> str:
-    """`It breaks 14 files: a.cu, b.cu, c.cu and 11 more.`"""
-    names = [os.path.basename(p) for p in paths[:named]]
-    more = f" and {len(paths) - named} more" if len(paths) > named else ""
-    return f"It breaks {len(paths)} files: {', '.join(names)}{more}."
 
 
 def _drop_header_repeats(checks: list[FileCheck]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 
 
@@ -207,6 +208,14 @@ OUT_OF_MEMORY = "out-of-memory"
 FAULT_CODES = frozenset(
     {NOT_CHECKED_IN_TIME, OUT_OF_MEMORY, "crash", "timeout", "nvcc", "nvrtc", "disk-full"}
 )
+
+
+def files_broken(paths: list[str], named: int = 3) -> str:
+    """The one wording of a missing package's reach (reports and the editor): `It breaks 14
+    files: a.cu, b.cu, c.cu and 11 more.`"""
+    names = [os.path.basename(p) for p in paths[:named]]
+    more = f" and {len(paths) - named} more" if len(paths) > named else ""
+    return f"It breaks {len(paths)} files: {', '.join(names)}{more}."
 
 
 def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str = "") -> Diagnostic:

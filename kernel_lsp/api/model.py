@@ -2,7 +2,7 @@
 
 from ..advice import for_editor
 from ..codes import DESCRIPTIONS, describe, is_number, rule_id
-from ..model import CheckStatus, Diagnostic, KernelResources, Severity, format_bytes
+from ..model import CheckStatus, Diagnostic, KernelResources, Severity, files_broken, format_bytes
 from ..stats import format_seconds
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "KernelResources",
     "Severity",
     "describe",
+    "files_broken",
     "for_editor",
     "format_bytes",
     "format_seconds",

@@ -60,6 +60,7 @@ from ..api.checks import (
 from ..api.model import Diagnostic, KernelResources
 from ..api.sources import spec_path_for
 from ..workspace import CheckRequest, Workspace
+from .packages import OnePerPackage
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class Analysis:
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
+        # A missing package's finding once among the files not open (server/packages.py).
+        self._packages = OnePerPackage(lambda path: snapshot(path).text is not None)
         self._closed = False
         self._idle_timer: asyncio.TimerHandle | None = None
         self._trim_timer: asyncio.TimerHandle | None = None
@@ -501,15 +504,24 @@ class Analysis:
         touched = {t for t, sources in self._published.items() if checked in sources} | set(by_target)
         if os.path.isabs(checked):
             touched.add(checked)
+        packages: set[str] = set()
         for target in touched:
             sources = self._published.setdefault(target, {})
             if target in by_target:
                 sources[checked] = by_target[target]
             else:
                 sources.pop(checked, None)
+            packages |= self._packages.update(target, self._merged(target))
+        # A file opened or closed moves a package's holder too: its check lands here.
+        for target in sorted(touched | self._packages.moved(packages)):
             self._publish(target, self.findings_for(target))
 
     def findings_for(self, target: str) -> list[Diagnostic]:
+        """The findings on `target` as the editor shows them: from every check that reached it,
+        each once; a missing package on one closed file only."""
+        return self._packages.shown(target, self._merged(target))
+
+    def _merged(self, target: str) -> list[Diagnostic]:
         """The findings on `target` from every check that reached it, each once."""
         seen, out = set(), []
         sources = self._published.get(target, {})
