@@ -4,6 +4,7 @@ CLI and the watcher, so they agree on what a file's diagnostics are."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from dataclasses import dataclass, field, replace
 
@@ -248,7 +249,7 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, project, includer=_first(includers))
+    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), launchers=includers)
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
@@ -386,11 +387,13 @@ def compile_all_archs(
     project: Lookup | None = None,
     includer: str | None = None,
     front_end: bool = False,
+    launchers: tuple[Includer, ...] = (),
 ) -> FileCheck | None:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file. A file
     without an entry of its own (a header) takes `includer`'s. `front_end`: nvcc's front end for
-    the first arch only (None when NVRTC compiles the file)."""
+    the first arch only (None when NVRTC compiles the file). `launchers`: files that include this
+    one, whose launches give the block of a kernel it defines and does not launch itself."""
     found, options = file_options(path, source, settings, base_dir, project, includer)
     if found.blocking is not None:
         return FileCheck(path, [found.blocking], checked=False)
@@ -400,15 +403,28 @@ def compile_all_archs(
             return None
         results = [first]
     else:
-        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
+        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__),
+        # else, for a header's kernel, those of a file that includes it.
+        texts = functools.cache(lambda: launcher_texts(launchers, settings.max_file_bytes))
         results = [
-            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
+            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs, texts)
             for o in options
         ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
     return FileCheck(path, [*found.problems, *diagnostics], results)
+
+
+def launcher_texts(includers: tuple[Includer, ...], max_bytes: int) -> list[tuple[str, str]]:
+    """(path, text) of each includer: the editor's text, else the file's (unreadable ones left out)."""
+    out = []
+    for path, text in includers:
+        if text is None:
+            text, _ = read_source(path, max_bytes)
+        if text is not None:
+            out.append((path, text))
+    return out
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -721,8 +737,13 @@ def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Inclu
                 graph.update(unit)
         found = {f for f in graph.dependents(header) if f.endswith(".cu")}
         if found:
-            out[header] = ((rank_includers(header, found)[0], None),)
+            out[header] = tuple((p, None) for p in rank_includers(header, found)[:INCLUDERS_CONSIDERED])
     return out
+
+
+# A header's includers a check considers: the first is its context (`in_includer_context`), and
+# the first that launches a kernel the header defines gives that kernel's block.
+INCLUDERS_CONSIDERED = 8
 
 
 def rank_includers(header: str, dependents: set[str]) -> list[str]:

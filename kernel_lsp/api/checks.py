@@ -3,6 +3,7 @@ front ends schedule the Workspace's checks on (the server on its event loop, the
 
 from ..check import (
     CUDA_SUFFIXES,
+    INCLUDERS_CONSIDERED,
     SPEC_SUFFIX,
     FileCheck,
     Includer,
@@ -39,6 +40,7 @@ from ..workspace import CheckRequest, Workspace
 
 __all__ = [
     "CUDA_SUFFIXES",
+    "INCLUDERS_CONSIDERED",
     "MAX_FILE_BYTES",
     "SPEC_SUFFIX",
     "CheckRequest",

@@ -112,13 +112,15 @@ class Watching:
         return dirs + project_include_dirs(settings, self.folders())
 
     def includers_of(self, path: str) -> tuple[Includer, ...]:
-        """The file a header is checked in the context of: its nearest `.cu` includer, with its
-        editor text when it is open."""
-        from ..api.checks import rank_includers
+        """The `.cu` files that include a header, nearest first, with their editor text when
+        open: the first is the context it is checked in, the first that launches one of its
+        kernels gives that kernel's block."""
+        from ..api.checks import INCLUDERS_CONSIDERED, rank_includers
 
         with self.graph_lock:
             found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        return tuple((p, self.server.snapshot(p).text) for p in rank_includers(path, found)[:1])
+        ranked = rank_includers(path, found)[:INCLUDERS_CONSIDERED]
+        return tuple((p, self.server.snapshot(p).text) for p in ranked)
 
     def check_instances(self, header: str) -> int:
         """Check the `.cu` files that include `header` and have no result yet (nearest first, at
