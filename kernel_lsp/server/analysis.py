@@ -109,6 +109,7 @@ class Analysis:
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: set[str] = set()
+        self._background: set[str] = set()  # files whose next check is a background one
         self._last_request: dict[str, float] = {}
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
@@ -205,15 +206,21 @@ class Analysis:
 
     # --- scheduling ---------------------------------------------------------------------------
 
-    def request(self, path: str) -> None:
+    def request(self, path: str, background: bool = False) -> None:
         """Check `path` soon (its editor text if open, else the file on disk). A spec sidecar
-        stands for its kernel file: the kernel file's check verifies it."""
+        stands for its kernel file: the kernel file's check verifies it. `background` (the
+        start-up check of a workspace): after every other check, in the pool's low-priority
+        worker; any other request for the file makes its next check a foreground one."""
         if path.endswith(SPEC_SUFFIX):
             for kernel_file in spec_owners(path):
-                self.request(kernel_file)
+                self.request(kernel_file, background)
             return
         if not path.endswith(CUDA_SUFFIXES):
             return
+        if background:
+            self._background.add(path)
+        else:
+            self._background.discard(path)
         self._done.setdefault(path, asyncio.Event()).clear()
         self._cancel_idle_stop()
         self._last_request[path] = asyncio.get_running_loop().time()
@@ -285,6 +292,7 @@ class Analysis:
             log.exception("check of %s failed", path)
         finally:
             self._running.pop(path, None)
+            self._background.discard(path)
             self._done.setdefault(path, asyncio.Event()).set()
             if not self._running:
                 self._on_busy(False)
@@ -369,7 +377,8 @@ class Analysis:
         first = None
         if snap.version is not None and self._first_look_pays(path):
             first = asyncio.wrap_future(pool.submit(front_end_job, job, deadline_s, memory))
-        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory))
+        background = path in self._background
+        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory, background=background))
         front_s = None
         if first is not None:
             await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
