@@ -36,6 +36,7 @@ from ..compile.options import CompileOptions, cuda_include_dirs
 from ..compile.versions import CudaVersions, cuda_versions
 from ..config import Settings, SettingsOverrides, parse_overrides
 from ..procs import release_memory
+from ..tempdirs import make as make_temp_folder
 from ..workspace import CheckRequest, Workspace
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "job_deadline",
     "lean_analyze",
     "local_gpu_arch",
+    "make_temp_folder",
     "parse_overrides",
     "prepare_report",
     "project_include_dirs",

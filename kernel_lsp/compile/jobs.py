@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from .. import procs
+from .. import procs, tempdirs
 
 # What a check reports before it runs the file's spec (the user's code): a deadline reached
 # after it is the spec's.
@@ -121,8 +122,8 @@ class _Job:
 
 
 class _Worker:
-    def __init__(self, ctx, background: bool = False) -> None:
-        fd, self.stderr_path = tempfile.mkstemp(prefix="kernel-lsp-worker-", suffix=".log")
+    def __init__(self, ctx, folder: str, background: bool = False) -> None:
+        fd, self.stderr_path = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=folder)
         os.close(fd)
         self.background = background
         self.conn, child = ctx.Pipe()
@@ -153,6 +154,8 @@ class _Worker:
             procs.kill_group(self.process.pid)
         self.process.join(5)
         self._release()
+        if self.process.pid and self.process.exitcode is not None:
+            tempdirs.reap(owner=self.process.pid)  # nvcc's folder of a compile cut short
 
     def ask_to_leave(self) -> None:
         with contextlib.suppress(Exception):
@@ -207,6 +210,8 @@ class WorkerPool:
         # Workers are forked only here, while the caller has no other thread; a worker that
         # replaces one later is spawned (the pool's thread exists by then).
         self._ctx = multiprocessing.get_context("spawn" if context == "fork" else context)
+        # The workers' stderr logs: one folder, removed with the pool (reaped after a kill).
+        self._folder = tempdirs.make("kernel-lsp-pool-")
         self._max = max(1, workers)
         self._todo: deque[_Job] = deque()
         self._later: deque[_Job] = deque()  # background jobs
@@ -374,7 +379,7 @@ class WorkerPool:
 
     def _start(self, ctx=None, background: bool = False) -> _Worker | None:
         try:
-            return _Worker(ctx or self._ctx, background)
+            return _Worker(ctx or self._ctx, self._folder, background)
         except Exception:  # no process could be started (out of processes or memory)
             return None
 
@@ -448,6 +453,7 @@ class WorkerPool:
         for end in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 end.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def _exit_words(w: _Worker) -> str:

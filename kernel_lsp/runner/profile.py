@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp import tempdirs
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
@@ -259,7 +260,7 @@ def profile_kernels(
         report.case, report.wall_s = case, time.perf_counter() - start
         return report
 
-    with tempfile.TemporaryDirectory(prefix="kernel-lsp-ncu-") as job_dir:
+    with tempdirs.temporary("kernel-lsp-ncu-") as job_dir:
         with open(os.path.join(job_dir, "job.json"), "w", encoding="utf-8") as f:
             json.dump(job, f)
         with open(os.path.join(job_dir, "kernel.cubin"), "wb") as image:

@@ -31,7 +31,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -53,6 +52,7 @@ from ..api.checks import (
     header_stamps,
     include_closure,
     job_deadline,
+    make_temp_folder,
     release_memory,
     spec_owners,
     warm_up,
@@ -249,7 +249,7 @@ class Analysis:
 
     def _new_token(self) -> str:
         if self._cancel_dir is None:
-            self._cancel_dir = tempfile.mkdtemp(prefix="kernel-lsp-cancel-")
+            self._cancel_dir = make_temp_folder("kernel-lsp-cancel-")
         self._token_serial += 1
         return os.path.join(self._cancel_dir, str(self._token_serial))
 
