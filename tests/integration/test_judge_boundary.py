@@ -367,10 +367,11 @@ def test_the_optimizers_judge_twin_is_a_judge_with_the_users_settings(plain, tmp
     assert result.problems[0].kind == "mismatch" and "constant" in words(result), words(result)
 
 
-# Right while it is verified, then does nothing: its count of calls on the large case (the one
-# timed) lives in a file of its own folder (host statics are put back before every call; a file
-# is not), and past the calls its verification makes it returns without writing, hoping the
-# timed runs are not all checked. Verification calls it on that case exactly this often: 2 runs
+# Right while it is verified, then wrong: its count of calls on the large case (the one timed)
+# lives in a file of its own folder (host statics are put back before every call; a file is not),
+# and past the calls its verification makes it writes a wrong result, at the same cost (a run that
+# skipped its work would be far faster on inputs it has seen than on new ones, and the judge says
+# so first: "suspicious"), hoping the timed runs are not all checked. Verification calls it on that case exactly this often: 2 runs
 # (verify_case's `runs`) x 2 calls (a run and its race check), all in the one accused process
 # of the request. (It quit after its 24th call of any size: under load the timing, bounded by
 # its budget, made a sizing batch, a warm-up batch and one measured batch of 3 sets, 9 calls
@@ -393,7 +394,10 @@ extern "C" void scale(const float* x, float* y, int n)
         if (f) { if (fscanf(f, "%ld", &calls) != 1) calls = 0; fclose(f); }
         f = fopen(path, "w");
         if (f) { fprintf(f, "%ld", calls + 1); fclose(f); }
-        if (calls >= VERIFICATION_CALLS) return;
+        if (calls >= VERIFICATION_CALLS) {
+            for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i] + 1.0f;
+            return;
+        }
     }
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
 }
@@ -407,7 +411,7 @@ LARGE_SPEC = SPEC.replace('[{"n": 1000}, {"n": 20000}]', f'[{{"n": 1000}}, {{"n"
 def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(judged, tmp_path):
     """The checked sets' references of a large case (8 MiB buffers) are made side by side in
     threads (runner/isolation.TimedSets._references): a candidate that passes verification and
-    then skips its work is still caught by the timed outputs, for the set it skipped."""
+    then goes wrong is still caught by the timed outputs."""
     assert f'{{"n": {LARGE_N}}}' in LARGE_SPEC
     (tmp_path / "scale.cu").write_text(QUITS_WHEN_TIMED)
     (tmp_path / "scale.spec.py").write_text(LARGE_SPEC)
