@@ -836,8 +836,9 @@ def collect_files(
 def unknown_codes(selectors: list[str]) -> list[str]:
     """The selectors of `--select`/`--ignore` that can match no finding: a name no code starts
     with, and a number the compiler has no diagnostic for (`9999`: NVRTC's front end says so)."""
+    names = set(unknown_selectors(selectors))
     return [
         s
         for s in selectors
-        if s in unknown_selectors([s]) or ((n := number_of(s)) is not None and not known_diagnostic_number(n))
+        if s in names or ((n := number_of(s)) is not None and not known_diagnostic_number(n))
     ]

@@ -2,8 +2,8 @@
 
 Each formatter takes the checks after `check.prepare_report` (a header's finding once, with the
 `#include` lines that lead to it as related locations; text: a missing package once; JSON and
-SARIF: also each `#include` line a header's finding breaks, under its file) and a `View` (what the text formats show
-besides findings: resources, the summary line)."""
+SARIF: also each `#include` line a header's finding breaks, under its file) and a `View` (what
+the text formats show besides findings: resources, the summary line)."""
 
 from __future__ import annotations
 

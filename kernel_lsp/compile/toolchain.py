@@ -3,8 +3,9 @@
 nvcc: `CUDA_HOME`/`CUDA_PATH` when set (the user points at a toolkit), else NVIDIA's pip wheel
 (`nvidia-cuda-nvcc`), else `nvcc` on PATH. A `CUDA_HOME` (or `CUDA_PATH`) without an executable
 `bin/nvcc` is a problem that says so, never a fall back to another nvcc: the user asked for that
-toolkit (a CUDA 12 one, say), and the wheel's CUDA 13 would answer for it unnoticed. Host compiler: `-ccbin` in the extra flags, else `CXX`,
-else `g++` on PATH (nvcc's own default on Linux).
+toolkit (a CUDA 12 one, say), and the wheel's CUDA 13 would answer for it unnoticed.
+Host compiler: `-ccbin` in the extra flags, else `CXX`, else `g++` on PATH (nvcc's own default on
+Linux).
 """
 
 from __future__ import annotations
