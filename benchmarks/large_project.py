@@ -287,7 +287,6 @@ class Server:
 
     async def start(self) -> None:
         env = env_for(self.code_root)
-        env["KERNEL_LSP_STARTUP_CHECK_LIMIT"] = "100000" if self.startup_checks else "0"
         # Started in the project's folder: `python -m` puts the working folder first on the
         # path, and the benchmark's own checkout must not shadow the code under test.
         await self.client.start_io(
@@ -302,6 +301,7 @@ class Server:
                     "gpu": {"enabled": False},
                     # None: the server's default.
                     **({} if self.idle_s is None else {"workerIdleSeconds": self.idle_s}),
+                    "startupCheckFiles": 100000 if self.startup_checks else 0,
                     "compileCommands": str(self.corpus.database),
                     # kernel-lsp's own work only, unless the whole tree is measured.
                     "clangd": {"enabled": self.clangd},

@@ -105,6 +105,13 @@ def nvidia_library(header: str) -> NvidiaLibrary | None:
     return next((lib for pattern, lib in _LIBRARIES if pattern.fullmatch(header)), None)
 
 
+def missing_package(header: str, cuda_major: int | None, installed_in: str | None) -> str:
+    """The pip package to install for a missing NVIDIA library header, "" when installing is not
+    the fix (not a library's header, or installed and only not on the include path)."""
+    library = nvidia_library(header)
+    return library.wheel(cuda_major)[0] if library is not None and not installed_in else ""
+
+
 def library_advice(
     header: str, cuda_major: int | None, installed_in: str | None, site: str = "site-packages"
 ) -> str | None:

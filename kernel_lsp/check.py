@@ -4,9 +4,11 @@ CLI and the watcher, so they agree on what a file's diagnostics are."""
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from dataclasses import dataclass, field, replace
 
+from .codes import number_of, unknown_selectors
 from .compile import (
     JOB_TIMEOUT_S,
     SKIPPED,
@@ -14,7 +16,9 @@ from .compile import (
     compile_front_end,
     compile_source,
     decode_source,
+    known_diagnostic_number,
     read_source,
+    torch_ext,
 )
 from .compile.compile_commands import (
     CommandFlags,
@@ -25,6 +29,7 @@ from .compile.compile_commands import (
     load_database,
 )
 from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
+from .compile.nvcc_args import macro_name
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .host_launch.occupancy import with_launch_occupancy
@@ -36,6 +41,7 @@ from .model import (
     Diagnostic,
     KernelResources,
     Severity,
+    files_broken,
     not_checked_in_time,
     ran_out_of_memory,
 )
@@ -112,11 +118,13 @@ def spec_owners(spec_path: str) -> list[str]:
     return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
 
 
-def report_once(checks: list[FileCheck]) -> None:
+def report_once(checks: list[FileCheck], per_file: bool = False) -> None:
     """Each finding once, for reports and their counts (the CLI's formats, --watch). A header's
     finding is reported at the header, once, however many checked files include it (and whether
-    or not the header is checked itself); the `#include` lines that lead to it become its related
-    locations instead of findings of their own (the editor keeps those: it shows each file's)."""
+    or not the header is checked itself), with the `#include` lines that lead to it as its related
+    locations. Those lines are findings of their own only with `per_file` (JSON and SARIF, which
+    a script reads file by file: each file the header breaks lists the error; the editor keeps
+    them too, it shows each file's); the text formats show the header's finding alone."""
     # (header, line, col) -> (the finding's message, the #include line that leads to it)
     includes: dict[tuple, list[tuple[str, tuple[str, int, int, str]]]] = {}
     for c in checks:
@@ -126,7 +134,7 @@ def report_once(checks: list[FileCheck]) -> None:
                 header, line, col, message = d.related[0]
                 where = (d.path, d.line, d.col, f"includes {os.path.basename(header)} here")
                 includes.setdefault((os.path.abspath(header), line, col), []).append((message, where))
-            else:
+            if per_file or not (d.header_copy and d.related):
                 kept.append(d)
         c.diagnostics = kept
     _drop_header_repeats(checks)
@@ -139,6 +147,41 @@ def report_once(checks: list[FileCheck]) -> None:
                 attached.add(pos)
                 more = tuple(dict.fromkeys(w for w in lines if w not in d.related))
                 c.diagnostics[i] = replace(d, related=d.related + more)
+
+
+def prepare_report(checks: list[FileCheck], per_file: bool) -> None:
+    """The checks as a report shows them: `report_once`, then for the text formats (not
+    `per_file`) `one_per_package`."""
+    broken = packages_broken(checks)
+    report_once(checks, per_file)
+    if not per_file:
+        one_per_package(checks, broken)
+
+
+def packages_broken(checks: list[FileCheck]) -> dict[str, list[str]]:
+    """package -> the checked files with a finding of it missing (through a header included)."""
+    broken: dict[str, list[str]] = {}
+    for c in checks:
+        for package in dict.fromkeys(d.package for d in c.diagnostics if d.package):
+            broken.setdefault(package, []).append(c.path)
+    return broken
+
+
+def one_per_package(checks: list[FileCheck], broken: dict[str, list[str]]) -> None:
+    """A missing package once, for the text formats (after `report_once`; `broken` from
+    `packages_broken` before it): the first finding of each package stays, worded with the files
+    it breaks, and its other findings go (in another file, or another of its headers). Without
+    this, a library every file includes gave one identical error per file."""
+    kept_one: set[str] = set()
+    for c in checks:
+        kept = []
+        for d in c.diagnostics:
+            if not d.package or len(broken.get(d.package, ())) < 2:
+                kept.append(d)
+            elif d.package not in kept_one:
+                kept_one.add(d.package)
+                kept.append(replace(d, message=f"{d.message} {files_broken(broken[d.package])}"))
+        c.diagnostics = kept
 
 
 def _drop_header_repeats(checks: list[FileCheck]) -> None:
@@ -206,7 +249,7 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, project, includer=_first(includers))
+    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), launchers=includers)
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
@@ -317,6 +360,11 @@ def file_flags(
         )
     if (include := torch_include(source)) is not None:
         # A PyTorch extension: torch's headers and the Python headers, or one finding at the include.
+        # A database whose folders hold torch's headers is the build's own word: no torch asked.
+        if flags is not None and torch_ext.found_in(include, flags.include_dirs + flags.system_include_dirs):
+            named = {macro_name(d) for d in flags.defines}
+            extension = tuple(d for d in extension_defines(path) if macro_name(d) not in named)
+            return FileFlags(replace(flags, defines=extension + flags.defines), problems)
         torch = torch_flags()
         if torch.problem:
             found = Diagnostic(
@@ -340,11 +388,13 @@ def compile_all_archs(
     project: Lookup | None = None,
     includer: str | None = None,
     front_end: bool = False,
+    launchers: tuple[Includer, ...] = (),
 ) -> FileCheck | None:
     """The file compiled for every arch with its project's flags (compile_commands.json) and the
     settings; a database that cannot be used is one warning at the top of the file. A file
     without an entry of its own (a header) takes `includer`'s. `front_end`: the first look for the
-    first arch only (compile_front_end; None when there is none)."""
+    first arch only (compile_front_end; None when there is none). `launchers`: files that include
+    this one, whose launches give the block of a kernel it defines and does not launch itself."""
     found, options = file_options(path, source, settings, base_dir, project, includer)
     if found.blocking is not None:
         return FileCheck(path, [found.blocking], checked=False)
@@ -354,16 +404,29 @@ def compile_all_archs(
             return None
         results = [first]
     else:
-        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__).
-        # The host pass, where the build has one, with the first arch only: it is the same for all.
+        # Occupancy at the block sizes the file's own launches use (host code, __launch_bounds__),
+        # else, for a header's kernel, those of a file that includes it. The host pass, where the
+        # build has one, with the first arch only: it is the same for all.
+        texts = functools.cache(lambda: launcher_texts(launchers, settings.max_file_bytes))
         results = [
-            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs)
+            with_launch_occupancy(compile_source(source, path, o), source, o.defines, o.include_dirs, texts)
             for o in [options[0], *(o.device_pass_only() for o in options[1:])]
         ]
     diagnostics = merge_arch_diagnostics(results)
     if not path.endswith(".cu"):
         diagnostics = [d for d in diagnostics if not _alone_artifact(d, path)]
     return FileCheck(path, [*found.problems, *diagnostics], results)
+
+
+def launcher_texts(includers: tuple[Includer, ...], max_bytes: int) -> list[tuple[str, str]]:
+    """(path, text) of each includer: the editor's text, else the file's (unreadable ones left out)."""
+    out = []
+    for path, text in includers:
+        if text is None:
+            text, _ = read_source(path, max_bytes)
+        if text is not None:
+            out.append((path, text))
+    return out
 
 
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
@@ -676,8 +739,13 @@ def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Inclu
                 graph.update(unit)
         found = {f for f in graph.dependents(header) if f.endswith(".cu")}
         if found:
-            out[header] = ((rank_includers(header, found)[0], None),)
+            out[header] = tuple((p, None) for p in rank_includers(header, found)[:INCLUDERS_CONSIDERED])
     return out
+
+
+# A header's includers a check considers: the first is its context (`in_includer_context`), and
+# the first that launches a kernel the header defines gives that kernel's block.
+INCLUDERS_CONSIDERED = 8
 
 
 def rank_includers(header: str, dependents: set[str]) -> list[str]:
@@ -765,3 +833,14 @@ def collect_files(
             seen.add(key)
             selection.files.append(f)
     return selection
+
+
+def unknown_codes(selectors: list[str]) -> list[str]:
+    """The selectors of `--select`/`--ignore` that can match no finding: a name no code starts
+    with, and a number the compiler has no diagnostic for (`9999`: NVRTC's front end says so)."""
+    names = set(unknown_selectors(selectors))
+    return [
+        s
+        for s in selectors
+        if s in names or ((n := number_of(s)) is not None and not known_diagnostic_number(n))
+    ]

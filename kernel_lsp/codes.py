@@ -129,6 +129,12 @@ def is_number(code: str) -> bool:
     return _NUMBER.fullmatch(code.strip()) is not None
 
 
+def number_of(code: str) -> int | None:
+    """177 of `177-D`, `#177` and `177`; None for a name."""
+    match = _NUMBER.fullmatch(code.strip())
+    return int(match.group(1)) if match else None
+
+
 def compiler_rule(d: Diagnostic) -> str:
     """The rule of a finding without a code: its compiler and severity (`nvrtc-error`,
     `nvcc-warning`, `host-compiler-error`, `ptxas-warning`)."""

@@ -22,6 +22,7 @@ from .compile import (
 )
 from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, flags_for
 from .compile.files import read_regular
+from .compile.nvcc_args import macro_name
 from .compile.options import define_problem
 
 if sys.version_info >= (3, 11):
@@ -48,6 +49,10 @@ class Settings:
     # a respawn got its first findings as soon as with warm workers (reduce_float.cu 6.6 vs 6.1 s,
     # inst_000.cu 0.45 vs 0.55 s: within the spread), and the idle tree is one worker smaller.
     worker_idle_s: int = 60
+    # The server checks a workspace folder's files at start-up when it holds at most this many
+    # (0: never), in the background: after the open files, one at a time, in a worker at low
+    # CPU priority. A larger folder's files are checked as they are opened or changed.
+    startup_check_files: int = 50
     # One file's check (every arch and its spec) past this is stopped: "not checked in time".
     check_timeout_s: int = int(JOB_TIMEOUT_S)
     # nvcc's time limit per compile, in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S, else 60). A file
@@ -153,8 +158,10 @@ class Settings:
             base,
             include_dirs=tuple(dict.fromkeys(project.include_dirs + dirs)),
             system_include_dirs=project.system_include_dirs,
+            # The settings' defines come after the database's flags: a -U of the same name there
+            # is undone, as a later -D undoes it on a command line.
             defines=project.defines + self.defines,
-            undefines=project.undefines,
+            undefines=tuple(u for u in project.undefines if u not in {macro_name(d) for d in self.defines}),
             relaxed_constexpr=project.relaxed_constexpr,
             extended_lambda=project.extended_lambda,
             extra=project.extra,
@@ -177,6 +184,8 @@ _KEYS: dict[str, str] = {
     "maxFileBytes": "max_file_bytes",
     "workerIdleSeconds": "worker_idle_s",
     "worker-idle-seconds": "worker_idle_s",
+    "startupCheckFiles": "startup_check_files",
+    "startup-check-files": "startup_check_files",
     "checkTimeoutSeconds": "check_timeout_s",
     "check-timeout-seconds": "check_timeout_s",
     "compileMemoryMB": "compile_memory_mb",
@@ -363,6 +372,7 @@ def _coerce(name: str, value: Any) -> Any:
         "optimizer_candidates",
         "gpu_device",
         "worker_idle_s",
+        "startup_check_files",
         "compile_memory_mb",
         "compile_commands_max_bytes",
     ):

@@ -7,10 +7,11 @@ clangd binary is found. So:
 
 - the first message is read here, with the standard library only, before anything heavy is
   imported;
-- if an earlier start saved the answer the server gave to these very params (everything but
-  `processId`) with this very code (the version and the stamps of the server's modules) and
-  the same places to find clangd in (PATH, site-packages: their stamps), that answer goes out
-  at once;
+- if an earlier start saved the answer the server gave to params it depends on alike (the
+  client's capabilities and the clangd settings among the initializationOptions: `_answer_inputs`;
+  not the workspace, so a folder never opened before is answered from another folder's start)
+  with this very code (the version and the stamps of the server's modules) and the same places
+  to find clangd in (PATH, site-packages: their stamps), that answer goes out at once;
 - the message is then handed to the server as usual, which answers it itself: that answer is
   dropped when the early one went out (and saved, if it differs, for the next start), else sent
   and saved. A first start with new params, or after an upgrade, is only as fast as before.
@@ -110,10 +111,44 @@ def _environment_stamp() -> str:
     return "\n".join(parts)
 
 
+def _clangd_options(options: object) -> dict[str, object]:
+    """The `clangd.*` settings of the initializationOptions, nested or dotted, with or without a
+    `kernelLsp` wrapper (as server/clangd/binary.user_choice reads them)."""
+    flat: dict[str, object] = {}
+
+    def walk(d: dict, prefix: str) -> None:
+        for key, value in d.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                walk(value, name + ".")
+            elif name.removeprefix("kernelLsp.").startswith("clangd."):
+                flat[name.removeprefix("kernelLsp.")] = value
+
+    if isinstance(options, dict):
+        walk(options["kernelLsp"] if isinstance(options.get("kernelLsp"), dict) else options, "")
+    return flat
+
+
+def _answer_inputs(params: dict) -> dict:
+    """What the server's answer is made of: pygls builds it from the client's capabilities and
+    the features registered, and the server withdraws clangd's when the clangd settings turn it
+    off or name no binary (server/notifications/initialized.py). Not the workspace (rootUri,
+    workspaceFolders), the process, the client's name nor the other settings (the editor's
+    settings hold the workspace's paths): tests/integration/test_early_initialize.py checks that
+    the real server answers alike when they differ."""
+    return {
+        "capabilities": params.get("capabilities"),
+        "clangd": _clangd_options(params.get("initializationOptions")),
+    }
+
+
 def _key(params: dict) -> str:
-    kept = {k: v for k, v in params.items() if k != "processId"}
     text = "\n".join(
-        [json.dumps(kept, sort_keys=True, separators=(",", ":")), _code_stamp(), _environment_stamp()]
+        [
+            json.dumps(_answer_inputs(params), sort_keys=True, separators=(",", ":")),
+            _code_stamp(),
+            _environment_stamp(),
+        ]
     )
     return hashlib.sha256(text.encode()).hexdigest()[:32] + ".json"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 
 
@@ -57,6 +58,9 @@ class Diagnostic:
     # A header's finding repeated at the `#include` line that leads to it (`related` holds the
     # header's own): the editor shows it there; reports show the header's once (check.report_once).
     header_copy: bool = False
+    # The pip package whose header is missing (`nvidia-cublas`), when installing it is the fix:
+    # text reports and the editor show one such finding per package, with the files it breaks.
+    package: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,14 @@ OUT_OF_MEMORY = "out-of-memory"
 FAULT_CODES = frozenset(
     {NOT_CHECKED_IN_TIME, OUT_OF_MEMORY, "crash", "timeout", "nvcc", "nvrtc", "disk-full"}
 )
+
+
+def files_broken(paths: list[str], named: int = 3) -> str:
+    """The one wording of a missing package's reach (reports and the editor): `It breaks 14
+    files: a.cu, b.cu, c.cu and 11 more.`"""
+    names = [os.path.basename(p) for p in paths[:named]]
+    more = f" and {len(paths) - named} more" if len(paths) > named else ""
+    return f"It breaks {len(paths)} files: {', '.join(names)}{more}."
 
 
 def not_checked_in_time(path: str, seconds: float, setting_name: str, what: str = "") -> Diagnostic:

@@ -3,6 +3,7 @@ front ends schedule the Workspace's checks on (the server on its event loop, the
 
 from ..check import (
     CUDA_SUFFIXES,
+    INCLUDERS_CONSIDERED,
     SPEC_SUFFIX,
     FileCheck,
     Includer,
@@ -11,10 +12,11 @@ from ..check import (
     failed_check,
     includers_for,
     job_deadline,
+    prepare_report,
     project_include_dirs,
     rank_includers,
-    report_once,
     spec_owners,
+    unknown_codes,
 )
 from ..check_jobs import check_job, default_workers, front_end_job, lean_analyze, warm_up
 from ..compile import (
@@ -34,10 +36,12 @@ from ..compile.options import CompileOptions, cuda_include_dirs
 from ..compile.versions import CudaVersions, cuda_versions
 from ..config import Settings, SettingsOverrides, parse_overrides
 from ..procs import release_memory
+from ..tempdirs import make as make_temp_folder
 from ..workspace import CheckRequest, Workspace
 
 __all__ = [
     "CUDA_SUFFIXES",
+    "INCLUDERS_CONSIDERED",
     "MAX_FILE_BYTES",
     "SPEC_SUFFIX",
     "CheckRequest",
@@ -69,15 +73,17 @@ __all__ = [
     "job_deadline",
     "lean_analyze",
     "local_gpu_arch",
+    "make_temp_folder",
     "parse_overrides",
+    "prepare_report",
     "project_include_dirs",
     "rank_includers",
     "read_source",
     "read_text_file",
     "read_text_prefix",
     "release_memory",
-    "report_once",
     "run_jobs",
     "spec_owners",
+    "unknown_codes",
     "warm_up",
 ]

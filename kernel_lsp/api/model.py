@@ -1,8 +1,16 @@
 """Plain results and their words: light (core layer only), loaded at the server's start."""
 
 from ..advice import for_editor
-from ..codes import DESCRIPTIONS, describe, rule_id, unknown_selectors
-from ..model import CheckStatus, CompileResult, Diagnostic, KernelResources, Severity, format_bytes
+from ..codes import DESCRIPTIONS, describe, is_number, rule_id
+from ..model import (
+    CheckStatus,
+    CompileResult,
+    Diagnostic,
+    KernelResources,
+    Severity,
+    files_broken,
+    format_bytes,
+)
 from ..stats import format_seconds
 
 __all__ = [
@@ -13,9 +21,10 @@ __all__ = [
     "KernelResources",
     "Severity",
     "describe",
+    "files_broken",
     "for_editor",
     "format_bytes",
     "format_seconds",
+    "is_number",
     "rule_id",
-    "unknown_selectors",
 ]

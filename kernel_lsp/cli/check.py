@@ -20,11 +20,12 @@ from ..api.checks import (
     collect_files,
     failed_check,
     includers_for,
-    report_once,
+    prepare_report,
     run_jobs,
+    unknown_codes,
 )
 from ..api.gpu import gpus_arg
-from ..api.model import DESCRIPTIONS, unknown_selectors
+from ..api.model import DESCRIPTIONS, is_number
 from ..api.sources import spec_path_for
 from ..workspace import Workspace
 from .flags import (
@@ -93,10 +94,13 @@ def _codes(values: list[str] | None) -> list[str] | None:
 
 def _unknown_codes_message(flag: str, unknown: list[str]) -> str:
     """`--select E999`: which selector matches no code, the nearest code when it looks like a
-    typo, and what codes are."""
+    typo, and what codes are. `--select 9999`: a number the compiler has no diagnostic for."""
     names = [c for c in DESCRIPTIONS if not c.endswith("-")]
     parts = []
     for u in unknown:
+        if is_number(u):
+            parts.append(f"`{u}` (the compiler has no diagnostic of that number)")
+            continue
         near = difflib.get_close_matches(u.lower(), names, n=1)
         parts.append(f"`{u}`" + (f" (did you mean `{near[0]}`?)" if near else ""))
     return (
@@ -206,7 +210,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         more["maxFileBytes"] = max(0, args.max_file_bytes)
     select, ignore = _codes(args.select), _codes(args.ignore)
     for flag, codes in (("--select", select), ("--ignore", ignore)):
-        if unknown := unknown_selectors(codes or ()):
+        if unknown := unknown_codes(codes or []):
             p.error(_unknown_codes_message(flag, unknown))  # exit 2, as ruff does for a bad selector
     if select is not None:
         more["select"] = select
@@ -291,7 +295,8 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     # GPU findings pass the same selection; then each finding once (a header's at the header).
     for c in checks:
         workspace.reported(c)
-    report_once(checks)
+    # JSON and SARIF list a header's error under every file it breaks; text says it once.
+    prepare_report(checks, per_file=args.format in ("json", "sarif"))
     from ..api.checks import cuda_versions
     from .formats import FORMATTERS, View
 

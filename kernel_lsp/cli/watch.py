@@ -89,22 +89,24 @@ class _WatchSession:
         return result
 
     def _includers(self, path: str) -> tuple:
-        """The `.cu` a header is checked in the context of when it fails on its own."""
-        from ..api.checks import rank_includers
+        """The `.cu` files that include a header, nearest first: the first is the context it is
+        checked in when it fails on its own, and their launches give its kernels' blocks."""
+        from ..api.checks import INCLUDERS_CONSIDERED, rank_includers
 
         if path.endswith(".cu"):
             return ()
         found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        return tuple((p, None) for p in rank_includers(path, found)[:1])
+        return tuple((p, None) for p in rank_includers(path, found)[:INCLUDERS_CONSIDERED])
 
     def shown_checks(self) -> list[FileCheck]:
-        """The checks as --check prints them: a header's findings once, not once per includer."""
-        from ..api.checks import report_once
+        """The checks as --check prints them: a header's findings once, not once per includer
+        (in JSON and SARIF also under each file it breaks)."""
+        from ..api.checks import prepare_report
 
         copies = [
             replace(self.state[p], diagnostics=list(self.state[p].diagnostics)) for p in sorted(self.state)
         ]
-        report_once(copies)
+        prepare_report(copies, per_file=self.fmt in ("json", "sarif"))
         return copies
 
     def first_run(self) -> None:

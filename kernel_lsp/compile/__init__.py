@@ -18,7 +18,7 @@ from .files import MAX_FILE_BYTES, decode_source, read_source
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
 from .jobs import report_preview
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
-from .nvrtc import ask_nvrtc_in_child, check_arch, compile_nvrtc, supported_archs
+from .nvrtc import ask_nvrtc_in_child, check_arch, compile_nvrtc, known_diagnostic_number, supported_archs
 from .options import (
     FALLBACK_ARCH,
     CompileOptions,
@@ -56,6 +56,7 @@ __all__ = [
     "find_toolchain",
     "header_stamps",
     "include_closure",
+    "known_diagnostic_number",
     "local_gpu_arch",
     "nvrtc_version",
     "read_source",

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 
 from .. import archs
-from ..advice import INCLUDE_DIRS, library_advice, nvidia_library
+from ..advice import INCLUDE_DIRS, library_advice, missing_package, nvidia_library
 from ..constants import read_constants
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
@@ -210,8 +210,10 @@ def _explain_missing_header(
     header = missing.group(1) or missing.group(2)
     if nvidia_library(header) is not None:
         site = next(iter(site_packages()), "site-packages")
-        advice = library_advice(header, _cuda_major(backend, options), _installed_header_folder(header), site)
-        return replace(d, message=f"{d.message}; {advice}.")
+        major, installed_in = _cuda_major(backend, options), _installed_header_folder(header)
+        advice = library_advice(header, major, installed_in, site)
+        package = missing_package(header, major, installed_in)
+        return replace(d, message=f"{d.message}; {advice}.", package=package)
     searched = [
         os.path.dirname(os.path.abspath(path)),
         *options.include_dirs,

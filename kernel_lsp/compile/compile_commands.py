@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 
 from .files import FileProblem, read_regular
+from .nvcc_args import macro_name
 
 DATABASE_NAME = "compile_commands.json"
 
@@ -461,8 +462,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
     """The flags of one compile command (argv, the compiler first) that matter for diagnostics."""
     inc: list[str] = []
     sys_inc: list[str] = []
-    defines: list[str] = []
-    undefines: list[str] = []
+    macros: list[tuple[str, str]] = []  # ("D", "X=1") / ("U", "X"), in the command's order
     archs: list[str] = []
     extra: list[str] = []
     std: str | None = None
@@ -519,11 +519,11 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
         elif a.startswith("--define-macro") or a.startswith("-D"):
             v = value(("--define-macro", "-D"))
             if v:
-                defines.append(v)
+                macros.append(("D", v))
         elif a.startswith("--undefine-macro") or a.startswith("-U"):
             v = value(("--undefine-macro", "-U"))
             if v:
-                undefines.append(v)
+                macros.append(("U", v))
         elif a in ("-std", "--std") or a.startswith(("-std=", "--std=")):
             v = value(("--std", "-std"))
             if v and _PLAIN_VALUE.fullmatch(v):  # a name nvcc takes, never shell text
@@ -564,6 +564,7 @@ def parse_arguments(args: list[str], directory: str, file: str = "", db_path: st
                 extra.append(text)
         # anything else (-c, -O3, -g, -MD, -fPIC, -Wall, -forward-unknown-to-host-compiler...) is
         # dropped: it changes neither what is an error nor what ptxas reports.
+    defines, undefines = net_macros(macros)
     return CommandFlags(
         include_dirs=tuple(dict.fromkeys(inc)),
         system_include_dirs=tuple(dict.fromkeys(sys_inc)),
@@ -592,6 +593,24 @@ def _compiler_name(args: list[str]) -> str:
         if name not in _LAUNCHERS:
             return name
     return ""
+
+
+def net_macros(macros: list[tuple[str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(defines, undefines) with the effect of the -D's and -U's in their command-line order, as
+    the preprocessor applies them: `-UX -DX` leaves X defined, `-DX -UX` undefined. The backends
+    pass every -D before every -U (`nvrtc_flags`, `NvccArgs.macros`), so a name ends up in one of
+    the two lists only: a -U drops the defines of its name before it, a -D the -U before it.
+    (A -U before a -D of a predefined macro is left out with it: nvcc then warns of the
+    redefinition, and means the same.)"""
+    defines: list[str] = []
+    undefines: list[str] = []
+    for kind, text in macros:
+        name = macro_name(text)
+        undefines = [u for u in undefines if u != name]
+        if kind == "U":
+            defines = [d for d in defines if macro_name(d) != name]
+        (undefines if kind == "U" else defines).append(text)
+    return tuple(defines), tuple(undefines)
 
 
 def _flag_value(a: str, following: str | None, prefixes: tuple[str, ...]) -> tuple[str | None, int]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from .. import procs
+from .. import procs, tempdirs
 
 # What a check reports before it runs the file's spec (the user's code): a deadline reached
 # after it is the spec's.
@@ -67,16 +68,19 @@ def report_preview(value: Any) -> None:
             _phase_conn.send(("preview", value))
 
 
-def _serve(conn: Connection, stderr_path: str) -> None:
+def _serve(conn: Connection, stderr_path: str, nice: int = 0) -> None:
     try:
-        _serve_jobs(conn, stderr_path)
+        _serve_jobs(conn, stderr_path, nice)
     finally:
         procs.end_process_group(0)  # with whatever its jobs started (a spec's `sleep 300`)
 
 
-def _serve_jobs(conn: Connection, stderr_path: str) -> None:
+def _serve_jobs(conn: Connection, stderr_path: str, nice: int = 0) -> None:
     global _phase_conn
     procs.become_worker()
+    if nice:  # a background worker: its compilers (nvcc, cicc, ptxas) inherit the priority
+        with contextlib.suppress(OSError):
+            os.nice(nice)
     # Ctrl-C reaches the whole process group; the parent ends the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):  # what the compiler says as it dies ("LLVM ERROR: out of memory")
@@ -112,6 +116,9 @@ def _serve_jobs(conn: Connection, stderr_path: str) -> None:
 
 
 IDLE_LEAVE_S = 2.0  # an idle worker asked to leave gets this long before it is killed
+# How much lower a background worker's CPU priority is (nice 10: a foreground compile beside it
+# gets the cores it needs).
+BACKGROUND_NICE = 10
 
 
 @dataclass
@@ -125,11 +132,13 @@ class _Job:
 
 
 class _Worker:
-    def __init__(self, ctx) -> None:
-        fd, self.stderr_path = tempfile.mkstemp(prefix="kernel-lsp-worker-", suffix=".log")
+    def __init__(self, ctx, folder: str, background: bool = False) -> None:
+        fd, self.stderr_path = tempfile.mkstemp(prefix="worker-", suffix=".log", dir=folder)
         os.close(fd)
+        self.background = background
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child, self.stderr_path), daemon=True)
+        nice = BACKGROUND_NICE if background else 0
+        self.process = ctx.Process(target=_serve, args=(child, self.stderr_path, nice), daemon=True)
         self.process.start()
         child.close()
         self.job: _Job | None = None
@@ -155,6 +164,8 @@ class _Worker:
             procs.kill_group(self.process.pid)
         self.process.join(5)
         self._release()
+        if self.process.pid and self.process.exitcode is not None:
+            tempdirs.reap(owner=self.process.pid)  # nvcc's folder of a compile cut short
 
     def ask_to_leave(self) -> None:
         with contextlib.suppress(Exception):
@@ -191,7 +202,11 @@ class WorkerPool:
     """Up to `workers` worker processes, started when jobs need them (forked ones all at once).
     `submit` returns a Future that gets the job's result or a JobFailed; it never raises for what
     the job did. Thread-safe. Spawned processes are started by the pool's own thread and die with
-    it (PR_SET_PDEATHSIG); forked ones by the caller's thread, and die with that."""
+    it (PR_SET_PDEATHSIG); forked ones by the caller's thread, and die with that.
+
+    Background jobs (`submit(..., background=True)`: the server's start-up check of a workspace)
+    run one at a time, only while no other job is queued or running, in one more worker of their
+    own at a lower CPU priority (`BACKGROUND_NICE`), which ends after `shrink_after_s` idle."""
 
     def __init__(
         self, workers: int, context: str | None = None, shrink_after_s: float = 0.0, keep: int = 1
@@ -205,8 +220,12 @@ class WorkerPool:
         # Workers are forked only here, while the caller has no other thread; a worker that
         # replaces one later is spawned (the pool's thread exists by then).
         self._ctx = multiprocessing.get_context("spawn" if context == "fork" else context)
+        # The workers' stderr logs: one folder, removed with the pool (reaped after a kill).
+        self._folder = tempdirs.make("kernel-lsp-pool-")
         self._max = max(1, workers)
         self._todo: deque[_Job] = deque()
+        self._later: deque[_Job] = deque()  # background jobs
+        self._low: _Worker | None = None  # the background worker, while idle
         self._idle: list[_Worker] = []
         self._busy: dict[Connection, _Worker] = {}
         self._lock = threading.Lock()
@@ -220,14 +239,17 @@ class WorkerPool:
         self._thread = threading.Thread(target=self._run, name="kernel-lsp-workers", daemon=True)
         self._thread.start()
 
+    def _workers(self) -> list[_Worker]:
+        return [*self._idle, *self._busy.values(), *([self._low] if self._low else [])]
+
     @property
     def processes(self) -> int:
         with self._lock:
-            return len(self._idle) + len(self._busy)
+            return len(self._workers())
 
     def pids(self) -> list[int]:
         with self._lock:
-            return [w.process.pid for w in [*self._idle, *self._busy.values()] if w.process.pid]
+            return [w.process.pid for w in self._workers() if w.process.pid]
 
     def submit(
         self,
@@ -236,17 +258,20 @@ class WorkerPool:
         timeout_s: float,
         memory_bytes: int = 0,
         on_preview: Callable[[Any], None] | None = None,
+        background: bool = False,
     ) -> Future:
         """`fn(*args)` in a worker, killed after `timeout_s` from when a worker got it, with an
         address-space limit of `memory_bytes` (0: none). `fn` must be importable (a module-level
         function). `on_preview`: called on the pool's thread with what the job reports
-        (`report_preview`) before its result, which comes after it."""
+        (`report_preview`) before its result, which comes after it. `background`: after every
+        other job, in the low-priority worker."""
         future: Future = Future()
         with self._lock:
             if self._closing:
                 future.set_result(JobFailed("closed"))
                 return future
-            self._todo.append(_Job(fn, args, timeout_s, memory_bytes, future, on_preview))
+            job = _Job(fn, args, timeout_s, memory_bytes, future, on_preview)
+            (self._later if background else self._todo).append(job)
         self._wake()
         return future
 
@@ -277,7 +302,8 @@ class WorkerPool:
                 if shrink_at is not None:
                     deadlines.append(shrink_at)
                 timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
-                ready = wait([self._wake_r, *self._busy, *(w.conn for w in self._idle)], timeout)
+                idle = [w.conn for w in self._idle] + ([self._low.conn] if self._low else [])
+                ready = wait([self._wake_r, *self._busy, *idle], timeout)
                 for conn in ready:
                     if conn is self._wake_r:
                         with contextlib.suppress(OSError, EOFError):
@@ -285,11 +311,14 @@ class WorkerPool:
                                 self._wake_r.recv_bytes()
                     elif conn in self._busy:
                         self._receive(self._busy[conn])
+                    elif self._low is not None and conn is self._low.conn:  # it died while idle
+                        low, self._low = self._low, None
+                        low.kill()
                     else:  # an idle worker said something or died: it is of no use any more
-                        idle = next((w for w in self._idle if w.conn is conn), None)
-                        if idle is not None:
-                            self._idle.remove(idle)
-                            idle.kill()
+                        gone = next((w for w in self._idle if w.conn is conn), None)
+                        if gone is not None:
+                            self._idle.remove(gone)
+                            gone.kill()
                 self._expire()
                 self._shrink()
         finally:
@@ -301,10 +330,16 @@ class WorkerPool:
             return []
         return sorted(self._idle, key=lambda w: w.idle_since)[: len(self._idle) - self._keep]
 
+    def _idle_low(self) -> list[_Worker]:
+        """The background worker when it is idle and may end (no background job waits)."""
+        if self._shrink_after_s <= 0 or self._later or self._low is None:
+            return []
+        return [self._low]
+
     def _shrink_at(self) -> float | None:
         with self._lock:
-            surplus = self._surplus()
-        return surplus[0].idle_since + self._shrink_after_s if surplus else None
+            surplus = self._surplus() + self._idle_low()
+        return min(w.idle_since for w in surplus) + self._shrink_after_s if surplus else None
 
     def _shrink(self) -> None:
         now = time.monotonic()
@@ -312,6 +347,10 @@ class WorkerPool:
             leaving = [w for w in self._surplus() if now - w.idle_since >= self._shrink_after_s]
             for w in leaving:
                 self._idle.remove(w)
+            low = [w for w in self._idle_low() if now - w.idle_since >= self._shrink_after_s]
+            if low:
+                self._low = None
+            leaving += low
         for w in leaving:
             w.ask_to_leave()
         deadline = time.monotonic() + IDLE_LEAVE_S
@@ -322,15 +361,19 @@ class WorkerPool:
     def _dispatch(self) -> None:
         while True:
             with self._lock:
-                if not self._todo:
+                background = not self._todo and self._background_may_run()
+                if not self._todo and not background:
                     return
-                job = self._todo[0]
-                if not self._idle and len(self._busy) >= self._max:
+                job = self._later[0] if background else self._todo[0]
+                if not background and not self._idle and len(self._busy) - self._low_busy() >= self._max:
                     return
-                self._todo.popleft()
+                (self._later if background else self._todo).popleft()
             if not job.future.set_running_or_notify_cancel():
                 continue  # the caller gave up on it
-            worker = self._idle.pop() if self._idle else self._start()
+            if background:
+                worker, self._low = self._low or self._start(background=True), None
+            else:
+                worker = self._idle.pop() if self._idle else self._start()
             if worker is None:
                 job.future.set_result(JobFailed("crashed", "the worker process did not start"))
                 continue
@@ -346,9 +389,16 @@ class WorkerPool:
             with self._lock:
                 self._busy[worker.conn] = worker
 
-    def _start(self, ctx=None) -> _Worker | None:
+    def _low_busy(self) -> int:
+        return sum(1 for w in self._busy.values() if w.background)
+
+    def _background_may_run(self) -> bool:
+        """A background job runs only when nothing else is queued or running, one at a time."""
+        return bool(self._later) and not self._busy
+
+    def _start(self, ctx=None, background: bool = False) -> _Worker | None:
         try:
-            return _Worker(ctx or self._ctx)
+            return _Worker(ctx or self._ctx, self._folder, background)
         except Exception:  # no process could be started (out of processes or memory)
             return None
 
@@ -381,7 +431,10 @@ class WorkerPool:
             return
         with self._lock:
             self._busy.pop(w.conn, None)
-            self._idle.append(w)
+            if w.background:
+                self._low = w
+            else:
+                self._idle.append(w)
         w.job, w.idle_since = None, time.monotonic()
         if message[0] == "oom":  # a MemoryError under the limit: like a compiler that ran out
             job.future.set_result(JobFailed("crashed", message[1], w.phase, job.timeout_s))
@@ -401,8 +454,10 @@ class WorkerPool:
 
     def _end_all(self) -> None:
         with self._lock:
-            todo, self._todo = list(self._todo), deque()
-            idle, self._idle = self._idle, []
+            todo, self._todo = [*self._todo, *self._later], deque()
+            self._later = deque()
+            idle, self._idle = self._idle + ([self._low] if self._low else []), []
+            self._low = None
             busy, self._busy = list(self._busy.values()), {}
         for job in todo:
             with contextlib.suppress(Exception):
@@ -422,6 +477,7 @@ class WorkerPool:
         for end in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 end.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def _exit_words(w: _Worker) -> str:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from .. import procs
+from .. import procs, tempdirs
 from ..model import CompileResult, Diagnostic, Severity, not_checked_in_time
 from .artifact import build_result
 from .cache import CompileCache
@@ -297,7 +297,7 @@ def _compile_in_temp_dir(
     temporary folder, after a clean compile (the shared-library build links it there)."""
     assert toolchain.nvcc is not None
     timeout_s = options.timeout_s or NVCC_TIMEOUT_S
-    with tempfile.TemporaryDirectory(prefix="kernel-lsp-nvcc-") as tmp:
+    with tempdirs.temporary("kernel-lsp-nvcc-") as tmp:
         # nvcc runs its steps through a shell: a quote or space in the name would break them.
         name = re.sub(r"[^\w.+-]", "_", os.path.basename(path)) or "source.cu"
         if not name.endswith(".cu"):

@@ -1,10 +1,12 @@
 """A flag source for PyTorch extensions (`#include <torch/extension.h>`, `<ATen/...>`, `<c10/...>`):
 the folders and defines `torch.utils.cpp_extension` builds them with.
 
-Torch is asked in a child process of the interpreter that runs kernel-lsp, once per process:
-importing it takes seconds and hundreds of MB, which neither the server's event loop nor every
-compile worker should pay. When torch is not importable, `torch_flags()` says what to install.
-Never raises.
+Where the file's compile_commands.json entry already holds torch's headers (the build's own
+`-I`/`-isystem` of another environment's torch: a CMake or setuptools build database), those are
+the folders, and torch need not be installed beside kernel-lsp (`found_in`). Otherwise torch is
+asked in a child process of the interpreter that runs kernel-lsp, once per process: importing it
+takes seconds and hundreds of MB, which neither the server's event loop nor every compile worker
+should pay. When torch is not importable, `torch_flags()` says what to install. Never raises.
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ class TorchFlags:
 def torch_include(source: str) -> IncludeLine | None:
     """The first `#include` of a PyTorch header, or None for files that are not extensions."""
     return next((inc for inc in find_includes(source) if inc.target.startswith(TORCH_HEADER_PREFIXES)), None)
+
+
+def found_in(include: IncludeLine, dirs: tuple[str, ...]) -> bool:
+    """Whether the torch header `include` names is in one of `dirs` (a database's folders)."""
+    return any(os.path.isfile(os.path.join(d, include.target)) for d in dirs)
 
 
 def extension_defines(path: str) -> tuple[str, ...]:

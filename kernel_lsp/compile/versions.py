@@ -28,16 +28,22 @@ class CudaVersions:
     nvcc: str | None  # "13.5.37"; None: no nvcc, or it did not say
     nvcc_path: str | None = None
     nvcc_from: str = ""  # "CUDA_HOME", "wheel", "PATH"
+    # Why the nvcc the environment names cannot be used (CUDA_HOME without bin/nvcc).
+    nvcc_problem: str | None = None
 
     def summary(self) -> str:
         """`CUDA: NVRTC 13.5, nvcc 13.5.37`: the check summary's words."""
         nvcc = f"nvcc {self.nvcc}" if self.nvcc else "no nvcc" if not self.nvcc_path else "nvcc ?"
+        if self.nvcc_problem:
+            nvcc = f"no nvcc ({self.nvcc_problem})"
         return f"CUDA: NVRTC {self.nvrtc or 'unavailable'}, {nvcc}"
 
     def describe(self) -> str:
         """`--version`'s lines: each compiler's version and where it comes from."""
         nvrtc = f"NVRTC {self.nvrtc}" if self.nvrtc else "NVRTC: unavailable (install cuda-python[all])"
-        if not self.nvcc_path:
+        if self.nvcc_problem:
+            nvcc = f"nvcc: {self.nvcc_problem}"
+        elif not self.nvcc_path:
             nvcc = "nvcc: not found (CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH)"
         else:
             where = _WHERE.get(self.nvcc_from, self.nvcc_from)
@@ -45,12 +51,13 @@ class CudaVersions:
         return f"{nvrtc}\n{nvcc}"
 
     def to_dict(self) -> dict:
-        return {
+        found = {
             "nvrtc": self.nvrtc,
             "nvcc": self.nvcc,
             "nvccPath": self.nvcc_path,
             "nvccFrom": self.nvcc_from or None,
         }
+        return found | ({"nvccProblem": self.nvcc_problem} if self.nvcc_problem else {})
 
 
 @functools.cache
@@ -101,4 +108,5 @@ def cuda_versions() -> CudaVersions:
         nvcc=nvcc_version(toolchain.nvcc) if toolchain.nvcc else None,
         nvcc_path=toolchain.nvcc,
         nvcc_from=toolchain.nvcc_from,
+        nvcc_problem=toolchain.misconfigured,
     )

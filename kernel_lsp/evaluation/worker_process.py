@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kernel_lsp import procs
+from kernel_lsp import procs, tempdirs
 from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import without_secrets
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
@@ -151,6 +151,7 @@ class WorkerProcess:
             procs.kill_group(self.proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
+        self._remove_folders()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -159,5 +160,13 @@ class WorkerProcess:
                 self.proc.wait(timeout=5)
             except Exception:
                 self.kill()
+        self._remove_folders()
         with contextlib.suppress(Exception):
             self.log.close()
+
+    def _remove_folders(self) -> None:
+        """The worker's temporary folders, and a judge's accused processes' (it made them), once
+        it has ended: a killed worker removes none itself, and a judge's last retired accused
+        folders went with its daemon threads."""
+        if self.proc.poll() is not None:
+            tempdirs.reap(owner=self.proc.pid)

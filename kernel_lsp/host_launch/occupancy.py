@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .. import archs
@@ -52,16 +53,20 @@ def launch_occupancies(
     comment_smem: int | None,
     defines: tuple[str, ...] = (),
     headers: tuple[HeaderStamp, ...] = (),
+    other_file: bool = False,
 ) -> tuple[LaunchOccupancy, ...]:
     """The launch configurations of kernel `instance` (`function` with `template_args`);
-    `headers`: the file's quoted includes, whose constants its launches may read."""
+    `headers`: the file's quoted includes, whose constants its launches may read. `other_file`:
+    `path` is not the file the kernel was compiled from (a header's includer), so its launch
+    comment is named with its file."""
 
     def occupancy(block: int, smem: int = 0):
         return archs.occupancy(arch, block, registers, static_shared, smem)
 
     comments = directives.launches_of(instance) or directives.launches_of(function)
     if comments:
-        where = f"the launch comment at line {comments[0].line}"
+        at = f"{os.path.basename(path)}:" if other_file else "line "
+        where = f"the launch comment at {at}{comments[0].line}"
         if comment_block is None:
             note = f"block=`{comments[0].block}` needs the spec's sizes"
             return (LaunchOccupancy("comment", where, None, None, note),)
@@ -148,45 +153,28 @@ def occupancy_summary(k: KernelResources) -> str:
 
 
 def with_launch_occupancy(
-    result: CompileResult, source: str, defines: Sequence[str] = (), include_dirs: Sequence[str] = ()
+    result: CompileResult,
+    source: str,
+    defines: Sequence[str] = (),
+    include_dirs: Sequence[str] = (),
+    launchers: Callable[[], Sequence[tuple[str, str]]] = tuple,
 ) -> CompileResult:
     """`result` with each kernel's launch configurations and, where the launch comment gives no
     block, the first figure from host code or `__launch_bounds__`. Constants come from the file
-    and from the project headers it includes (beside it, or in `include_dirs`)."""
+    and from the project headers it includes (beside it, or in `include_dirs`). `launchers`: the
+    (path, text) of the files that include this one (a header), asked only for a kernel the file
+    itself gives no block: the first whose own launches of it give one supplies its figures."""
     if not result.kernels:
         return result
-    directives = parse_directives(source)
-    headers = quoted_headers(source, result.path, include_dirs) if any(h in source for h in _HINTS) else ()
     kernels = []
     for k in result.kernels:
-        parts = demangle(k.mangled)
-        function = k.source_function
-        instance = parts.instance if parts else function
-        comments = directives.launches_of(instance) or directives.launches_of(function)
-        smem = literal_launch_value(comments[0].smem, tuple(defines), source) if comments else 0
-        comment_block = k.block_size
-        if comments and headers and (comment_block is None or smem is None):
-            # `block=kBlock` with kBlock in a header the file includes: the compile read the file only.
-            constants = _constants(source, tuple(defines), headers)
-            if comment_block is None:
-                comment_block = _threads(constants.evaluate(comments[0].block))
-            if smem is None:
-                smem = constants.evaluate(comments[0].smem)
-        configs = launch_occupancies(
-            source,
-            result.path,
-            function,
-            instance,
-            parts.template_args if parts else (),
-            k.arch,
-            k.registers,
-            k.shared_bytes,
-            directives,
-            comment_block,
-            math.prod(smem) if isinstance(smem, tuple) else smem,
-            tuple(defines),
-            headers,
-        )
+        configs = _configs(k, result.path, source, defines, include_dirs, k.block_size)
+        if not any(c.block_size for c in configs):
+            for path, text in launchers():
+                found = _configs(k, path, text, defines, include_dirs, None, other_file=True)
+                if any(c.block_size for c in found):
+                    configs = found
+                    break
         primary = next((c for c in configs if c.block_size is not None), None)
         kernels.append(
             replace(
@@ -197,3 +185,49 @@ def with_launch_occupancy(
             )
         )
     return replace(result, kernels=kernels)
+
+
+def _configs(
+    k: KernelResources,
+    path: str,
+    source: str,
+    defines: Sequence[str],
+    include_dirs: Sequence[str],
+    compiled_block: int | None,
+    other_file: bool = False,
+) -> tuple[LaunchOccupancy, ...]:
+    """Kernel `k`'s launch configurations as the file `path` (its text `source`) gives them;
+    `compiled_block`: the block the compile read from the launch comment (the compiled file's)."""
+    directives = parse_directives(source)
+    headers = quoted_headers(source, path, include_dirs) if any(h in source for h in _HINTS) else ()
+    parts = demangle(k.mangled)
+    function = k.source_function
+    instance = parts.instance if parts else function
+    comments = directives.launches_of(instance) or directives.launches_of(function)
+    smem = literal_launch_value(comments[0].smem, tuple(defines), source) if comments else 0
+    comment_block = compiled_block
+    if comments and comment_block is None:  # another file's comment: the compile never read it
+        comment_block = _threads(literal_launch_value(comments[0].block, tuple(defines), source))
+    if comments and headers and (comment_block is None or smem is None):
+        # `block=kBlock` with kBlock in a header the file includes: the compile read the file only.
+        constants = _constants(source, tuple(defines), headers)
+        if comment_block is None:
+            comment_block = _threads(constants.evaluate(comments[0].block))
+        if smem is None:
+            smem = constants.evaluate(comments[0].smem)
+    return launch_occupancies(
+        source,
+        path,
+        function,
+        instance,
+        parts.template_args if parts else (),
+        k.arch,
+        k.registers,
+        k.shared_bytes,
+        directives,
+        comment_block,
+        math.prod(smem) if isinstance(smem, tuple) else smem,
+        tuple(defines),
+        headers,
+        other_file,
+    )

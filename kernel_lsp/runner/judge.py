@@ -24,7 +24,6 @@ import select
 import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lsp import procs
+from kernel_lsp import procs, tempdirs
 from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.accused import receive, send
@@ -204,7 +203,7 @@ class AccusedProcess:
         wait: bool = True,
     ):
         """Starts the process; with `wait`, also waits for its hello (else `ready()` does)."""
-        self.folder = tempfile.mkdtemp(prefix="kernel-lsp-accused-")
+        self.folder = tempdirs.make("kernel-lsp-accused-")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)

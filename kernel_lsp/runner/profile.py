@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp import tempdirs
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hot_lines import HotLine, hot_lines
 from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
@@ -258,7 +259,7 @@ def profile_kernels(
         report.case, report.wall_s = case, time.perf_counter() - start
         return report
 
-    with tempfile.TemporaryDirectory(prefix="kernel-lsp-ncu-") as job_dir:
+    with tempdirs.temporary("kernel-lsp-ncu-") as job_dir:
         problem = write_job(job_dir, job, cubin, runs)
         if problem:
             return done(ProfileReport(note=f"no profile: {problem}"))

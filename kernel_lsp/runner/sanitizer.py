@@ -16,11 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp import tempdirs
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.one_launch import SANDBOX_EXIT, in_bwrap, tool_command, write_job
 
@@ -181,8 +181,8 @@ def sanitize(
     # no prompt. Under bubblewrap the launch and the tool share one writable folder, so the
     # report is kept there (the launch could write it: see SECURITY.md).
     with (
-        tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-") as job_dir,
-        tempfile.TemporaryDirectory(prefix="kernel-lsp-sanitizer-log-") as log_dir,
+        tempdirs.temporary("kernel-lsp-sanitizer-") as job_dir,
+        tempdirs.temporary("kernel-lsp-sanitizer-log-") as log_dir,
     ):
         problem = write_job(job_dir, job, blob, runs)
         if problem:

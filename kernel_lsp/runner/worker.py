@@ -19,13 +19,12 @@ import math
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from kernel_lsp import procs
+from kernel_lsp import procs, tempdirs
 from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
@@ -183,7 +182,7 @@ class Worker:
         self.accused: list[AccusedProcess] = []
         self._stand_in_pipeline: RemotePipeline | None = None  # this request's (judged timing)
         # The user's entry libraries are written here.
-        self.folder = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+        self.folder = tempdirs.make("kernel-lsp-gpu-worker-")
         atexit.register(shutil.rmtree, self.folder, True)
         self.phase = ""
         self.case = ""

@@ -34,7 +34,6 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -56,6 +55,7 @@ from ..api.checks import (
     header_stamps,
     include_closure,
     job_deadline,
+    make_temp_folder,
     release_memory,
     spec_owners,
     warm_up,
@@ -63,6 +63,7 @@ from ..api.checks import (
 from ..api.model import CompileResult, Diagnostic, KernelResources
 from ..api.sources import spec_path_for
 from ..workspace import CheckRequest, Workspace
+from .packages import OnePerPackage
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +112,13 @@ class Analysis:
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: set[str] = set()
+        self._background: set[str] = set()  # files whose next check is a background one
         self._last_request: dict[str, float] = {}
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
         self._published: dict[str, dict[str, list[Diagnostic]]] = {}
+        # A missing package's finding once among the files not open (server/packages.py).
+        self._packages = OnePerPackage(lambda path: snapshot(path).text is not None)
         self._closed = False
         self._idle_timer: asyncio.TimerHandle | None = None
         self._trim_timer: asyncio.TimerHandle | None = None
@@ -207,15 +211,21 @@ class Analysis:
 
     # --- scheduling ---------------------------------------------------------------------------
 
-    def request(self, path: str) -> None:
+    def request(self, path: str, background: bool = False) -> None:
         """Check `path` soon (its editor text if open, else the file on disk). A spec sidecar
-        stands for its kernel file: the kernel file's check verifies it."""
+        stands for its kernel file: the kernel file's check verifies it. `background` (the
+        start-up check of a workspace): after every other check, in the pool's low-priority
+        worker; any other request for the file makes its next check a foreground one."""
         if path.endswith(SPEC_SUFFIX):
             for kernel_file in spec_owners(path):
-                self.request(kernel_file)
+                self.request(kernel_file, background)
             return
         if not path.endswith(CUDA_SUFFIXES):
             return
+        if background:
+            self._background.add(path)
+        else:
+            self._background.discard(path)
         self._done.setdefault(path, asyncio.Event()).clear()
         self._cancel_idle_stop()
         self._last_request[path] = asyncio.get_running_loop().time()
@@ -244,7 +254,7 @@ class Analysis:
 
     def _new_token(self) -> str:
         if self._cancel_dir is None:
-            self._cancel_dir = tempfile.mkdtemp(prefix="kernel-lsp-cancel-")
+            self._cancel_dir = make_temp_folder("kernel-lsp-cancel-")
         self._token_serial += 1
         return os.path.join(self._cancel_dir, str(self._token_serial))
 
@@ -287,6 +297,7 @@ class Analysis:
             log.exception("check of %s failed", path)
         finally:
             self._running.pop(path, None)
+            self._background.discard(path)
             self._done.setdefault(path, asyncio.Event()).set()
             if not self._running:
                 self._on_busy(False)
@@ -378,7 +389,10 @@ class Analysis:
             if isinstance(found, CompileResult) and snap.version is not None:
                 loop.call_soon_threadsafe(self._publish_preview, path, snap, found, previews)
 
-        full = asyncio.wrap_future(pool.submit(check_job, job, deadline_s, memory, on_preview))
+        background = path in self._background
+        full = asyncio.wrap_future(
+            pool.submit(check_job, job, deadline_s, memory, on_preview, background=background)
+        )
         front_s = None
         if first is not None:
             await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
@@ -533,15 +547,24 @@ class Analysis:
         touched = {t for t, sources in self._published.items() if checked in sources} | set(by_target)
         if os.path.isabs(checked):
             touched.add(checked)
+        packages: set[str] = set()
         for target in touched:
             sources = self._published.setdefault(target, {})
             if target in by_target:
                 sources[checked] = by_target[target]
             else:
                 sources.pop(checked, None)
+            packages |= self._packages.update(target, self._merged(target))
+        # A file opened or closed moves a package's holder too: its check lands here.
+        for target in sorted(touched | self._packages.moved(packages)):
             self._publish(target, self.findings_for(target))
 
     def findings_for(self, target: str) -> list[Diagnostic]:
+        """The findings on `target` as the editor shows them: from every check that reached it,
+        each once; a missing package on one closed file only."""
+        return self._packages.shown(target, self._merged(target))
+
+    def _merged(self, target: str) -> list[Diagnostic]:
         """The findings on `target` from every check that reached it, each once."""
         seen, out = set(), []
         sources = self._published.get(target, {})

@@ -16,10 +16,11 @@ generators, another editor).
 - Bounded work: re-checks are fed to the Analysis at most `2 x workers` at a time, open
   documents first; the Analysis coalesces requests per file.
 - Start-up: the include graph is built from a walk of each folder (off the loop); the files
-  themselves are compiled at start-up only when a folder holds at most
-  `STARTUP_CHECK_LIMIT` of them (a small project shows all its problems at once; a large
-  one would keep every core busy for minutes after the editor opens). Past that, files are
-  checked when opened or when they (or their headers) change.
+  themselves are compiled at start-up only when a folder holds at most `startupCheckFiles` of
+  them (a small project shows all its problems at once), and then in the background: after the
+  open files' checks, one file at a time, in the pool's low-priority worker (a project of 35
+  heavy files kept both cores busy for over 4 minutes when they were all checked at once).
+  Past that, files are checked when opened or when they (or their headers) change.
 
 `kernelLsp/watchStats` returns counters (compiles, batches, watched folders) for tests and
 benchmarks.
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STARTUP_CHECK_LIMIT = int(os.environ.get("KERNEL_LSP_STARTUP_CHECK_LIMIT", "50"))
 # A header opened in the editor: at most this many of the `.cu` files that include it are checked
 # (nearest first), so that its templates show the resources of their instances.
 INSTANCE_CHECK_LIMIT = int(os.environ.get("KERNEL_LSP_INSTANCE_CHECK_LIMIT", "32"))
@@ -71,6 +71,8 @@ class Watching:
         self._queue: deque[str] = deque()
         self._queued: set[str] = set()
         self._draining = False
+        self._startup: deque[str] = deque()  # the start-up check's files, checked in the background
+        self._starting = False
         self._slots: asyncio.Semaphore | None = None
         self._stopped = False
         self._tasks: set[asyncio.Future] = set()
@@ -112,13 +114,15 @@ class Watching:
         return dirs + project_include_dirs(settings, self.folders())
 
     def includers_of(self, path: str) -> tuple[Includer, ...]:
-        """The file a header is checked in the context of: its nearest `.cu` includer, with its
-        editor text when it is open."""
-        from ..api.checks import rank_includers
+        """The `.cu` files that include a header, nearest first, with their editor text when
+        open: the first is the context it is checked in, the first that launches one of its
+        kernels gives that kernel's block."""
+        from ..api.checks import INCLUDERS_CONSIDERED, rank_includers
 
         with self.graph_lock:
             found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        return tuple((p, self.server.snapshot(p).text) for p in rank_includers(path, found)[:1])
+        ranked = rank_includers(path, found)[:INCLUDERS_CONSIDERED]
+        return tuple((p, self.server.snapshot(p).text) for p in ranked)
 
     def check_instances(self, header: str) -> int:
         """Check the `.cu` files that include `header` and have no result yet (nearest first, at
@@ -202,12 +206,33 @@ class Watching:
             self._problem(
                 f"{root}: more than {SCAN_LIMIT} CUDA files; headers are followed for the first ones"
             )
-        if len(scan.files) <= STARTUP_CHECK_LIMIT:
-            # Files the editor has open were checked on didOpen, with its text: checking them
-            # again here published the same diagnostics twice, a few ms apart.
-            self._enqueue([f for f in scan.files if not self._is_open(f)])
+        if len(scan.files) <= self.server.settings.startup_check_files:
+            self._check_at_startup(scan.files)
         self.ready.add(root)
         log.info("watching %s (%d CUDA/spec files)", root, len(scan.files))
+
+    def _check_at_startup(self, files) -> None:
+        """The files of a small folder, one at a time in the background (the pool runs them after
+        every other check, at low priority)."""
+        self._startup.extend(sorted(files))
+        if not self._starting:
+            self._starting = True
+            self._keep(asyncio.ensure_future(self._drain_startup()))
+
+    async def _drain_startup(self) -> None:
+        analysis = self.server.analysis
+        try:
+            while self._startup and not self._stopped:
+                path = self._startup.popleft()
+                # Files the editor has open are checked with its text on didOpen, and a file
+                # that changed since was checked by its batch: neither is checked again here.
+                if self._is_open(path) or path in analysis.results:
+                    continue
+                self.requested += 1
+                analysis.request(path, background=True)
+                await analysis.wait(path, timeout=600.0)
+        finally:
+            self._starting = False
 
     def _scan(self, watcher: WorkspaceWatcher):
         from ..api.watching import is_cuda, read_text
@@ -230,6 +255,7 @@ class Watching:
         self.watchers.clear()
         self._queue.clear()
         self._queued.clear()
+        self._startup.clear()
 
     def _problem(self, message: str, popup: bool = False) -> None:
         """A problem for the editor's log (the server's log goes there as window/logMessage), and
@@ -336,7 +362,7 @@ class Watching:
             "batches": self.batches,
             "events": self.events,
             "requested": self.requested,
-            "queued": len(self._queue),
+            "queued": len(self._queue) + len(self._startup),
             "folders": sorted(self.ready),
             "graphFiles": len(self.graph),
             "problems": list(self.problems),

@@ -190,8 +190,13 @@ def test_an_unknown_code_on_the_command_line_is_a_usage_error(capsys, tmp_path, 
     assert f"invalid value for {flag}: no diagnostic code starts with `E999`" in err
     code, _, err = run(capsys, flag, "splil", str(tmp_path))
     assert code == 2 and "`splil` (did you mean `spill`?)" in err
+    # A number is a code only where the compiler has a diagnostic of that number (issue 45).
+    for number in ("9999", "20999-D", "0"):
+        code, out, err = run(capsys, flag, f"177,{number}", str(tmp_path))
+        assert (code, out) == (2, ""), number
+        assert f"`{number}` (the compiler has no diagnostic of that number)" in err
     # Known codes, prefixes, numbers and ALL are fine.
-    code, out, _ = run(capsys, flag, "177,spec-,nvrtc-error,ALL", str(tmp_path))
+    code, out, _ = run(capsys, flag, "177,20011-D,#550,spec-,nvrtc-error,ALL", str(tmp_path))
     assert code == 0 and lines(out)[-1].startswith("checked 1 file(s)")
 
 
@@ -247,6 +252,9 @@ def test_stdin_is_checked_as_the_named_file_with_its_projects_flags(tmp_path):
 
 
 def test_a_headers_finding_is_reported_once_with_its_includers(capsys, tmp_path):
+    """Text and GitHub annotations: the header's finding once, its includers as related lines.
+    JSON and SARIF, which scripts read file by file, also list it under each file it breaks, at
+    the `#include` (issue 45: the others showed `"diagnostics": []`)."""
     (tmp_path / "common.cuh").write_text(
         "#pragma once\n__device__ float twice(float v) { return 2 * v + oops; }\n"
     )
@@ -256,23 +264,35 @@ def test_a_headers_finding_is_reported_once_with_its_includers(capsys, tmp_path)
         )
     code, out, _ = run(capsys, "--format", "sarif", str(tmp_path))
     assert code == 1
-    (result,) = json.loads(out)["runs"][0]["results"]
-    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("common.cuh")
+    results = json.loads(out)["runs"][0]["results"]
+    uri = [os.path.basename(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]) for r in results]
+    assert sorted(uri) == ["a.cu", "b.cu", "common.cuh"]
+    (result,) = [r for r, u in zip(results, uri, strict=True) if u == "common.cuh"]
     related = [r["physicalLocation"]["artifactLocation"]["uri"] for r in result["relatedLocations"]]
     assert sorted(os.path.basename(u) for u in related) == ["a.cu", "b.cu"]
     assert {r["physicalLocation"]["region"]["startLine"] for r in result["relatedLocations"]} == {1}
-    # The same one finding in every format, and in the error count.
+    for r, u in zip(results, uri, strict=True):
+        assert "oops" in r["message"]["text"] and r["level"] == "error"
+        if u != "common.cuh":  # at the #include, pointing at the header's line
+            assert r["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+            assert r["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 2
+    # One finding in the text formats, and in their error count.
     code, out, _ = run(capsys, "--format", "github", "--quiet", str(tmp_path))
     (annotation,) = lines(out)
     assert annotation.startswith("::error file=") and "common.cuh" in annotation.split("::")[1]
     assert "included from" in annotation and "a.cu:1" in annotation and "b.cu:1" in annotation
     code, out, _ = run(capsys, str(tmp_path))
     assert lines(out)[-1].startswith("checked 3 file(s) for sm_90: 1 error(s)"), out
+    # The header not checked itself: its finding once (under the first file), and each file that
+    # includes it lists the error at its #include.
     code, out, _ = run(capsys, "--format", "json", str(tmp_path / "a.cu"), str(tmp_path / "b.cu"))
     report = json.loads(out)
-    assert report["summary"]["errors"] == 1
-    found = [d for f in report["files"] for d in f["diagnostics"]]
-    assert len(found) == 1 and len(found[0]["related"]) == 2
+    assert report["summary"]["errors"] == 3
+    at_header = [d for f in report["files"] for d in f["diagnostics"] if d["path"].endswith("common.cuh")]
+    assert len(at_header) == 1 and len(at_header[0]["related"]) == 2
+    for f in report["files"]:
+        (own,) = [d for d in f["diagnostics"] if d["path"] == f["path"]]
+        assert (own["line"], own["severity"]) == (1, "error") and "common.cuh:2" in own["message"]
 
 
 @pytest.mark.parametrize("fmt", ["text", "github"])

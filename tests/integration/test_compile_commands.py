@@ -65,6 +65,40 @@ def test_every_flag_kind_is_read_and_the_rest_dropped():
     )
 
 
+def test_defines_and_undefines_take_effect_in_their_order():
+    """The preprocessor applies -D and -U in command-line order (gcc's manual; nvcc likewise):
+    `-UX -DX` leaves X defined, `-DX -UX` undefined. The backends pass every -D before every -U,
+    so the parse keeps each name in one list only."""
+    f = parse("nvcc -UA -DA -DB=1 -UB -DC=1 -UC -DC=2 -UD -UD -DE --undefine-macro=E --define-macro E=3 -c a.cu")
+    assert f.defines == ("A", "C=2", "E=3")
+    assert f.undefines == ("B", "D")
+    # A function-like define is undone by a -U of its name.
+    assert parse("nvcc -DF(x)=x -UF -c a.cu").defines == ()
+
+
+def test_a_settings_define_undoes_the_databases_undefine(tmp_path):
+    write_db(tmp_path, [{"directory": ".", "command": "nvcc -UFLAG -UOTHER -c a.cu", "file": "a.cu"}])
+    a = str(tmp_path / "a.cu")
+    settings, _ = settings_from_dict({"defines": ["FLAG=2"]})
+    options = settings.compile_options("sm_80", str(tmp_path), settings.project_flags(a, str(tmp_path)).flags)
+    assert options.defines == ("FLAG=2",) and options.undefines == ("OTHER",)
+
+
+def test_undefine_then_define_from_a_database_compiles_as_nvcc_does(tmp_path, capsys):
+    """`-UX -DX` in the database: X is defined for the check, as for nvcc (an `#error` under
+    `#ifndef X` would be a false error otherwise); `-DY -UY`: Y is not."""
+    (tmp_path / "k.cu").write_text(
+        "#ifndef X\n#error X is not defined\n#endif\n"
+        "#ifdef Y\n#error Y is defined\n#endif\n"
+        "__global__ void k(int* p) { *p = X; }\n"
+    )
+    write_db(tmp_path, [{"directory": ".", "command": "nvcc -UX -DX -DY -UY -c k.cu", "file": "k.cu"}])
+    code = main(["check", str(tmp_path / "k.cu")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "is not defined" not in out and "is defined" not in out
+
+
 def test_the_dropped_flags_leave_nothing_behind():
     f = parse(
         "nvcc -c a.cu -o x.o -O3 -g -G -MD -MF x.d -Xptxas -v -Xcompiler -Wall -t 4 -ccbin g++ -lineinfo"

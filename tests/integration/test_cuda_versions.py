@@ -71,6 +71,34 @@ def test_an_nvcc_under_cuda_home_is_the_one_named(tmp_path, monkeypatch):
     assert f"nvcc 12.9.86: {nvcc} (from CUDA_HOME/CUDA_PATH)" in versions.describe()
 
 
+@pytest.mark.parametrize("var", ["CUDA_HOME", "CUDA_PATH"])
+def test_a_cuda_home_without_nvcc_is_an_error_that_says_so(tmp_path, monkeypatch, capsys, var):
+    """A toolkit folder without bin/nvcc (a runtime-only install, a typo) is never replaced by the
+    wheel's CUDA 13 unnoticed: every file nvcc would compile gets the error naming the variable,
+    and --version and the summary say it."""
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    (tmp_path / "cuda-12" / "include").mkdir(parents=True)
+    monkeypatch.setenv(var, str(tmp_path / "cuda-12"))
+    toolchain = find_toolchain()
+    assert toolchain.nvcc is None and toolchain.problem is not None
+    assert toolchain.problem.startswith(f"{var}={tmp_path / 'cuda-12'} has no executable ")
+    assert "bin/nvcc" in toolchain.problem
+    versions = cuda_versions()
+    assert versions.nvcc_path is None and f"nvcc: {var}=" in versions.describe()
+    assert versions.to_dict()["nvccProblem"] == toolchain.problem
+
+    (tmp_path / "k.cu").write_text(CLEAN)
+    code = main(["check", "--no-gpu", "--arch", "sm_90", "--compiler", "nvcc", str(tmp_path / "k.cu")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert f"{var}={tmp_path / 'cuda-12'} has no executable" in out.splitlines()[0]
+    assert f"no nvcc ({var}=" in out.splitlines()[-1]
+
+    monkeypatch.setenv(var, str(tmp_path / "absent"))
+    assert f"{var}={tmp_path / 'absent'} is no folder" in (find_toolchain().problem or "")
+
+
 def test_an_nvcc_that_says_nothing_has_no_version(tmp_path):
     silent = tmp_path / "nvcc"
     silent.write_text("#!/bin/sh\nexit 3\n")

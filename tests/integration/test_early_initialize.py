@@ -86,6 +86,40 @@ def test_other_params_or_other_code_are_another_key(cache, monkeypatch):
     assert stdout.getvalue() == b""
 
 
+def test_a_folder_never_opened_before_is_answered_from_another_folders_start(cache):
+    """The key is what the answer is made of (issue 45: a new folder waited 0.47 s for pygls): the
+    client's capabilities and the clangd settings, not the workspace, the client's name or the
+    other settings (whose paths are the workspace's)."""
+
+    def opened(folder: str, options: dict, capabilities: dict | None = None, **more) -> dict:
+        message = initialize(options=options)
+        message["params"].update(
+            rootUri=f"file://{folder}",
+            rootPath=folder,
+            workspaceFolders=[{"uri": f"file://{folder}", "name": "ws"}],
+            capabilities=capabilities or {},
+            **more,
+        )
+        return message
+
+    options_a = {"includeDirs": ["/a/include"], "clangd": {"enabled": True}, "gpu": {"enabled": False}}
+    early = answer_early(io.BytesIO(frame(opened("/a", options_a))), io.BytesIO())
+    early.server_reply(frame({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {"x": 1}}}))
+    options_b = {"kernelLsp": {"includeDirs": ["/b/inc"], "clangd.enabled": True, "arch": "sm_80"}}
+    stdout = io.BytesIO()
+    answer_early(io.BytesIO(frame(opened("/b", options_b, clientInfo={"name": "Neovim"}))), stdout)
+    assert answers(stdout.getvalue()) == [{"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {"x": 1}}}]
+    # What the answer is made of differs: another key.
+    for other in (
+        opened("/b", {"clangd": {"enabled": False}}),
+        opened("/b", {"clangd": {"enabled": True, "path": "/opt/clangd"}}),
+        opened("/b", options_b, {"general": {"positionEncodings": ["utf-8"]}}),
+    ):
+        stdout = io.BytesIO()
+        answer_early(io.BytesIO(frame(other)), stdout)
+        assert stdout.getvalue() == b"", other
+
+
 def test_an_answer_that_changed_is_saved_for_the_next_start_and_errors_never(cache):
     early = answer_early(io.BytesIO(frame(initialize())), io.BytesIO())
     early.server_reply(frame({"jsonrpc": "2.0", "id": 1, "result": {"capabilities": {"a": 1}}}))
@@ -94,7 +128,7 @@ def test_an_answer_that_changed_is_saved_for_the_next_start_and_errors_never(cac
     stdout = io.BytesIO()
     answer_early(io.BytesIO(frame(initialize())), stdout)
     assert answers(stdout.getvalue())[0]["result"] == {"capabilities": {"b": 2}}
-    error = answer_early(io.BytesIO(frame(initialize(options={"x": 1}))), io.BytesIO())
+    error = answer_early(io.BytesIO(frame(initialize(options={"clangd": {"enabled": False}}))), io.BytesIO())
     assert error.server_reply(frame({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "no"}}))
     assert len(list(cache.iterdir())) == 1
 
@@ -135,11 +169,12 @@ def test_the_servers_reader_reads_the_prefix_then_stdin():
         reader.close()
 
 
-def start_server(env: dict) -> list[dict]:
-    """initialize, shutdown, exit through a real server: every message it wrote back."""
+def start_server(env: dict, message: dict | None = None) -> list[dict]:
+    """initialize (`message`), shutdown, exit through a real server: every message it wrote back."""
+    message = message or initialize(options={"gpu": {"enabled": False}, "clangd": {"enabled": False}})
     proc = subprocess.run(
         [sys.executable, "-m", "kernel_lsp"],
-        input=frame(initialize(options={"gpu": {"enabled": False}, "clangd": {"enabled": False}}))
+        input=frame(message)
         + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
         + frame({"jsonrpc": "2.0", "method": "exit"}),
@@ -160,3 +195,28 @@ def test_a_real_server_answers_once_and_the_same_both_ways(tmp_path, cache):
     first, second = (next(m for m in r if m.get("id") == 1) for r in replies)
     assert first == second and "hoverProvider" in first["result"]["capabilities"]
     assert len(list(cache.iterdir())) == 1
+
+
+def test_the_real_server_answers_alike_whatever_the_workspace_and_the_other_settings(tmp_path):
+    """What makes sharing an answer between folders sound: the server's own answers (none sent
+    early) to two starts that differ in all but `_answer_inputs` are the same."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), KERNEL_LSP_EARLY_INITIALIZE="0")
+    results = []
+    for folder, options in (
+        (tmp_path / "a", {"gpu": {"enabled": False}, "includeDirs": ["/a/include"], "checkOn": "save"}),
+        (tmp_path / "b", {"kernelLsp": {"gpu.enabled": False, "arch": "sm_80", "defines": ["X=1"]}}),
+    ):
+        folder.mkdir()
+        message = initialize(options=options)
+        message["params"].update(
+            rootUri=folder.as_uri(),
+            rootPath=str(folder),
+            workspaceFolders=[{"uri": folder.as_uri(), "name": folder.name}],
+            clientInfo={"name": folder.name},
+        )
+        reply = start_server(env, message)
+        results.append(next(m for m in reply if m.get("id") == 1)["result"])
+        assert early_initialize._answer_inputs(message["params"]) == early_initialize._answer_inputs(
+            initialize(options={})["params"]
+        )
+    assert results[0] == results[1]

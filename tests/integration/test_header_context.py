@@ -112,8 +112,11 @@ def test_includers_for_finds_translation_units_through_the_project_include_folde
         )
     )
     header = str(tmp_path / "include" / "impl.cuh")
-    # Checked alone: the database's translation units are the candidates.
-    assert includers_for([header], SETTINGS) == {header: ((str(tmp_path / "src" / "z.cu"), None),)}
+    # Checked alone: the database's translation units are the candidates, nearest first (the
+    # first is the header's context; the others may launch its kernels).
+    assert includers_for([header], SETTINGS) == {
+        header: ((str(tmp_path / "src" / "z.cu"), None), (str(tmp_path / "src" / "sub" / "a.cu"), None))
+    }
     # Checked with others: those.
     assert includers_for([header, str(tmp_path / "src" / "sub" / "a.cu")], SETTINGS) == {
         header: ((str(tmp_path / "src" / "sub" / "a.cu"), None),)

@@ -156,3 +156,27 @@ def test_launch_bounds_alone_and_for_a_template_instance():
         "no launch comment, launch in host code or __launch_bounds__ gives a block size"
         in occupancy_summary(k)
     )
+
+
+@needs_nvcc
+def test_a_headers_kernel_takes_its_block_from_the_file_that_launches_it(tmp_path, capsys):
+    """A kernel defined in a header and launched from a `.cu` that includes it: the header's
+    figures use that launch's block (issue 45: "occupancy: none"), found among the includers even
+    when the nearest one does not launch it; a launch comment in the launching file counts too."""
+    (tmp_path / "k.cuh").write_text(
+        "#pragma once\n"
+        "__global__ void scale(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] *= 2; }\n"
+        "__global__ void shift(float* x) { x[threadIdx.x] += 1; }\n"
+    )
+    (tmp_path / "a_near.cu").write_text('#include "k.cuh"\n__global__ void other(float* x) { x[0] = 0; }\n')
+    (tmp_path / "main.cu").write_text(
+        '#include "k.cuh"\n'
+        "// kernel-lsp: launch shift grid=1 block=64\n"
+        "void run(float* x, int n) { scale<<<(n + 127) / 128, 128>>>(x, n); }\n"
+    )
+    out = check_text(tmp_path, capsys)
+    header = [line for line in out.splitlines() if line.startswith("k.cuh:") or "/k.cuh:" in line]
+    scale = next(line for line in header if "kernel scale [sm_90]" in line)
+    assert re.search(OCC.format(128), scale) and "from the launch at main.cu:3 in `run`" in scale, scale
+    shift = next(line for line in header if "kernel shift [sm_90]" in line)
+    assert re.search(OCC.format(64), shift) and "the launch comment at main.cu:2" in shift, shift

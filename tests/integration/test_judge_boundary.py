@@ -367,27 +367,42 @@ def test_the_optimizers_judge_twin_is_a_judge_with_the_users_settings(plain, tmp
     assert result.problems[0].kind == "mismatch" and "constant" in words(result), words(result)
 
 
-# Right while it is verified, then does nothing: its count of calls lives in a file of its own
-# folder (host statics are put back before every call; a file is not), and past the calls a
-# verification makes it returns without writing, hoping the timed runs are not all checked.
-QUITS_WHEN_TIMED = r"""
+# Right while it is verified, then wrong: its count of calls on the large case (the one timed) is
+# thread-local (host statics are put back before every call; thread-local storage is not in the
+# library's image; a file of its folder kept it before the sandbox refused every write), and past
+# the calls its verification makes it writes a wrong result, at the same cost (a run that skipped
+# its work would be far faster on inputs it has seen than on new ones, and the judge says so
+# first: "suspicious"), hoping the timed runs are not all checked. Verification calls it on that
+# case exactly this often: 2 runs (verify_case's `runs`) x 2 calls (a run and its race check), all
+# in the one accused process of the request. (It quit after its 24th call of any size: under load
+# the timing, bounded by its budget, made a sizing batch, a warm-up batch and one measured batch
+# of 3 sets, 9 calls after the verification's, never reaching the 24th; found correct, rightly,
+# it failed the test under load and passed alone.)
+LARGE_N = 1 << 21
+LARGE_VERIFICATION_CALLS = 2 * 2
+QUITS_WHEN_TIMED = (
+    r"""
 extern "C" void scale(const float* x, float* y, int n)
 {
-    // Thread-local: not in the library's image, so restoring its globals before a run misses it
-    // (a file of its folder would have kept the count too, before the sandbox refused all writes).
-    static __thread long large_calls = 0;
-    if (n >= (1 << 20) && large_calls++ >= 8) return;  // past verification's few large runs
+    static __thread long calls = 0;
+    if (n == LARGE_N && calls++ >= VERIFICATION_CALLS) {
+        for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i] + 1.0f;
+        return;
+    }
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
 }
 """
-LARGE_SPEC = SPEC.replace('[{"n": 1000}, {"n": 20000}]', '[{"n": 1000}, {"n": 1 << 21}]')
+    .replace("LARGE_N", str(LARGE_N))
+    .replace("VERIFICATION_CALLS", str(LARGE_VERIFICATION_CALLS))
+)
+LARGE_SPEC = SPEC.replace('[{"n": 1000}, {"n": 20000}]', f'[{{"n": 1000}}, {{"n": {LARGE_N}}}]')
 
 
 def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(judged, tmp_path):
     """The checked sets' references of a large case (8 MiB buffers) are made side by side in
     threads (runner/isolation.TimedSets._references): a candidate that passes verification and
-    then skips its work is still caught by the timed outputs, for the set it skipped."""
-    assert '{"n": 1 << 21}' in LARGE_SPEC
+    then goes wrong is still caught by the timed outputs."""
+    assert f'{{"n": {LARGE_N}}}' in LARGE_SPEC
     (tmp_path / "scale.cu").write_text(QUITS_WHEN_TIMED)
     (tmp_path / "scale.spec.py").write_text(LARGE_SPEC)
     (result,) = check_file(judged, str(tmp_path / "scale.cu"), compile_options=OPTIONS)

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "codes": 0,
     "safe_expr": 0,  # arithmetic of workspace text, never eval
     "safe_write": 0,  # kernel-lsp's own files, never through a link
+    "tempdirs": 0,  # temporary folders with an owner file, reaped when their owner is gone
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)

@@ -41,6 +41,8 @@ export interface KernelLspSettings {
     maxFileBytes: number;
     /** Compile workers end after this long without a check; 0 keeps them. */
     workerIdleSeconds: number;
+    /** A workspace folder of at most this many files is checked at start-up (background); 0: none. */
+    startupCheckFiles: number;
     /** One file's check past this is stopped: "not checked in time". */
     checkTimeoutSeconds: number;
     /** Address-space limit (MiB) of each compile worker and its compilers; 0: none. */
@@ -77,6 +79,7 @@ export const DEFAULT_SETTINGS: KernelLspSettings = {
     exclude: [],
     maxFileBytes: 2 * 1024 * 1024,
     workerIdleSeconds: 60,
+    startupCheckFiles: 50,
     checkTimeoutSeconds: 120,
     compileMemoryMB: 8192,
     compileCommandsMaxBytes: 256 * 1024 * 1024,
@@ -196,6 +199,7 @@ export function normalizeSettings(raw: unknown, context: PathContext): KernelLsp
         exclude: asStringArray(section.exclude),
         maxFileBytes: asPositiveInteger(section.maxFileBytes, DEFAULT_SETTINGS.maxFileBytes),
         workerIdleSeconds: asNonNegativeInteger(section.workerIdleSeconds, DEFAULT_SETTINGS.workerIdleSeconds),
+        startupCheckFiles: asNonNegativeInteger(section.startupCheckFiles, DEFAULT_SETTINGS.startupCheckFiles),
         checkTimeoutSeconds: asPositiveInteger(section.checkTimeoutSeconds, DEFAULT_SETTINGS.checkTimeoutSeconds),
         compileMemoryMB: asNonNegativeInteger(section.compileMemoryMB, DEFAULT_SETTINGS.compileMemoryMB),
         compileCommandsMaxBytes: asNonNegativeInteger(

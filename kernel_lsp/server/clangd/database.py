@@ -5,7 +5,7 @@ clangd reloads it when it changes; files that have no entry get the entry of the
 that has one (clangd interpolates), so a `.cu` that go-to-definition lands in is parsed as CUDA
 with the project's flags too. The folder is made with mode 0700 and removed when the server ends;
 a server that was killed cannot remove its own, so the next one removes the folders of servers
-that are gone (the folder's name holds the server's pid).
+that are gone (`tempdirs`: an owner file in each).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import os
 import shutil
 import tempfile
 
+from ...api.checks import make_temp_folder
+
 log = logging.getLogger(__name__)
 
 DATABASE_NAME = "compile_commands.json"
@@ -24,8 +26,7 @@ PREFIX = "kernel-lsp-clangd-"
 
 class PrivateDatabase:
     def __init__(self) -> None:
-        remove_stale(tempfile.gettempdir())
-        self.folder = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")
+        self.folder = make_temp_folder(PREFIX)
         self._entries: dict[str, list[str]] = {}
         self._write()  # clangd finds a database from its first file on
 
@@ -61,31 +62,3 @@ class PrivateDatabase:
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
-
-def remove_stale(parent: str) -> None:
-    """Remove the private folders of servers that no longer run (killed before they could)."""
-    try:
-        names = [n for n in os.listdir(parent) if n.startswith(PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        pid = name[len(PREFIX) :].partition("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        folder = os.path.join(parent, name)
-        try:
-            if os.stat(folder).st_uid != os.getuid():
-                continue  # another user's server
-        except OSError:
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -31,6 +31,7 @@ describe('normalizeSettings', () => {
             exclude: ['third_party', 'legacy/**'],
             maxFileBytes: 1048576,
             workerIdleSeconds: 0,
+            startupCheckFiles: 0,
             checkTimeoutSeconds: 30,
             compileMemoryMB: 0,
             compileCommandsMaxBytes: 1024,
@@ -65,6 +66,7 @@ describe('normalizeSettings', () => {
                 exclude: 'legacy',
                 maxFileBytes: -5,
                 workerIdleSeconds: 1.5,
+                startupCheckFiles: -1,
                 checkTimeoutSeconds: 0,
                 compileMemoryMB: -1,
                 compileTimeoutSeconds: -3,
@@ -89,6 +91,7 @@ describe('normalizeSettings', () => {
         assert.deepEqual(settings.exclude, []);
         assert.equal(settings.maxFileBytes, 2097152);
         assert.equal(settings.workerIdleSeconds, 60);
+        assert.equal(settings.startupCheckFiles, 50);
         assert.equal(settings.checkTimeoutSeconds, 120);
         assert.equal(settings.compileMemoryMB, 8192);
         assert.equal(settings.compileTimeoutSeconds, null);
