@@ -127,8 +127,14 @@ def test_the_github_actions_workflow_runs_as_written(tmp_path, monkeypatch):
     assert sarif_problems(log) == []
     results = log["runs"][0]["results"]
     uris = sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results)
-    # Relative to the checkout (code scanning resolves them there); the header's typo once.
-    assert uris == ["kernels/broken_header.cuh", "kernels/error.cu", "kernels/warning.cu"], uris
+    # Relative to the checkout (code scanning resolves them there); the header's typo at the
+    # header, and at the #include of the file it breaks (SARIF lists an error under each file).
+    assert uris == [
+        "kernels/broken_header.cuh",
+        "kernels/error.cu",
+        "kernels/header_error.cu",
+        "kernels/warning.cu",
+    ], uris
 
 
 def _slug(heading: str) -> str:
