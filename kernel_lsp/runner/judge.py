@@ -618,7 +618,6 @@ class HostClock:
         resize: Callable[[int], int] | None = None,
         request_s: float = 0.0,
         stand_ins: list[Callable[[], None]] | None = None,
-        inputs_on_clock: bool = False,
     ):
         self.device = device
         self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
@@ -631,7 +630,6 @@ class HostClock:
         self._prepare_side = prepare_side
         self._start = start
         self._stand_ins = stand_ins
-        self.inputs_on_clock = inputs_on_clock
         self.stand_in_s: list[float] = []  # per side: the stand-in's fill of a run, in-process
         self.stand_in_walls: list[list[float]] = []  # per side: each stand-in request's time
         self.fresh: list[list[bool]] = []
@@ -645,10 +643,9 @@ class HostClock:
     @property
     def min_samples_first(self) -> bool:
         """timing.measure_interleaved reaches min_samples before its budget may stop it: a
-        grown batch's sample is one request of many runs, a sample with a stand-in costs half a
-        request more, and one whose inputs are written on the clock (`inputs_on_clock`, the
-        worker's judged sets) the copy too, where the budget was sized for batches of three."""
-        return self.grown or self._stand_ins is not None or self.inputs_on_clock
+        grown batch's sample is one request of many runs, and a sample with a stand-in costs
+        half a request more, where the budget was sized for batches of three alone."""
+        return self.grown or self._stand_ins is not None
 
     @property
     def resizable(self) -> bool:

@@ -113,13 +113,6 @@ def _first_use_noise(device: Any) -> float:
     return float(getattr(device, "first_use_noise_s", 0.0))
 
 
-# Whether a judged figure is taken down by the judge's stand-in for its runs (runner/judge.HostClock).
-# Off: on an H100 (2026-12-06) it took too much off, an honest 50 MB vector add judged at 9.39 us,
-# below its 15.76 us speed-of-light bound, so a correct kernel was refused ("cannot have done the
-# work"). A judged figure stays the request's time over its batch (conservative: the request's own
-# cost counts) until the stand-in is shown, on a GPU, to give bench's figure.
-SUBTRACT_STAND_IN = False
-
 # The least time a judged request should take, its batch grown to it before the measurement: the
 # request's fixed cost (a socket round trip, a switch between two processes' CUDA contexts, the
 # runs' syncs; on an H200 a request of three 0.1 ms runs took 800-1030 us) then stays a small
@@ -412,11 +405,8 @@ class Worker:
         try:
             self.progress("timing inputs bound", label, None)
             runs = [sets.runner(j, p) for j, p in enumerate(pipelines)]
+            stand_in = self._stand_in(timeout)
             waits = [bool(p.entry) for p in pipelines]
-            stand_ins = None
-            if SUBTRACT_STAND_IN:
-                stand_in = self._stand_in(timeout)
-                stand_ins = [sets.stand_in(j, stand_in, waits[j]) for j in range(len(pipelines))]
             clock = HostClock(
                 self.device,
                 sets.new_to,
@@ -425,8 +415,7 @@ class Worker:
                 sets.batch,
                 resize=sets.grow,
                 request_s=_judged_request_s(self.device),
-                stand_ins=stand_ins,
-                inputs_on_clock=True,  # runner/judged_sets.py writes each batch's inputs on it
+                stand_ins=[sets.stand_in(j, stand_in, waits[j]) for j in range(len(pipelines))],
             )
             wait = (len(pipelines) + 1) * timeout + 1.0  # the sides, and their stand-in
             tick = lambda: self.progress("timing", label, wait)  # noqa: E731
@@ -434,11 +423,10 @@ class Worker:
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
-                if stand_ins is not None:
-                    clock.stand_in_s = [
-                        _in_process_s(self.device, sets.stand_in_runner(j, waits[j]), settings)
-                        for j in range(len(pipelines))
-                    ]
+                clock.stand_in_s = [
+                    _in_process_s(self.device, sets.stand_in_runner(j, waits[j]), settings)
+                    for j in range(len(pipelines))
+                ]
                 raw = measure_interleaved(clock, runs, settings, tick)
             return [clock.figures(j, side) for j, side in enumerate(raw)], clock, sets
         except BaseException:
