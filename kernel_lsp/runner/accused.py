@@ -5,9 +5,7 @@ launcher), confined, and nothing else. Started by the judge (runner/judge.py) as
 
 It enters the sandbox before CUDA starts, opens its own CUDA context, and then only answers
 the judge over the inherited socket pair (fd N, SOCK_SEQPACKET: one JSON message per packet,
-file descriptors beside it): `hello`, `helpers` (the judge's own kernels: the shared-memory
-poison, the L2 flush; taken only before any candidate code), `load` (a CUBIN or an entry's
-library from its folder),
+file descriptors beside it): `hello`, `load` (a CUBIN or an entry's library from its folder),
 `map` (buffers the judge exported, as file descriptors), `bind` (the exact launches or the
 entry call on mapped buffers), `run` (a bound plan, then wait for the whole context), `unmap`,
 `shutdown`.
@@ -71,40 +69,17 @@ class Accused:
         self.modules: list[Any] = []
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
-        # Per binding, (address, bytes) of its outputs (the judge's stand-in fills them) and of
-        # the scratch the spec zeroes before each run (a timed run zeroes it on the clock).
-        self.outputs: dict[int, list[tuple[int, int]]] = {}
-        self.zeroed: dict[int, list[tuple[int, int]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
-        self.legacy = False  # an entry without a stream parameter: it launches on the legacy stream
-        self.helpers = False  # the judge's kernels are loaded (before any candidate code)
         # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
         # diagnosis of the judged path's cost: the judge logs it and believes none of it).
         self.trace = env_flag("KERNEL_LSP_JUDGE_TRACE")
 
-    def _path(self, msg: dict[str, Any]) -> str:
-        """The file the judge wrote the message's image to, in this process's folder."""
-        return os.path.join(self.folder, os.path.basename(str(msg["image"])))
-
-    def _image(self, msg: dict[str, Any]) -> bytes:
-        with open(self._path(msg), "rb") as f:
-            return f.read()
-
-    def load_helpers(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The judge's helpers (runner/device.TIMING_HELPERS, compiled by the judge): only while
-        no candidate code is loaded, so what they do here is the judge's code."""
-        if self.modules or self.functions:
-            return {"status": "fault", "code": "unavailable", "sticky": False, "entry_status": None}
-        self.helpers = bool(self.device.load_helpers(self._image(msg)))
-        if not self.helpers:
-            return {"status": "fault", "code": "helpers", "sticky": False, "entry_status": None}
-        return {"status": "ok"}
-
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
 
-        path = self._path(msg)
-        image = self._image(msg)
+        path = os.path.join(self.folder, os.path.basename(str(msg["image"])))
+        with open(path, "rb") as f:
+            image = f.read()
         # A step list marked trusted by the judge is the user's own; here, every step runs
         # confined anyway (this process is the sandbox). A library loads from the judge's file:
         # this process writes none.
@@ -113,7 +88,6 @@ class Accused:
         )
         self.functions = [s.fn if not hasattr(s, "bind") else s for s in steps]
         self.entries = any(hasattr(s, "bind") for s in steps)
-        self.legacy = any(hasattr(s, "bind") and not s.takes_stream for s in steps)
         return {"status": "ok", "globals": [n for st in self.states for n in st.names]}
 
     def map(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -127,8 +101,6 @@ class Accused:
             if ptr is not None:
                 self.device.free(ptr)
         self.plans.clear()  # a plan over unmapped buffers must not run
-        self.outputs.clear()
-        self.zeroed.clear()
         return {"status": "ok"}
 
     def _address(self, ref: dict[str, Any]) -> int:
@@ -157,10 +129,7 @@ class Accused:
                     args,
                 )
             )
-        binding = int(msg["binding"])
-        self.plans[binding] = plan
-        self.outputs[binding] = [(self._address(r), int(r["nbytes"])) for r in msg.get("outputs") or []]
-        self.zeroed[binding] = [(self._address(r), int(r["nbytes"])) for r in msg.get("zero") or []]
+        self.plans[int(msg["binding"])] = plan
         return {"status": "ok"}
 
     def _entry_call(self, step: Any, values: list[dict[str, Any]]) -> Callable[[], None]:
@@ -178,83 +147,47 @@ class Accused:
 
         return call
 
-    def _restore(self, wait: bool = True) -> None:
+    def _restore(self) -> None:
         """Put the globals back before a run."""
         for state in self.states:
             state.restore()
-        if wait and self.states and self.entries:
+        if self.states and self.entries:
             # The globals are put back on this process's stream; an entry may launch on the
             # legacy stream or streams of its own, which do not wait for it.
             self.device.sync()
 
-    def _fill(self, regions: list[tuple[int, int]], byte: int) -> None:
-        for address, nbytes in regions:
-            self.device.fill_async(address, byte, nbytes)
-
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """Bound plans one after another in one request (a batch: the judge pays the request's
-        fixed cost once for them all). A verification run waits for its work before the next.
-        A timed run (`timed`) is what the in-process timer times: the globals put back, the L2
-        flushed by the judge's own kernel (`flush`: a cold L2), the spec's zeroed scratch
-        zeroed, the launches (an entry's call, waited for); kernel-only runs are queued back to
-        back and waited for at the end (`wait_each`: each waited for, as a host entry's are).
-        `stand_in`: the judge's stand-in for such runs, in a process with no candidate code
-        (runner/judge.HostClock): each fills its outputs. Every run is inside the judge's clock,
-        so nothing else happens here unless a trace was asked for."""
+        """Bound plans one after another, each waited for before the next (a batch: the judge
+        pays the request's fixed cost once for them all). Every run is inside the judge's clock,
+        so nothing else happens here unless a trace was asked for (`_run_traced`)."""
         bindings = [int(b) for b in msg["bindings"]]
-        poisons = self._smem_poisons(msg, len(bindings))
-        timed, stand_in = bool(msg.get("timed")), bool(msg.get("stand_in"))
-        # The judge's own kernel flushes (its helpers): never one compiled here.
-        flush = timed and self.helpers and bool(msg.get("flush"))
-        wait_each = self.entries or not timed or bool(msg.get("wait_each"))
+        if self.trace:
+            return self._run_traced(bindings)
+        for binding in bindings:
+            self._restore()
+            for call in self.plans[binding]:
+                call()
+            self.device.sync_all()
+        return {"status": "ok"}
+
+    def _run_traced(self, bindings: list[int]) -> dict[str, Any]:
+        """`run`, saying per run how long restoring, calling and waiting took (ns), and how
+        often this process was switched out (KERNEL_LSP_JUDGE_TRACE)."""
         clock = time.perf_counter_ns
         spent: list[list[int]] = []
-        usage = resource.getrusage(resource.RUSAGE_SELF) if self.trace else None
-        with self.device.legacy_stream(self.legacy):
-            for binding, poison in zip(bindings, poisons, strict=True):
-                t0 = clock() if self.trace else 0
-                self._restore(wait=not timed)
-                if flush:
-                    self.device.flush_l2()
-                self._poison_shared_memory(poison)
-                t1 = clock() if self.trace else 0
-                if stand_in:
-                    self._fill(self.outputs[binding], 0)
-                else:
-                    if timed:
-                        self._fill(self.zeroed[binding], 0)
-                    for call in self.plans[binding]:
-                        call()
-                t2 = clock() if self.trace else 0
-                if wait_each:
-                    self.device.sync_all()
-                if self.trace:
-                    spent.append([t1 - t0, t2 - t1, clock() - t2])
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        for binding in bindings:
+            t0 = clock()
+            self._restore()
+            t1 = clock()
+            for call in self.plans[binding]:
+                call()
+            t2 = clock()
             self.device.sync_all()
-        if usage is None:
-            return {"status": "ok"}
+            spent.append([t1 - t0, t2 - t1, clock() - t2])
         after = resource.getrusage(resource.RUSAGE_SELF)
         switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
         return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
-
-    def _smem_poisons(self, msg: dict[str, Any], runs: int) -> list[int | None]:
-        """Per run, the byte the judge asked shared memory to hold before it (verification)."""
-        asked = msg.get("smem_poison")
-        if asked is None:
-            return [None] * runs
-        if not self.helpers or len(asked) != runs:
-            raise ValueError("a shared-memory poison asked without the judge's helpers")
-        return [None if p is None else int(p) & 0xFF for p in asked]
-
-    def _poison_shared_memory(self, byte: int | None) -> None:
-        """Every SM's shared memory filled with `byte` by the judge's kernel, in this context,
-        right before the run's launches; an entry may launch on streams of its own, which do
-        not wait for this one."""
-        if byte is None:
-            return
-        self.device.poison_shared_memory(byte)
-        if self.entries:
-            self.device.sync()
 
 
 def fault_reply(e: BaseException) -> dict[str, Any]:
@@ -305,7 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Callable[..., dict[str, Any]]] = {}
     if accused is not None:
         handlers = {
-            "helpers": lambda m, f: accused.load_helpers(m),
             "load": lambda m, f: accused.load(m),
             "map": accused.map,
             "unmap": lambda m, f: accused.unmap(m),

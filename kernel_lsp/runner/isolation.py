@@ -33,15 +33,18 @@ from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
-# A candidate judged from another process (runner/judge.py) runs a batch of sets in one request
-# (the request's fixed cost, a switch between two processes' contexts, is paid once for the
-# batch), none it has seen in verification (runner/judged_sets.py). Its sets are made up front
-# in groups; now and then a side's batch runs on a group new to it: those batches are the
-# yardstick for the batches on inputs seen before.
+# A candidate judged from another process (runner/judge.py) runs a group of sets in one request
+# (a batch: the request's fixed cost, a switch between two processes' contexts, is paid once for
+# the group), none it has seen in verification. Its sets are made up front in groups; now and
+# then a side's batch runs on a group new to it: those batches are the yardstick for the
+# batches on inputs seen before.
+# Each set costs its inputs and, once checked, a reference: on an H200 sixteen sets made a round
+# 3x slower than the six unbatched ones did (benchmarks/judge_cost.py).
 FRESH_GROUPS = 2  # groups new to a side, at its 2nd and 4th measured batch
-JUDGED_BATCH = 3  # runs a judged batch starts with, where memory allows
+JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch to start with, where memory allows
 # A short run's batch grows before the measurement, sized by a few warm-up batches
-# (runner/judge.HostClock.resize_batch): at most this many sets a batch.
+# (runner/judge.HostClock.resize_batch), so that the request's fixed cost is a small share of
+# it: at most this many sets a batch.
 MAX_BATCH = 16
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
@@ -149,8 +152,7 @@ def set_count(
 
 
 class TimedSets:
-    """The input sets of one timing case and the preparation of each timed launch (the plain
-    worker's; a judged candidate's are runner/judged_sets.py's)."""
+    """The input sets of one timing case and the preparation of each timed launch."""
 
     def __init__(
         self,
@@ -161,10 +163,11 @@ class TimedSets:
         restore_globals: Callable[[], None],
         count: int,
         verified: Sequence[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = (),
+        most: int = 0,
     ):
         """`count` sets: the first from `seed`, then the (inputs, reference) pairs of
         `verified` (this case's verification inputs, already made and checked: free), then more
-        fresh ones from other seeds."""
+        fresh ones from other seeds; `grow` may add more, up to `most` (what memory allows)."""
         self.device = device
         self.spec = spec
         self.restore_globals = restore_globals
@@ -175,7 +178,19 @@ class TimedSets:
         # The outputs a set's inputs must give, where verification did not already say: the
         # spec's reference, or (differential testing) the baseline run on those inputs.
         self.oracle: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]] | None = None
+        # Judged from another process (the worker sets `warming`): warm up on set 0 alone, then
+        # note per side (A/B) which sets each run had seen before, for judge.seen_inputs_faster.
+        self.warming = False
+        self._seen: dict[int, set[int]] = {}  # per side: the input groups it has run on
+        self._calls: dict[int, int] = {}  # per side: judged batches measured
+        self._group = 0  # the group of sets judged batches run on now
+        self._groups_used = 1
+        self._new = False  # whether the last batch's group was new to its side
+        self.batched = False  # a judged candidate's runs: a group of sets in one request
         self.seed = seed
+        self.most = max(most, count, 1)
+        self._binders: list[tuple[Any, list[Any]]] = []  # judged runners: (pipeline, bound runs)
+        self.on_bind: Callable[[], None] = lambda: None  # sets made, their binding begins (a phase)
         try:
             self._add_sets(sizes, max(1, count), list(verified)[: max(0, count - 1)])
         except BaseException:
@@ -191,7 +206,8 @@ class TimedSets:
         """Sets up to `count` in all: set k is `given[k - 1]` where there is one, else fresh
         from its own seed (distinct values, same distribution; a large case's fresh sets are
         made side by side in threads, as many at once as the host has CPUs for:
-        runner/verify.side_by_side)."""
+        runner/verify.side_by_side. A judged batch of 16 sets of a 2^25-element bf16 add made
+        one after another took 40 s of a 90 s round on an H200's host)."""
         spec, device = self.spec, self.device
         wanted = range(len(self.sets), count)
         fresh = [k for k in wanted if not 1 <= k <= len(given)]
@@ -224,6 +240,21 @@ class TimedSets:
                         self.sets[-1].pristine[name] = copy
                         device.upload(copy, array)
 
+    def grow(self, batch: int) -> int:
+        """Judged batches of `batch` sets from now on, as far as memory allows (`most`): the
+        new sets are made, uploaded and bound for every judged runner. Called while warming up
+        (runner/judge.HostClock.resize_batch), when only group 0 has been run: the sets added
+        to it are run in the measurement's warm-up, and the new groups are new to both sides.
+        Returns the batch size now."""
+        count = min(self.most, max(1, batch) * (1 + FRESH_GROUPS))
+        if count > len(self.sets):
+            first = len(self.sets)
+            self._add_sets(self.sizes, count)
+            self.on_bind()
+            for pipeline, bound in self._binders:
+                bound.extend(pipeline.bind(self.device, s.bufs) for s in self.sets[first:])
+        return self.batch_size
+
     def _seed_of(self, k: int) -> int:
         """Set k's seed, where it was made here (not a verification run's)."""
         return self.seed + 7919 * k
@@ -244,7 +275,46 @@ class TimedSets:
     def prepare(self) -> None:
         """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
         buffers back to their initial values, globals back to the loaded image."""
-        self.current = (self.current + 1) % len(self.sets)
+        if self.batched:  # a judged batch runs on every set of its group
+            self.prepare_all()
+            return
+        self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
+        self._prepare_current()
+
+    @property
+    def batch_size(self) -> int:
+        """Sets a judged batch runs on: the sets split into groups, one for the warm-up and
+        one for each fresh turn, as far as there are sets."""
+        return max(1, len(self.sets) // (1 + FRESH_GROUPS))
+
+    def _group_sets(self, group: int) -> range:
+        return range(group * self.batch_size, (group + 1) * self.batch_size)
+
+    def prepare_side(self, side: int) -> None:
+        """Before a judged batch of side `side` (runner/judge.HostClock): the sets of one group
+        prepared as `prepare` does one. Group 0 while warming up; at a side's 2nd and 4th
+        measured batch, a group new to that side (the one the other side just moved to, or the
+        next unused one), so batches on new inputs are spread over the measurement and each can
+        be set against the batches on seen inputs just around it; otherwise the group in use."""
+        if not self.warming:
+            calls = self._calls[side] = self._calls.get(side, 0) + 1
+            seen = self._seen.setdefault(side, {0})
+            groups = len(self.sets) // self.batch_size
+            fresh_turn = calls >= 2 and calls & (calls - 1) == 0
+            if fresh_turn and self._group in seen and self._groups_used < groups:
+                self._group = self._groups_used
+                self._groups_used += 1
+            self._new = self._group not in seen
+            seen.add(self._group)
+        self.prepare_all()
+
+    def prepare_all(self) -> None:
+        """Every set of the group in use prepared for a timed run (a judged batch)."""
+        for k in self._group_sets(self._group):
+            self.current = k
+            self._prepare_current()
+
+    def _prepare_current(self) -> None:
         s = self.sets[self.current]
         s.launched = True
         byte = self.rng.randrange(256)
@@ -256,9 +326,18 @@ class TimedSets:
                 self.device.copy_async(ptr, s.pristine[name], nbytes)
         self.restore_globals()
 
+    def stop_warming(self) -> None:
+        self.warming = False
+
+    def new_to(self, side: int) -> bool:
+        """Whether the inputs of side `side`'s last judged batch were new to it."""
+        return self._new
+
     def runner(self, steps: list[Step]) -> Callable[[], None]:
         """The timed part for `steps`: zeroing the scratch the spec asks for, then the launch, on
         the set `prepare` chose."""
+        if len(steps) == 1 and hasattr(steps[0], "run_batch"):
+            return self._batch_runner(steps[0])
         launches = [launcher(self.device, steps, s.bufs) for s in self.sets]
 
         def run() -> None:
@@ -271,16 +350,38 @@ class TimedSets:
 
         return run
 
+    def _batch_runner(self, pipeline: Any) -> Callable[[], None]:
+        """A judged candidate's timed part: one request that runs it on each set of the group in
+        use in turn (runner/judge.RemotePipeline.run_batch); the scratch the spec zeroes is zeroed first,
+        and waited for, in the judge's context."""
+        bound = [pipeline.bind(self.device, s.bufs) for s in self.sets]
+        self._binders.append((pipeline, bound))
+        self.batched = True
+
+        def run() -> None:
+            group = self._group_sets(self._group)
+            if self.zero:
+                for s in (self.sets[k] for k in group):
+                    for name, arg in self.spec.buffers().items():
+                        if isinstance(arg, Scratch) and arg.zero:
+                            self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
+                self.device.sync()
+            pipeline.run_batch([bound[k] for k in group])
+
+        return run
+
     def check_outputs(
         self, label: str, progress: Callable[[str, str, float | None], None], include: int | None = None
     ) -> None:
         """The outputs left by the last timed launch on each set whose reference is known, on
-        set `include`, and on sets chosen at random until CHECKED_SETS are checked, must match
-        the reference of that set's inputs (no fast path while timed)."""
+        set `include`, on every set of the last judged batch (a batch could skip the work of one
+        set in it), and on sets chosen at random until CHECKED_SETS are checked, must match the
+        reference of that set's inputs (no fast path while timed)."""
         with turns.shared():
             self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
-        chosen = {k for k in launched if self.sets[k].reference is not None or k == include}
+        last = set(self._group_sets(self._group)) if self.batched else set()
+        chosen = {k for k in launched if k in last or self.sets[k].reference is not None or k == include}
         rest = [k for k in launched if k not in chosen]
         chosen.update(self.rng.sample(rest, max(0, min(CHECKED_SETS - len(chosen), len(rest)))))
         order = sorted(chosen)
@@ -288,9 +389,7 @@ class TimedSets:
         references = self._references(order)
         try:
             for k, reference in zip(order, references, strict=True):
-                progress("checking timed outputs", label, None)
-                where = f"{label}, input set {k + 1} of {len(self.sets)}"
-                check_set_outputs(self.device, self.spec, self.sets[k].bufs, reference(), label, where)
+                self._check_set(k, reference(), label, progress)
         finally:
             for reference in references:
                 reference.cancel()
@@ -298,8 +397,8 @@ class TimedSets:
     def _references(self, sets: list[int]) -> list[Any]:
         """The references of `sets`, in order, as runner/verify._Prepared: a large case's made
         side by side in threads (the spec's reference on the host: layernorm at 4096 x 4096,
-        about 0.3 s a set). A baseline as the oracle runs on this process's GPU, one set after
-        another."""
+        about 0.3 s a set, for every set of a batch of 16). A baseline as the oracle runs on
+        this process's GPU, one set after another."""
         makers: list[Callable[[], dict[str, np.ndarray]]] = [
             functools.partial(self._reference, k) for k in sets
         ]
@@ -307,31 +406,36 @@ class TimedSets:
             return side_by_side(makers, 0)
         return side_by_side(makers, _case_bytes(self.spec, self.sizes))
 
+    def _check_set(
+        self,
+        k: int,
+        reference: dict[str, np.ndarray],
+        label: str,
+        progress: Callable[[str, str, float | None], None],
+    ) -> None:
+        """Set k's outputs, as its last timed launch left them, against its reference."""
+        s = self.sets[k]
+        progress("checking timed outputs", label, None)
+        with turns.shared():
+            outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
+        where = f"{label}, input set {k + 1} of {len(self.sets)}"
+        try:
+            CaseRunner(self.device, self.spec, lambda c: None).check_against(
+                outs, reference, where, "timing_mismatch", "expected (timing inputs)"
+            )
+        except Failed as f:
+            raise Failed(
+                Problem(
+                    "timing_mismatch",
+                    label,
+                    f"the outputs of the timed launches are wrong: {f.problem.message}",
+                    f.problem.output,
+                )
+            ) from None
+
     def free(self) -> None:
         for s in self.sets:
             s.bufs.free()
             for ptr in s.pristine.values():
                 self.device.free(ptr)
             s.pristine.clear()
-
-
-def check_set_outputs(
-    device: Any, spec: Spec, bufs: Buffers, reference: dict[str, np.ndarray], label: str, where: str
-) -> None:
-    """One timing set's outputs, as its last timed launch left them, against its reference: a
-    timing_mismatch that says so where they differ (no fast path while timed)."""
-    with turns.shared():
-        outs = {n: bufs.read(n) for n in spec.outputs()}
-    try:
-        CaseRunner(device, spec, lambda c: None).check_against(
-            outs, reference, where, "timing_mismatch", "expected (timing inputs)"
-        )
-    except Failed as f:
-        raise Failed(
-            Problem(
-                "timing_mismatch",
-                label,
-                f"the outputs of the timed launches are wrong: {f.problem.message}",
-                f.problem.output,
-            )
-        ) from None

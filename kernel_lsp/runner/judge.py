@@ -39,7 +39,7 @@ from kernel_lsp.runner.accused import receive, send
 from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
 from kernel_lsp.runner.isolation import MAX_BATCH
 from kernel_lsp.runner.verify import Failed, Problem
-from kernel_lsp.spec import Scratch, SpecError, case_label, launch_dims
+from kernel_lsp.spec import SpecError, case_label, launch_dims
 
 # When each remote run's answer came (perf_counter), before the judge's copy of its outputs:
 # HostClock reads the last one (the worker is single-threaded; RemotePipeline appends).
@@ -51,7 +51,7 @@ TRACING = procs.env_flag("KERNEL_LSP_JUDGE_TRACE")
 TRACE: list[tuple[float, Any]] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
-SPARES = 3  # accused processes started ahead (a comparison takes three: two sides, the stand-in)
+SPARES = 2  # accused processes started ahead (a comparison takes two)
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
 RUNTIME_ERRORS = frozenset(
@@ -157,11 +157,6 @@ RUNTIME_ERRORS = frozenset(
     )
 )
 STATUS_SHOWN = 1000  # a status number is quoted only below this: a large one can carry bytes
-
-
-def _zeroed_scratch(spec: Any) -> list[str]:
-    """The scratch buffers the spec has zeroed before each run."""
-    return [n for n, a in spec.buffers().items() if isinstance(a, Scratch) and a.zero]
 
 
 class AccusedGone(RuntimeError):
@@ -376,7 +371,6 @@ class BoundRun:
     binding: int
     bufs: Any
     case: str
-    smem_poison: int | None = None  # verification: shared memory poisoned before the run
 
     def __call__(self) -> None:
         self.pipeline.run_batch([self])
@@ -386,39 +380,15 @@ class RemotePipeline:
     """A candidate's steps as one step of `verify.launcher`: bound to a case's buffers, it asks
     the accused to run them there, waits for the answer (at most `timeout_s`), and settles."""
 
-    remote = True  # verify.launcher: runs in another context, which poisons its own shared memory
-
-    def __init__(
-        self,
-        accused: AccusedProcess,
-        image: bytes | None,
-        steps: list[dict[str, Any]],
-        timeout_s: float,
-        helpers: bytes | None = None,
-    ):
-        """Loads the judge's own helpers (`helpers`: their CUBIN, runner/device.TIMING_HELPERS)
-        in the accused, then the candidate's image: the shared-memory poison and the L2 flush
-        that run there are the judge's code, loaded before any of the candidate's. No image:
-        the judge's stand-in process (runner/judge.HostClock), which runs only the judge's code."""
+    def __init__(self, accused: AccusedProcess, image: bytes, steps: list[dict[str, Any]], timeout_s: float):
         self.accused = accused
         self.steps = steps
         self.timeout_s = timeout_s
-        self.kernel = str(steps[0].get("kernel", "the candidate")) if steps else "the judge's stand-in"
+        self.kernel = str(steps[0].get("kernel", "the candidate")) if steps else "the candidate"
         self.entry = bool(steps) and steps[0].get("kind") == "entry"
         self._mapped: dict[int, int] = {}  # the judge's base address -> id the accused knows
-        self.helpers = False  # the judge's helpers are loaded in the accused
         try:
-            if helpers:
-                answer = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
-                self.helpers = answer.get("status") == "ok"
-                if not self.helpers:  # the judge's own code, before any candidate's: no fault of it
-                    why = "the candidate's process could not load the judge's helpers"
-                    raise Failed(Problem("sandbox", "", why))
-            reply = (
-                accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
-                if image is not None
-                else {"status": "ok"}
-            )
+            reply = accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
         except AccusedGone as e:  # a constructor that crashed or hung, say
             what = "did not answer while loading it" if e.hung else "ended while loading it"
             raise Failed(Problem("crash", "", f"`{self.kernel}`: its process {what}")) from None
@@ -501,22 +471,13 @@ class RemotePipeline:
             )
         return calls
 
-    def bind(self, device: Any, bufs: Any, smem_poison: int | None = None) -> BoundRun:
-        """The steps bound to this case's buffers in the accused; `smem_poison`: the byte its
-        shared memory holds before each run (verification), where its helpers are loaded (the
-        judge's own context has none: without NVRTC, no poison in-process either)."""
+    def bind(self, device: Any, bufs: Any) -> BoundRun:
         self._map(device, bufs)
         binding = self.accused.new_id()
         case = case_label(bufs.sizes)
         try:
             reply = self.accused.request(
-                {
-                    "op": "bind",
-                    "binding": binding,
-                    "calls": self._calls(device, bufs),
-                    "outputs": self._regions(bufs, list(bufs.spec.outputs())),
-                    "zero": self._regions(bufs, _zeroed_scratch(bufs.spec)),
-                }
+                {"op": "bind", "binding": binding, "calls": self._calls(device, bufs)}
             )
         except AccusedGone:
             raise Failed(
@@ -524,33 +485,13 @@ class RemotePipeline:
             ) from None
         if reply.get("status") != "ok":
             self._fail(reply, case)
-        return BoundRun(self, binding, bufs, case, smem_poison if self.helpers else None)
+        return BoundRun(self, binding, bufs, case)
 
-    def _regions(self, bufs: Any, names: list[str]) -> list[dict[str, int]]:
-        """Where the named buffers lie in the accused's mapping: {buf, off, nbytes} each."""
-        return [{**self._ref(bufs, bufs.ptrs[n]), "nbytes": bufs.nbytes[n]} for n in names]
-
-    def run_batch(
-        self, bound: list[BoundRun], stand_in: bool = False, wait_each: bool = False, flush: bool = True
-    ) -> None:
-        """Run bound plans (from `bind`) one after another in one request; then settle each
-        one's buffers. On a timing set's buffers the request is timed (runner/accused.py: the
-        L2 flushed before each run as the in-process timer flushes it, kernel-only runs not
-        waited for one by one). `stand_in`: the judge's stand-in for the runs (each fills its
-        outputs, nothing of the candidate runs: runner/judge.HostClock), not settled;
-        `wait_each`: each of its runs waited for, as a host entry's call is. `flush`: the L2
-        flushed before each timed run (the timing's cold L2), by the judge's own kernel."""
+    def run_batch(self, bound: list[BoundRun]) -> None:
+        """Run bound plans (from `bind`) one after another in one request, each waited for
+        before the next starts; then settle each one's buffers."""
         case = bound[0].case
-        request: dict[str, Any] = {"op": "run", "bindings": [b.binding for b in bound]}
-        if bound[0].bufs.timed:
-            request["timed"] = True
-            request["flush"] = flush and self.helpers
-        if stand_in:
-            request["stand_in"] = True
-        if wait_each:
-            request["wait_each"] = True
-        if any(b.smem_poison is not None for b in bound):
-            request["smem_poison"] = [b.smem_poison for b in bound]
+        request = {"op": "run", "bindings": [b.binding for b in bound]}
         timeout = self.timeout_s * len(bound)
         sent = time.perf_counter()
         try:
@@ -568,11 +509,10 @@ class RemotePipeline:
         if answer.get("status") != "ok":
             self._fail(answer, case)
         ANSWERED.append(time.perf_counter())
-        if TRACING and not stand_in:
+        if TRACING:
             TRACE.append((ANSWERED[-1] - sent, answer.get("trace")))
-        if not stand_in:
-            for b in bound:
-                b.bufs.settle(outputs_only=b.bufs.timed)
+        for b in bound:
+            b.bufs.settle(outputs_only=b.bufs.timed)
 
     def _fail(self, reply: dict[str, Any], case: str) -> None:
         """A fault of the candidate's run, as the verdict of this case (the judge's own context
@@ -581,57 +521,40 @@ class RemotePipeline:
         raise Failed(Problem("crash" if sticky else "launch_error", case, f"{message} in case {case}"))
 
 
-STAND_IN_EVERY = 2  # a stand-in request after every other request of a side (its first ones: each)
-
-
 class HostClock:
-    """`time_rounds` for runs another process executes, on the judge's wall clock. A call is one
-    request: a batch of `batch` runs, one per input set (runner/judged_sets.py), and its sample
-    is the request's time over `batch`. The request's time runs from before the judge writes the
-    batch's inputs into the side's buffers (so no input reaches the accused outside a timed
-    request: work it does on them as they arrive is on this clock) to the answer, plus however
-    much longer than its fastest such copy the judge's own copy of the outputs then took: a copy
-    waits while the candidate's work still runs on the GPU, so an answer given before the work
-    is done saves nothing. CUDA events of the judge cannot see another context's work, and the
-    accused's own are not believed.
+    """`time_rounds` for runs another process executes, on the judge's wall clock, after the judge
+    has prepared the inputs, flushed the L2 and waited for its own stream. A sample is the time
+    from the request to the answer, plus however much longer than the fastest such copy the
+    judge's own copy of the outputs then took: a copy waits while the candidate's work still runs
+    on the GPU, so an answer given before the work is done saves nothing, while the copy's own
+    fixed cost (a context switch, the bytes) stays out of the figure. CUDA events of the judge
+    cannot see another context's work, and the accused's own are not believed; nothing the
+    accused does can make the judge's copy faster than its fastest.
 
-    With `stand_ins` (one a side), a side's requests are followed (each of its first two, then
-    every other one) by the judge's stand-in for its runs, in a process of the judge's code
-    only: the same preparation, the same batch on the same buffers, each run filling the
-    outputs instead of running the candidate. What a run costs beyond the kernel's own time
-    (the request, two processes' contexts taking turns, the inputs written, the accused's loop,
-    its L2 flush before each run as the in-process timer flushes, the write-back of the outputs
-    a run leaves in the L2, a host entry's wait) is then the stand-in's too, and `figures` takes the stand-in's median off
-    and adds back what the stand-in's fill measures in-process (`stand_in_s`, the judge's own
-    CUDA events): the figure is the in-process timer's quantity. The stand-in runs in a
-    process the candidate's code never enters, so nothing the candidate does in its own process
-    changes it; work it would do on the GPU between its requests is the confinement's business
-    (fence/sandbox.py)."""
+    A call runs a batch (`batch` runs, one per input set, in one request: runner/isolation.py),
+    and its sample is the batch's time over `batch`: the request's fixed cost (a switch between
+    two processes' contexts and the socket, about 250 us on an H200 against a 15 us kernel) is
+    shared by the batch's runs rather than added to each, and every run's outputs are the
+    judge's to check."""
 
     def __init__(
         self,
         device: Any,
         tag: Callable[[int], bool] | None = None,
         start: Callable[[], None] | None = None,
-        prepare_side: Callable[[int, bool], None] | None = None,
+        prepare_side: Callable[[int], None] | None = None,
         batch: int = 1,
         resize: Callable[[int], int] | None = None,
         request_s: float = 0.0,
-        stand_ins: list[Callable[[], None]] | None = None,
     ):
         self.device = device
         self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
         self._resize = resize  # asks for a batch size, gets the one memory allows
         self._request_s = request_s  # the least time a request should take (0: never resize)
-        self.grown = False  # the batch grew after the warm-up
+        self.grown = False  # the batch grew: timing.measure_interleaved reaches min_samples first
         self._tag = tag  # after each run of side j: were its inputs new to that side?
-        # The inputs of side j's next batch, written inside the clock (again=True: the same
-        # batch once more, for its stand-in).
-        self._prepare_side = prepare_side
+        self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
-        self._stand_ins = stand_ins
-        self.stand_in_s: list[float] = []  # per side: the stand-in's fill of a run, in-process
-        self.stand_in_walls: list[list[float]] = []  # per side: each stand-in request's time
         self.fresh: list[list[bool]] = []
         self.answers: list[float] = []  # request -> answer, per run measured
         self.copies: list[float] = []  # answer -> the judge's copy done, per run measured
@@ -639,13 +562,6 @@ class HostClock:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
-
-    @property
-    def min_samples_first(self) -> bool:
-        """timing.measure_interleaved reaches min_samples before its budget may stop it: a
-        grown batch's sample is one request of many runs, and a sample with a stand-in costs
-        half a request more, where the budget was sized for batches of three alone."""
-        return self.grown or self._stand_ins is not None
 
     @property
     def resizable(self) -> bool:
@@ -657,8 +573,8 @@ class HostClock:
         included, so a run's time is overstated and the batch, if anything, too small) give a
         run's time; the batch grows to `request_s` worth of runs, at most MAX_BATCH. Only the
         judge's own clock decides it: a candidate that ran slow in the warm-up gets a shorter
-        batch. True when the batch changed (the measurement's own warm-up then runs the new
-        sets of the first group)."""
+        batch, which can only understate its speed-up. True when the batch changed (the
+        measurement's own warm-up then runs the new sets of the first group)."""
         if self._resize is None or self._request_s <= 0 or not self.answers:
             return False
         answers = sorted(self.answers)
@@ -672,36 +588,16 @@ class HostClock:
         self.batch = got
         self.grown = True
         # The warm-up's figures were of the old size; a bigger batch's copy has another floor.
-        self._forget()
+        self.fresh, self.answers, self.copies = [], [], []
         self._copy_floor = float("inf")
         return True
 
-    def _forget(self) -> None:
-        self.fresh, self.answers, self.copies, self.stand_in_walls = [], [], [], []
-
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self._forget()
+        self.fresh, self.answers, self.copies = [], [], []
         TRACE.clear()
         if self._start is not None:
             self._start()
-
-    def _request(
-        self, side: int, call: Callable[[], None], cold_l2: bool, again: bool
-    ) -> tuple[float, float]:
-        """(the request's time to its answer, the judge's copy after it): the side's inputs
-        written, the L2 flushed and the judge's stream waited for, all on the clock."""
-        start = time.perf_counter()
-        if self._prepare_side is not None:
-            self._prepare_side(side, again)
-        if cold_l2:
-            self.device.flush_l2()
-        self.device.sync()
-        ANSWERED.clear()
-        call()
-        end = time.perf_counter()
-        answered = ANSWERED[-1] if ANSWERED else end
-        return answered - start, end - answered
 
     def time_rounds(
         self,
@@ -710,61 +606,43 @@ class HostClock:
         cold_l2: bool,
         prepare: Callable[[], None] | None = None,
     ) -> list[list[float]]:
-        """Per side, a request's time over `batch` (before `figures`: the stand-in's part not
-        yet taken off). `prepare` is for a clock without `prepare_side` (a test's)."""
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
-            self.stand_in_walls = [[] for _ in runs]
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
-                if self._prepare_side is None and prepare is not None:
+                if self._prepare_side is not None:
+                    self._prepare_side(j)
+                elif prepare is not None:
                     prepare()
-                answer, copy = self._request(j, runs[j], cold_l2, again=False)
+                if cold_l2:
+                    self.device.flush_l2()
+                self.device.sync()
+                ANSWERED.clear()
+                start = time.perf_counter()
+                runs[j]()
+                end = time.perf_counter()
+                answered = ANSWERED[-1] if ANSWERED else end
+                copy = end - answered
                 self._copy_floor = min(self._copy_floor, copy)
-                out[j].append((answer + max(0.0, copy - self._copy_floor)) / self.batch)
-                self.answers.append(answer)
+                out[j].append(((answered - start) + max(0.0, copy - self._copy_floor)) / self.batch)
+                self.answers.append(answered - start)
                 self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
-                # After the side's own request (its inputs are seen): for its first requests,
-                # then after every other one; a median of them is all `figures` takes.
-                if self._stand_ins is not None and (
-                    len(self.fresh[j]) <= STAND_IN_EVERY or len(self.fresh[j]) % STAND_IN_EVERY == 0
-                ):
-                    self.stand_in_walls[j].append(
-                        self._request(j, self._stand_ins[j], cold_l2, again=True)[0]
-                    )
         return out
 
-    def figures(self, side: int, samples: list[float]) -> list[float]:
-        """The side's samples as the in-process timer's quantity: less the median stand-in
-        request over `batch`, plus the stand-in's fill in-process (a floor of a nanosecond:
-        noise can put a sample of nothing below zero)."""
-        walls = sorted(self.stand_in_walls[side]) if side < len(self.stand_in_walls) else []
-        if not walls or side >= len(self.stand_in_s):
-            return list(samples)
-        offset = self.stand_in_s[side] - walls[len(walls) // 2] / self.batch
-        return [max(1e-9, s + offset) for s in samples]
-
-    def describe(self, side: int = 0) -> str:
-        """How the figures of `side` were taken, for the timing's `clock`."""
+    def describe(self) -> str:
+        """How the figures were taken, for the timing's `clock`."""
         if not self.answers:
             return "the judge's clock"
         ans, cop = sorted(self.answers), sorted(self.copies)
-        how = (
-            f"the judge's clock, end to end: request to answer, its inputs written first, "
-            f"{ans[len(ans) // 2] * 1e6:.0f} us (median), then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
+        return (
+            f"the judge's clock, end to end: request to answer {ans[len(ans) // 2] * 1e6:.0f} us (median), "
+            f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
             f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} requests of "
             f"{self.batch} run(s) each, on distinct inputs; a sample is a request's time over {self.batch}"
-        )
-        walls = sorted(self.stand_in_walls[side]) if side < len(self.stand_in_walls) else []
-        if walls and side < len(self.stand_in_s):
-            how += (
-                f", less the judge's stand-in for the runs ({walls[len(walls) // 2] * 1e6:.0f} us "
-                f"a request, median of {len(walls)}), plus its fill in-process ({self.stand_in_s[side] * 1e6:.2f} us)"
-            )
-        return how + (trace_summary() if TRACING else "")
+        ) + (trace_summary() if TRACING else "")
 
 
 def trace_summary() -> str:

@@ -64,13 +64,9 @@ def measure_interleaved(
     batch = max(1, min(200, int(settings.batch_s / max(per_round, 1e-6))))
     # A judged batch that grew (runner/judge.HostClock.resize_batch) makes each sample one
     # request of up to 16 runs, about 4 ms of them: a budget that batches of three spend in 15
-    # samples or more would end it after a few (an A/B on an H200: n=7); a judged sample with
-    # its stand-in costs more than one request too. Such a clock reaches min_samples before
-    # the budget may stop it (HostClock.min_samples_first; bounded: min_samples requests a side).
-    least = settings.min_samples if getattr(device, "min_samples_first", False) is True else 0
-    # A judged clock's samples still hold what its stand-in takes off (runner/judge.HostClock):
-    # their noise is read on the figures they make, the kernel's own time.
-    view = getattr(device, "figures", None)
+    # samples or more would end it after a few (an A/B on an H200: n=7). Such a clock reaches
+    # min_samples before the budget may stop it (bounded: min_samples such requests a side).
+    least = settings.min_samples if getattr(device, "grown", False) is True else 0
     samples: list[list[float]] = [[] for _ in runs]
     start = time.perf_counter()
     while True:
@@ -80,8 +76,7 @@ def measure_interleaved(
             side.extend(got)
         progress()
         n = len(samples[0])
-        shown = [view(j, s) for j, s in enumerate(samples)] if callable(view) else samples
-        if n >= settings.min_samples and all(median_noise(s) <= settings.target_noise for s in shown):
+        if n >= settings.min_samples and all(median_noise(s) <= settings.target_noise for s in samples):
             break
         if n >= settings.max_samples or (n >= least and time.perf_counter() - start >= settings.budget_s):
             break

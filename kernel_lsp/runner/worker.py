@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import math
 import os
 import shutil
 import sys
@@ -31,8 +30,8 @@ from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
 from kernel_lsp.runner.isolation import (
-    CHECKED_SETS,
-    JUDGED_BATCH,
+    FRESH_GROUPS,
+    JUDGED_SETS,
     MAX_BATCH,
     MAX_SETS,
     TimedSets,
@@ -48,7 +47,6 @@ from kernel_lsp.runner.judge import (
     seen_inputs_faster,
     start_accused,
 )
-from kernel_lsp.runner.judged_sets import JudgedSets, judged_batch_most
 from kernel_lsp.runner.loading import build_steps
 from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
@@ -63,11 +61,9 @@ from kernel_lsp.runner.verify import (
     gpu_lanes,
 )
 from kernel_lsp.spec import (
-    DTYPES,
     Spec,
     SpecError,
     case_label,
-    eval_shape,
     load_specs,
 )
 from kernel_lsp.spec.inputs import TIMING_SEED
@@ -132,26 +128,6 @@ def _judged_request_s(device: Any) -> float:
         return JUDGED_REQUEST_S
 
 
-STAND_IN_ROUNDS = 21  # the stand-in's fill timed in-process: its median over this many runs
-
-
-def _in_process_s(device: Any, run: Callable[[], None], settings: TimingSettings) -> float:
-    """The median time of `run` as the in-process timer takes it (this process's own CUDA
-    events, the L2 flushed before each run as `settings` say): what the judge's stand-in for a
-    judged run would measure if it ran in-process (runner/judge.HostClock)."""
-    device.time_rounds([run], 3, settings.cold_l2)  # warm: the flush buffer, the fill's first use
-    samples = sorted(device.time_rounds([run], STAND_IN_ROUNDS, settings.cold_l2)[0])
-    return float(samples[len(samples) // 2])
-
-
-def _case_nbytes(spec: Spec, sizes: dict[str, int]) -> dict[str, int]:
-    """Each buffer's bytes in this case (the roofline's figures)."""
-    return {
-        name: math.prod(eval_shape(arg.shape, sizes)) * DTYPES[arg.dtype].itemsize
-        for name, arg in spec.buffers().items()
-    }
-
-
 def _judged(steps: list[Any] | None) -> bool:
     return any(isinstance(s, RemotePipeline) for s in steps or [])
 
@@ -173,7 +149,6 @@ class Worker:
         # A judge runs no candidate code itself: candidates run in accused processes.
         self.judging = judging
         self.accused: list[AccusedProcess] = []
-        self._stand_in_pipeline: RemotePipeline | None = None  # this request's (judged timing)
         # The user's entry libraries are written here.
         self.folder = tempdirs.make("kernel-lsp-gpu-worker-")
         atexit.register(shutil.rmtree, self.folder, True)
@@ -252,24 +227,9 @@ class Worker:
         if accused is None:
             raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
         self.accused.append(accused)
-        return [RemotePipeline(accused, image, steps, timeout, self.device.helpers_image())]
-
-    def _stand_in(self, timeout: float) -> RemotePipeline:
-        """A process of the judge's own code only, for the stand-in requests of a judged timing
-        (runner/judge.HostClock): a spare that never loads a candidate, so nothing a candidate
-        does in its own process changes what is taken off its figures. One a request."""
-        assert self.judging is not None
-        if self._stand_in_pipeline is not None:
-            return self._stand_in_pipeline
-        accused, why = self.judging.take()
-        if accused is None:
-            raise Failed(Problem("sandbox", "", f"the judge's stand-in process did not start: {why}"))
-        self.accused.append(accused)
-        self._stand_in_pipeline = RemotePipeline(accused, None, [], timeout, self.device.helpers_image())
-        return self._stand_in_pipeline
+        return [RemotePipeline(accused, image, steps, timeout)]
 
     def _release_accused(self) -> None:
-        self._stand_in_pipeline = None
         for accused in self.accused:
             accused.retire()
         self.accused.clear()
@@ -356,82 +316,28 @@ class Worker:
         reset: Callable[[], None],
         verified: list[tuple[dict[str, Any], dict[str, Any]]] | None = None,
         baseline: list[Any] | None = None,
+        judged: bool = False,
     ) -> TimedSets:
         self.progress("timing inputs", case_label(sizes), None)
+        most = JUDGED_SETS if judged else None
         # Several workers on one GPU (`check`'s lanes) share its memory: each counts its share.
         memory = int(self.device.info().get("total_mem_bytes", 0)) // gpu_lanes()
+        if judged:
+            # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
+            # accused processes: count from what is free now, halved.
+            memory = min(memory, int(self.device.free_memory()) // 2)
         host = procs.memory_available() // gpu_lanes()
-        count = set_count(spec, sizes, memory, MAX_SETS, host)
-        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, verified or [])
+        count = set_count(spec, sizes, memory, most or MAX_SETS, host)
+        # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
+        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS), host) if judged else count
+        # A judged candidate is timed on inputs it never saw in verification.
+        given = [] if judged else (verified or [])
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, grown)
+        sets.warming = judged
+        sets.on_bind = lambda: self.progress("timing inputs bound", case_label(sizes), None)
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
         return sets
-
-    def _judged_sets(
-        self, spec: Spec, sizes: dict[str, int], sides: int, baseline: list[Any] | None = None
-    ) -> JudgedSets:
-        """The stash and the sides' buffers of a judged timing case (runner/judged_sets.py), none
-        of them a verification run's inputs."""
-        self.progress("timing inputs", case_label(sizes), None)
-        # Several workers on one GPU share its memory; the judge's GPU is shared with the accused
-        # processes too: count from what is free now, halved.
-        memory = int(self.device.info().get("total_mem_bytes", 0)) // gpu_lanes()
-        memory = min(memory, int(self.device.free_memory()) // 2)
-        host = procs.memory_available() // gpu_lanes()
-        most = min(MAX_BATCH, judged_batch_most(spec, sizes, sides, memory, host))
-        sets = JudgedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, sides, JUDGED_BATCH, most)
-        sets.on_bind = lambda: self.progress("timing inputs bound", case_label(sizes), None)
-        if spec.reference is None and baseline:
-            sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, lambda: None)
-        return sets
-
-    def _time_judged(
-        self,
-        spec: Spec,
-        pipelines: list[Any],
-        sizes: dict[str, int],
-        settings: TimingSettings,
-        timeout: float,
-        baseline: list[Any] | None = None,
-    ) -> tuple[list[list[float]], HostClock, JudgedSets]:
-        """Judged timing of one case: each side (a RemotePipeline: the original, then the
-        candidate) on buffers of its own, in batches on the judge's clock, each request followed
-        by the judge's stand-in for it (runner/judge.HostClock). Returns the figures per side
-        (the in-process timer's quantity), the clock, and the sets (the caller checks the timed
-        outputs and frees them)."""
-        label = case_label(sizes)
-        sets = self._judged_sets(spec, sizes, len(pipelines), baseline)
-        sets.cold_l2 = settings.cold_l2
-        try:
-            self.progress("timing inputs bound", label, None)
-            runs = [sets.runner(j, p) for j, p in enumerate(pipelines)]
-            stand_in = self._stand_in(timeout)
-            waits = [bool(p.entry) for p in pipelines]
-            clock = HostClock(
-                self.device,
-                sets.new_to,
-                sets.stop_warming,
-                sets.prepare_side,
-                sets.batch,
-                resize=sets.grow,
-                request_s=_judged_request_s(self.device),
-                stand_ins=[sets.stand_in(j, stand_in, waits[j]) for j in range(len(pipelines))],
-            )
-            wait = (len(pipelines) + 1) * timeout + 1.0  # the sides, and their stand-in
-            tick = lambda: self.progress("timing", label, wait)  # noqa: E731
-            self._size_batch(clock, runs, settings, label, wait)
-            self.progress(WAITING_FOR_THE_GPU, label, None)
-            with turns.exclusive():
-                tick()
-                clock.stand_in_s = [
-                    _in_process_s(self.device, sets.stand_in_runner(j, waits[j]), settings)
-                    for j in range(len(pipelines))
-                ]
-                raw = measure_interleaved(clock, runs, settings, tick)
-            return [clock.figures(j, side) for j, side in enumerate(raw)], clock, sets
-        except BaseException:
-            sets.free()
-            raise
 
     def time_case(
         self,
@@ -446,28 +352,18 @@ class Worker:
         baseline: list[Any] | None = None,
     ) -> dict[str, Any]:
         label = case_label(sizes)
-        if _judged(steps):
-            (samples,), clock, judged_sets = self._time_judged(
-                spec, steps, sizes, settings, timeout, baseline
-            )
-            try:
-                how = clock.describe(0)
-                _note_clock(label, how, ratio_seen_to_new(samples, clock.fresh[0]))
-                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
-                if why:
-                    raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
-                judged_sets.check_outputs(0, label, self.progress)
-                nbytes = judged_sets.buffers[0][0].nbytes
-                count = len(judged_sets.inputs)
-                return self._timing_result(spec, sizes, samples, settings, msg, nbytes, how, count)
-            finally:
-                judged_sets.free()
-        sets = self._timed_sets(spec, sizes, reset, verified or [], baseline)
+        judged = _judged(steps)
+        sets = self._timed_sets(spec, sizes, reset, verified or [], baseline, judged)
         try:
+            if judged:
+                self.progress("timing inputs bound", label, None)
             run = sets.runner(steps)
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
+            clock = self._clock(sets) if judged else self.device
+            if judged:
+                self._size_batch(clock, [run], settings, label, timeout)
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
@@ -476,38 +372,31 @@ class Worker:
                     # starts, or the launcher would be blamed for it (100 MiB on an H100).
                     self.device.flush_l2()
                 before = memory_in_use(self.device)
-                samples = measure(self.device, run, settings, tick, sets.prepare)
+                samples = measure(clock, run, settings, tick, sets.prepare)
+            if judged:
+                how = clock.describe()
+                _note_clock(label, how, ratio_seen_to_new(samples, clock.fresh[0]))
+                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
+                if why:
+                    raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
+            else:
+                how = "CUDA events around each launch"
             if any(isinstance(s, EntryStep) for s in steps):
                 check_leaks(before, memory_in_use(self.device), len(samples), label)
             sets.check_outputs(label, self.progress)
-            how = "CUDA events around each launch"
+            m = summarize(samples, settings.cold_l2, self.device_name(), label)
+            result = {
+                "case": label,
+                "sizes": sizes,
+                "measurement": m.to_dict(),
+                "input_sets": len(sets.sets),
+                "clock": how,
+            }
             nbytes = sets.sets[0].bufs.nbytes
-            return self._timing_result(spec, sizes, samples, settings, msg, nbytes, how, len(sets.sets))
+            result.update(figures(spec, sizes, nbytes, m.median_s, settings.cold_l2, msg.get("device") or {}))
+            return result
         finally:
             sets.free()
-
-    def _timing_result(
-        self,
-        spec: Spec,
-        sizes: dict[str, int],
-        samples: list[float],
-        settings: TimingSettings,
-        msg: dict[str, Any],
-        nbytes: dict[str, int],
-        how: str,
-        input_sets: int,
-    ) -> dict[str, Any]:
-        label = case_label(sizes)
-        m = summarize(samples, settings.cold_l2, self.device_name(), label)
-        result = {
-            "case": label,
-            "sizes": sizes,
-            "measurement": m.to_dict(),
-            "input_sets": input_sets,
-            "clock": how,
-        }
-        result.update(figures(spec, sizes, nbytes, m.median_s, settings.cold_l2, msg.get("device") or {}))
-        return result
 
     def _size_batch(
         self,
@@ -525,13 +414,26 @@ class Worker:
             return
         start = time.perf_counter()
         for _ in range(SIZING_ROUNDS):  # a round is one batch a side; long ones stop at the first
-            self.progress("timing", label, timeout)
+            self.progress("timing", label, timeout + 1.0)
             with turns.shared():
                 clock.time_rounds(runs, 1, settings.cold_l2)
             if time.perf_counter() - start >= settings.warmup_s:
                 break
         self.progress("timing inputs", label, None)
         clock.resize_batch()
+
+    def _clock(self, sets: TimedSets) -> HostClock:
+        """The judge's clock for runs in another process, tagging each run by whether its
+        inputs were new to that side (A or B)."""
+        return HostClock(
+            self.device,
+            sets.new_to,
+            sets.stop_warming,
+            sets.prepare_side,
+            sets.batch_size,
+            resize=sets.grow,
+            request_s=_judged_request_s(self.device),
+        )
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -567,85 +469,47 @@ class Worker:
     ) -> dict[str, Any]:
         reset = restorer(states)
         cases, problems = [], []
+        judged = _judged(steps_b)
         for sizes in spec.timing_cases():
             label = case_label(sizes)
-            if _judged(steps_b):
-                a, b, how, problem = self._compare_judged(spec, steps_a, steps_b, sizes, settings, timeout)
-                if problem is not None:
-                    problems.append(problem.to_dict())
-            else:
-                a, b, how = self._compare_plain(
-                    spec, steps_a, steps_b, sizes, settings, timeout, reset, problems
-                )
-            median_b = float(sorted(b)[len(b) // 2])
-            nbytes = _case_nbytes(spec, sizes)
-            figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
-            cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
+            sets = self._timed_sets(spec, sizes, reset, baseline=steps_a, judged=judged)
+            try:
+                if judged:
+                    self.progress("timing inputs bound", label, None)
+                run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
+                tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
+                clock = self._clock(sets) if judged else self.device
+                if judged:
+                    self._size_batch(clock, [run_a, run_b], settings, label, 2 * timeout)
+                self.progress(WAITING_FOR_THE_GPU, label, None)
+                with turns.exclusive():
+                    tick()
+                    a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
+                if judged:
+                    calibration = ratio_seen_to_new(a, clock.fresh[0])
+                    noise = _first_use_noise(self.device)
+                    why = seen_inputs_faster(b, clock.fresh[1], calibration, noise)
+                    if why:
+                        problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
+                sets.prepare()
+                run_b()
+                try:
+                    sets.check_outputs(label, self.progress, include=sets.current)
+                except Failed as f:
+                    problems.append(f.problem.to_dict())
+                median_b = float(sorted(b)[len(b) // 2])
+                nbytes = sets.sets[0].bufs.nbytes
+                figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
+                how = clock.describe() if judged else "CUDA events around each launch"
+                if judged:
+                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, clock.fresh[1]))
+                cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
+            finally:
+                sets.free()
         self._unload(modules, states)
         self._account("")
         _note_phases("A/B", self.phase_s)
         return {"status": "ok" if not problems else "failed", "cases": cases, "problems": problems}
-
-    def _compare_plain(
-        self,
-        spec: Spec,
-        steps_a: list[Any],
-        steps_b: list[Any],
-        sizes: dict[str, int],
-        settings: TimingSettings,
-        timeout: float,
-        reset: Callable[[], None],
-        problems: list[dict[str, Any]],
-    ) -> tuple[list[float], list[float], str]:
-        """The user's own code, timed with CUDA events on shared input sets; the candidate's
-        outputs after one more launch are checked."""
-        label = case_label(sizes)
-        sets = self._timed_sets(spec, sizes, reset, baseline=steps_a)
-        try:
-            run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
-            tick = lambda: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
-            self.progress(WAITING_FOR_THE_GPU, label, None)
-            with turns.exclusive():
-                tick()
-                a, b = measure_interleaved(self.device, [run_a, run_b], settings, tick, sets.prepare)
-            sets.prepare()
-            run_b()
-            try:
-                sets.check_outputs(label, self.progress, include=sets.current)
-            except Failed as f:
-                problems.append(f.problem.to_dict())
-            return a, b, "CUDA events around each launch"
-        finally:
-            sets.free()
-
-    def _compare_judged(
-        self,
-        spec: Spec,
-        steps_a: list[Any],
-        steps_b: list[Any],
-        sizes: dict[str, int],
-        settings: TimingSettings,
-        timeout: float,
-    ) -> tuple[list[float], list[float], str, Problem | None]:
-        """Both sides judged, each on buffers of its own (neither can touch the other's inputs),
-        each side's timed outputs checked; the candidate's runs on inputs it had seen are read
-        against the original's own (runner/judge.seen_inputs_faster)."""
-        label = case_label(sizes)
-        (a, b), clock, sets = self._time_judged(spec, [*steps_a, *steps_b], sizes, settings, timeout, steps_a)
-        try:
-            calibration = ratio_seen_to_new(a, clock.fresh[0])
-            why = seen_inputs_faster(b, clock.fresh[1], calibration, _first_use_noise(self.device))
-            problem = Problem("suspicious", label, f"case {label}: {why}") if why else None
-            try:  # every set of the candidate's last batch; some of the original's
-                sets.check_outputs(1, label, self.progress)
-                sets.check_outputs(0, label, self.progress, most=CHECKED_SETS)
-            except Failed as f:
-                problem = problem or f.problem
-            how = f"original: {clock.describe(0)}; candidate: {clock.describe(1)}"
-            _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, clock.fresh[1]))
-            return a, b, how, problem
-        finally:
-            sets.free()
 
     def handle(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         op = msg.get("op")

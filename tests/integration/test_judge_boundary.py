@@ -135,9 +135,9 @@ extern "C" void scale(const float* x, float* y, int n)
             return;
         }
     }
-    for (int i = 0; i < n; ++i) {  // the honest work, made slow: milliseconds, above the fake GPU's noise
+    for (int i = 0; i < n; ++i) {  // the honest work, made slow
         volatile float acc = 0.0f;
-        for (int r = 0; r < 160; ++r) acc += 2.0f * x[i] / 160.0f;
+        for (int r = 0; r < 40; ++r) acc += 2.0f * x[i] / 40.0f;
         y[i] = acc;
     }
     for (int k = 0; k < 64; ++k) {

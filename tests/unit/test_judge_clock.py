@@ -4,8 +4,6 @@ like to it."""
 
 from __future__ import annotations
 
-import pytest
-
 from kernel_lsp.runner import judge
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.judge import HostClock, ratio_seen_to_new, seen_inputs_faster
@@ -150,64 +148,3 @@ def test_a_traced_run_says_where_each_run_went(monkeypatch, tmp_path):
     runs = reply["trace"]["runs"]
     assert len(runs) == 2 and all(len(r) == 3 and min(r) >= 0 for r in runs)
     assert len(reply["trace"]["switches"]) == 2
-
-
-def test_the_stand_in_takes_the_judged_paths_own_cost_off_each_figure(monkeypatch):
-    """A request of four runs costs 1 ms of its own (the socket, two contexts taking turns, the
-    inputs written, the flushes), and each run its kernel's 100 us; the stand-in's request the
-    same 1 ms, and each of its runs a 10 us fill, which the judge's own events put at 12 us
-    in-process. The figure is the kernel's own 100 us, plus the 2 us the in-process timer adds
-    to any run, as it adds to the fill's."""
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    prepared: list[tuple[int, bool]] = []
-
-    def prepare_side(side: int, again: bool) -> None:  # on the clock: the inputs written
-        prepared.append((side, again))
-        virtual.now += 0.0004
-
-    clock = HostClock(
-        FakeDevice(),
-        prepare_side=prepare_side,
-        batch=4,
-        stand_ins=[run_that(virtual, 0.0006 + 4 * 10e-6, 0.0001)],
-    )
-    clock.stand_in_s = [12e-6]
-    raw = clock.time_rounds([run_that(virtual, 0.0006 + 4 * 100e-6, 0.0001)], rounds=5, cold_l2=False)
-    # Every request's inputs on its own clock; a stand-in after each of the first two requests,
-    # then after every other one.
-    assert prepared == [(0, False), (0, True)] * 2 + [(0, False), (0, False), (0, True), (0, False)]
-    assert len(clock.stand_in_walls[0]) == 3
-    assert [round(s * 1e6, 3) for s in raw[0]] == [350.0] * 5  # 1.4 ms over 4 runs, before the stand-in
-    assert [round(s * 1e6, 3) for s in clock.figures(0, raw[0])] == [102.0] * 5
-    assert "less the judge's stand-in for the runs" in clock.describe(0)
-
-
-def test_a_stand_in_slower_than_the_run_leaves_a_figure_above_zero():
-    clock = HostClock(FakeDevice(), batch=2, stand_ins=[lambda: None])
-    clock.stand_in_walls, clock.stand_in_s = [[0.004, 0.004, 0.004]], [1e-6]
-    assert clock.figures(0, [0.001, 0.0021]) == [1e-9, pytest.approx(1.0e-4 + 1e-6)]
-
-
-def test_a_judged_measurement_stops_on_the_noise_of_its_figures(monkeypatch):
-    """A sample of a judged clock still holds the request's own cost, which the stand-in takes
-    off: 0.5% of it is far more than 0.5% of the kernel. The measurement goes on until the
-    figures, the kernel's own times, are that quiet (here never: it runs to max_samples)."""
-    from kernel_lsp.runner.timing import TimingSettings, measure_interleaved
-
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    settings = TimingSettings(warmup_s=0.0, budget_s=10.0, batch_s=0.0, min_samples=15, max_samples=60)
-    wobble = iter([0.00004 * (k % 3) for k in range(10_000)])  # +-40 us a request: 0.4% of it
-
-    def run() -> None:
-        virtual.now += 0.010 + next(wobble)  # a 10 ms request of which the kernel is 100 us
-        judge.ANSWERED.append(virtual.perf_counter())
-
-    clock = HostClock(FakeDevice(), stand_ins=[run_that(virtual, 0.0099, 0.0)])
-    clock.stand_in_s = [0.0]
-    (samples,) = measure_interleaved(clock, [run], settings)
-    assert len(samples) == 60
-    plain = HostClock(FakeDevice())  # no stand-in: the request's own noise is all there is
-    (quiet,) = measure_interleaved(plain, [run], settings)
-    assert len(quiet) < 60
