@@ -5,7 +5,9 @@ launcher), confined, and nothing else. Started by the judge (runner/judge.py) as
 
 It enters the sandbox before CUDA starts, opens its own CUDA context, and then only answers
 the judge over the inherited socket pair (fd N, SOCK_SEQPACKET: one JSON message per packet,
-file descriptors beside it): `hello`, `load` (a CUBIN or an entry's library from its folder),
+file descriptors beside it): `hello`, `helpers` (the judge's own kernels: the shared-memory
+poison, the L2 flush; taken only before any candidate code), `load` (a CUBIN or an entry's
+library from its folder),
 `map` (buffers the judge exported, as file descriptors), `bind` (the exact launches or the
 entry call on mapped buffers), `run` (a bound plan, then wait for the whole context), `unmap`,
 `shutdown`.
@@ -70,16 +72,34 @@ class Accused:
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
+        self.helpers = False  # the judge's kernels are loaded (before any candidate code)
         # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
         # diagnosis of the judged path's cost: the judge logs it and believes none of it).
         self.trace = env_flag("KERNEL_LSP_JUDGE_TRACE")
 
+    def _path(self, msg: dict[str, Any]) -> str:
+        """The file the judge wrote the message's image to, in this process's folder."""
+        return os.path.join(self.folder, os.path.basename(str(msg["image"])))
+
+    def _image(self, msg: dict[str, Any]) -> bytes:
+        with open(self._path(msg), "rb") as f:
+            return f.read()
+
+    def load_helpers(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The judge's helpers (runner/device.TIMING_HELPERS, compiled by the judge): only while
+        no candidate code is loaded, so what they do here is the judge's code."""
+        if self.modules or self.functions:
+            return {"status": "fault", "code": "unavailable", "sticky": False, "entry_status": None}
+        self.helpers = bool(self.device.load_helpers(self._image(msg)))
+        if not self.helpers:
+            return {"status": "fault", "code": "helpers", "sticky": False, "entry_status": None}
+        return {"status": "ok"}
+
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
         from kernel_lsp.runner.loading import build_steps
 
-        path = os.path.join(self.folder, os.path.basename(str(msg["image"])))
-        with open(path, "rb") as f:
-            image = f.read()
+        path = self._path(msg)
+        image = self._image(msg)
         # A step list marked trusted by the judge is the user's own; here, every step runs
         # confined anyway (this process is the sandbox). A library loads from the judge's file:
         # this process writes none.
@@ -161,24 +181,46 @@ class Accused:
         pays the request's fixed cost once for them all). Every run is inside the judge's clock,
         so nothing else happens here unless a trace was asked for (`_run_traced`)."""
         bindings = [int(b) for b in msg["bindings"]]
+        poisons = self._smem_poisons(msg, len(bindings))
         if self.trace:
-            return self._run_traced(bindings)
-        for binding in bindings:
+            return self._run_traced(bindings, poisons)
+        for binding, poison in zip(bindings, poisons, strict=True):
             self._restore()
+            self._poison_shared_memory(poison)
             for call in self.plans[binding]:
                 call()
             self.device.sync_all()
         return {"status": "ok"}
 
-    def _run_traced(self, bindings: list[int]) -> dict[str, Any]:
+    def _smem_poisons(self, msg: dict[str, Any], runs: int) -> list[int | None]:
+        """Per run, the byte the judge asked shared memory to hold before it (verification)."""
+        asked = msg.get("smem_poison")
+        if asked is None:
+            return [None] * runs
+        if not self.helpers or len(asked) != runs:
+            raise ValueError("a shared-memory poison asked without the judge's helpers")
+        return [None if p is None else int(p) & 0xFF for p in asked]
+
+    def _poison_shared_memory(self, byte: int | None) -> None:
+        """Every SM's shared memory filled with `byte` by the judge's kernel, in this context,
+        right before the run's launches; an entry may launch on streams of its own, which do
+        not wait for this one."""
+        if byte is None:
+            return
+        self.device.poison_shared_memory(byte)
+        if self.entries:
+            self.device.sync()
+
+    def _run_traced(self, bindings: list[int], poisons: list[int | None]) -> dict[str, Any]:
         """`run`, saying per run how long restoring, calling and waiting took (ns), and how
         often this process was switched out (KERNEL_LSP_JUDGE_TRACE)."""
         clock = time.perf_counter_ns
         spent: list[list[int]] = []
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        for binding in bindings:
+        for binding, poison in zip(bindings, poisons, strict=True):
             t0 = clock()
             self._restore()
+            self._poison_shared_memory(poison)
             t1 = clock()
             for call in self.plans[binding]:
                 call()
@@ -238,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers: dict[str, Callable[..., dict[str, Any]]] = {}
     if accused is not None:
         handlers = {
+            "helpers": lambda m, f: accused.load_helpers(m),
             "load": lambda m, f: accused.load(m),
             "map": accused.map,
             "unmap": lambda m, f: accused.unmap(m),

@@ -142,6 +142,7 @@ class CudaDevice:
         self._allocator_warm = self._ck(driver.cuMemAlloc(512))
         self._flush: tuple[int, int] | None = None
         self._helpers: dict[str, Any] | None = None
+        self._helpers_image: bytes | None = None
         self._sink = 0
         self._events: list[Any] = []
         self._nvml: Any = None  # runner/nvml.ProcessMemory once tried; False where NVML has nothing
@@ -435,11 +436,13 @@ class CudaDevice:
             self._flush = (ptr, nbytes)
         return self._flush
 
-    def _helper(self, name: str) -> Any | None:
-        """A function of the timing helpers (read-only L2 flush, head-start spin), or None when
-        they cannot be built here; the callers fall back to plain driver calls."""
-        if self._helpers is None:
-            self._helpers = {}
+    def helpers_image(self) -> bytes | None:
+        """The timing helpers' CUBIN for this device (compiled once), or None where they cannot
+        be built here (no NVRTC). A judge hands it to each accused process, which loads it
+        (`load_helpers`) before any candidate code: the shared-memory poison and the L2 flush
+        that run in the accused's own context are the judge's code, never compiled there."""
+        if self._helpers_image is None:
+            self._helpers_image = b""
             try:
                 from kernel_lsp.compile import CompileOptions, compile_source
 
@@ -448,12 +451,33 @@ class CudaDevice:
                     TIMING_HELPERS, "kernel_lsp_timing.cu", CompileOptions(arch=info["arch"])
                 )
                 if result.ok and result.cubin:
-                    module = self.load(result.cubin)
-                    names = ("kl_flush", "kl_spin", "kl_poison_smem")
-                    self._helpers = {n: self.function(module, n) for n in names}
-                    self._sink = self.alloc(16)
+                    self._helpers_image = bytes(result.cubin)
             except Exception:  # no NVRTC in this environment: memset flush, no head start
-                self._helpers = {}
+                self._helpers_image = b""
+        return self._helpers_image or None
+
+    def load_helpers(self, image: bytes) -> bool:
+        """Load the timing helpers from their CUBIN (`helpers_image`, maybe another process's):
+        whether they are now this context's."""
+        try:
+            module = self.load(image)
+            names = ("kl_flush", "kl_spin", "kl_poison_smem")
+            self._helpers = {n: self.function(module, n) for n in names}
+            self._sink = self.alloc(16)
+            return True
+        except DeviceFault:
+            self._helpers = {}
+            return False
+
+    def _helper(self, name: str) -> Any | None:
+        """A function of the timing helpers (read-only L2 flush, head-start spin, shared-memory
+        poison), or None when they cannot be built here; the callers fall back to plain driver
+        calls."""
+        if self._helpers is None:
+            self._helpers = {}
+            image = self.helpers_image()
+            if image:
+                self.load_helpers(image)
         return self._helpers.get(name)
 
     def flush_l2(self) -> None:

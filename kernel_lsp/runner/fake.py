@@ -20,6 +20,10 @@ verifier can be exercised on a CPU:
     slow     correct, and takes 2 ms
     counter  counts its launches in a module global and computes only on the first one (a
              launch-counting cheat: right only while the global is at its loaded image)
+    smem_uninit  c = a + b plus what it reads of shared memory no thread of its block wrote
+             (the published reduction whose first warp reads warp_sums[8..31]): right only
+             where that holds zeros, as it does after any launch here, unless the shared
+             memory was poisoned just before it (`poison_shared_memory`, in its own process)
 
 Behaviours with state get a fake module global `<symbol>_state` (see `module_globals`).
 """
@@ -55,6 +59,7 @@ BEHAVIOURS = (
     "crash",
     "slow",
     "counter",
+    "smem_uninit",
 )
 STATEFUL = ("counter",)
 STATE_BYTES = 64
@@ -86,6 +91,10 @@ class FakeDevice:
         self._mem: dict[int, np.ndarray] = {}
         self._maps: dict[int, tuple[mmap.mmap, int]] = {}  # shared allocations: ptr -> (map, fd)
         self._launches = 0
+        # What every SM's shared memory holds: the poison byte written just before a launch,
+        # else zeros (what the last kernel left, here always: the luck that hides a read of
+        # shared memory nothing wrote).
+        self._smem_byte = 0
 
     def info(self) -> dict[str, Any]:
         return {
@@ -219,6 +228,7 @@ class FakeDevice:
 
     def launch(self, fn: FakeFunction, grid: Any, block: Any, smem: int, args: list[np.ndarray]) -> None:
         self._launches += 1
+        smem_byte, self._smem_byte = self._smem_byte, 0  # this kernel leaves zeros behind
         if fn == "hang":
             while True:
                 time.sleep(3600)
@@ -244,6 +254,11 @@ class FakeDevice:
                 return  # the output of the first launch is still there: "done"
         if fn == "const":
             c[:] = 1.0
+            return
+        if fn == "smem_uninit":
+            unwritten = np.frombuffer(bytes([smem_byte]) * 4, np.float32)[0]
+            with np.errstate(over="ignore", invalid="ignore"):
+                c[:] = a + b + unwritten
             return
         if fn == "half":
             c[: n // 2] = a[: n // 2] + b[: n // 2]
@@ -274,7 +289,15 @@ class FakeDevice:
         pass
 
     def poison_shared_memory(self, byte: int) -> None:
-        pass
+        self._smem_byte = byte & 0xFF
+
+    def helpers_image(self) -> bytes:
+        """The judge's helpers as an accused loads them (runner/device.CudaDevice): nothing to
+        compile here."""
+        return fake_cubin({})
+
+    def load_helpers(self, image: bytes) -> bool:
+        return image.startswith(FAKE_MAGIC)
 
     def time_rounds(
         self,

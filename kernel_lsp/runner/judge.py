@@ -371,6 +371,7 @@ class BoundRun:
     binding: int
     bufs: Any
     case: str
+    smem_poison: int | None = None  # verification: shared memory poisoned before the run
 
     def __call__(self) -> None:
         self.pipeline.run_batch([self])
@@ -380,14 +381,34 @@ class RemotePipeline:
     """A candidate's steps as one step of `verify.launcher`: bound to a case's buffers, it asks
     the accused to run them there, waits for the answer (at most `timeout_s`), and settles."""
 
-    def __init__(self, accused: AccusedProcess, image: bytes, steps: list[dict[str, Any]], timeout_s: float):
+    remote = True  # verify.launcher: runs in another context, which poisons its own shared memory
+
+    def __init__(
+        self,
+        accused: AccusedProcess,
+        image: bytes,
+        steps: list[dict[str, Any]],
+        timeout_s: float,
+        helpers: bytes | None = None,
+    ):
+        """Loads the judge's own helpers (`helpers`: their CUBIN, runner/device.TIMING_HELPERS)
+        in the accused, then the candidate's image: the shared-memory poison that runs there
+        before each verification launch is the judge's code, loaded before any of the
+        candidate's."""
         self.accused = accused
         self.steps = steps
         self.timeout_s = timeout_s
         self.kernel = str(steps[0].get("kernel", "the candidate")) if steps else "the candidate"
         self.entry = bool(steps) and steps[0].get("kind") == "entry"
         self._mapped: dict[int, int] = {}  # the judge's base address -> id the accused knows
+        self.helpers = False  # the judge's helpers are loaded in the accused
         try:
+            if helpers:
+                answer = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
+                self.helpers = answer.get("status") == "ok"
+                if not self.helpers:  # the judge's own code, before any candidate's: no fault of it
+                    why = "the candidate's process could not load the judge's helpers"
+                    raise Failed(Problem("sandbox", "", why))
             reply = accused.request({"op": "load", "image": accused.put_image(image), "steps": steps})
         except AccusedGone as e:  # a constructor that crashed or hung, say
             what = "did not answer while loading it" if e.hung else "ended while loading it"
@@ -471,7 +492,10 @@ class RemotePipeline:
             )
         return calls
 
-    def bind(self, device: Any, bufs: Any) -> BoundRun:
+    def bind(self, device: Any, bufs: Any, smem_poison: int | None = None) -> BoundRun:
+        """The steps bound to this case's buffers in the accused; `smem_poison`: the byte its
+        shared memory holds before each run (verification), where its helpers are loaded (the
+        judge's own context has none: without NVRTC, no poison in-process either)."""
         self._map(device, bufs)
         binding = self.accused.new_id()
         case = case_label(bufs.sizes)
@@ -485,13 +509,15 @@ class RemotePipeline:
             ) from None
         if reply.get("status") != "ok":
             self._fail(reply, case)
-        return BoundRun(self, binding, bufs, case)
+        return BoundRun(self, binding, bufs, case, smem_poison if self.helpers else None)
 
     def run_batch(self, bound: list[BoundRun]) -> None:
         """Run bound plans (from `bind`) one after another in one request, each waited for
         before the next starts; then settle each one's buffers."""
         case = bound[0].case
-        request = {"op": "run", "bindings": [b.binding for b in bound]}
+        request: dict[str, Any] = {"op": "run", "bindings": [b.binding for b in bound]}
+        if any(b.smem_poison is not None for b in bound):
+            request["smem_poison"] = [b.smem_poison for b in bound]
         timeout = self.timeout_s * len(bound)
         sent = time.perf_counter()
         try:

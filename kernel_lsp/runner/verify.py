@@ -8,7 +8,8 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - inputs must be bit-identical after the launch (In buffers);
 - outputs are compared with the numpy reference (tolerance or the spec's compare function);
 - every SM's shared memory holds the run's poison before the launch, so a kernel that reads
-  shared memory its block never wrote reads the poison, not zeros left there by chance;
+  shared memory its block never wrote reads the poison, not zeros left there by chance (in the
+  context the kernels run in: a judged candidate's own process, runner/judge.py);
 - the same inputs run again (poison 0xA5) and must agree with the first run (races);
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
 Before every launch the modules' mutable globals go back to their loaded image, so no run sees
@@ -233,13 +234,24 @@ def baseline_oracle(
     return oracle
 
 
-def launcher(device: Any, steps: list[Any], bufs: Buffers) -> Callable[[], None]:
+def launcher(
+    device: Any, steps: list[Any], bufs: Buffers, smem_poison: int | None = None
+) -> Callable[[], None]:
     """A callable that enqueues the whole pipeline once (argument arrays built once). A host
     entry's step (runner/entry.py) is called instead of launched, and the context synchronised
-    after it: whatever it queued, on any stream, is done when the call counts as done."""
+    after it: whatever it queued, on any stream, is done when the call counts as done.
+    `smem_poison` (verification): the byte every SM's shared memory holds before the launch,
+    written where the kernels run: in this process's context for its own steps, and in the
+    accused's for a judged one (runner/judge.RemotePipeline: the judge asks, the accused's
+    copy of the judge's own poison kernel writes it)."""
     plan: list[Callable[[], None]] = []
     entries = False
+    local = False
     for step in steps:
+        if getattr(step, "remote", False):
+            plan.append(step.bind(device, bufs, smem_poison))
+            continue
+        local = True
         if hasattr(step, "bind"):
             plan.append(step.bind(device, bufs))
             entries = True
@@ -252,6 +264,8 @@ def launcher(device: Any, steps: list[Any], bufs: Buffers) -> Callable[[], None]
         plan.append(functools.partial(device.launch, step.fn, grid, block, smem, bufs.args_for(step)))
 
     def run() -> None:
+        if smem_poison is not None and local:
+            device.poison_shared_memory(smem_poison)
         for call in plan:
             call()
         if entries:
@@ -442,8 +456,7 @@ class CaseRunner:
                 bufs.upload(name, array)
             bufs.poison(poison)
             self.reset()
-            self.device.poison_shared_memory(poison)
-            launcher(self.device, steps, bufs)()
+            launcher(self.device, steps, bufs, smem_poison=poison)()
             self.sync(case)
             broken = bufs.broken_guards()
             if broken:

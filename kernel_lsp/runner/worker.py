@@ -227,7 +227,7 @@ class Worker:
         if accused is None:
             raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
         self.accused.append(accused)
-        return [RemotePipeline(accused, image, steps, timeout)]
+        return [RemotePipeline(accused, image, steps, timeout, self.device.helpers_image())]
 
     def _release_accused(self) -> None:
         for accused in self.accused:

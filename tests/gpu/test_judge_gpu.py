@@ -5,7 +5,13 @@ runs each one in a confined process of its own, as the optimizer runs an LLM's a
 - a kernel that writes far past its buffers faults in its own process, and the judge answers on;
 - hostile entries, built without the fence (as if past it): one that answers before its work is
   done, one that patches the clock of its process, one that keeps results between calls, one
-  that keeps its allocator warm to skip the page map its control pays a call."""
+  that keeps its allocator warm to skip the page map its control pays a call;
+- every check of the trusted path (runner/verify.py's list) holds judged: beside the cheating
+  suite (outputs poisoned, guard bytes, inputs unchanged, the same inputs run twice, timed
+  outputs checked), a read of shared memory nothing wrote (a kernel, and the published
+  reduction as an entry), scratch nothing zeroed, a constant output under a loose tolerance, a
+  candidate that disagrees with the original, and a launch counter that gains nothing from
+  its global (restored before every launch) are each refused, or no faster, judged."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ pytestmark = pytest.mark.gpu
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ENTRIES = FIXTURES / "judge"
+PLAIN_ENTRIES = FIXTURES / "entries"
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +121,58 @@ def test_an_entry_that_keeps_its_allocator_warm_gains_nothing(judged):
     c, w = control.timings[-1].measurement.median_s, warm.timings[-1].measurement.median_s
     print(f"JUDGE allocator kept warm: {w * 1e6:.1f} us vs control {c * 1e6:.1f} us")
     assert w >= 0.8 * c, (w, c)
+
+
+# --- every check of the trusted path, judged ----------------------------------------------------
+
+
+def test_a_kernel_reading_shared_memory_nothing_wrote_is_refused_judged(judged):
+    """The shared memory is poisoned in the accused's own context, by the judge's kernel, before
+    each verification launch: poisoned in the judge's context, the candidate's kernels never saw
+    it (the published reduction was offered at 9.9x, "correct on every case")."""
+    result = check(judged, "smem_uninit", measure=False)
+    assert not result.ok and result.problems[0].kind == "mismatch", result.message
+
+
+def test_the_published_reduction_reading_warp_sums_nothing_wrote_is_refused_judged(judged):
+    (result,) = check_file(judged, str(PLAIN_ENTRIES / "planted_reduce.cu"))
+    assert not result.ok and result.problems[0].kind == "mismatch", result.message
+
+
+def test_scratch_nothing_zeroed_is_refused_judged(judged):
+    path = FIXTURES / "sum_scratch_unzeroed.cu"
+    result = judged.check(path.read_text(), str(path), str(FIXTURES / "sum.spec.py"), "sum", measure=False)
+    assert not result.ok and result.problems[0].kind == "mismatch", result.message
+
+
+def test_a_constant_output_under_a_loose_tolerance_is_refused_judged(judged):
+    path = FIXTURES / "softmax_zeros.cu"
+    result = judged.check(path.read_text(), str(path), str(FIXTURES / "softmax_loose.spec.py"), "softmax")
+    assert not result.ok and result.problems[0].kind == "mismatch", result.message
+    assert "the output is constant" in result.message, result.message
+
+
+def test_a_candidate_that_disagrees_with_the_original_is_refused_judged(judged):
+    """No reference in the spec: the original's outputs (run in an accused of its own) are the
+    oracle, and half the work disagrees with them."""
+    spec = str(FIXTURES / "vadd_differential.spec.py")
+    original = (FIXTURES / "good.cu").read_text()
+    path = str(FIXTURES / "good.cu")
+    same = judged.check(original, path, spec, "vadd", measure=False, reference_outputs_from=original)
+    assert same.ok, same.message
+    half = (FIXTURES / "half_work.cu").read_text()
+    bad = judged.check(half, path, spec, "vadd", measure=False, reference_outputs_from=original)
+    assert not bad.ok and bad.problems[0].kind == "baseline_mismatch", bad.message
+
+
+@pytest.mark.quiet  # two medians taken one after the other, as the clock patch's
+@pytest.mark.xdist_group("timing")
+def test_a_launch_counter_gains_nothing_from_its_global_judged(judged):
+    """Its global is put back before every launch in the accused: every launch does the work,
+    so it is right and no faster than the honest kernel."""
+    honest = check(judged, "good")
+    counter = check(judged, "launch_counter")
+    assert honest.ok and counter.ok, (honest.message, counter.message)
+    h, c = honest.timings[-1].measurement.median_s, counter.timings[-1].measurement.median_s
+    print(f"JUDGE launch counter: {c * 1e6:.1f} us vs honest {h * 1e6:.1f} us")
+    assert c >= 0.9 * h, (c, h)
