@@ -1,0 +1,42 @@
+// a row's layer norm: row statistics a thread a row into scratch allocated each call, then an elementwise kernel, against one block a row (fp32): the rewrite (benchmarks/make_judged_cases.py).
+#include <cuda_runtime.h>
+
+static __device__ __forceinline__ float ld(float v) { return v; }
+static __device__ __forceinline__ float st(float v) { return v; }
+
+// A block's sum (blockDim.x a power of two, at most 256), in every thread.
+static __device__ float block_sum(float v, float* red)
+{
+    red[threadIdx.x] = v;
+    __syncthreads();
+    for (int k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) red[threadIdx.x] += red[threadIdx.x + k];
+        __syncthreads();
+    }
+    const float total = red[0];
+    __syncthreads();
+    return total;
+}
+
+__global__ void layernorm_fused(const float* x, const float* gamma, const float* beta, float* y, int cols, float eps)
+{
+    __shared__ float red[256];
+    const float* xr = x + (size_t)blockIdx.x * cols;
+    float* yr = y + (size_t)blockIdx.x * cols;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) s += ld(xr[j]);
+    const float mean = block_sum(s, red) / cols;
+    float v = 0.0f;
+    for (int j = threadIdx.x; j < cols; j += blockDim.x) {
+        const float d = ld(xr[j]) - mean;
+        v += d * d;
+    }
+    const float rstd = rsqrtf(block_sum(v, red) / cols + eps);
+    for (int j = threadIdx.x; j < cols; j += blockDim.x)
+        yr[j] = st((ld(xr[j]) - mean) * rstd * ld(gamma[j]) + ld(beta[j]));
+}
+
+extern "C" void layernorm_fp32(const float* x, const float* gamma, const float* beta, float* y, int rows, int cols, float eps)
+{
+    layernorm_fused<<<rows, 256>>>(x, gamma, beta, y, cols, eps);
+}
