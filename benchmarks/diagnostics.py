@@ -4,9 +4,11 @@ Each timing is didSave -> the last publishDiagnostics of that version (the check
 first look may be published before it), each save a real compile (a counter comment changes the
 text). Three kinds of file:
 
-- samples NVRTC answers for (compile/verdict.py: it sees what nvcc sees): median and p95 over N
-  saves next to the bare NVRTC compile of the same text (compile_nvrtc, use_cache=False, in this
-  process), an unchanged re-save (cache hit), and `nvcc -c` when nvcc is found;
+- samples NVRTC answers for (compile/verdict.py: it sees what nvcc sees; a sample's check also
+  dry-runs its spec), and device-only files of tests/fixtures/nvcc_truth it answers for (no spec):
+  median and p95 over N saves next to the bare NVRTC compile of the same text (compile_nvrtc,
+  use_cache=False, in this process), an unchanged re-save (cache hit), and `nvcc -c` when nvcc is
+  found;
 - device-only files nvcc decides (tests/fixtures/nvcc_truth/device: <cstdint>, <cmath>, CUB,
   Thrust, host helpers): next to bare `nvcc -cubin`, the device pass their build runs;
 - host+device files (tests/fixtures/real_projects: cuda-samples, llm.c and vLLM style): next to
@@ -164,6 +166,11 @@ HOST_DEVICE = [
     REPO / "tests" / "fixtures" / "real_projects" / name
     for name in ("cuda_samples/vectorAdd.cu", "llmc/layernorm.cu", "vllm_csrc/activation_kernels.cu")
 ]
+# Device-only files NVRTC answers for without a spec (a sample's save also runs its spec's dry run).
+NVRTC_DEVICE = [
+    REPO / "tests" / "fixtures" / "nvcc_truth" / "device" / name
+    for name in ("fp16_bf16_convert.cu", "cooperative_groups_reduce.cu", "wmma_gemm.cu", "libcudacxx.cu")
+]
 # Device-only files nvcc decides (clean ones: an error stops both compilers early).
 NVCC_DEVICE = [
     REPO / "tests" / "fixtures" / "nvcc_truth" / "device" / name
@@ -288,6 +295,7 @@ async def main_async(args) -> None:
     files = sorted(Path(p) for p in glob.glob(str(REPO / "samples" / "*" / "*.cu")) if "/broken/" not in p)
     # The samples NVRTC answers for (the others have host code: nvcc decides).
     files = [f for f in files if choose(f.read_text(), str(f), CompileOptions(arch=ARCH)).backend == "nvrtc"]
+    files += NVRTC_DEVICE
     nvcc_files = [(f, "-cubin") for f in NVCC_DEVICE] + [(f, "-c") for f in HOST_DEVICE]
     if args.only:
         files = [f for f in files if any(o in str(f) for o in args.only)]

@@ -217,7 +217,8 @@ def _same(a: str, b: str) -> bool:
 
 
 def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
-    """One list for all archs; a finding seen for only some archs names them."""
+    """One list for all archs; a finding seen for only some archs names them, unless those are
+    the archs whose compile ran the host pass (it runs once, and says the same for every arch)."""
     seen: dict[tuple, tuple[Diagnostic, list[str]]] = {}
     for r in results:
         for d in r.diagnostics:
@@ -226,9 +227,10 @@ def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
                 seen[key][1].append(r.arch)
             else:
                 seen[key] = (d, [r.arch])
+    host_pass = [r.arch for r in results if r.host_pass]
     out = []
     for d, found_in in seen.values():
-        if len(results) > 1 and len(found_in) < len(results) and d.code != "spill":
+        if len(results) > 1 and len(found_in) < len(results) and d.code != "spill" and found_in != host_pass:
             d = replace(d, message=f"{d.message} [{', '.join(found_in)}]")
         out.append(d)
     return out

@@ -194,6 +194,8 @@ class CompileResult:
     stage: str = "full"
     timed_out: bool = False  # stopped at the compile time limit: not checked, not an error
     cancelled: bool = False  # stopped because a newer text replaced it: says nothing
+    # nvcc -c: the host pass ran too (once per check, with its first arch: it is the same for all).
+    host_pass: bool = False
 
 
 def format_bytes(n: int) -> str:

@@ -114,9 +114,13 @@ def _jit_only(result: CompileResult) -> bool:
 
 
 def _has_errors(result: CompileResult) -> bool:
-    """NVRTC failed on the text (an arch NVRTC does not know is refused before any compiler runs:
-    archs are checked against NVRTC's list whichever compiler decides)."""
-    if any(d.code == "arch" for d in result.diagnostics):
+    """NVRTC failed on the text, or could not run: nvcc decides. Not where NVRTC's failure says
+    nothing about the text (it ran out of memory: nvcc would too) or where no compiler ran (an arch
+    NVRTC does not know is refused first: archs are checked against NVRTC's list whichever
+    compiler decides)."""
+    if any(d.code == "arch" or d.code in FAULT_CODES - {"nvrtc"} for d in result.diagnostics):
+        return False
+    if _OUT_OF_MEMORY.search(result.log):
         return False
     return not result.ok or any(d.severity == Severity.ERROR for d in result.diagnostics)
 

@@ -371,6 +371,7 @@ def _compile_in_temp_dir(
         log = log.replace(mirrored, real)
     result = build_result(source, path, options, ok, log, cubin, backend="nvcc")
     result.stage = stage
+    result.host_pass = "-c" in mode
     result.diagnostics = _in_generated_code(result.diagnostics, tmp + os.sep, path)
     if options.build_output == "ptx":
         result.diagnostics = [_not_run_by_a_ptx_build(d) for d in result.diagnostics]

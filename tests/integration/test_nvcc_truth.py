@@ -236,3 +236,14 @@ def test_nvrtc_answers_only_for_device_headers_it_compiles_as_nvcc_does(header, 
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0 and "error" not in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_the_host_pass_runs_once_a_check_and_names_no_arch():
+    """Two archs: the host pass (the build's, once) runs with the first arch's compile only; its
+    error names no arch, as though only sm_80 had it."""
+    name = "host/atomic_add_double.cu"
+    check = Workspace.fixed(Settings(arch=("sm_80", "sm_90"))).analyze(str(CORPUS / name))
+    assert [(r.arch, r.host_pass) for r in check.results] == [("sm_80", True), ("sm_90", False)]
+    (error,) = [d for d in check.diagnostics if d.severity == Severity.ERROR and not d.header_copy]
+    assert error.line == 7 and error.message.startswith('function "atomicAdd(double *, double)" has already')
+    assert "[sm_" not in error.message
