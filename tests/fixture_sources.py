@@ -10,6 +10,22 @@ extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n)
 """
 
 
+# The fake GPU's vector add (runner/fake.py): a spec and the one launch step the worker takes.
+FAKE_VADD_SPEC = """\
+from kernel_lsp.spec import In, Out, Scalar, Spec
+SPEC = Spec(
+    kernel="vadd",
+    sizes=[{"n": 1}, {"n": 1000}],
+    timing_sizes=[{"n": 4096}],
+    args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
+    reference=lambda a, b: {"c": a + b},
+)
+"""
+FAKE_VADD_STEPS = [
+    {"kernel": "vadd", "symbol": "k", "params": ["a", "b", "c", "n"], "grid": "1", "block": "1", "smem": "0"}
+]
+
+
 def flags_project(root) -> str:
     """A vadd whose operator comes from a header in include/ and a define, both found only
     through build/compile_commands.json; with its spec. Returns the .cu's path."""

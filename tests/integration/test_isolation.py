@@ -4,11 +4,10 @@ in its fake mode (kernel_lsp/runner/fake.py); the GPU cases are in tests/gpu/tes
 
 from __future__ import annotations
 
-import textwrap
-
 import ml_dtypes
 import numpy as np
 import pytest
+from fixture_sources import FAKE_VADD_SPEC, FAKE_VADD_STEPS
 
 from kernel_lsp.compile import CompileOptions, compile_source
 from kernel_lsp.gpu import CaseTiming, GpuSession
@@ -19,21 +18,7 @@ from kernel_lsp.runner.verify import Failed, compare_output
 from kernel_lsp.spec import In, InOut, Out, Scalar, Spec, load_specs
 from kernel_lsp.stats import Measurement
 
-SPEC = textwrap.dedent(
-    """\
-    from kernel_lsp.spec import In, Out, Scalar, Spec
-    SPEC = Spec(
-        kernel="vadd",
-        sizes=[{"n": 1}, {"n": 1000}],
-        timing_sizes=[{"n": 4096}],
-        args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
-        reference=lambda a, b: {"c": a + b},
-    )
-    """
-)
-STEPS = [
-    {"kernel": "vadd", "symbol": "k", "params": ["a", "b", "c", "n"], "grid": "1", "block": "1", "smem": "0"}
-]
+SPEC, STEPS = FAKE_VADD_SPEC, FAKE_VADD_STEPS
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,9 @@ code) writes it. The GPU versions are tests/gpu/test_judge_gpu.py's."""
 
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
+from fixture_sources import FAKE_VADD_SPEC, FAKE_VADD_STEPS
 
 from kernel_lsp.fence.sandbox import in_process_available
 from kernel_lsp.gpu import GpuSession
@@ -23,21 +22,7 @@ needs_sandbox = pytest.mark.skipif(
     in_process_available() is not None, reason=f"no sandbox here: {in_process_available()}"
 )
 FAST = TimingSettings(warmup_s=0.0, budget_s=0.02, min_samples=5, max_samples=10)
-SPEC = textwrap.dedent(
-    """\
-    from kernel_lsp.spec import In, Out, Scalar, Spec
-    SPEC = Spec(
-        kernel="vadd",
-        sizes=[{"n": 1}, {"n": 1000}],
-        timing_sizes=[{"n": 4096}],
-        args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
-        reference=lambda a, b: {"c": a + b},
-    )
-    """
-)
-STEPS = [
-    {"kernel": "vadd", "symbol": "k", "params": ["a", "b", "c", "n"], "grid": "1", "block": "1", "smem": "0"}
-]
+SPEC, STEPS = FAKE_VADD_SPEC, FAKE_VADD_STEPS
 # behaviour -> the problem kinds the trusted path gives it
 BAD = {
     "smem_uninit": {"mismatch"},  # reads shared memory nothing wrote: the poison shows it
