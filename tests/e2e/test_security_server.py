@@ -56,10 +56,15 @@ async def test_the_start_up_walk_reads_a_spec_without_running_it(client: Languag
     await start(client, tmp_path)
     await published(client, cu)  # the walk checked k.cu (closed) with its spec
     assert not marker.exists()
-    # The user opens the kernel file: that is the action that lets its spec run.
-    client.diagnostics.pop(uri(cu), None)
+    # The user opens the kernel file: that is the action that lets its spec run. Its check may
+    # publish more than once (the start-up walk's own result may land after the open, and a
+    # first look comes before nvcc's verdict): the spec has run by the publication of the check
+    # that ran it, within the usual wait.
     open_file(client, cu)
-    await published(client, cu)
+    deadline = time.monotonic() + 90.0
+    while not marker.exists() and time.monotonic() < deadline:
+        client.diagnostics.pop(uri(cu), None)
+        await published(client, cu, timeout=max(1.0, deadline - time.monotonic()))
     assert marker.read_text() == "the spec ran"
 
 

@@ -273,16 +273,20 @@ def test_the_flags_are_the_ones_the_workspace_checks_the_file_with(tmp_path):
 
 
 def test_the_private_database_and_what_killed_servers_left(tmp_path, monkeypatch):
+    from kernel_lsp import tempdirs
     from kernel_lsp.server.clangd.database import PREFIX, PrivateDatabase
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(tempdirs, "_reaped", False)  # this process's first folder reaps
     dead_pid = subprocess.Popen(["true"])  # a pid that has ended
     dead_pid.wait()
-    stale = tmp_path / f"{PREFIX}{dead_pid.pid}-abc"
-    alive = tmp_path / f"{PREFIX}{os.getpid()}-def"
-    other = tmp_path / "kernel-lsp-something-else"
+    stale = tmp_path / f"{PREFIX}abc"  # a killed server's: its owner file names a pid that is gone
+    alive = tmp_path / f"{PREFIX}def"  # a running server's
+    other = tmp_path / "kernel-lsp-something-else"  # no owner file: never ours to remove
     for folder in (stale, alive, other):
         folder.mkdir()
+    (stale / tempdirs.OWNER_FILE).write_text(tempdirs._owner_line(dead_pid.pid))
+    (alive / tempdirs.OWNER_FILE).write_text(tempdirs._owner_line(os.getpid()))
     db = PrivateDatabase()
     assert not stale.exists() and alive.exists() and other.exists()
     folder = Path(db.folder)
