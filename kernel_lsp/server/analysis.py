@@ -237,6 +237,10 @@ class Analysis:
         if len(self._running) == 1:
             self._on_busy(True)
 
+    def checked_paths(self) -> list[str]:
+        """Every file with a result or a check in flight."""
+        return sorted(set(self.results) | set(self._running))
+
     def _cancel_if_outdated(self, path: str) -> None:
         """A newer text makes the compile in flight worthless: stop it (a file on disk may have
         changed whenever it is asked for again)."""

@@ -199,6 +199,12 @@ class Watching:
             self.watchers.pop(root, None)
             self._problem(f"cannot watch {root} for changes on disk: {e}", popup=True)
             return
+        # A check that ran before inotify watched the folder may have read a header or a
+        # compile_commands.json that changed before the watch saw it (a build writing its
+        # database as the editor opens): check those files again. Where nothing changed the
+        # cache answers (its key stamps the headers and the database).
+        inside = root + os.sep
+        self._enqueue([p for p in self.server.analysis.checked_paths() if p.startswith(inside)])
         scan = await loop.run_in_executor(None, self._scan, watcher)
         for problem in scan.problems:
             self._problem(f"{problem}; changes there are not seen")

@@ -24,6 +24,9 @@ class FakeAnalysis:
     async def wait(self, path: str, timeout: float = 60.0) -> None:
         await asyncio.wait_for(self.done[path].wait(), timeout)
 
+    def checked_paths(self) -> list[str]:
+        return sorted(self.results)
+
     def finish(self, path: str) -> None:
         self.results[path] = object()
         self.done[path].set()
@@ -34,6 +37,12 @@ class FakeServer:
         self.analysis = FakeAnalysis()
         self.settings = Settings()
         self.open = open_files
+        self.root: str | None = None
+        self.log_file = None
+        self.workspace = None
+
+    def root_path(self) -> str | None:
+        return self.root
 
     def open_document(self, path: str):
         return object() if path in self.open else None
@@ -65,5 +74,29 @@ def test_files_are_checked_one_at_a_time_in_the_background_skipping_open_and_che
             await asyncio.sleep(0)
         assert [p for p, _ in analysis.requests] == ["/w/a.cu", "/w/b.cu", "/w/c.cu"]
         assert not watching._starting and not watching._startup
+
+    asyncio.run(run())
+
+
+def test_files_checked_before_the_folder_was_watched_are_checked_again_once_it_is(tmp_path):
+    """A compile_commands.json or header written between a file's check and the inotify watch
+    reaches no batch: starting the watch asks for those files again (the cache answers where
+    nothing changed). CI once saw the end-to-end test of a database rewritten on disk miss this."""
+
+    async def run() -> None:
+        server = FakeServer(open_files=set())
+        root = server.root = str(tmp_path)
+        (tmp_path / "a.cu").write_text("__global__ void a() {}\n")
+        server.analysis.results = {f"{root}/a.cu": object(), f"{root}-other/b.cu": object()}
+        watching = Watching(server)
+        watching.loop, watching._slots = asyncio.get_running_loop(), asyncio.Semaphore(4)
+        await watching._start(root)
+        try:
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert server.analysis.requests == [(f"{root}/a.cu", False)]
+            assert root in watching.ready
+        finally:
+            watching.stop()
 
     asyncio.run(run())
