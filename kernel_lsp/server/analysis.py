@@ -109,6 +109,7 @@ class Analysis:
         self._workers = workers or default_workers()
         self._pool: WorkerPool | None = None
         self.results: dict[str, FileCheck] = {}
+        self._keys: dict[str, str | None] = {}  # the cache key each result was checked with
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: set[str] = set()
@@ -241,6 +242,26 @@ class Analysis:
         """Every file with a result or a check in flight."""
         return sorted(set(self.results) | set(self._running))
 
+    async def recheck_changed(self, paths: list[str]) -> None:
+        """Check again each of `paths` whose inputs changed since its last check (its text, a
+        header, its spec, its compile_commands.json: the cache key); one whose check is in
+        flight is compared once that ends. An unchanged file is not published again."""
+        loop = asyncio.get_running_loop()
+        for path in paths:
+            if path in self._running:
+                await self.wait(path, timeout=120.0)
+            if path not in self.results or self._closed:
+                continue
+            then = self._keys.get(path)
+            if then is not None:
+                snap, _, settings, base_dir, spec_path, spec_text, includers = self._inputs(path)
+                now, _ = await loop.run_in_executor(
+                    None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+                )
+                if now == then:
+                    continue
+            self.request(path)
+
     def _cancel_if_outdated(self, path: str) -> None:
         """A newer text makes the compile in flight worthless: stop it (a file on disk may have
         changed whenever it is asked for again)."""
@@ -265,6 +286,7 @@ class Analysis:
     def forget(self, path: str) -> None:
         """The file is gone: clear its findings everywhere."""
         self.results.pop(path, None)
+        self._keys.pop(path, None)
         self._index_definitions(path, None)
         self._again.discard(path)
         self.set_findings(path, [])
@@ -312,21 +334,27 @@ class Analysis:
         while (left := self._last_request.get(path, 0.0) + BURST_QUIET_S - loop.time()) > 0:
             await asyncio.sleep(left)
 
-    async def _check_once(self, path: str) -> None:
-        if self._closed:  # no workers may start after shutdown
-            return
+    def _inputs(
+        self, path: str
+    ) -> tuple[Snapshot, Workspace, Settings, str | None, str, str | None, tuple[Includer, ...]]:
+        """What a check of `path` reads now: its text, settings, spec and includers."""
         snap = self._snapshot(path)
         workspace = self._workspace()
         if workspace.settings_for(path).runs_specs and not self._may_run_spec(path):
             # Nobody opened or saved this file: its spec is read, not run (SECURITY.md).
             workspace = workspace.with_overrides(**{"specs.run": "never"})
-        settings, base_dir = workspace.settings_for(path), workspace.root
-        if snap.text is None and not os.path.exists(path):
-            self.forget(path)
-            return
         spec_path = spec_path_for(path)
         spec_text = self._snapshot(spec_path).text
         includers = self.includers(path) if not path.endswith(".cu") else ()
+        return snap, workspace, workspace.settings_for(path), workspace.root, spec_path, spec_text, includers
+
+    async def _check_once(self, path: str) -> None:
+        if self._closed:  # no workers may start after shutdown
+            return
+        snap, workspace, settings, base_dir, spec_path, spec_text, includers = self._inputs(path)
+        if snap.text is None and not os.path.exists(path):
+            self.forget(path)
+            return
         loop = asyncio.get_running_loop()
         # Reading headers and the project's database for the key: never on the loop (a large
         # compile_commands.json takes seconds, a header can be on a slow disk).
@@ -370,6 +398,7 @@ class Analysis:
             self.forget(path)
             return
         self.results[path] = check
+        self._keys[path] = key
         self._index_definitions(path, check)
         self.set_findings(path, check.diagnostics)
         self._on_checked(path, check, snap)

@@ -201,10 +201,11 @@ class Watching:
             return
         # A check that ran before inotify watched the folder may have read a header or a
         # compile_commands.json that changed before the watch saw it (a build writing its
-        # database as the editor opens): check those files again. Where nothing changed the
-        # cache answers (its key stamps the headers and the database).
-        inside = root + os.sep
-        self._enqueue([p for p in self.server.analysis.checked_paths() if p.startswith(inside)])
+        # database as the editor opens): those whose inputs changed are checked again.
+        analysis, inside = self.server.analysis, root + os.sep
+        earlier = [p for p in analysis.checked_paths() if p.startswith(inside)]
+        if earlier:
+            self._keep(asyncio.ensure_future(analysis.recheck_changed(earlier)))
         scan = await loop.run_in_executor(None, self._scan, watcher)
         for problem in scan.problems:
             self._problem(f"{problem}; changes there are not seen")

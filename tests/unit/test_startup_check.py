@@ -4,9 +4,13 @@ setting, and run in the background, after the files the editor has open, one fil
 from __future__ import annotations
 
 import asyncio
+import json
 
+from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings, settings_from_dict
+from kernel_lsp.server.analysis import Analysis, Snapshot
 from kernel_lsp.server.watching import Watching
+from kernel_lsp.workspace import Workspace
 
 
 class FakeAnalysis:
@@ -15,6 +19,7 @@ class FakeAnalysis:
     def __init__(self) -> None:
         self.requests: list[tuple[str, bool]] = []
         self.results: dict[str, object] = {}
+        self.rechecked: list[list[str]] = []
         self.done: dict[str, asyncio.Event] = {}
 
     def request(self, path: str, background: bool = False) -> None:
@@ -26,6 +31,9 @@ class FakeAnalysis:
 
     def checked_paths(self) -> list[str]:
         return sorted(self.results)
+
+    async def recheck_changed(self, paths: list[str]) -> None:
+        self.rechecked.append(paths)
 
     def finish(self, path: str) -> None:
         self.results[path] = object()
@@ -94,9 +102,42 @@ def test_files_checked_before_the_folder_was_watched_are_checked_again_once_it_i
         try:
             for _ in range(50):
                 await asyncio.sleep(0)
-            assert server.analysis.requests == [(f"{root}/a.cu", False)]
-            assert root in watching.ready
+            assert server.analysis.rechecked == [[f"{root}/a.cu"]]
+            assert server.analysis.requests == [] and root in watching.ready
         finally:
             watching.stop()
 
     asyncio.run(run())
+
+
+def test_a_file_is_checked_again_only_when_an_input_of_its_last_check_changed(tmp_path):
+    # Its compile_commands.json rewritten: checked again; nothing changed: not published again
+    # (an editor redraws, and Neovim re-notifies, on each publication).
+    kernel = tmp_path / "src" / "k.cu"
+    kernel.parent.mkdir()
+    text = "__global__ void k(float* x) { x[0] = FACTOR; }\n"
+    kernel.write_text(text)
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([{"directory": str(tmp_path), "command": "nvcc -DFACTOR=1 -c src/k.cu", "file": "src/k.cu"}]))
+    path = str(kernel)
+
+    async def run() -> list[str]:
+        analysis = Analysis(
+            publish=lambda path, diagnostics: None,
+            snapshot=lambda p: Snapshot(text, 1) if p == path else Snapshot(None, None),
+            workspace=lambda: Workspace.fixed(Settings(), str(tmp_path)),
+            workers=1,
+        )
+        asked: list[str] = []
+        analysis.request = lambda p, background=False: asked.append(p)  # type: ignore[method-assign]
+        snap, _, settings, base_dir, spec_path, spec_text, includers = analysis._inputs(path)
+        key, _ = analysis._prepare(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
+        assert key is not None
+        analysis.results[path], analysis._keys[path] = FileCheck(path, [], []), key
+        await analysis.recheck_changed([path])
+        assert asked == []
+        db.write_text(db.read_text().replace("FACTOR=1", "FACTOR=2") + " ")
+        await analysis.recheck_changed([path])
+        return asked
+
+    assert asyncio.run(run()) == [path]
