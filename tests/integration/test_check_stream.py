@@ -6,13 +6,12 @@ file's compile for the GPU's arch, made in its check worker, is what verificatio
 from __future__ import annotations
 
 import os
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from fixture_sources import VADD
+from fixture_sources import FAKE_VADD_SPEC, VADD
 
 from kernel_lsp.check import FileCheck
 from kernel_lsp.cli.check import check_main
@@ -30,18 +29,7 @@ from kernel_lsp.model import CompileResult, KernelResources
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.workspace import Workspace
 
-SPEC = textwrap.dedent(
-    """\
-    from kernel_lsp.spec import In, Out, Scalar, Spec
-    SPEC = Spec(
-        kernel="vadd",
-        sizes=[{"n": 1}, {"n": 1000}],
-        timing_sizes=[{"n": 4096}],
-        args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
-        reference=lambda a, b: {"c": a + b},
-    )
-    """
-)
+SPEC = FAKE_VADD_SPEC
 SYMBOL = "_Z4vaddPKfS0_Pfi"
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 

@@ -5,11 +5,10 @@ verdicts equal the serial run's, and a killed worker costs only its own file or 
 from __future__ import annotations
 
 import re
-import textwrap
 from pathlib import Path
 
 import pytest
-from fixture_sources import VADD
+from fixture_sources import FAKE_VADD_SPEC, VADD
 from test_evaluation import _fake_compile
 
 from kernel_lsp.check import FileCheck
@@ -25,18 +24,7 @@ from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 from kernel_lsp.workspace import Workspace
 
-SPEC = textwrap.dedent(
-    """\
-    from kernel_lsp.spec import In, Out, Scalar, Spec
-    SPEC = Spec(
-        kernel="vadd",
-        sizes=[{"n": 1}, {"n": 1000}],
-        timing_sizes=[{"n": 4096}],
-        args={"a": In("float32"), "b": In("float32"), "c": Out("float32"), "n": Scalar("int32")},
-        reference=lambda a, b: {"c": a + b},
-    )
-    """
-)
+SPEC = FAKE_VADD_SPEC
 
 
 @pytest.fixture
