@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from collections import Counter
@@ -20,6 +19,7 @@ from .hostcode import find_host_code, host_code_message
 from .includes import include_closure
 from .logparse import parse_log, source_name
 from .options import CompileOptions
+from .stamped import by_stamp
 from .toolchain import find_toolchain, site_packages
 from .versions import nvcc_version, nvrtc_version
 
@@ -356,16 +356,8 @@ def _header_kernels(header: str) -> list[KernelSignature]:
     return _scan_header(header)[0]
 
 
-def _scan_header(header: str) -> tuple[list[KernelSignature], list]:
-    try:
-        st = os.stat(header)
-    except OSError:
-        return [], []
-    return _scan_file(header, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=512)
-def _scan_file(path: str, mtime_ns: int, size: int) -> tuple[list[KernelSignature], list]:
+@by_stamp(maxsize=512, missing=([], []))
+def _scan_header(path: str) -> tuple[list[KernelSignature], list]:
     """The kernels a header declares and its #include lines, read once per version of the file
     (many files include it)."""
     text = read_text_prefix(path, MAX_FILE_BYTES)  # a regular file only: never a FIFO

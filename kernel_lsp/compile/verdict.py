@@ -37,6 +37,7 @@ from .host_names import host_name_clashes
 from .hostcode import find_host_code
 from .includes import include_closure, resolve_include
 from .options import CompileOptions, cuda_include_dirs
+from .stamped import by_stamp
 
 # CUDA's device headers that NVRTC compiles as nvcc's device pass does (each is compiled both ways
 # by tests/integration/test_nvcc_truth.py). Every other header that is not the project's own (the
@@ -211,18 +212,10 @@ def _unseen(target: str, options: CompileOptions) -> str:
     return "which NVRTC cannot open (the host compiler's headers are nvcc's alone)"
 
 
+@by_stamp(maxsize=1024, missing=None)
 def _scan_header(header: str) -> tuple[list, str | None] | None:
     """(its includes, what it does that NVRTC does not see as nvcc does) of a project header;
-    None when it cannot be read. Memoised by the header's stamp."""
-    try:
-        st = os.stat(header)
-    except OSError:
-        return None
-    return _scan_file(header, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _scan_file(header: str, mtime_ns: int, size: int) -> tuple[list, str | None] | None:
+    None when it cannot be read."""
     text = read_text_prefix(header, MAX_FILE_BYTES)  # a regular file only: never a FIFO
     if text is None:
         return None
@@ -256,16 +249,8 @@ def _project_headers(source: str, path: str, options: CompileOptions) -> list[st
     return list(include_closure(source, path, tuple(options.include_dirs)))
 
 
+@by_stamp(maxsize=1024, missing=False)
 def _runs_host_code(header: str) -> bool:
-    try:
-        st = os.stat(header)
-    except OSError:
-        return False
-    return _header_runs_host_code(header, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=1024)
-def _header_runs_host_code(header: str, mtime_ns: int, size: int) -> bool:
     text = read_text_prefix(header, MAX_FILE_BYTES)  # a regular file only: never a FIFO
     return text is not None and bool(find_host_code(text, "nvcc", includes=False))
 

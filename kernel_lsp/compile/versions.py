@@ -8,11 +8,11 @@ NVRTC wheel is CUDA 13), and a finding depends on which compiler and headers pro
 from __future__ import annotations
 
 import functools
-import os
 import re
 import subprocess
 from dataclasses import dataclass
 
+from .stamped import by_stamp
 from .toolchain import find_toolchain
 
 # `Cuda compilation tools, release 13.5, V13.5.37`
@@ -72,18 +72,10 @@ def nvrtc_version() -> str:
         return f"unavailable ({e})"
 
 
+@by_stamp(maxsize=8, missing=None)
 def nvcc_version(nvcc: str) -> str | None:
-    """`13.5.37` for this nvcc, or None when it cannot say. Memoised by the file's stamp: a
-    toolkit installed over the old one is asked again."""
-    try:
-        st = os.stat(nvcc)
-    except OSError:
-        return None
-    return _nvcc_version(nvcc, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=8)
-def _nvcc_version(nvcc: str, mtime_ns: int, size: int) -> str | None:
+    """`13.5.37` for this nvcc, or None when it cannot say (asked again once a toolkit is
+    installed over it)."""
     try:
         out = subprocess.run(
             [nvcc, "--version"],
