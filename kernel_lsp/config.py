@@ -24,6 +24,7 @@ from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, 
 from .compile.files import read_regular
 from .compile.nvcc_args import macro_name
 from .compile.options import define_problem
+from .settings_shape import flatten_settings
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -235,19 +236,6 @@ _CHOICES = {
 }
 
 
-def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        # A dict where a leaf setting belongs is a wrong type, not a section: keep it whole so
-        # the message names the setting (`includeDirs`), not a made-up key (`includeDirs.a`).
-        if isinstance(v, dict) and not key.startswith("_") and key.removeprefix("kernelLsp.") not in _KEYS:
-            out.update(_flatten(v, key + "."))
-        else:
-            out[key] = v
-    return out
-
-
 @dataclass(frozen=True)
 class SettingsOverrides:
     """A front end's settings, parsed once by the front end (the editor's `kernelLsp` section, the
@@ -286,13 +274,11 @@ def parse_overrides(raw: Any) -> SettingsOverrides:
         return SettingsOverrides()
     if not isinstance(raw, dict):
         return SettingsOverrides((), (f"settings must be an object, got {type(raw).__name__}",))
-    if isinstance(raw.get("kernelLsp"), dict):
-        raw = raw["kernelLsp"]
     types = {f.name: f.type for f in fields(Settings)}
     changes: dict[str, Any] = {}
-    for key, value in _flatten(raw).items():
-        if key.startswith("kernelLsp."):
-            key = key.removeprefix("kernelLsp.")
+    # A dict where a leaf setting belongs is a wrong type, not a section: kept whole, so that the
+    # message names the setting (`includeDirs`), not a made-up key (`includeDirs.a`).
+    for key, value in flatten_settings(raw, leaves=_KEYS).items():
         name = _KEYS.get(key) or (key.replace("-", "_") if key.replace("-", "_") in types else None)
         if name is None:
             if key not in _IGNORED and not key.startswith(("trace", "server", "interpreter")):

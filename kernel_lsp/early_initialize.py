@@ -33,6 +33,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from .settings_shape import flatten_settings
+
 MAX_HEADER_LINE = 8192  # as the server's reader (server/transport.py)
 MAX_INITIALIZE_BYTES = 4 * 2**20  # larger than any real `initialize`: read by the server, not here
 _SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server")
@@ -114,19 +116,7 @@ def _environment_stamp() -> str:
 def _clangd_options(options: object) -> dict[str, object]:
     """The `clangd.*` settings of the initializationOptions, nested or dotted, with or without a
     `kernelLsp` wrapper (as server/clangd/binary.user_choice reads them)."""
-    flat: dict[str, object] = {}
-
-    def walk(d: dict, prefix: str) -> None:
-        for key, value in d.items():
-            name = f"{prefix}{key}"
-            if isinstance(value, dict):
-                walk(value, name + ".")
-            elif name.removeprefix("kernelLsp.").startswith("clangd."):
-                flat[name.removeprefix("kernelLsp.")] = value
-
-    if isinstance(options, dict):
-        walk(options["kernelLsp"] if isinstance(options.get("kernelLsp"), dict) else options, "")
-    return flat
+    return {k: v for k, v in flatten_settings(options).items() if k.startswith("clangd.")}
 
 
 def _answer_inputs(params: dict) -> dict:

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
+    "settings_shape": 0,  # a settings object's keys, read before the settings module loads
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
@@ -78,6 +79,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ),
     ("kernel_lsp.cli.serve", "kernel_lsp.early_initialize"): (
         "a saved `initialize` answer sent before pygls loads: standard library only, no engine"
+    ),
+    ("kernel_lsp.server.clangd.binary", "kernel_lsp.settings_shape"): (
+        "the clangd settings read as config reads them, before its compiler imports load: stdlib only"
     ),
     ("kernel_lsp.server.clangd.proxy", "kernel_lsp.procs"): (
         "clangd, the server's own child, dies with it (setpriv --pdeathsig): process hygiene, no engine"

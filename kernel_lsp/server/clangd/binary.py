@@ -16,6 +16,8 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 
+from ...settings_shape import flatten_settings
+
 _VERSIONED = re.compile(r"clangd-(\d+)")
 
 
@@ -87,18 +89,7 @@ def user_choice(raw: object) -> tuple[bool, str | None]:
     initializationOptions), read as `config.settings_from_dict` reads them (nested or dotted keys,
     an optional `kernelLsp` wrapper; a value of the wrong type keeps the default) without loading
     the engine's settings module, whose compiler imports would slow the answer to `initialize`."""
-    flat: dict[str, object] = {}
-
-    def walk(d: dict, prefix: str) -> None:
-        for key, value in d.items():
-            name = f"{prefix}{key}"
-            if isinstance(value, dict):
-                walk(value, name + ".")
-            else:
-                flat[name.removeprefix("kernelLsp.")] = value
-
-    if isinstance(raw, dict):
-        walk(raw["kernelLsp"] if isinstance(raw.get("kernelLsp"), dict) else raw, "")
+    flat = flatten_settings(raw)
     enabled, path = flat.get("clangd.enabled", True), flat.get("clangd.path")
     return (enabled if isinstance(enabled, bool) else True), (
         path if isinstance(path, str) and path else None
