@@ -29,11 +29,14 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kernel_lsp.procs import env_flag
+
+if TYPE_CHECKING:
+    from .device_protocol import Device
 
 MAX_PACKET = 1 << 20
 MAX_FDS = 64
@@ -63,7 +66,7 @@ def receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
 class Accused:
     """What the accused holds: its device, the candidate's loaded code, the mapped buffers."""
 
-    def __init__(self, device: Any, folder: str):
+    def __init__(self, device: Device, folder: str):
         self.device = device
         self.folder = folder
         self.functions: list[Any] = []  # per step: a kernel function, or an EntryStep

@@ -103,6 +103,7 @@ def context_sched_flag(driver: Any) -> int | None:
 
 class CudaDevice:
     fake = False
+    share_buffers = False  # set by a judge: the accused maps the case's buffers (runner/verify.py)
 
     def __init__(self, index: int = 0):
         try:

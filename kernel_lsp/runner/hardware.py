@@ -19,7 +19,10 @@ import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .device_protocol import Device
 
 # Dense FLOP per clock per SM, from NVIDIA's architecture whitepapers (tensor cores for the 16-bit,
 # tf32 and 8-bit types; CUDA cores for fp32/fp64).
@@ -180,7 +183,7 @@ def save_cached(info: DeviceInfo) -> None:
         pass  # a read-only home only costs a re-measurement next time
 
 
-def stream_bandwidths(device: Any, module: Any, nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]:
+def stream_bandwidths(device: Device, module: Any, nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]:
     """Bytes read plus written per second of each klsp_stream_* kernel, best of `repeats`, over
     buffers of `nbytes` each (far larger than any L2), at two block sizes."""
     import numpy as np
@@ -208,7 +211,7 @@ def stream_bandwidths(device: Any, module: Any, nbytes: int = 1 << 30, repeats: 
     return rates
 
 
-def measure_device(device: Any, probe_cubin: bytes | None) -> dict[str, Any]:
+def measure_device(device: Device, probe_cubin: bytes | None) -> dict[str, Any]:
     """Run in the worker: attributes, copy bandwidth and (given PROBE_SOURCE's CUBIN) the stream
     kernels' bandwidth and the measured FP32 rate. Returns DeviceInfo fields."""
     import numpy as np
@@ -229,7 +232,7 @@ def measure_device(device: Any, probe_cubin: bytes | None) -> dict[str, Any]:
         blocks, threads, iters = info.sm_count * 8, 256, 4096
         out = device.alloc(blocks * threads * 4)
         try:
-            args = [
+            args: list[np.ndarray] = [
                 np.array([out], np.uint64),
                 np.array([iters], np.int32),
                 np.array([0.999999], np.float32),

@@ -21,7 +21,7 @@ import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from kernel_lsp.elf import STT_OBJECT, Elf, ElfError
 from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.runner.verify import Buffers, CaseRunner, Failed, Problem, Step, launcher, side_by_side
 from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
+
+if TYPE_CHECKING:
+    from .device_protocol import Device
 
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
@@ -75,16 +78,16 @@ def cubin_globals(cubin: bytes) -> list[str]:
 class ModuleState:
     """The loaded image of one module's mutable globals, kept on the device."""
 
-    device: Any
+    device: Device
     regions: list[tuple[str, int, int, int]] = field(default_factory=list)  # name, ptr, copy, bytes
     unresolved: list[str] = field(default_factory=list)
 
     @classmethod
-    def snapshot(cls, device: Any, module: Any, cubin: bytes) -> ModuleState:
+    def snapshot(cls, device: Device, module: Any, cubin: bytes) -> ModuleState:
         return cls.of(device, device.module_globals(module, cubin))
 
     @classmethod
-    def of(cls, device: Any, variables: Sequence[tuple[str, int | None, int]]) -> ModuleState:
+    def of(cls, device: Device, variables: Sequence[tuple[str, int | None, int]]) -> ModuleState:
         """The loaded image of these globals: (name, device address or None, bytes) each."""
         state = cls(device)
         for name, ptr, nbytes in variables:
@@ -156,7 +159,7 @@ class TimedSets:
 
     def __init__(
         self,
-        device: Any,
+        device: Device,
         spec: Spec,
         sizes: dict[str, int],
         seed: int,

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
 from kernel_lsp.runner.isolation import MAX_BATCH
 from kernel_lsp.runner.verify import Failed, Problem
 from kernel_lsp.spec import SpecError, case_label, launch_dims
+
+if TYPE_CHECKING:
+    from .device_protocol import Device
 
 # When each remote run's answer came (perf_counter), before the judge's copy of its outputs:
 # HostClock reads the last one (the worker is single-threaded; RemotePipeline appends).
@@ -418,7 +421,7 @@ class RemotePipeline:
             raise Failed(Problem("launch_error", "", f"the candidate does not load: {message}"))
         self.globals = [str(n) for n in reply.get("globals", [])]
 
-    def _map(self, device: Any, bufs: Any) -> None:
+    def _map(self, device: Device, bufs: Any) -> None:
         fresh = [b for b in bufs.bases if b not in self._mapped]
         if not fresh:
             return
@@ -456,7 +459,7 @@ class RemotePipeline:
         base = bufs.base_of(ptr)
         return {"buf": self._mapped[base], "off": ptr - base}
 
-    def _calls(self, device: Any, bufs: Any) -> list[dict[str, Any]]:
+    def _calls(self, device: Device, bufs: Any) -> list[dict[str, Any]]:
         spec, sizes = bufs.spec, bufs.sizes
         calls: list[dict[str, Any]] = []
         for index, step in enumerate(self.steps):
@@ -492,7 +495,7 @@ class RemotePipeline:
             )
         return calls
 
-    def bind(self, device: Any, bufs: Any, smem_poison: int | None = None) -> BoundRun:
+    def bind(self, device: Device, bufs: Any, smem_poison: int | None = None) -> BoundRun:
         """The steps bound to this case's buffers in the accused; `smem_poison`: the byte its
         shared memory holds before each run (verification), where its helpers are loaded (the
         judge's own context has none: without NVRTC, no poison in-process either)."""
@@ -565,7 +568,7 @@ class HostClock:
 
     def __init__(
         self,
-        device: Any,
+        device: Device,
         tag: Callable[[int], bool] | None = None,
         start: Callable[[], None] | None = None,
         prepare_side: Callable[[int], None] | None = None,

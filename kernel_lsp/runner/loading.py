@@ -5,15 +5,18 @@ entry's library (runner/entry.py). The worker loads the user's own code with it,
 from __future__ import annotations
 
 import tempfile
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel_lsp.runner.entry import EntryStep, LibraryState, library_globals, load_library, load_runtime
 from kernel_lsp.runner.isolation import ModuleState
 from kernel_lsp.runner.verify import Failed, Problem, Step
 
+if TYPE_CHECKING:
+    from .device_protocol import Device
+
 
 def build_steps(
-    device: Any,
+    device: Device,
     cubin: bytes,
     steps: list[dict[str, Any]],
     modules: list[Any],
@@ -48,7 +51,7 @@ def build_steps(
 
 
 def _entry_step(
-    device: Any,
+    device: Device,
     image: bytes,
     step: dict[str, Any],
     modules: list[Any],

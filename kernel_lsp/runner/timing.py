@@ -10,9 +10,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel_lsp.stats import median_noise
+
+if TYPE_CHECKING:
+    from .device_protocol import Clock
 
 Run = Callable[[], None]
 
@@ -33,7 +36,7 @@ class TimingSettings:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-def _warm_up(device: Any, runs: list[Run], settings: TimingSettings, prepare: Run | None) -> float:
+def _warm_up(device: Clock, runs: list[Run], settings: TimingSettings, prepare: Run | None) -> float:
     """Run until `warmup_s` of wall time has passed; returns the seconds one round takes."""
     start = time.perf_counter()
     rounds, per_round = 1, 0.0
@@ -47,7 +50,7 @@ def _warm_up(device: Any, runs: list[Run], settings: TimingSettings, prepare: Ru
 
 
 def measure_interleaved(
-    device: Any,
+    device: Clock,
     runs: list[Run],
     settings: TimingSettings,
     progress: Callable[[], None] = lambda: None,
@@ -88,7 +91,7 @@ def measure_interleaved(
 
 
 def measure(
-    device: Any,
+    device: Clock,
     run: Run,
     settings: TimingSettings,
     progress: Callable[[], None] = lambda: None,

@@ -25,7 +25,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from kernel_lsp.spec import (
     launch_dims,
 )
 from kernel_lsp.spec.inputs import VERIFY_SEED
+
+if TYPE_CHECKING:
+    from .device_protocol import Device
 
 FRONT_GUARD = 256  # bytes before each buffer (keeps the buffer 256-byte aligned)
 TAIL_GUARD = 64 * 1024  # bytes after: covers a grid rounded up by a block of float4s
@@ -93,7 +96,7 @@ class Buffers:
     `settle()` copies them into memory of the judge's own after a run: reads then see what was
     there when the run was declared done, not what the other process writes afterwards."""
 
-    device: Any
+    device: Device
     spec: Spec
     sizes: dict[str, int]
     ptrs: dict[str, int] = field(default_factory=dict)
@@ -218,7 +221,7 @@ class Buffers:
 
 
 def baseline_oracle(
-    device: Any, spec: Spec, sizes: dict[str, int], baseline: list[Any], reset: Callable[[], None]
+    device: Device, spec: Spec, sizes: dict[str, int], baseline: list[Any], reset: Callable[[], None]
 ) -> Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]:
     """Outputs of the baseline on given inputs, in buffers of their own (differential testing)."""
 
@@ -235,7 +238,7 @@ def baseline_oracle(
 
 
 def launcher(
-    device: Any, steps: list[Any], bufs: Buffers, smem_poison: int | None = None
+    device: Device, steps: list[Any], bufs: Buffers, smem_poison: int | None = None
 ) -> Callable[[], None]:
     """A callable that enqueues the whole pipeline once (argument arrays built once). A host
     entry's step (runner/entry.py) is called instead of launched, and the context synchronised
@@ -421,7 +424,7 @@ WAITING_FOR_THE_GPU = "waiting for the GPU"
 class CaseRunner:
     def __init__(
         self,
-        device: Any,
+        device: Device,
         spec: Spec,
         sync_with_timeout: Callable[[str], None],
         reset: Callable[[], None] = lambda: None,

@@ -21,7 +21,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kernel_lsp import procs, tempdirs
 from kernel_lsp.runner import case_memo, turns
@@ -69,6 +69,9 @@ from kernel_lsp.spec import (
 from kernel_lsp.spec.inputs import TIMING_SEED
 from kernel_lsp.stats import summarize
 
+if TYPE_CHECKING:
+    from .device_protocol import Clock, Device
+
 # The progress phases as the `-v` line names them (several phases of one kind counted together).
 PHASE_LABELS = {
     "inputs and reference": "inputs+reference",
@@ -104,7 +107,7 @@ def load_spec(desc: dict[str, Any]) -> Spec:
     raise Failed(Problem("spec_error", "", f"no spec for kernel `{want}` in {desc['path']}"))
 
 
-def _first_use_noise(device: Any) -> float:
+def _first_use_noise(device: Device) -> float:
     """What a device's own first use of new inputs can cost an honest run (runner/fake.py)."""
     return float(getattr(device, "first_use_noise_s", 0.0))
 
@@ -118,7 +121,7 @@ JUDGED_REQUEST_S = 0.004
 SIZING_ROUNDS = 3  # warm-up batches (a round: one a side) that size a judged batch, at most
 
 
-def _judged_request_s(device: Any) -> float:
+def _judged_request_s(device: Device) -> float:
     """KERNEL_LSP_JUDGE_REQUEST_S, else JUDGED_REQUEST_S on a GPU and 0 (batches of three) on
     the fake GPU, whose runs cost no context switch."""
     raw = os.environ.get("KERNEL_LSP_JUDGE_REQUEST_S", "")
@@ -140,7 +143,7 @@ def _on_legacy_stream(*step_lists: list[Any] | None) -> bool:
 class Worker:
     def __init__(
         self,
-        device: Any,
+        device: Device,
         send: Send,
         judging: AccusedPool | None = None,
     ):
@@ -361,9 +364,10 @@ class Worker:
             tick = lambda: self.progress("timing", label, timeout + 1.0)  # noqa: E731
             # The GPU to this process alone while it times (other lanes' verification waits:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
-            clock = self._clock(sets) if judged else self.device
-            if judged:
-                self._size_batch(clock, [run], settings, label, timeout)
+            host = self._clock(sets) if judged else None  # a judged run: the judge's clock
+            clock: Clock = host if host is not None else self.device
+            if host is not None:
+                self._size_batch(host, [run], settings, label, timeout)
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
@@ -373,10 +377,10 @@ class Worker:
                     self.device.flush_l2()
                 before = memory_in_use(self.device)
                 samples = measure(clock, run, settings, tick, sets.prepare)
-            if judged:
-                how = clock.describe()
-                _note_clock(label, how, ratio_seen_to_new(samples, clock.fresh[0]))
-                why = seen_inputs_faster(samples, clock.fresh[0], noise_s=_first_use_noise(self.device))
+            if host is not None:
+                how = host.describe()
+                _note_clock(label, how, ratio_seen_to_new(samples, host.fresh[0]))
+                why = seen_inputs_faster(samples, host.fresh[0], noise_s=_first_use_noise(self.device))
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
             else:
@@ -478,17 +482,18 @@ class Worker:
                     self.progress("timing inputs bound", label, None)
                 run_a, run_b = sets.runner(steps_a), sets.runner(steps_b)
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
-                clock = self._clock(sets) if judged else self.device
-                if judged:
-                    self._size_batch(clock, [run_a, run_b], settings, label, 2 * timeout)
+                host = self._clock(sets) if judged else None  # a judged run: the judge's clock
+                clock: Clock = host if host is not None else self.device
+                if host is not None:
+                    self._size_batch(host, [run_a, run_b], settings, label, 2 * timeout)
                 self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
-                if judged:
-                    calibration = ratio_seen_to_new(a, clock.fresh[0])
+                if host is not None:
+                    calibration = ratio_seen_to_new(a, host.fresh[0])
                     noise = _first_use_noise(self.device)
-                    why = seen_inputs_faster(b, clock.fresh[1], calibration, noise)
+                    why = seen_inputs_faster(b, host.fresh[1], calibration, noise)
                     if why:
                         problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()
@@ -500,9 +505,9 @@ class Worker:
                 median_b = float(sorted(b)[len(b) // 2])
                 nbytes = sets.sets[0].bufs.nbytes
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
-                how = clock.describe() if judged else "CUDA events around each launch"
-                if judged:
-                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, clock.fresh[1]))
+                how = host.describe() if host is not None else "CUDA events around each launch"
+                if host is not None:
+                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, host.fresh[1]))
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()
@@ -599,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
     def send(message: dict[str, Any]) -> None:
         write_message(stdout, message)
 
-    device: Any = None
+    device: Device | None = None
     reason = ""
     sandbox_error = ""
     confinement: dict[str, Any] | None = None  # how a judge's accused processes are confined
