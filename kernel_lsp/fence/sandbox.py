@@ -1064,7 +1064,6 @@ KEPT_ENVIRONMENT = (
     "CUDA_MODULE_LOADING",
     "KERNEL_LSP_FAKE_GPU",
     "KERNEL_LSP_CTX_SCHED",  # how the accused waits for its GPU (runner/device.context_sched_flag)
-    "KERNEL_LSP_JUDGE_TRACE",  # the accused says where its time went (runner/judge.trace_summary)
     "LANG",
     "LC_ALL",
     "OPENBLAS_CORETYPE",

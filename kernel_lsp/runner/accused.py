@@ -24,10 +24,8 @@ import argparse
 import functools
 import json
 import os
-import resource
 import socket
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -75,10 +73,10 @@ class Accused:
         self.buffers: dict[int, int] = {}  # the judge's buffer id -> this context's address
         self.plans: dict[int, list[Callable[[], None]]] = {}
         self.entries = False  # whether a step is a host entry (it may launch on any stream)
+        self.legacy = False  # an entry without a stream parameter: it launches on the legacy stream
         self.helpers = False  # the judge's kernels are loaded (before any candidate code)
-        # KERNEL_LSP_JUDGE_TRACE: a run's reply also says where this process spent the time (a
-        # diagnosis of the judged path's cost: the judge logs it and believes none of it).
-        self.trace = env_flag("KERNEL_LSP_JUDGE_TRACE")
+        # A message to the judge before the reply (a gated run's "queued"): set by `main`.
+        self.say: Callable[[dict[str, Any]], None] = lambda message: None
 
     def _path(self, msg: dict[str, Any]) -> str:
         """The file the judge wrote the message's image to, in this process's folder."""
@@ -111,6 +109,7 @@ class Accused:
         )
         self.functions = [s.fn if not hasattr(s, "bind") else s for s in steps]
         self.entries = any(hasattr(s, "bind") for s in steps)
+        self.legacy = any(hasattr(s, "bind") and not s.takes_stream for s in steps)
         return {"status": "ok", "globals": [n for st in self.states for n in st.names]}
 
     def map(self, msg: dict[str, Any], fds: list[int]) -> dict[str, Any]:
@@ -181,18 +180,44 @@ class Accused:
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Bound plans one after another, each waited for before the next (a batch: the judge
-        pays the request's fixed cost once for them all). Every run is inside the judge's clock,
-        so nothing else happens here unless a trace was asked for (`_run_traced`)."""
+        pays the request's fixed cost once for them all). With a `gate`, a timed run on the
+        judge's clock (`_run_gated`)."""
         bindings = [int(b) for b in msg["bindings"]]
+        if msg.get("gate") is not None:
+            return self._run_gated(bindings, msg["gate"])
         poisons = self._smem_poisons(msg, len(bindings))
-        if self.trace:
-            return self._run_traced(bindings, poisons)
         for binding, poison in zip(bindings, poisons, strict=True):
             self._restore()
             self._poison_shared_memory(poison)
             for call in self.plans[binding]:
                 call()
             self.device.sync_all()
+        return {"status": "ok"}
+
+    def _run_gated(self, bindings: list[int], gate: dict[str, Any]) -> dict[str, Any]:
+        """A timed run between the judge's gates (runner/judge.RemotePipeline.run_gated): the
+        globals put back, then "queued" said, then, queued on this context's streams, a wait
+        for the judge's `go`, the run, and `done` written after it. The judge's own events
+        around its `go` and its wait for `done` are the clock; this process only queues (an
+        entry's host code runs here meanwhile: the judge's head start covers it)."""
+        flags = self.buffers[int(gate["flags"])]
+        seq = int(gate["seq"])
+        go, done = flags + int(gate["go"]), flags + int(gate["done"])
+        if any(b not in self.plans for b in bindings):  # a fault before anything is queued
+            raise KeyError("binding")
+        self._restore()
+        self.say({"status": "queued"})
+        # On the stream the run launches on, as the worker times it in-process: an entry without
+        # a stream parameter launches on the legacy default stream.
+        with self.device.legacy_stream(self.legacy):
+            self.device.gate_wait(go, seq)
+            if gate.get("null"):  # the judge's calibration (judge.switch_floor): a kernel of nothing
+                self.device.null_kernel()
+            for binding in bindings:
+                for call in self.plans[binding]:
+                    call()
+            self.device.gate_write(done, seq)
+        self.device.sync_all()
         return {"status": "ok"}
 
     def _smem_poisons(self, msg: dict[str, Any], runs: int) -> list[int | None]:
@@ -213,26 +238,6 @@ class Accused:
         self.device.poison_shared_memory(byte)
         if self.entries:
             self.device.sync()
-
-    def _run_traced(self, bindings: list[int], poisons: list[int | None]) -> dict[str, Any]:
-        """`run`, saying per run how long restoring, calling and waiting took (ns), and how
-        often this process was switched out (KERNEL_LSP_JUDGE_TRACE)."""
-        clock = time.perf_counter_ns
-        spent: list[list[int]] = []
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        for binding, poison in zip(bindings, poisons, strict=True):
-            t0 = clock()
-            self._restore()
-            self._poison_shared_memory(poison)
-            t1 = clock()
-            for call in self.plans[binding]:
-                call()
-            t2 = clock()
-            self.device.sync_all()
-            spent.append([t1 - t0, t2 - t1, clock() - t2])
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        switches = [after.ru_nvcsw - usage.ru_nvcsw, after.ru_nivcsw - usage.ru_nivcsw]
-        return {"status": "ok", "trace": {"runs": spent, "switches": switches}}
 
 
 def fault_reply(e: BaseException) -> dict[str, Any]:
@@ -275,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         limit_memory(report)
         hello["sandbox"] = report.to_dict()
         accused = Accused(device, args.sandbox)
+        accused.say = functools.partial(send, sock)
         hello["available"] = True
     except SandboxUnavailable as e:
         hello["sandbox_error"] = str(e)

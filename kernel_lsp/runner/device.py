@@ -47,6 +47,8 @@ extern "C" __global__ void kl_spin(unsigned long long ns)
 }
 """
 
+MARKS = 64  # events in `CudaDevice.mark`'s ring
+
 # Errors after which the context is unusable: the worker reports and exits.
 STICKY_ERRORS = {
     "CUDA_ERROR_ILLEGAL_ADDRESS": "illegal memory access",
@@ -146,6 +148,9 @@ class CudaDevice:
         self._helpers_image: bytes | None = None
         self._sink = 0
         self._events: list[Any] = []
+        self._marks: list[Any] = []  # `mark`'s ring of events
+        self._next_mark = 0
+        self._side: Any = None  # `gate_release`'s stream
         self._nvml: Any = None  # runner/nvml.ProcessMemory once tried; False where NVML has nothing
         # Allocations another process can map (judge.py): pointer -> (handle, mapped bytes).
         self._shared: dict[int, tuple[Any, int]] = {}
@@ -519,6 +524,15 @@ class CudaDevice:
             ns = int(min(seconds, 0.05) * 1e9)
             self.launch(fn, (1, 1, 1), (1, 1, 1), 0, [np.array([ns], np.uint64)])
 
+    def null_kernel(self) -> None:
+        """Launch a kernel that does nothing (the helpers' spin for 0 ns): what a gated run of
+        nothing needs to make the GPU switch to this context (stream memory operations alone
+        do not: on an H100, 8 us against 280 us with any kernel)."""
+        fn = self._helper("kl_spin")
+        if fn is None:
+            raise DeviceFault("the timing helpers are not loaded", "helpers")
+        self.launch(fn, (1, 1, 1), (1, 1, 1), 0, [np.array([0], np.uint64)])
+
     def _event_pairs(self, count: int) -> list[Any]:
         while len(self._events) < 2 * count:
             self._events.append(self._ck(self.d.cuEventCreate(0)))
@@ -560,6 +574,44 @@ class CudaDevice:
             ms = self._ck(self.d.cuEventElapsedTime(events[2 * k], events[2 * k + 1]))
             out[j].append(float(ms) * 1e-3)
         return out
+
+    # --- gates: this context's stream ordered with another process's (runner/judge.py) ----------
+    # A 32-bit flag in memory both processes map: one stream writes a sequence number, the other
+    # waits until the flag has reached it (a cyclic greater-or-equal, so a flag written ahead
+    # still opens a later wait). Waits block the stream on the GPU, never this process.
+
+    def gate_wait(self, addr: int, value: int, timeout_s: float = 0.0) -> None:
+        """Work queued on the stream after this waits until the flag at `addr` reaches `value`."""
+        geq = self.d.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ.value
+        self._ck(self.d.cuStreamWaitValue32(self.stream, addr, value & 0xFFFFFFFF, geq))
+
+    def gate_write(self, addr: int, value: int) -> None:
+        """Write `value` to the flag once the work queued on the stream before it is done."""
+        flags = self.d.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT.value
+        self._ck(self.d.cuStreamWriteValue32(self.stream, addr, value & 0xFFFFFFFF, flags))
+
+    def gate_release(self, addr: int, value: int) -> None:
+        """Write the flag from a stream of its own and wait for it: a wait of this context's
+        stream that another process never ended (it died, hung, or lied) ends now."""
+        if self._side is None:
+            self._side = self._ck(self.d.cuStreamCreate(self.d.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        flags = self.d.CUstreamWriteValue_flags.CU_STREAM_WRITE_VALUE_DEFAULT.value
+        self._ck(self.d.cuStreamWriteValue32(self._side, addr, value & 0xFFFFFFFF, flags))
+        self._ck(self.d.cuStreamSynchronize(self._side))
+
+    def mark(self) -> Any:
+        """A CUDA event recorded on the stream now (one of a ring of 64: read it, with
+        `seconds_between`, before 64 more are made)."""
+        if len(self._marks) < MARKS:
+            self._marks.append(self._ck(self.d.cuEventCreate(0)))
+        event = self._marks[self._next_mark % MARKS]
+        self._next_mark += 1
+        self._ck(self.d.cuEventRecord(event, self.stream))
+        return event
+
+    def seconds_between(self, start: Any, end: Any) -> float:
+        """GPU time between two marks (both done: after a sync)."""
+        return float(self._ck(self.d.cuEventElapsedTime(start, end))) * 1e-3
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, repeats: int = 10) -> float:
         """Device-to-device copy rate in bytes/s, counting bytes read plus bytes written."""

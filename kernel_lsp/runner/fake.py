@@ -43,7 +43,9 @@ import numpy as np
 
 from kernel_lsp.runner.device import DeviceFault
 
-FAKE_COPY_BANDWIDTH_BPS = 1e15  # 1 PB/s: above any host's copy rate
+FAKE_COPY_BANDWIDTH_BPS = 1e15
+GATE_POLL_S = 20e-6  # how often a fake gate's wait looks at its flag
+GATE_TIMEOUT_S = 60.0  # 1 PB/s: above any host's copy rate
 
 FAKE_MAGIC = b"FAKE\n"
 BEHAVIOURS = (
@@ -292,6 +294,12 @@ class FakeDevice:
     def poison_shared_memory(self, byte: int) -> None:
         self._smem_byte = byte & 0xFF
 
+    def head_start(self, seconds: float) -> None:
+        pass  # nothing is queued here: there is nothing to get ahead of
+
+    def null_kernel(self) -> None:
+        pass
+
     def helpers_image(self) -> bytes:
         """The judge's helpers as an accused loads them (runner/device.CudaDevice): nothing to
         compile here."""
@@ -299,6 +307,33 @@ class FakeDevice:
 
     def load_helpers(self, image: bytes) -> bool:
         return image.startswith(FAKE_MAGIC)
+
+    # --- gates (runner/device.CudaDevice): here every call runs at once, so a wait polls ---------
+
+    def _flag(self, addr: int) -> np.ndarray:
+        buf, off = self._locate(addr, 4)
+        return buf[off : off + 4].view(np.uint32)
+
+    def gate_wait(self, addr: int, value: int, timeout_s: float = 0.0) -> None:
+        """Returns once the flag has reached `value` (written by another process); past
+        `timeout_s` (0: GATE_TIMEOUT_S), a launch timeout."""
+        flag = self._flag(addr)
+        deadline = time.monotonic() + (timeout_s or GATE_TIMEOUT_S)
+        while (int(flag[0]) - value) & 0xFFFFFFFF >= 1 << 31:  # a cyclic "not yet reached"
+            if time.monotonic() > deadline:
+                raise DeviceFault("a gate was never opened", "CUDA_ERROR_LAUNCH_TIMEOUT")
+            time.sleep(GATE_POLL_S)
+
+    def gate_write(self, addr: int, value: int) -> None:
+        self._flag(addr)[0] = value & 0xFFFFFFFF
+
+    gate_release = gate_write
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def seconds_between(self, start: float, end: float) -> float:
+        return end - start
 
     def time_rounds(
         self,

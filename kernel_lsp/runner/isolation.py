@@ -36,19 +36,12 @@ if TYPE_CHECKING:
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
 MAX_SETS = 3  # distinct input sets for timed launches (one of them a verification run's)
-# A candidate judged from another process (runner/judge.py) runs a group of sets in one request
-# (a batch: the request's fixed cost, a switch between two processes' contexts, is paid once for
-# the group), none it has seen in verification. Its sets are made up front in groups; now and
-# then a side's batch runs on a group new to it: those batches are the yardstick for the
-# batches on inputs seen before.
-# Each set costs its inputs and, once checked, a reference: on an H200 sixteen sets made a round
-# 3x slower than the six unbatched ones did (benchmarks/judge_cost.py).
-FRESH_GROUPS = 2  # groups new to a side, at its 2nd and 4th measured batch
-JUDGED_SETS = 3 * (1 + FRESH_GROUPS)  # three sets a batch to start with, where memory allows
-# A short run's batch grows before the measurement, sized by a few warm-up batches
-# (runner/judge.HostClock.resize_batch), so that the request's fixed cost is a small share of
-# it: at most this many sets a batch.
-MAX_BATCH = 16
+# A candidate judged from another process (runner/judge.py) runs one set a timed run, between
+# the judge's gates (`GatedRun`), on sets it has not seen in verification; each set's inputs
+# live in the judge's own memory and are written into the buffers the accused maps only inside
+# the gate, right before its `go`. Now and then a side runs on a set new to it (at its 2nd, 4th,
+# 8th... measured run): those runs are the yardstick for the runs on inputs seen before.
+JUDGED_SETS = 9
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
 
@@ -166,11 +159,12 @@ class TimedSets:
         restore_globals: Callable[[], None],
         count: int,
         verified: Sequence[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = (),
-        most: int = 0,
+        gated: bool = False,
     ):
         """`count` sets: the first from `seed`, then the (inputs, reference) pairs of
         `verified` (this case's verification inputs, already made and checked: free), then more
-        fresh ones from other seeds; `grow` may add more, up to `most` (what memory allows)."""
+        fresh ones from other seeds. `gated` (a judged candidate's sets): every input kept in the
+        judge's own memory and written into the set's buffers before each run (`prepare_set`)."""
         self.device = device
         self.spec = spec
         self.restore_globals = restore_globals
@@ -184,16 +178,15 @@ class TimedSets:
         # Judged from another process (the worker sets `warming`): warm up on set 0 alone, then
         # note per side (A/B) which sets each run had seen before, for judge.seen_inputs_faster.
         self.warming = False
-        self._seen: dict[int, set[int]] = {}  # per side: the input groups it has run on
-        self._calls: dict[int, int] = {}  # per side: judged batches measured
-        self._group = 0  # the group of sets judged batches run on now
-        self._groups_used = 1
-        self._new = False  # whether the last batch's group was new to its side
-        self.batched = False  # a judged candidate's runs: a group of sets in one request
+        self.gated = gated  # a judged candidate's sets: one a gated run (`GatedRun`)
+        self._seen: dict[int, set[int]] = {}  # per side: the sets it has run on
+        self._calls: dict[int, int] = {}  # per side: gated runs measured
+        self._used = 1  # sets some side has run on
+        self._new = False  # whether the last gated run's set was new to its side
         self.seed = seed
-        self.most = max(most, count, 1)
-        self._binders: list[tuple[Any, list[Any]]] = []  # judged runners: (pipeline, bound runs)
-        self.on_bind: Callable[[], None] = lambda: None  # sets made, their binding begins (a phase)
+        # Judge-private copies of every input of a gated set, written into its buffers inside
+        # the gate: set k -> name -> pointer.
+        self._private: dict[int, dict[str, int]] = {}
         try:
             self._add_sets(sizes, max(1, count), list(verified)[: max(0, count - 1)])
         except BaseException:
@@ -236,27 +229,19 @@ class TimedSets:
                 self.sets.append(InputSet(bufs, inputs, {}))
                 if reference is not None:
                     self.sets[-1].reference = reference
+                if self.gated:  # the buffers the accused maps hold no inputs before a gate
+                    private = self._private[len(self.sets) - 1] = {}
+                    for name, array in inputs.items():
+                        private[name] = device.alloc(bufs.nbytes[name])
+                        device.upload(private[name], array)
+                        device.fill(bufs.ptrs[name], 0, bufs.nbytes[name])
+                    continue
                 for name, array in inputs.items():
                     bufs.upload(name, array)
                     if isinstance(spec.args[name], InOut):
                         copy = device.alloc(bufs.nbytes[name])
                         self.sets[-1].pristine[name] = copy
                         device.upload(copy, array)
-
-    def grow(self, batch: int) -> int:
-        """Judged batches of `batch` sets from now on, as far as memory allows (`most`): the
-        new sets are made, uploaded and bound for every judged runner. Called while warming up
-        (runner/judge.HostClock.resize_batch), when only group 0 has been run: the sets added
-        to it are run in the measurement's warm-up, and the new groups are new to both sides.
-        Returns the batch size now."""
-        count = min(self.most, max(1, batch) * (1 + FRESH_GROUPS))
-        if count > len(self.sets):
-            first = len(self.sets)
-            self._add_sets(self.sizes, count)
-            self.on_bind()
-            for pipeline, bound in self._binders:
-                bound.extend(pipeline.bind(self.device, s.bufs) for s in self.sets[first:])
-        return self.batch_size
 
     def _seed_of(self, k: int) -> int:
         """Set k's seed, where it was made here (not a verification run's)."""
@@ -276,71 +261,65 @@ class TimedSets:
         return self.sets[0].bufs.sizes
 
     def prepare(self) -> None:
-        """Before a timed launch, outside its events: the next set, poisoned outputs, InOut
-        buffers back to their initial values, globals back to the loaded image."""
-        if self.batched:  # a judged batch runs on every set of its group
-            self.prepare_all()
-            return
-        self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
-        self._prepare_current()
+        """Before a timed launch, outside its events: the next set (a gated one: the set its
+        side's last run chose), poisoned outputs, InOut buffers back to their initial values,
+        globals back to the loaded image."""
+        if not self.gated:
+            self.current = 0 if self.warming else (self.current + 1) % len(self.sets)
+        self.prepare_set(max(0, self.current))
 
-    @property
-    def batch_size(self) -> int:
-        """Sets a judged batch runs on: the sets split into groups, one for the warm-up and
-        one for each fresh turn, as far as there are sets."""
-        return max(1, len(self.sets) // (1 + FRESH_GROUPS))
+    def choose(self, side: int) -> int:
+        """The set of side `side`'s next gated run: set 0 while warming up; at a side's 2nd, 4th,
+        8th... measured run, a set new to it (the one the other side last moved to, or the next
+        unused one), so runs on new inputs are spread over the measurement and each can be set
+        against the runs on seen inputs just around it; otherwise the set in use."""
+        if self.warming:
+            self.current = 0
+            return 0
+        calls = self._calls[side] = self._calls.get(side, 0) + 1
+        seen = self._seen.setdefault(side, {0})
+        k = max(0, self.current)
+        if calls >= 2 and calls & (calls - 1) == 0 and k in seen and self._used < len(self.sets):
+            k = self._used
+            self._used += 1
+        self._new = k not in seen
+        seen.add(k)
+        self.current = k
+        return k
 
-    def _group_sets(self, group: int) -> range:
-        return range(group * self.batch_size, (group + 1) * self.batch_size)
-
-    def prepare_side(self, side: int) -> None:
-        """Before a judged batch of side `side` (runner/judge.HostClock): the sets of one group
-        prepared as `prepare` does one. Group 0 while warming up; at a side's 2nd and 4th
-        measured batch, a group new to that side (the one the other side just moved to, or the
-        next unused one), so batches on new inputs are spread over the measurement and each can
-        be set against the batches on seen inputs just around it; otherwise the group in use."""
-        if not self.warming:
-            calls = self._calls[side] = self._calls.get(side, 0) + 1
-            seen = self._seen.setdefault(side, {0})
-            groups = len(self.sets) // self.batch_size
-            fresh_turn = calls >= 2 and calls & (calls - 1) == 0
-            if fresh_turn and self._group in seen and self._groups_used < groups:
-                self._group = self._groups_used
-                self._groups_used += 1
-            self._new = self._group not in seen
-            seen.add(self._group)
-        self.prepare_all()
-
-    def prepare_all(self) -> None:
-        """Every set of the group in use prepared for a timed run (a judged batch)."""
-        for k in self._group_sets(self._group):
-            self.current = k
-            self._prepare_current()
-
-    def _prepare_current(self) -> None:
-        s = self.sets[self.current]
+    def prepare_set(self, k: int) -> None:
+        """Set k ready for a run (queued): a gated set's inputs written from the judge's copies,
+        its outputs and unzeroed scratch poisoned with a byte it cannot predict, InOut back to
+        its initial values, the scratch the spec zeroes zeroed, the globals restored."""
+        self.current = k
+        s = self.sets[k]
         s.launched = True
         byte = self.rng.randrange(256)
+        private = self._private.get(k, {})
         for name, arg in self.spec.buffers().items():
             ptr, nbytes = s.bufs.ptrs[name], s.bufs.nbytes[name]
-            if arg.kind == "out" or (isinstance(arg, Scratch) and not arg.zero):
+            if name in private:
+                self.device.copy_async(ptr, private[name], nbytes)
+            elif arg.kind == "out" or (isinstance(arg, Scratch) and not arg.zero):
                 self.device.fill_async(ptr, byte, nbytes)
             elif name in s.pristine:
                 self.device.copy_async(ptr, s.pristine[name], nbytes)
+            elif self.gated and isinstance(arg, Scratch) and arg.zero:
+                self.device.fill_async(ptr, 0, nbytes)
         self.restore_globals()
 
     def stop_warming(self) -> None:
         self.warming = False
 
     def new_to(self, side: int) -> bool:
-        """Whether the inputs of side `side`'s last judged batch were new to it."""
+        """Whether the inputs of side `side`'s last gated run were new to it."""
         return self._new
 
     def runner(self, steps: list[Step]) -> Callable[[], None]:
         """The timed part for `steps`: zeroing the scratch the spec asks for, then the launch, on
-        the set `prepare` chose."""
-        if len(steps) == 1 and hasattr(steps[0], "run_batch"):
-            return self._batch_runner(steps[0])
+        the set `prepare` chose; a judged candidate's, a GatedRun."""
+        if len(steps) == 1 and hasattr(steps[0], "run_gated"):
+            return GatedRun(self, steps[0])
         launches = [launcher(self.device, steps, s.bufs) for s in self.sets]
 
         def run() -> None:
@@ -350,26 +329,6 @@ class TimedSets:
                     if isinstance(arg, Scratch) and arg.zero:
                         self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
             launches[self.current]()
-
-        return run
-
-    def _batch_runner(self, pipeline: Any) -> Callable[[], None]:
-        """A judged candidate's timed part: one request that runs it on each set of the group in
-        use in turn (runner/judge.RemotePipeline.run_batch); the scratch the spec zeroes is zeroed first,
-        and waited for, in the judge's context."""
-        bound = [pipeline.bind(self.device, s.bufs) for s in self.sets]
-        self._binders.append((pipeline, bound))
-        self.batched = True
-
-        def run() -> None:
-            group = self._group_sets(self._group)
-            if self.zero:
-                for s in (self.sets[k] for k in group):
-                    for name, arg in self.spec.buffers().items():
-                        if isinstance(arg, Scratch) and arg.zero:
-                            self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
-                self.device.sync()
-            pipeline.run_batch([bound[k] for k in group])
 
         return run
 
@@ -383,7 +342,7 @@ class TimedSets:
         with turns.shared():
             self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
-        last = set(self._group_sets(self._group)) if self.batched else set()
+        last = {self.current} if self.gated else set()
         chosen = {k for k in launched if k in last or self.sets[k].reference is not None or k == include}
         rest = [k for k in launched if k not in chosen]
         chosen.update(self.rng.sample(rest, max(0, min(CHECKED_SETS - len(chosen), len(rest)))))
@@ -437,8 +396,33 @@ class TimedSets:
             ) from None
 
     def free(self) -> None:
+        for private in self._private.values():
+            for ptr in private.values():
+                self.device.free(ptr)
+        self._private.clear()
         for s in self.sets:
             s.bufs.free()
             for ptr in s.pristine.values():
                 self.device.free(ptr)
             s.pristine.clear()
+
+
+class GatedRun:
+    """A judged candidate's timed part (runner/judge.RemotePipeline): called, one run on the set
+    `prepare` left ready (queued before it, so an accused cannot see the set before the call);
+    `timed`, one gated run on the set its side's turn chooses, prepared inside the gate."""
+
+    def __init__(self, sets: TimedSets, pipeline: Any):
+        self.sets, self.pipeline = sets, pipeline
+        self.bound = [pipeline.bind(sets.device, s.bufs) for s in sets.sets]
+
+    def __call__(self) -> None:
+        self.sets.device.sync()  # the set's preparation, queued in the judge's context, is done
+        self.pipeline.run_batch([self.bound[max(0, self.sets.current)]])
+
+    def timed(self, side: int, cold_l2: bool) -> tuple[float, float]:
+        """(the bracket, the copy of the outputs after it), seconds (judge.Gate.run)."""
+        k = self.sets.choose(side)
+        return self.pipeline.run_gated(
+            self.sets.device, self.bound[k], lambda: self.sets.prepare_set(k), cold_l2
+        )

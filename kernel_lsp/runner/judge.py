@@ -8,9 +8,18 @@ the candidate's launches or entry on them. Everything that decides lives here, i
   the judge's: two processes' CUDA contexts share no address space);
 - after each run the judge copies the buffers into memory of its own (`Buffers.settle`): what
   is checked is what was there when the accused said "done", whatever it writes later;
-- the clock is the judge's: each timed run is measured end to end, from the request to the
-  judge's own copy of the outputs (`HostClock`), so a run that answers before its work is done
-  gains nothing (the copy waits for the GPU, or reads unfinished outputs, which fail);
+- the clock is the judge's, on the GPU (`GpuClock`): a timed run is gated (`Gate`). The accused
+  queues the run behind a wait for the judge's `go` flag and writes `done` after it; the
+  judge writes the run's inputs, poisons its outputs and flushes the L2 in its own context,
+  then marks (a CUDA event), writes `go`, waits for `done`, marks again and copies the outputs
+  into memory of its own. Its two marks bracket the run and the two switches between the
+  processes' contexts (about 140 us each way on an H100, the same to 0.5 us), which a run of
+  nothing in a process that ran only kernel-lsp's code measured beforehand
+  (`switch_floor`). So the figure is the kernel's own, as `bench` takes it (cold L2, one run
+  per pair of events), while every event and every byte checked is the judge's: a run that
+  says "done" early gains nothing (its outputs are copied before the second mark, unfinished
+  or counted), and inputs reach the accused's buffers only inside the judge's own preparation
+  right before `go`;
 - a reply carries a CUDA error's name or a status number, never text: the judge words verdicts
   (`fault_message`), so nothing the candidate prints reaches a report or a prompt.
 """
@@ -18,17 +27,15 @@ the candidate's launches or entry on them. Everything that decides lives here, i
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import select
 import shutil
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
@@ -36,25 +43,24 @@ from kernel_lsp import procs, tempdirs
 from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.accused import receive, send
-from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS
-from kernel_lsp.runner.isolation import MAX_BATCH
+from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS, DeviceFault
 from kernel_lsp.runner.verify import Failed, Problem
 from kernel_lsp.spec import SpecError, case_label, launch_dims
 
 if TYPE_CHECKING:
     from .device_protocol import Device
 
-# When each remote run's answer came (perf_counter), before the judge's copy of its outputs:
-# HostClock reads the last one (the worker is single-threaded; RemotePipeline appends).
-ANSWERED: list[float] = []
-# KERNEL_LSP_JUDGE_TRACE: what the accused says of each timed request (its time per run in
-# restoring globals, calling, waiting; its context switches), beside the judge's own request
-# time. A diagnosis of the judged path's cost, printed by `HostClock.describe`; never a figure.
-TRACING = procs.env_flag("KERNEL_LSP_JUDGE_TRACE")
-TRACE: list[tuple[float, Any]] = []
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
 SPARES = 2  # accused processes started ahead (a comparison takes two)
+# A gated run's flags, in a buffer of the judge's that the accused maps (one per process: no
+# process can open or end another's run). `go` and `done` sit on lines of their own.
+GATE_BYTES, GATE_GO, GATE_DONE = 4096, 0, 256
+# GPU time the judge queues ahead of a gated run's preparation: its own host calls (the inputs,
+# the poison, the flush, the marks) and the accused's (its launches, an entry's host code) are
+# queued before the GPU reaches them, so no host time lands between the marks.
+GATED_HEAD_START_S = 300e-6
+SWITCH_CALIBRATION_RUNS = 24  # empty gated runs whose least time is the switch floor
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
 RUNTIME_ERRORS = frozenset(
@@ -263,6 +269,14 @@ class AccusedProcess:
     ) -> dict[str, Any]:
         try:
             send(self.sock, message, fds)
+        except OSError as e:
+            self.kill()
+            raise AccusedGone(f"the candidate's process ended ({type(e).__name__})", hung=False) from None
+        return self.receive(timeout_s)
+
+    def receive(self, timeout_s: float) -> dict[str, Any]:
+        """Its next message, within `timeout_s` (AccusedGone, the process killed, otherwise)."""
+        try:
             ready, _, _ = select.select([self.sock], [], [], timeout_s)
             if not ready:
                 self.kill()
@@ -405,6 +419,7 @@ class RemotePipeline:
         self.entry = bool(steps) and steps[0].get("kind") == "entry"
         self._mapped: dict[int, int] = {}  # the judge's base address -> id the accused knows
         self.helpers = False  # the judge's helpers are loaded in the accused
+        self._gate: Gate | None = None  # its timed runs' flags (`gate`)
         try:
             if helpers:
                 answer = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
@@ -522,7 +537,6 @@ class RemotePipeline:
         if any(b.smem_poison is not None for b in bound):
             request["smem_poison"] = [b.smem_poison for b in bound]
         timeout = self.timeout_s * len(bound)
-        sent = time.perf_counter()
         try:
             answer = self.accused.request(request, timeout_s=timeout)
         except AccusedGone as e:
@@ -537,94 +551,202 @@ class RemotePipeline:
             ) from None
         if answer.get("status") != "ok":
             self._fail(answer, case)
-        ANSWERED.append(time.perf_counter())
-        if TRACING:
-            TRACE.append((ANSWERED[-1] - sent, answer.get("trace")))
         for b in bound:
             b.bufs.settle(outputs_only=b.bufs.timed)
 
-    def _fail(self, reply: dict[str, Any], case: str) -> None:
+    def gate(self, device: Device) -> Gate:
+        """The flags of this process's gated runs (mapped there at the first)."""
+        if self._gate is None:
+            self._gate = Gate(device, self.accused)
+        return self._gate
+
+    def run_gated(
+        self, device: Device, bound: BoundRun, prepare: Callable[[], None], cold_l2: bool
+    ) -> tuple[float, float]:
+        """One timed run of `bound` between the judge's gates (`Gate.run`): `prepare` (the set's
+        inputs written, its outputs poisoned) and the L2 flush queued in the judge's context
+        right before `go`, the outputs copied into the judge's memory right after `done`."""
+        case = bound.case
+
+        def before() -> None:
+            prepare()
+            if cold_l2:
+                device.flush_l2()
+
+        try:
+            return self.gate(device).run(
+                device,
+                [bound.binding],
+                before,
+                lambda: bound.bufs.settle(outputs_only=True, wait=False),
+                self.timeout_s,
+            )
+        except GateFault as e:
+            self._fail(e.reply, case)
+        except AccusedGone as e:
+            what = f"did not finish within {self.timeout_s:g} s" if e.hung else "ended"
+            kind = "timeout" if e.hung else "crash"
+            raise Failed(Problem(kind, case, f"`{self.kernel}`: its process {what} in case {case}")) from None
+        except DeviceFault as e:  # the fake GPU's gate timed out: the run never said done
+            raise Failed(
+                Problem(
+                    "timeout",
+                    case,
+                    f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}",
+                )
+            ) from e
+
+    def close(self, device: Device) -> None:
+        if self._gate is not None:
+            self._gate.close(device)
+            self._gate = None
+
+    def _fail(self, reply: dict[str, Any], case: str) -> NoReturn:
         """A fault of the candidate's run, as the verdict of this case (the judge's own context
         is untouched: a sticky error ended the accused, not the judge)."""
         message, _code, sticky = fault_message(reply, self.kernel)
         raise Failed(Problem("crash" if sticky else "launch_error", case, f"{message} in case {case}"))
 
 
-class HostClock:
-    """`time_rounds` for runs another process executes, on the judge's wall clock, after the judge
-    has prepared the inputs, flushed the L2 and waited for its own stream. A sample is the time
-    from the request to the answer, plus however much longer than the fastest such copy the
-    judge's own copy of the outputs then took: a copy waits while the candidate's work still runs
-    on the GPU, so an answer given before the work is done saves nothing, while the copy's own
-    fixed cost (a context switch, the bytes) stays out of the figure. CUDA events of the judge
-    cannot see another context's work, and the accused's own are not believed; nothing the
-    accused does can make the judge's copy faster than its fastest.
+class Gate:
+    """The flags of one accused process's gated runs: a buffer of the judge's that it maps."""
 
-    A call runs a batch (`batch` runs, one per input set, in one request: runner/isolation.py),
-    and its sample is the batch's time over `batch`: the request's fixed cost (a switch between
-    two processes' contexts and the socket, about 250 us on an H200 against a 15 us kernel) is
-    shared by the batch's runs rather than added to each, and every run's outputs are the
-    judge's to check."""
+    def __init__(self, device: Device, accused: AccusedProcess):
+        self.accused = accused
+        self.ptr = device.alloc_shared(GATE_BYTES)
+        device.fill(self.ptr, 0, GATE_BYTES)
+        self.seq = 0
+        fd, nbytes = device.export(self.ptr)
+        self.ident = accused.new_id()
+        try:
+            reply = accused.request({"op": "map", "ids": [self.ident], "sizes": [nbytes]}, [fd])
+        except AccusedGone:
+            reply = {"status": "gone"}
+        finally:
+            os.close(fd)
+        if reply.get("status") != "ok":
+            device.free(self.ptr)
+            raise Failed(Problem("crash", "", "the candidate's process could not map the judge's flags"))
+
+    def close(self, device: Device) -> None:
+        if self.accused.proc.poll() is None:
+            with contextlib.suppress(AccusedGone):
+                self.accused.request({"op": "unmap", "ids": [self.ident]})
+        device.free(self.ptr)
+
+    def run(
+        self,
+        device: Device,
+        bindings: list[int],
+        prepare: Callable[[], None],
+        settle: Callable[[], None],
+        timeout_s: float,
+        null: bool = False,
+    ) -> tuple[float, float]:
+        """One gated run of `bindings` (none: a run of nothing): (the bracket from `go` to
+        `done` seen, the copy of the outputs after it), in seconds of the judge's events.
+        AccusedGone or a fault reply (`GateFault`) when the run did not end well; the judge's
+        stream never stays waiting on a flag the accused did not write."""
+        self.seq += 1
+        seq = self.seq
+        gate = {"flags": self.ident, "seq": seq, "go": GATE_GO, "done": GATE_DONE, "null": null}
+        accused = self.accused
+        try:
+            send(accused.sock, {"op": "run", "bindings": bindings, "gate": gate})
+            first = accused.receive(timeout_s)
+        except (OSError, ValueError):
+            accused.kill()
+            raise AccusedGone("the candidate's process ended", hung=False) from None
+        if first.get("status") != "queued":  # failed before anything was queued on either side
+            raise GateFault(first)
+        try:
+            device.head_start(GATED_HEAD_START_S)
+            prepare()
+            start = device.mark()
+            device.gate_write(self.ptr + GATE_GO, seq)
+            device.gate_wait(self.ptr + GATE_DONE, seq, timeout_s=timeout_s)
+            end = device.mark()
+            settle()
+            copied = device.mark()
+            reply = accused.receive(timeout_s)
+        finally:
+            # Whatever the accused did, the judge's stream goes on: `done` written from a stream
+            # of the judge's own (a no-op where the accused wrote it).
+            device.gate_release(self.ptr + GATE_DONE, seq)
+            device.sync()
+        if reply.get("status") != "ok":
+            raise GateFault(reply)
+        return device.seconds_between(start, end), device.seconds_between(end, copied)
+
+
+class GateFault(Exception):
+    """A gated run's fault reply (the judge words it: `fault_message`)."""
+
+    def __init__(self, reply: dict[str, Any]):
+        super().__init__("fault")
+        self.reply = reply
+
+
+def switch_floor(
+    device: Device, accused: AccusedProcess, helpers: bytes | None, runs: int = SWITCH_CALIBRATION_RUNS
+) -> float:
+    """What a gated run pays besides its own work, measured in a process that has run only
+    kernel-lsp's code: the least bracket around a kernel of nothing there (the judge's helpers,
+    loaded first), less that kernel's own time as the judge's events see it in its own context.
+    That is two switches between the judge's context and the accused's, which every run of a
+    kernel pays and none can pay less of (on an H100, 275-282 us whether the accused waits on its
+    stream, spins in a kernel of its own, or writes `done` ahead:
+    benchmarks/cross_context_clock.py --switches). A run of stream operations alone switches
+    nothing (8 us): the floor needs the kernel."""
+    if helpers:
+        reply = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
+        if reply.get("status") != "ok":
+            raise GateFault(reply)
+    gate = Gate(device, accused)
+    try:
+        brackets = [
+            gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True)[0]
+            for _ in range(runs)
+        ]
+    finally:
+        gate.close(device)
+    device.time_rounds([device.null_kernel], 3, cold_l2=False)
+    alone = sorted(device.time_rounds([device.null_kernel], runs, cold_l2=False)[0])
+    return max(0.0, min(brackets) - alone[len(alone) // 2])
+
+
+class GpuClock:
+    """`time_rounds` for runs another process executes, on the GPU's clock: each timed run is
+    gated (`Gate.run`, through TimedSets' GatedRun) and its sample is the bracket less the
+    switch floor, plus however much longer than its fastest the judge's copy of the outputs
+    after the bracket took (a run that said "done" before its work was done, and worked on,
+    slows that copy or leaves it unfinished outputs). The floor was measured in a process that
+    ran only kernel-lsp's code; a bracket below it is not the GPU's doing and is reported
+    (`why_suspicious`)."""
 
     def __init__(
         self,
         device: Device,
+        floor_s: float,
         tag: Callable[[int], bool] | None = None,
         start: Callable[[], None] | None = None,
-        prepare_side: Callable[[int], None] | None = None,
-        batch: int = 1,
-        resize: Callable[[int], int] | None = None,
-        request_s: float = 0.0,
     ):
         self.device = device
-        self.batch = max(1, batch)  # runs per call (a judged batch: one per input set)
-        self._resize = resize  # asks for a batch size, gets the one memory allows
-        self._request_s = request_s  # the least time a request should take (0: never resize)
-        self.grown = False  # the batch grew: timing.measure_interleaved reaches min_samples first
+        self.floor_s = floor_s
         self._tag = tag  # after each run of side j: were its inputs new to that side?
-        self._prepare_side = prepare_side  # replaces `prepare`: the inputs for side j's next run
         self._start = start
         self.fresh: list[list[bool]] = []
-        self.answers: list[float] = []  # request -> answer, per run measured
-        self.copies: list[float] = []  # answer -> the judge's copy done, per run measured
+        self.brackets: list[float] = []
+        self.copies: list[float] = []
+        self.short = 0  # brackets below the floor
         self._copy_floor = float("inf")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
 
-    @property
-    def resizable(self) -> bool:
-        return self._resize is not None and self._request_s > 0
-
-    def resize_batch(self) -> bool:
-        """After a few warm-up batches, before the measurement: a batch long enough that the
-        request's fixed cost is a small share of it. The warm-up's requests (fixed cost
-        included, so a run's time is overstated and the batch, if anything, too small) give a
-        run's time; the batch grows to `request_s` worth of runs, at most MAX_BATCH. Only the
-        judge's own clock decides it: a candidate that ran slow in the warm-up gets a shorter
-        batch, which can only understate its speed-up. True when the batch changed (the
-        measurement's own warm-up then runs the new sets of the first group)."""
-        if self._resize is None or self._request_s <= 0 or not self.answers:
-            return False
-        answers = sorted(self.answers)
-        per_run = answers[len(answers) // 2] / self.batch
-        want = min(MAX_BATCH, math.ceil(self._request_s / max(per_run, 1e-9)))
-        if want <= self.batch:
-            return False
-        got = self._resize(want)
-        if got == self.batch:
-            return False
-        self.batch = got
-        self.grown = True
-        # The warm-up's figures were of the old size; a bigger batch's copy has another floor.
-        self.fresh, self.answers, self.copies = [], [], []
-        self._copy_floor = float("inf")
-        return True
-
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self.fresh, self.answers, self.copies = [], [], []
-        TRACE.clear()
+        self.fresh, self.brackets, self.copies = [], [], []
         if self._start is not None:
             self._start()
 
@@ -635,70 +757,46 @@ class HostClock:
         cold_l2: bool,
         prepare: Callable[[], None] | None = None,
     ) -> list[list[float]]:
+        """`runs` are GatedRuns (runner/isolation.py): each prepares its own inputs inside the
+        gate, so `prepare` is not used."""
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
-                if self._prepare_side is not None:
-                    self._prepare_side(j)
-                elif prepare is not None:
-                    prepare()
-                if cold_l2:
-                    self.device.flush_l2()
-                self.device.sync()
-                ANSWERED.clear()
-                start = time.perf_counter()
-                runs[j]()
-                end = time.perf_counter()
-                answered = ANSWERED[-1] if ANSWERED else end
-                copy = end - answered
+                bracket, copy = runs[j].timed(j, cold_l2)  # type: ignore[attr-defined]
                 self._copy_floor = min(self._copy_floor, copy)
-                out[j].append(((answered - start) + max(0.0, copy - self._copy_floor)) / self.batch)
-                self.answers.append(answered - start)
+                if bracket < SHORT_BRACKET * self.floor_s:
+                    self.short += 1
+                out[j].append(max(0.0, bracket - self.floor_s) + max(0.0, copy - self._copy_floor))
+                self.brackets.append(bracket)
                 self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
         return out
 
+    def why_suspicious(self) -> str | None:
+        if not self.short:
+            return None
+        return (
+            f"{self.short} of its timed runs ended sooner than the GPU switches to its process and "
+            f"back ({self.floor_s * 1e6:.0f} us): a run the judge's gates did not bracket"
+        )
+
     def describe(self) -> str:
         """How the figures were taken, for the timing's `clock`."""
-        if not self.answers:
-            return "the judge's clock"
-        ans, cop = sorted(self.answers), sorted(self.copies)
+        if not self.brackets:
+            return "the judge's events on the GPU"
+        br, cop = sorted(self.brackets), sorted(self.copies)
         return (
-            f"the judge's clock, end to end: request to answer {ans[len(ans) // 2] * 1e6:.0f} us (median), "
-            f"then its copy of the outputs {cop[len(cop) // 2] * 1e6:.0f} us (floor "
-            f"{self._copy_floor * 1e6:.0f} us, not counted) over {len(ans)} requests of "
-            f"{self.batch} run(s) each, on distinct inputs; a sample is a request's time over {self.batch}"
-        ) + (trace_summary() if TRACING else "")
+            f"the judge's events on the GPU, one gated run a sample: bracket {br[len(br) // 2] * 1e6:.1f} us "
+            f"(median of {len(br)}) less the switch floor {self.floor_s * 1e6:.1f} us, then its copy of "
+            f"the outputs {cop[len(cop) // 2] * 1e6:.1f} us (floor {self._copy_floor * 1e6:.1f} us, not "
+            "counted); inputs written, outputs poisoned and the L2 flushed by the judge before each"
+        )
 
 
-def trace_summary() -> str:
-    """The accused's account of the traced requests (KERNEL_LSP_JUDGE_TRACE), medians a run."""
-    runs, outside, switches = [], [], []
-    for request_s, trace in TRACE:
-        try:
-            spent = [[int(x) for x in run[:3]] for run in trace["runs"]]
-            switches.append([int(x) for x in trace["switches"][:2]])
-        except (TypeError, KeyError, ValueError, IndexError, OverflowError, AttributeError):
-            continue  # not the shape it should have (JSON gives Infinity too): left out
-        if spent:
-            runs.extend(spent)
-            outside.append((request_s * 1e9 - sum(map(sum, spent))) / len(spent))
-    if not runs:
-        return "; no trace from the accused"
-
-    def med(values: list[float]) -> float:
-        return sorted(values)[len(values) // 2] / 1e3
-
-    return (
-        f"; the accused's account (not believed), a run: restore {med([r[0] for r in runs]):.1f} us, "
-        f"call {med([r[1] for r in runs]):.1f} us, wait {med([r[2] for r in runs]):.1f} us, outside "
-        f"its loop {med(outside):.1f} us; context switches a request: voluntary "
-        f"{med([s[0] * 1e3 for s in switches]):.0f}, involuntary {med([s[1] * 1e3 for s in switches]):.0f}"
-    )
-
+SHORT_BRACKET = 0.9  # a bracket below this share of the switch floor was not the GPU's doing
 
 # Runs on repeated inputs this much faster than on new ones: a result kept between runs. On an
 # H200 an honest 4M-element add judged in batches ran its first batch on a new group of sets at

@@ -57,19 +57,13 @@ def measure_interleaved(
     prepare: Run | None = None,
 ) -> list[list[float]]:
     """Samples (seconds) for each of `runs`, gathered in interleaved rounds until every side's
-    median noise is at most the target (after min_samples), max_samples, or the budget (for a
-    judged clock whose batch grew, not before min_samples).
+    median noise is at most the target (after min_samples), max_samples, or the budget.
     `prepare` runs before every launch, outside the timed region (see runner/isolation.py)."""
     per_round = _warm_up(device, runs, settings, prepare)
     start_counting = getattr(device, "start_counting", None)
-    if start_counting is not None:  # runner/judge.HostClock: the measured samples begin here
+    if start_counting is not None:  # runner/judge.GpuClock: the measured samples begin here
         start_counting()
     batch = max(1, min(200, int(settings.batch_s / max(per_round, 1e-6))))
-    # A judged batch that grew (runner/judge.HostClock.resize_batch) makes each sample one
-    # request of up to 16 runs, about 4 ms of them: a budget that batches of three spend in 15
-    # samples or more would end it after a few (an A/B on an H200: n=7). Such a clock reaches
-    # min_samples before the budget may stop it (bounded: min_samples such requests a side).
-    least = settings.min_samples if getattr(device, "grown", False) is True else 0
     samples: list[list[float]] = [[] for _ in runs]
     start = time.perf_counter()
     while True:
@@ -81,7 +75,7 @@ def measure_interleaved(
         n = len(samples[0])
         if n >= settings.min_samples and all(median_noise(s) <= settings.target_noise for s in samples):
             break
-        if n >= settings.max_samples or (n >= least and time.perf_counter() - start >= settings.budget_s):
+        if n >= settings.max_samples or time.perf_counter() - start >= settings.budget_s:
             break
         # Longer batches amortise the synchronisation, but stay short enough (about 0.1 s) that
         # progress frames keep the client's hang detector quiet.

@@ -144,16 +144,18 @@ class Buffers:
                 return base
         raise ValueError("not a pointer into this case's buffers")
 
-    def settle(self, outputs_only: bool = False) -> None:
-        """Copy the buffers (or the outputs' only) into the judge's own memory and wait: later
-        reads see them as they are now."""
+    def settle(self, outputs_only: bool = False, wait: bool = True) -> None:
+        """Copy the buffers (or the outputs' only) into the judge's own memory and wait (without
+        `wait`, the copies are queued: a gated run's, before its last mark): later reads see
+        them as they are now."""
         names = self.spec.outputs() if outputs_only else self.spec.buffers()
         bases = [self.base_of(self.ptrs[n]) for n in names] if outputs_only else self._bases
         for base in bases:
             if base not in self._mirror:
                 self._mirror[base] = self.device.alloc(self._sizes[base])
             self.device.copy_async(self._mirror[base], base, self._sizes[base])
-        self.device.sync()
+        if wait:
+            self.device.sync()
         self._settled = True
 
     def _download(self, ptr: int, nbytes: int) -> np.ndarray:

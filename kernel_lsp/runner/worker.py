@@ -30,22 +30,23 @@ from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory
 from kernel_lsp.runner.fake import FakeDevice
 from kernel_lsp.runner.hardware import measure_device
 from kernel_lsp.runner.isolation import (
-    FRESH_GROUPS,
     JUDGED_SETS,
-    MAX_BATCH,
     MAX_SETS,
     TimedSets,
     restorer,
     set_count,
 )
 from kernel_lsp.runner.judge import (
+    AccusedGone,
     AccusedPool,
     AccusedProcess,
-    HostClock,
+    GateFault,
+    GpuClock,
     RemotePipeline,
     ratio_seen_to_new,
     seen_inputs_faster,
     start_accused,
+    switch_floor,
 )
 from kernel_lsp.runner.loading import build_steps
 from kernel_lsp.runner.protocol import read_message, write_message
@@ -112,25 +113,6 @@ def _first_use_noise(device: Device) -> float:
     return float(getattr(device, "first_use_noise_s", 0.0))
 
 
-# The least time a judged request should take, its batch grown to it before the measurement: the
-# request's fixed cost (a socket round trip, a switch between two processes' CUDA contexts, the
-# runs' syncs; on an H200 a request of three 0.1 ms runs took 800-1030 us) then stays a small
-# share of each sample, rather than pulling a short kernel's A/B toward 1 (l2_normalize at 16M
-# elements: 1.39x with the old in-process events, judged at 1.01-1.12x in batches of three).
-JUDGED_REQUEST_S = 0.004
-SIZING_ROUNDS = 3  # warm-up batches (a round: one a side) that size a judged batch, at most
-
-
-def _judged_request_s(device: Device) -> float:
-    """KERNEL_LSP_JUDGE_REQUEST_S, else JUDGED_REQUEST_S on a GPU and 0 (batches of three) on
-    the fake GPU, whose runs cost no context switch."""
-    raw = os.environ.get("KERNEL_LSP_JUDGE_REQUEST_S", "")
-    try:
-        return max(0.0, float(raw)) if raw else (0.0 if isinstance(device, FakeDevice) else JUDGED_REQUEST_S)
-    except ValueError:
-        return JUDGED_REQUEST_S
-
-
 def _judged(steps: list[Any] | None) -> bool:
     return any(isinstance(s, RemotePipeline) for s in steps or [])
 
@@ -152,6 +134,8 @@ class Worker:
         # A judge runs no candidate code itself: candidates run in accused processes.
         self.judging = judging
         self.accused: list[AccusedProcess] = []
+        self.pipelines: list[RemotePipeline] = []  # this request's: their gates freed after it
+        self.switch_floor_s: float | None = None  # judge.switch_floor, once measured
         # The user's entry libraries are written here.
         self.folder = tempdirs.make("kernel-lsp-gpu-worker-")
         atexit.register(shutil.rmtree, self.folder, True)
@@ -230,9 +214,14 @@ class Worker:
         if accused is None:
             raise Failed(Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}"))
         self.accused.append(accused)
-        return [RemotePipeline(accused, image, steps, timeout, self.device.helpers_image())]
+        pipeline = RemotePipeline(accused, image, steps, timeout, self.device.helpers_image())
+        self.pipelines.append(pipeline)
+        return [pipeline]
 
     def _release_accused(self) -> None:
+        for pipeline in self.pipelines:
+            pipeline.close(self.device)
+        self.pipelines.clear()
         for accused in self.accused:
             accused.retire()
         self.accused.clear()
@@ -331,13 +320,10 @@ class Worker:
             memory = min(memory, int(self.device.free_memory()) // 2)
         host = procs.memory_available() // gpu_lanes()
         count = set_count(spec, sizes, memory, most or MAX_SETS, host)
-        # A judged batch may grow after the warm-up (HostClock.resize_batch), as memory allows.
-        grown = set_count(spec, sizes, memory, MAX_BATCH * (1 + FRESH_GROUPS), host) if judged else count
         # A judged candidate is timed on inputs it never saw in verification.
         given = [] if judged else (verified or [])
-        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, grown)
+        sets = TimedSets(self.device, spec, sizes, TIMING_SEED + spec.seed, reset, count, given, gated=judged)
         sets.warming = judged
-        sets.on_bind = lambda: self.progress("timing inputs bound", case_label(sizes), None)
         if spec.reference is None and baseline:
             sets.oracle = baseline_oracle(self.device, spec, sizes, baseline, reset)
         return sets
@@ -366,8 +352,6 @@ class Worker:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
             host = self._clock(sets) if judged else None  # a judged run: the judge's clock
             clock: Clock = host if host is not None else self.device
-            if host is not None:
-                self._size_batch(host, [run], settings, label, timeout)
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
@@ -380,7 +364,9 @@ class Worker:
             if host is not None:
                 how = host.describe()
                 _note_clock(label, how, ratio_seen_to_new(samples, host.fresh[0]))
-                why = seen_inputs_faster(samples, host.fresh[0], noise_s=_first_use_noise(self.device))
+                why = host.why_suspicious() or seen_inputs_faster(
+                    samples, host.fresh[0], noise_s=_first_use_noise(self.device)
+                )
                 if why:
                     raise Failed(Problem("suspicious", label, f"case {label}: {why}"))
             else:
@@ -402,42 +388,35 @@ class Worker:
         finally:
             sets.free()
 
-    def _size_batch(
-        self,
-        clock: HostClock,
-        runs: list[Callable[[], None]],
-        settings: TimingSettings,
-        label: str,
-        timeout: float,
-    ) -> None:
-        """Before the timing's exclusive turn (other lanes keep their GPU meanwhile): a few
-        warm-up batches on the first group in a shared turn give a run's time, and a short run's
-        batch grows (HostClock.resize_batch: new sets made, uploaded and bound, a host phase of
-        its own). Only the batch's size comes from here; the measurement warms up again."""
-        if not clock.resizable:
-            return
-        start = time.perf_counter()
-        for _ in range(SIZING_ROUNDS):  # a round is one batch a side; long ones stop at the first
-            self.progress("timing", label, timeout + 1.0)
-            with turns.shared():
-                clock.time_rounds(runs, 1, settings.cold_l2)
-            if time.perf_counter() - start >= settings.warmup_s:
-                break
-        self.progress("timing inputs", label, None)
-        clock.resize_batch()
+    def _clock(self, sets: TimedSets) -> GpuClock:
+        """The judge's clock for runs in another process (gated runs, on the GPU's clock),
+        tagging each run by whether its inputs were new to that side (A or B)."""
+        return GpuClock(self.device, self._switch_floor(), sets.new_to, sets.stop_warming)
 
-    def _clock(self, sets: TimedSets) -> HostClock:
-        """The judge's clock for runs in another process, tagging each run by whether its
-        inputs were new to that side (A or B)."""
-        return HostClock(
-            self.device,
-            sets.new_to,
-            sets.stop_warming,
-            sets.prepare_side,
-            sets.batch_size,
-            resize=sets.grow,
-            request_s=_judged_request_s(self.device),
-        )
+    def _switch_floor(self) -> float:
+        """What a gated run of nothing takes here (judge.switch_floor), measured once, in a
+        spare accused process that has run only kernel-lsp's code (then a spare again)."""
+        if self.switch_floor_s is None and self.device.fake:
+            # The fake GPU switches no context: its brackets are two processes' polling on the
+            # host, which a loaded machine stretches at random, so none is a floor.
+            self.switch_floor_s = 0.0
+        if self.switch_floor_s is None:
+            assert self.judging is not None
+            self.progress("measuring the judge's gates", "", None)
+            accused, why = self.judging.take()
+            if accused is None:
+                raise Failed(
+                    Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}")
+                )
+            try:
+                self.switch_floor_s = switch_floor(self.device, accused, self.device.helpers_image())
+            except (AccusedGone, Failed, GateFault):
+                accused.retire()
+                raise Failed(
+                    Problem("sandbox", "", "the judge's gates did not work in a process of its own")
+                ) from None
+            accused.retire()  # it has loaded the helpers: not a spare any more
+        return self.switch_floor_s
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -484,8 +463,6 @@ class Worker:
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
                 host = self._clock(sets) if judged else None  # a judged run: the judge's clock
                 clock: Clock = host if host is not None else self.device
-                if host is not None:
-                    self._size_batch(host, [run_a, run_b], settings, label, 2 * timeout)
                 self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
@@ -493,7 +470,7 @@ class Worker:
                 if host is not None:
                     calibration = ratio_seen_to_new(a, host.fresh[0])
                     noise = _first_use_noise(self.device)
-                    why = seen_inputs_faster(b, host.fresh[1], calibration, noise)
+                    why = host.why_suspicious() or seen_inputs_faster(b, host.fresh[1], calibration, noise)
                     if why:
                         problems.append(Problem("suspicious", label, f"case {label}: {why}").to_dict())
                 sets.prepare()

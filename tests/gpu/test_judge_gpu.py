@@ -123,6 +123,43 @@ def test_an_entry_that_keeps_its_allocator_warm_gains_nothing(judged):
     assert w >= 0.8 * c, (w, c)
 
 
+@pytest.mark.xdist_group("timing")
+@pytest.mark.parametrize("name", ["gate_done_early", "gate_opens_go"])
+def test_an_entry_that_ends_or_opens_its_own_gate_gains_nothing(judged, name):
+    """Right, and it rewrites its process's gated run: `done` written before its work, or `go`
+    opened before the judge's preparation. Refused (its bracket shorter than the GPU's own
+    switch, or the outputs the judge copies are poison or another set's), or no faster than
+    the honest entry."""
+    honest = entry(judged, "honest")
+    result = entry(judged, name)
+    assert honest.ok, honest.message
+    if result.ok:
+        h, c = honest.timings[-1].measurement.median_s, result.timings[-1].measurement.median_s
+        print(f"JUDGE {name}: right, {c * 1e6:.1f} us vs honest {h * 1e6:.1f} us")
+        assert c >= 0.95 * h, (c, h)
+    else:
+        print(f"JUDGE {name}: {result.problems[0].kind}: {result.message[:200]}")
+        assert result.problems[0].kind in ("suspicious", "timing_mismatch", "mismatch", "race"), result.message
+
+
+@pytest.mark.quiet  # a figure against the trusted one: alone on the GPU
+@pytest.mark.xdist_group("timing")
+def test_the_judged_figure_is_the_trusted_one_and_a_switch_past_it(judged):
+    """Issue 44: the judged median of an honest entry (gated, on the judge's events, less the
+    switch floor) is never below bench's (the plain worker's events, in-process) and above it by
+    at most what a kernel pays for running right after a switch of contexts (2-10 us on an H100:
+    benchmarks/results/judged-gpu-clock-h100-2026-12-06.md), where the wall clock it replaced
+    added 17-40 us a run."""
+    spec = (ENTRIES / "vadd_entry.spec.py").read_text()
+    with GpuSession(launch_timeout_s=3.0, timing=TimingSettings(budget_s=0.2)) as plain:
+        (trusted,) = check_file(plain, str(ENTRIES / "honest.cu"), spec_source=spec)
+    got = entry(judged, "honest")
+    assert trusted.ok and got.ok, (trusted.message, got.message)
+    t, j = trusted.timings[-1].measurement.median_s, got.timings[-1].measurement.median_s
+    print(f"JUDGE figure: judged {j * 1e6:.2f} us, bench {t * 1e6:.2f} us ({got.timings[-1].clock})")
+    assert t - max(0.05 * t, 2e-6) <= j <= t + 12e-6, (j, t)
+
+
 # --- every check of the trusted path, judged ----------------------------------------------------
 
 

@@ -128,6 +128,46 @@ def test_timed_sets_rotate_poison_refresh_and_restore():
         sets.free()
 
 
+def test_a_gated_sets_inputs_reach_its_buffers_only_when_it_is_prepared():
+    """A judged candidate's sets (runner/judge.py maps their buffers into its process when it
+    binds them): until the judge prepares a set for a run, inside the gate, its buffers hold no
+    input, so nothing can be computed from a set before its run."""
+    device, spec = FakeDevice(), _inout_spec()
+    sets = TimedSets(device, spec, {"n": 64}, 1234, lambda: None, 3, gated=True)
+    try:
+        for s in sets.sets:
+            for name in ("a", "x"):
+                assert not s.bufs.read(name).any(), name  # zeros, whatever the set's inputs
+        k = sets.choose(0)
+        sets.prepare_set(k)
+        s = sets.sets[k]
+        np.testing.assert_array_equal(s.bufs.read("a"), s.inputs["a"])
+        np.testing.assert_array_equal(s.bufs.read("x"), s.inputs["x"])
+        others = [t for t in sets.sets if t is not s]
+        assert all(not t.bufs.read("a").any() for t in others)
+        s.bufs.upload("a", np.zeros(64, np.float32))  # the accused wrote over its inputs
+        sets.prepare_set(k)
+        np.testing.assert_array_equal(s.bufs.read("a"), s.inputs["a"])  # written again
+    finally:
+        sets.free()
+
+
+def test_a_gated_side_runs_on_a_new_set_at_its_2nd_4th_and_8th_measured_run():
+    device, spec = FakeDevice(), _inout_spec()
+    sets = TimedSets(device, spec, {"n": 64}, 1234, lambda: None, 9, gated=True)
+    try:
+        sets.warming = True
+        assert sets.choose(0) == 0 and sets.choose(1) == 0
+        sets.stop_warming()
+        new = []
+        for _ in range(8):
+            sets.choose(0)
+            new.append(sets.new_to(0))
+        assert new == [False, True, False, True, False, False, False, True], new
+    finally:
+        sets.free()
+
+
 def test_outputs_of_timed_launches_are_checked():
     device, spec = FakeDevice(), _inout_spec()
     sets = TimedSets(device, spec, {"n": 64}, 1234, lambda: None, 2)

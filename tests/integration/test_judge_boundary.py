@@ -380,8 +380,7 @@ def test_the_optimizers_judge_twin_is_a_judge_with_the_users_settings(plain, tmp
 # it failed the test under load and passed alone.)
 LARGE_N = 1 << 21
 LARGE_VERIFICATION_CALLS = 2 * 2
-QUITS_WHEN_TIMED = (
-    r"""
+QUITS_WHEN_TIMED = r"""
 extern "C" void scale(const float* x, float* y, int n)
 {
     static __thread long calls = 0;
@@ -391,10 +390,7 @@ extern "C" void scale(const float* x, float* y, int n)
     }
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
 }
-"""
-    .replace("LARGE_N", str(LARGE_N))
-    .replace("VERIFICATION_CALLS", str(LARGE_VERIFICATION_CALLS))
-)
+""".replace("LARGE_N", str(LARGE_N)).replace("VERIFICATION_CALLS", str(LARGE_VERIFICATION_CALLS))
 LARGE_SPEC = SPEC.replace('[{"n": 1000}, {"n": 20000}]', f'[{{"n": 1000}}, {{"n": {LARGE_N}}}]')
 
 
@@ -411,9 +407,11 @@ def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(jud
     assert "outputs of the timed launches are wrong" in words(result)
 
 
-# Under KERNEL_LSP_JUDGE_TRACE the accused says where its time went; a candidate rewrites that
-# account in turn with absurd figures and a secret, a malformed one, and an infinite time.
-LIES_ABOUT_ITS_TIME = (
+# The gated run (runner/judge.Gate): the accused queues its run behind the judge's `go` and
+# writes `done` after it. A candidate rewrites that part of its process: it writes `done` before
+# its work (the judge's bracket would end early), or opens its own `go` (its run would start
+# before the judge has written the inputs and poisoned the outputs).
+GATE_CHEAT = (
     HEAD
     + r"""
 extern "C" void scale(const float* x, float* y, int n)
@@ -423,33 +421,32 @@ extern "C" void scale(const float* x, float* y, int n)
         run_python(
             "import sys\n"
             "a = sys.modules['__main__']\n"  // the accused runs as `python -m`
-            "real = getattr(a, 'real_run', a.Accused.run)\n"  // once a process, however often loaded
-            "a.real_run = real\n"
-            "def lie(self, m):\n"
-            "    r = real(self, m)\n"
-            "    a.told = getattr(a, 'told', 0) + 1\n"
-            "    r['trace'] = [{'runs': [[0, 1, 0]] * 16, 'switches': [0, 0], 'note': '@SECRET@'},"
-            " {'runs': [['@SECRET@']], 'switches': '@SECRET@'},"
-            " {'runs': [[float('inf'), 0, 0]], 'switches': [0, 0]}][a.told % 3]\n"
-            "    return r\n"
-            "a.Accused.run = lie\n");
+            "real = getattr(a, 'real_gated', a.Accused._run_gated)\n"
+            "a.real_gated = real\n"
+            "def cheat(self, bindings, gate):\n"
+            "    flags = self.buffers[int(gate['flags'])]\n"
+            "    self.device.gate_write(flags + int(gate['@WHICH@']), int(gate['seq']))\n"
+            "    return real(self, bindings, gate)\n"
+            "a.Accused._run_gated = cheat\n");
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
 }
 """
-).replace("@SECRET@", SECRET)
+)
 
 
-def test_the_accuseds_account_of_its_time_is_shown_when_traced_and_never_believed(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNEL_LSP_JUDGE_TRACE", "1")  # the worker and its accused read it at start
-    with GpuSession(fake=True, timing=FAST, sandboxed=True) as traced:
-        honest = check(traced, tmp_path, HONEST)
-        liar = check(traced, tmp_path, LIES_ABOUT_ITS_TIME)
-    assert honest.ok and liar.ok, (words(honest), words(liar))
-    (told,), (lied,) = honest.timings, liar.timings
-    assert "the accused's account (not believed), a run: restore" in told.clock, told.clock
-    # Its account is numbers or nothing (a malformed one is left out): the secret never reaches
-    # the figures' description, and the figures are the judge's own, whatever it claims.
-    assert SECRET not in lied.clock and "the accused's account" in lied.clock, lied.clock
-    assert "call 0.0 us" in lied.clock, lied.clock  # what it claims is shown, as a claim
-    assert lied.measurement.n >= 30
-    assert lied.measurement.median_s > 0.3 * told.measurement.median_s, (told.clock, lied.clock)
+def test_a_candidate_that_ends_its_own_gate_early_gains_nothing(judged, plain, tmp_path):
+    """Honest in verification, it writes `done` before its work in every gated run: the outputs
+    the judge copies right after `done` are its poison (refused), or, where the judge's process
+    was held up long enough for the work to finish, that delay is in the figure. (Opening its own
+    `go` early gains a head start on the fake GPU's host, which runs both processes at once; on a
+    GPU, where a context runs only while the judge's waits, it gains nothing:
+    tests/gpu/test_judge_gpu.py.)"""
+    honest = check(judged, tmp_path, HONEST)
+    result = check(judged, tmp_path, GATE_CHEAT.replace("@WHICH@", "done"))
+    assert honest.ok, words(honest)
+    if result.ok:
+        h, c = honest.timings[-1].measurement.median_s, result.timings[-1].measurement.median_s
+        assert c >= 0.5 * h, (c, h)
+    else:
+        assert result.problems[0].kind in ("timing_mismatch", "suspicious"), words(result)
+    assert check(plain, tmp_path, GATE_CHEAT.replace("@WHICH@", "done")).ok  # no gate in-process

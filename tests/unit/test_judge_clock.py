@@ -1,48 +1,108 @@
-"""The judge's clock (runner/judge.HostClock) and its reading of runs on seen inputs, on runs
-that only move a virtual clock: what an answer given early, or a result kept between runs, looks
+"""The judge's clock (runner/judge.GpuClock), the accused's side of a gated run, and the judge's
+reading of runs on seen inputs: what an answer given early, or a result kept between runs, looks
 like to it."""
 
 from __future__ import annotations
 
+import threading
+import time
+
+import pytest
+
 from kernel_lsp.runner import judge
+from kernel_lsp.runner.accused import Accused
 from kernel_lsp.runner.fake import FakeDevice
-from kernel_lsp.runner.judge import HostClock, ratio_seen_to_new, seen_inputs_faster
+from kernel_lsp.runner.judge import GATE_DONE, GATE_GO, GpuClock, ratio_seen_to_new, seen_inputs_faster
+
+FLOOR_S = 280e-6  # the switch floor, as an H100 measured it
 
 
-class VirtualTime:
-    """The judge's `time`, advanced only by the runs: the test is about what the clock counts,
-    not about how well this machine sleeps (a loaded CI machine overslept 4 ms by 4 more)."""
+class Bracketed:
+    """A gated run as the judge sees it (runner/isolation.GatedRun): its bracket and the copy of
+    its outputs after it, in seconds."""
 
-    def __init__(self) -> None:
-        self.now = 100.0
+    def __init__(self, bracket_s: float, copy_s: float):
+        self.bracket_s, self.copy_s = bracket_s, copy_s
 
-    def perf_counter(self) -> float:
-        return self.now
+    def __call__(self) -> None:
+        pass
 
-
-def run_that(clock: VirtualTime, answer_after_s: float, copy_takes_s: float):
-    """A run whose accused answers after `answer_after_s` and whose settle (the judge's copy)
-    then takes `copy_takes_s`: a long copy is the GPU still busy with the candidate's work."""
-
-    def run() -> None:
-        clock.now += answer_after_s
-        judge.ANSWERED.append(clock.perf_counter())
-        clock.now += copy_takes_s
-
-    return run
+    def timed(self, side: int, cold_l2: bool) -> tuple[float, float]:
+        return self.bracket_s, self.copy_s
 
 
-def test_an_answer_given_before_the_work_is_done_still_pays_for_it(monkeypatch):
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    clock = HostClock(FakeDevice())
-    # Honest: answers after 4 ms of work, its copy takes 1 ms. Early: answers at once, and the
-    # judge's copy waits 4 ms for the work still running, then takes its 1 ms.
-    honest, early = run_that(virtual, 0.004, 0.001), run_that(virtual, 0.0, 0.005)
-    samples = clock.time_rounds([honest, early], rounds=6, cold_l2=False)
-    assert [round(s, 9) for s in samples[0]] == [0.004] * 6  # the copy's own fixed cost is not counted
-    assert [round(s, 9) for s in samples[1]] == [0.004] * 6  # the early answer saved nothing
-    assert "request to answer" in clock.describe() and "12 requests of 1 run(s)" in clock.describe()
+def test_a_sample_is_the_bracket_less_the_switch_floor_and_an_early_done_pays_for_its_work():
+    clock = GpuClock(FakeDevice(), FLOOR_S)
+    # Honest: 20 us of work, then a 5 us copy of its outputs. Early: says done after 5 us and
+    # works on for 15 us, which the judge's copy then waits for.
+    honest = Bracketed(FLOOR_S + 20e-6, 5e-6)
+    early = Bracketed(FLOOR_S + 5e-6, 20e-6)
+    samples = clock.time_rounds([honest, early], rounds=6, cold_l2=True)
+    assert [round(s, 9) for s in samples[0]] == [20e-6] * 6  # the copy's own cost is not counted
+    assert [round(s, 9) for s in samples[1]] == [20e-6] * 6  # the early done saved nothing
+    assert clock.why_suspicious() is None
+    assert "less the switch floor 280.0 us" in clock.describe(), clock.describe()
+
+
+def test_a_bracket_shorter_than_the_gpus_own_switch_is_suspicious():
+    """A run whose `done` the judge found written before it switched to the accused at all (the
+    accused wrote it ahead, or the judge's own release did): no figure comes from it."""
+    clock = GpuClock(FakeDevice(), FLOOR_S)
+    samples = clock.time_rounds([Bracketed(0.3 * FLOOR_S, 5e-6)], rounds=4, cold_l2=True)
+    assert samples == [[0.0] * 4]
+    why = clock.why_suspicious()
+    assert why and "4 of its timed runs ended sooner than the GPU switches" in why, why
+
+
+def gated_accused(tmp_path):
+    """An accused on the fake GPU with one plan (which records when it ran) and a gate buffer."""
+    device = FakeDevice()
+    accused = Accused(device, str(tmp_path))
+    flags = device.alloc_shared(judge.GATE_BYTES)
+    accused.buffers[1] = flags
+    ran: list[float] = []
+    accused.plans[7] = [lambda: ran.append(time.perf_counter())]
+    said: list[dict] = []
+    accused.say = said.append
+    gate = {"flags": 1, "seq": 5, "go": GATE_GO, "done": GATE_DONE}
+    return device, accused, flags, ran, said, gate
+
+
+def test_a_gated_run_waits_for_go_and_writes_done_after_its_work(tmp_path):
+    device, accused, flags, ran, said, gate = gated_accused(tmp_path)
+    replies: list[dict] = []
+    worker = threading.Thread(target=lambda: replies.append(accused.run({"bindings": [7], "gate": gate})))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not said and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert said == [{"status": "queued"}]
+    time.sleep(0.05)
+    assert ran == [] and int(device.download(flags + GATE_DONE, 4).view("uint32")[0]) == 0  # not before go
+    opened = time.perf_counter()
+    device.gate_write(flags + GATE_GO, 5)
+    worker.join(10)
+    assert replies == [{"status": "ok"}] and len(ran) == 1 and ran[0] >= opened
+    assert int(device.download(flags + GATE_DONE, 4).view("uint32")[0]) == 5
+
+
+def test_a_gated_run_of_an_unknown_binding_fails_before_saying_queued(tmp_path):
+    _device, accused, _flags, ran, said, gate = gated_accused(tmp_path)
+    with pytest.raises(KeyError):
+        accused.run({"bindings": [8], "gate": gate})
+    assert said == [] and ran == []
+
+
+def test_the_fake_gpus_gate_times_out_rather_than_waiting_forever():
+    device = FakeDevice()
+    flags = device.alloc_shared(judge.GATE_BYTES)
+    began = time.monotonic()
+    with pytest.raises(Exception, match="never opened"):
+        device.gate_wait(flags, 3, timeout_s=0.05)
+    assert time.monotonic() - began < 5
+    device.gate_write(flags, 0xFFFFFFFF)  # cyclic: a flag written past the wrap still opens
+    device.gate_write(flags, 2)
+    device.gate_wait(flags, 1, timeout_s=0.05)
 
 
 def test_runs_on_seen_inputs_much_faster_than_new_ones_are_suspicious():
@@ -69,82 +129,3 @@ def test_a_drift_over_time_is_not_read_as_a_cache():
     seen = sorted(s for s, f in zip(drifting, fresh, strict=True) if not f)
     assert seen[len(seen) // 2] / new[len(new) // 2] < judge.CACHE_RATIO  # the naive reading
     assert seen_inputs_faster(drifting, fresh) is None
-
-
-def test_a_short_batch_grows_after_the_warm_up_as_far_as_memory_allows(monkeypatch):
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    asked: list[int] = []
-
-    def resize(batch: int) -> int:  # memory allows eight sets a batch
-        asked.append(batch)
-        return min(batch, 8)
-
-    clock = HostClock(FakeDevice(), batch=3, resize=resize, request_s=0.004)
-    clock.time_rounds([run_that(virtual, 0.0009, 0.0)], rounds=4, cold_l2=False)  # 0.3 ms a run
-    # 4 ms / 0.3 ms: 14 asked for, 8 given.
-    assert clock.resize_batch() and asked == [14] and clock.batch == 8
-    assert clock.answers == [] and clock.copies == []  # the warm-up's figures were of three runs
-    clock.time_rounds([run_that(virtual, 0.0024, 0.0)], rounds=2, cold_l2=False)
-    assert "of 8 run(s) each" in clock.describe() and not clock.resize_batch()  # long enough now
-
-
-def test_a_long_batch_or_a_clock_not_asked_to_resize_keeps_its_size(monkeypatch):
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    asked: list[int] = []
-    long = HostClock(FakeDevice(), batch=3, resize=lambda b: asked.append(b) or b, request_s=0.004)
-    long.time_rounds([run_that(virtual, 0.006, 0.0)], rounds=2, cold_l2=False)
-    off = HostClock(FakeDevice(), batch=3, resize=lambda b: asked.append(b) or b, request_s=0.0)
-    off.time_rounds([run_that(virtual, 0.0003, 0.0)], rounds=2, cold_l2=False)
-    assert not long.resize_batch() and not off.resize_batch() and asked == []
-    assert long.batch == off.batch == 3
-
-
-def test_a_grown_batch_reaches_min_samples_before_the_budget_stops_it(monkeypatch):
-    """A grown batch's sample is one request of many runs: a budget spent after a few samples (an
-    A/B on an H200: n=7) does not stop it before min_samples; a batch that kept its size stops at
-    the budget as before (here none: after the first round)."""
-    from kernel_lsp.runner.timing import TimingSettings, measure_interleaved
-
-    virtual = VirtualTime()
-    monkeypatch.setattr(judge, "time", virtual)
-    settings = TimingSettings(warmup_s=0.0, budget_s=0.0, batch_s=0.0, min_samples=15, max_samples=100)
-    counts = {}
-    for request_s in (0.004, 0.0):
-        clock = HostClock(FakeDevice(), batch=3, resize=lambda b: min(b, 8), request_s=request_s)
-        runs = [run_that(virtual, 0.0009, 0.0), run_that(virtual, 0.0009, 0.0)]
-        clock.time_rounds(runs, rounds=2, cold_l2=False)
-        clock.resize_batch()
-        a, b = measure_interleaved(clock, runs, settings)
-        counts[request_s] = (clock.grown, clock.batch, len(a), len(b))
-    assert counts == {0.004: (True, 8, 15, 15), 0.0: (False, 3, 1, 1)}, counts
-
-
-def _accused(trace: bool, monkeypatch, tmp_path):
-    from kernel_lsp.runner.accused import Accused
-
-    monkeypatch.setenv("KERNEL_LSP_JUDGE_TRACE", "1" if trace else "")
-    accused = Accused(FakeDevice(), str(tmp_path))
-    calls: list[int] = []
-    accused.plans[7] = [lambda: calls.append(1)]
-    return accused, calls
-
-
-def test_an_untraced_run_does_nothing_but_the_runs(monkeypatch, tmp_path):
-    # Each judged run is inside the judge's clock: the accused's own stamps (about 0.2 us a run
-    # here, paid by both sides of an A/B) are taken only when a trace was asked for.
-    accused, calls = _accused(False, monkeypatch, tmp_path)
-    stamps: list[int] = []
-    monkeypatch.setattr("kernel_lsp.runner.accused.time.perf_counter_ns", lambda: stamps.append(1) or 0)
-    assert accused.run({"bindings": [7, 7, 7]}) == {"status": "ok"}
-    assert len(calls) == 3 and stamps == []
-
-
-def test_a_traced_run_says_where_each_run_went(monkeypatch, tmp_path):
-    accused, calls = _accused(True, monkeypatch, tmp_path)
-    reply = accused.run({"bindings": [7, 7]})
-    assert reply["status"] == "ok" and len(calls) == 2
-    runs = reply["trace"]["runs"]
-    assert len(runs) == 2 and all(len(r) == 3 and min(r) >= 0 for r in runs)
-    assert len(reply["trace"]["switches"]) == 2
