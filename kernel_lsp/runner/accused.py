@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .device_protocol import Device
 
 MAX_PACKET = 1 << 20
+POISON_HEAD_START_S = 200e-6  # GPU time ahead of a verification run's shared-memory poison
 MAX_FDS = 64
 
 
@@ -211,7 +212,7 @@ class Accused:
         # a stream parameter launches on the legacy default stream.
         with self.device.legacy_stream(self.legacy):
             self.device.gate_wait(go, seq)
-            if gate.get("null"):  # the judge's calibration (judge.switch_floor): a kernel of nothing
+            if gate.get("null"):  # the judge's calibration (judge.SwitchFloor): a kernel of nothing
                 self.device.null_kernel()
             for binding in bindings:
                 for call in self.plans[binding]:
@@ -231,13 +232,16 @@ class Accused:
 
     def _poison_shared_memory(self, byte: int | None) -> None:
         """Every SM's shared memory filled with `byte` by the judge's kernel, in this context,
-        right before the run's launches; an entry may launch on streams of its own, which do
-        not wait for this one."""
+        right before the run's launches, on the stream they go to (an entry's launches on a
+        non-blocking stream of its own are not ordered after it)."""
         if byte is None:
             return
-        self.device.poison_shared_memory(byte)
-        if self.entries:
-            self.device.sync()
+        # Queued on the stream the run launches on, behind a head start that lets the run's
+        # launches queue before the GPU reaches the poison: no idle moment between the poison and
+        # the run, in which the GPU could run another process's kernels (their shared memory).
+        with self.device.legacy_stream(self.legacy):
+            self.device.head_start(POISON_HEAD_START_S)
+            self.device.poison_shared_memory(byte)
 
 
 def fault_reply(e: BaseException) -> dict[str, Any]:

@@ -15,7 +15,7 @@ the candidate's launches or entry on them. Everything that decides lives here, i
   into memory of its own. Its two marks bracket the run and the two switches between the
   processes' contexts (about 140 us each way on an H100, the same to 0.5 us), which a run of
   nothing in a process that ran only kernel-lsp's code measured beforehand
-  (`switch_floor`). So the figure is the kernel's own, as `bench` takes it (cold L2, one run
+  (`SwitchFloor`). So the figure is the kernel's own, as `bench` takes it (cold L2, one run
   per pair of events), while every event and every byte checked is the judge's: a run that
   says "done" early gains nothing (its outputs are copied before the second mark, unfinished
   or counted), and inputs reach the accused's buffers only inside the judge's own preparation
@@ -60,7 +60,7 @@ GATE_BYTES, GATE_GO, GATE_DONE = 4096, 0, 256
 # the poison, the flush, the marks) and the accused's (its launches, an entry's host code) are
 # queued before the GPU reaches them, so no host time lands between the marks.
 GATED_HEAD_START_S = 300e-6
-SWITCH_CALIBRATION_RUNS = 24  # empty gated runs whose least time is the switch floor
+SWITCH_CALIBRATION_RUNS = 16  # gated runs of nothing whose least time is the switch floor
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
 RUNTIME_ERRORS = frozenset(
@@ -687,32 +687,39 @@ class GateFault(Exception):
         self.reply = reply
 
 
-def switch_floor(
-    device: Device, accused: AccusedProcess, helpers: bytes | None, runs: int = SWITCH_CALIBRATION_RUNS
-) -> float:
-    """What a gated run pays besides its own work, measured in a process that has run only
-    kernel-lsp's code: the least bracket around a kernel of nothing there (the judge's helpers,
-    loaded first), less that kernel's own time as the judge's events see it in its own context.
+class SwitchFloor:
+    """What a gated run pays besides its own work, measured in a process that runs only
+    kernel-lsp's code (the judge's helpers, loaded first): the least bracket around a kernel of
+    nothing there, less that kernel's own time as the judge's events see it in its own context.
     That is two switches between the judge's context and the accused's, which every run of a
     kernel pays and none can pay less of (on an H100, 275-282 us whether the accused waits on its
     stream, spins in a kernel of its own, or writes `done` ahead:
     benchmarks/cross_context_clock.py --switches). A run of stream operations alone switches
-    nothing (8 us): the floor needs the kernel."""
-    if helpers:
-        reply = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
-        if reply.get("status") != "ok":
-            raise GateFault(reply)
-    gate = Gate(device, accused)
-    try:
+    nothing (8 us): the floor needs the kernel. It moves with what else has a context on the GPU
+    (1073 us beside five other test processes), so it is measured again before each timing, in
+    the same turn."""
+
+    def __init__(self, device: Device, accused: AccusedProcess, helpers: bytes | None):
+        self.device, self.accused = device, accused
+        if helpers:
+            reply = accused.request({"op": "helpers", "image": accused.put_image(helpers)})
+            if reply.get("status") != "ok":
+                raise GateFault(reply)
+        self.gate = Gate(device, accused)
+
+    def measure(self, runs: int = SWITCH_CALIBRATION_RUNS) -> float:
+        device = self.device
         brackets = [
-            gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True)[0]
+            self.gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True)[0]
             for _ in range(runs)
         ]
-    finally:
-        gate.close(device)
-    device.time_rounds([device.null_kernel], 3, cold_l2=False)
-    alone = sorted(device.time_rounds([device.null_kernel], runs, cold_l2=False)[0])
-    return max(0.0, min(brackets) - alone[len(alone) // 2])
+        device.time_rounds([device.null_kernel], 3, cold_l2=False)
+        alone = sorted(device.time_rounds([device.null_kernel], runs, cold_l2=False)[0])
+        return max(0.0, min(brackets) - alone[len(alone) // 2])
+
+    def close(self) -> None:
+        self.gate.close(self.device)
+        self.accused.retire()
 
 
 class GpuClock:

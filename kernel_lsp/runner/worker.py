@@ -43,10 +43,10 @@ from kernel_lsp.runner.judge import (
     GateFault,
     GpuClock,
     RemotePipeline,
+    SwitchFloor,
     ratio_seen_to_new,
     seen_inputs_faster,
     start_accused,
-    switch_floor,
 )
 from kernel_lsp.runner.loading import build_steps
 from kernel_lsp.runner.protocol import read_message, write_message
@@ -135,7 +135,7 @@ class Worker:
         self.judging = judging
         self.accused: list[AccusedProcess] = []
         self.pipelines: list[RemotePipeline] = []  # this request's: their gates freed after it
-        self.switch_floor_s: float | None = None  # judge.switch_floor, once measured
+        self.floor: SwitchFloor | None = None  # the process the switch floor is measured in
         # The user's entry libraries are written here.
         self.folder = tempdirs.make("kernel-lsp-gpu-worker-")
         atexit.register(shutil.rmtree, self.folder, True)
@@ -355,6 +355,8 @@ class Worker:
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
+                if host is not None:
+                    self._measure_floor(host)
                 if settings.cold_l2:
                     # The flush buffer (2x L2) is allocated at the first flush: before the count
                     # starts, or the launcher would be blamed for it (100 MiB on an H100).
@@ -390,33 +392,39 @@ class Worker:
 
     def _clock(self, sets: TimedSets) -> GpuClock:
         """The judge's clock for runs in another process (gated runs, on the GPU's clock),
-        tagging each run by whether its inputs were new to that side (A or B)."""
-        return GpuClock(self.device, self._switch_floor(), sets.new_to, sets.stop_warming)
+        tagging each run by whether its inputs were new to that side (A or B); its switch floor
+        is measured when its timing's exclusive turn begins (`_measure_floor`)."""
+        return GpuClock(self.device, 0.0, sets.new_to, sets.stop_warming)
 
-    def _switch_floor(self) -> float:
-        """What a gated run of nothing takes here (judge.switch_floor), measured once, in a
-        spare accused process that has run only kernel-lsp's code (then a spare again)."""
-        if self.switch_floor_s is None and self.device.fake:
-            # The fake GPU switches no context: its brackets are two processes' polling on the
-            # host, which a loaded machine stretches at random, so none is a floor.
-            self.switch_floor_s = 0.0
-        if self.switch_floor_s is None:
+    def _measure_floor(self, clock: GpuClock) -> None:
+        """Inside the timing's exclusive turn: the switch floor as the GPU is now
+        (judge.SwitchFloor), in a process of its own that runs only kernel-lsp's code, kept for
+        the worker's life. The fake GPU switches no context: its brackets are two processes'
+        polling on the host, which a loaded machine stretches at random, so none is a floor."""
+        if self.device.fake:
+            return
+        if self.floor is None:
             assert self.judging is not None
-            self.progress("measuring the judge's gates", "", None)
             accused, why = self.judging.take()
             if accused is None:
                 raise Failed(
                     Problem("sandbox", "", f"the candidate's sandboxed process did not start: {why}")
                 )
             try:
-                self.switch_floor_s = switch_floor(self.device, accused, self.device.helpers_image())
+                self.floor = SwitchFloor(self.device, accused, self.device.helpers_image())
             except (AccusedGone, Failed, GateFault):
                 accused.retire()
                 raise Failed(
                     Problem("sandbox", "", "the judge's gates did not work in a process of its own")
                 ) from None
-            accused.retire()  # it has loaded the helpers: not a spare any more
-        return self.switch_floor_s
+        try:
+            clock.floor_s = self.floor.measure()
+        except (AccusedGone, Failed, GateFault):
+            self.floor.close()
+            self.floor = None
+            raise Failed(
+                Problem("sandbox", "", "the judge's gates did not work in a process of its own")
+            ) from None
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
@@ -466,6 +474,8 @@ class Worker:
                 self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()
+                    if host is not None:
+                        self._measure_floor(host)
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if host is not None:
                     calibration = ratio_seen_to_new(a, host.fresh[0])
