@@ -11,7 +11,7 @@ ways (`judge`: as the judge links an entry; `static`: one nvcc step, its static 
 
 benchmarks/l2_end_to_end.py times the same launcher in one process on cupy buffers (about 100 us
 a call on an H200); a judged run of it took 160-220 us in the accused by its own clock
-(KERNEL_LSP_JUDGE_TRACE). `--variants` changes one thing at a time (how the context starts, how
+(the trace it kept then, since removed). `--variants` changes one thing at a time (how the context starts, how
 the inputs are allocated and written, the sync call, a busy GPU first, cupy's way in this
 harness with the accused's parts added one by one, small allocations held first), and the
 launcher says where its scratch landed. On an H200 the cause was the scratch: in a process with

@@ -46,6 +46,7 @@ extern "C" void scale(const float* x, float* y, int n)
 }
 """
 
+
 def check(session: GpuSession, tmp_path: Path, source: str):
     (tmp_path / "scale.cu").write_text(source)
     (tmp_path / "scale.spec.py").write_text(SPEC)
@@ -84,5 +85,31 @@ def test_the_pool_hands_out_started_processes_and_starts_spares_without_waiting(
         while time.time() < deadline and any(x.proc.poll() is None for x in (a, b, c)):
             time.sleep(0.05)
         assert all(x.proc.poll() is not None for x in (a, b, c))
+    finally:
+        pool.close()
+
+
+@needs_sandbox
+def test_the_switch_floor_is_measured_again_and_again_in_one_process_of_its_own():
+    """judge.SwitchFloor, as the worker uses it before each timing: one process that has loaded
+    the judge's helpers and nothing else, measured as often as asked, then retired. (On the fake
+    GPU the figure is the host's polling; on a GPU, tests/gpu/test_judge_gpu.py.)"""
+    from kernel_lsp.runner.fake import FakeDevice
+    from kernel_lsp.runner.judge import SwitchFloor
+
+    device = FakeDevice()
+    pool = AccusedPool(0, True, "", spares=0)
+    try:
+        accused, why = pool.take()
+        assert accused is not None, why
+        floor = SwitchFloor(device, accused, device.helpers_image())
+        first, second = floor.measure(runs=4), floor.measure(runs=4)
+        assert 0.0 <= first < 1.0 and 0.0 <= second < 1.0
+        assert floor.gate.seq == 8  # one gate, its runs numbered on
+        floor.close()
+        deadline = time.time() + 20
+        while time.time() < deadline and accused.proc.poll() is None:
+            time.sleep(0.05)
+        assert accused.proc.poll() is not None
     finally:
         pool.close()
