@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .check import FileCheck, Includer
 from .compile.cancel import cancel_scope
@@ -20,6 +20,11 @@ from .compile.compile_commands import Lookup
 from .compile.jobs import WorkerPool
 from .procs import memory_available
 from .workspace import CheckRequest, Workspace
+
+if TYPE_CHECKING:
+    from .compile import CompileOptions
+    from .compile.shared_lib import LibraryBuild
+    from .model import CompileResult
 
 # Memory per worker: the Python process with the engine (~25 MB), NVRTC once loaded (~80 MB of
 # library, shared between workers but counted in each one's RSS).
@@ -58,10 +63,10 @@ class Prebuilt:
     the options, so that verification reuses it only for the same text and options."""
 
     text: str
-    options: Any  # CompileOptions
-    artifact: Any  # CompileResult, its log dropped
+    options: CompileOptions
+    artifact: CompileResult | None  # its log dropped
     entries: bool = False  # its spec has entry specs: they run the file as a shared library
-    library: Any = None  # LibraryBuild for them, built by a job of its own (`prebuild_library`)
+    library: LibraryBuild | None = None  # for them, built by a job of its own (`prebuild_library`)
 
 
 def analyze_for_gpu(

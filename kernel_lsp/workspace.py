@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
@@ -33,10 +33,30 @@ from .compile.compile_commands import Lookup
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .model import CompileResult, Diagnostic
 
-if TYPE_CHECKING:  # the spec package (numpy) loads where a spec is read, not in every worker
-    from .spec import SpecLoad
+if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they are used, not in every worker
+    from .compile.shared_lib import LibraryBuild
+    from .evaluation.results import KernelCheck
+    from .evaluation.worker_process import ProgressFn
+    from .gpu import GpuSession
+    from .runner.timing import TimingSettings
+    from .spec import Spec, SpecLoad
 
 _Log = Callable[[str], None]
+
+
+class HasArch(Protocol):
+    """What `Workspace.device_options` reads of a device (runner/hardware.DeviceInfo): its arch."""
+
+    arch: str
+
+
+class PrebuiltCompile(Protocol):
+    """What `Workspace.verify` reads of a compile made already (check_jobs.Prebuilt)."""
+
+    text: str
+    options: CompileOptions
+    artifact: CompileResult | None
+    library: LibraryBuild | None
 
 
 def _stamp(path: str) -> tuple[int, int] | None:
@@ -91,7 +111,7 @@ class LaunchedKernel:
 
 
 def launched_kernels(
-    check: Any, spec: Any, source: str, defines: tuple[str, ...] = ()
+    check: KernelCheck, spec: Spec, source: str, defines: tuple[str, ...] = ()
 ) -> tuple[list[LaunchedKernel], str]:
     """The kernels `check` ran, from the file's text (an entry's launches, helpers it calls
     included; a kernel spec's pipeline), with each one's share of the time from the check's
@@ -138,7 +158,7 @@ class Workspace:
 
     def __init__(
         self,
-        overrides: SettingsOverrides | Mapping[str, Any] | None = None,
+        overrides: SettingsOverrides | Mapping[str, object] | None = None,
         root: str | None = None,
         config: str | None = None,
         base: Settings | None = None,
@@ -150,13 +170,14 @@ class Workspace:
         self.config = os.path.abspath(config) if config else None
         self.base = base
         self._lock = threading.Lock()
-        self._settings: dict[str | None, tuple[Any, Settings, list[str]]] = {}
+        # pyproject.toml -> (its stamp, the settings read from it, the problems found)
+        self._settings: dict[str | None, tuple[tuple[int, int] | None, Settings, list[str]]] = {}
 
     # Workers receive a Workspace: the lock and the cache stay behind.
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_settings")}
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
         self._settings = {}
@@ -209,7 +230,7 @@ class Workspace:
             self._settings[pyproject] = (stamp, settings, problems + more)
         return settings, problems + more
 
-    def with_overrides(self, **changes: Any) -> Workspace:
+    def with_overrides(self, **changes: object) -> Workspace:
         """The same workspace with some settings changed (CLI flags such as --no-gpu)."""
         return Workspace(self.overrides.merged(parse_overrides(changes)), self.root, self.config, self.base)
 
@@ -233,7 +254,7 @@ class Workspace:
             return options[0]
         return settings.compile_options(arch, self.root, found.flags)
 
-    def device_options(self, path: str, device: Any, source: str | None = None) -> CompileOptions:
+    def device_options(self, path: str, device: HasArch | None, source: str | None = None) -> CompileOptions:
         """compile_options for a GPU's exact arch (an `a` variant such as sm_90a is kept)."""
         return self.compile_options(path, None, source).with_arch(device.arch if device else None)
 
@@ -316,8 +337,14 @@ class Workspace:
     # --- GPUs -------------------------------------------------------------------------------------
 
     def open_gpus(
-        self, gpus: str | None = None, log: _Log = print, path: str | None = None, **backend_options: Any
-    ) -> tuple[list[Any], str]:
+        self,
+        gpus: str | None = None,
+        log: _Log = print,
+        path: str | None = None,
+        launch_timeout_s: float = 5.0,
+        timing: TimingSettings | None = None,
+        lanes: int = 1,
+    ) -> tuple[list[GpuSession], str]:
         """A GpuSession per GPU that answers, on the backend the settings choose (this machine's
         GPUs or Ray actors; `path`: the settings of that file, else the workspace's), and the
         reason when none does. Raises RayUnavailable when Ray was asked for explicitly and cannot
@@ -332,7 +359,9 @@ class Workspace:
             settings.gpu_device,
             settings.cluster_address,
             log,
-            **backend_options,
+            launch_timeout_s=launch_timeout_s,
+            timing=timing,
+            lanes=lanes,
         )
         usable, reason = [], ""
         for session in (GpuSession(backend=b) for b in backends):
@@ -345,7 +374,7 @@ class Workspace:
             session.close()
         return usable, reason
 
-    def gpu_session(self, path: str | None = None) -> Any:
+    def gpu_session(self, path: str | None = None) -> GpuSession:
         """A GpuSession on this machine's GPU that `path`'s settings name (`gpu.device`; None:
         the workspace's), opened on first use (the editor's FSR without the GPU feature)."""
         from .gpu import GpuSession
@@ -354,13 +383,13 @@ class Workspace:
 
     def verify(
         self,
-        session: Any,
+        session: GpuSession,
         path: str,
         text: str | None = None,
         spec_text: str | None = None,
         measure: bool = True,
-        on_progress: Any = None,
-        prebuilt: Any = None,
+        on_progress: ProgressFn | None = None,
+        prebuilt: PrebuiltCompile | None = None,
     ) -> Verification:
         """Every kernel of `path` that its spec describes, compiled once for the session's device
         with the file's options, verified (and timed, with `measure`) there. `prebuilt`
@@ -391,10 +420,10 @@ class Workspace:
 
     def bench(
         self,
-        session: Any,
+        session: GpuSession,
         path: str,
         text: str,
-        specs: Any,
+        specs: SpecLoad,
         names: list[str] | None = None,
         profile: bool = True,
     ) -> Verification:
@@ -423,7 +452,7 @@ class Workspace:
                 out.shares_note[spec.kernel] = note
         return out
 
-    def profile(self, session: Any, verification: Verification) -> None:
+    def profile(self, session: GpuSession, verification: Verification) -> None:
         """Add the ncu profile (limiter, stalls, hot lines, achieved occupancy) to each verified
         and timed check of `verification`, in place (seconds: after the verdict is shown)."""
         if verification.text is None:
@@ -440,7 +469,7 @@ class Workspace:
             )
 
 
-def gpu_label(session: Any) -> str:
+def gpu_label(session: GpuSession) -> str:
     """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
     import socket
 

@@ -6,7 +6,7 @@ settings (its pyproject.toml under the front end's), never the workspace root's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ..optimizer.edits import line_edits
 from ..optimizer.entry import entries_at, named_entries
@@ -17,8 +17,33 @@ from ..optimizer.session import OptimizeError, RunRequest, run
 from ..optimizer.strategies import DEFAULT_STRATEGY, STRATEGIES
 from ..workspace import Workspace
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-def request(engine: Workspace, path: str, kernel: str, /, **fields: Any) -> RunRequest:
+
+class RunFields(TypedDict, total=False):
+    """What a front end may set of a RunRequest (the rest comes from the Workspace)."""
+
+    source: str | None
+    spec_source: str | None
+    proposer: str | None
+    rounds: int | None
+    candidates: int | None
+    strategy: str
+    min_speedup: float
+    time_budget_s: float | None
+    max_evaluations: int
+    use_cache: bool
+    cache_dir: str | None
+    workspace: str | None
+    llm_temperature: float
+    llm_timeout_s: float
+    llm_concurrency: int
+    llm_retries: int
+    write_report: bool
+
+
+def request(engine: Workspace, path: str, kernel: str, /, **fields: Unpack[RunFields]) -> RunRequest:
     """The RunRequest for `kernel` of `path`: the Workspace's settings for that file (the `-D`
     values the optimizer reads and the options it compiles with come from one place), that
     Workspace as the engine, and the front end's other fields (`workspace`: where reports go)."""
