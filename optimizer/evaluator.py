@@ -8,13 +8,12 @@ tests replace only the GPU gates (see tests/integration/test_optimizer_llm.py).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -630,15 +629,12 @@ def _start_judge(session: Any) -> None:
         log.debug("starting a judge ahead failed: %s", e)
 
 
-def evaluator_factory_from_env() -> Any | None:
-    """A test seam: `KERNEL_LSP_OPTIMIZER_EVALUATOR=module:function` names a factory
-    `(path, spec, options, spec_source, specs) -> Evaluator` that replaces the GPU gates, so the
-    end-to-end editor tests can run the whole code action on a machine without a GPU."""
-    target = os.environ.get("KERNEL_LSP_OPTIMIZER_EVALUATOR", "")
-    if not target:
-        return None
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+# A test seam: a factory `(path, spec, options, spec_source, specs) -> Evaluator` that replaces the
+# GPU gates, so the editor tests can run the whole code action on a machine without a GPU. Tests
+# set it themselves (in process; the editor tests start the server through
+# tests/e2e/server_with_test_evaluator.py, which sets it first): nothing in the environment or a
+# workspace can name code for the optimizer to import.
+INJECTED: Callable[..., Evaluator] | None = None
 
 
 def kernels_launched(spec: Spec, source: str, defines: tuple[str, ...] = ()) -> list[str]:

@@ -17,9 +17,10 @@ from kernel_lsp.spec import Spec, SpecLoad, spec_path_for
 from kernel_lsp.spec.isolated import load_specs_isolated
 from kernel_lsp.workspace import Workspace
 
+from . import evaluator as evaluators
 from .cache import ResultCache, default_dir
 from .entry import entry_kernels
-from .evaluator import Evaluator, GpuEvaluator, compile_log, evaluator_factory_from_env, kernels_launched
+from .evaluator import Evaluator, GpuEvaluator, compile_log, kernels_launched
 from .loop import LoopSettings, Target, optimize
 from .model import RunResult
 from .observers import ProgressEvent
@@ -165,7 +166,7 @@ def run(
     from .requirements import fsr_cannot_run
 
     if evaluator is None:
-        factory = evaluator_factory_from_env()
+        factory = evaluators.INJECTED
         if factory is not None:
             evaluator = factory(req.path, spec, options, req.spec_source, loaded)
         else:

@@ -3,8 +3,8 @@
 The compile gate stays real (NVRTC). Verification and timing are decided by the candidate's
 content through rules: the first rule whose marker occurs in the source decides whether it is
 correct and how long it "takes". Nothing is executed. Tests and the editor end-to-end tests use it
-(through KERNEL_LSP_OPTIMIZER_EVALUATOR=kernel_lsp.optimizer.testing:make_content_evaluator); it is never
-used when that variable is unset.
+(a test sets it as optimizer/evaluator.INJECTED, tests/e2e/server_with_test_evaluator.py in the
+server it starts); nothing else ever uses it.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class ContentEvaluator(Evaluator):
 def make_content_evaluator(
     path: str, spec: Any, options: Any, spec_source: str | None, specs: Any
 ) -> ContentEvaluator:
-    """Factory for KERNEL_LSP_OPTIMIZER_EVALUATOR: rules come from KERNEL_LSP_TEST_RULES, a JSON
+    """A factory for optimizer/evaluator.INJECTED: rules come from KERNEL_LSP_TEST_RULES, a JSON
     list of [marker, latency_s or null, mismatch]."""
     raw = json.loads(os.environ.get("KERNEL_LSP_TEST_RULES", "[]"))
     return ContentEvaluator(path, spec, options, spec_source, [Rule(m, t, msg) for m, t, msg in raw])

@@ -1,7 +1,7 @@
 """The FSR code action and commands through the real server process (pytest-lsp).
 
-This machine has no GPU. The server runs with KERNEL_LSP_OPTIMIZER_EVALUATOR pointing at
-optimizer.testing:make_content_evaluator: the compile gate is real NVRTC, the GPU gates are
+This machine has no GPU. The server starts through server_with_test_evaluator.py, which sets
+optimizer.testing's make_content_evaluator as the optimizer's evaluator: the compile gate is real NVRTC, the GPU gates are
 decided by the candidate's text (rules in KERNEL_LSP_TEST_RULES). The proposer is the real tuner
 over the launch block size. Everything else — the code actions, $/progress, workspace/applyEdit
 with a change annotation that needs confirmation, the version check, the report — is the real
@@ -56,10 +56,8 @@ def _env(tmp: str, with_evaluator: bool = True) -> dict[str, str]:
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["XDG_CACHE_HOME"] = tmp
     if with_evaluator:
-        env["KERNEL_LSP_OPTIMIZER_EVALUATOR"] = "kernel_lsp.optimizer.testing:make_content_evaluator"
         env["KERNEL_LSP_TEST_RULES"] = json.dumps(RULES)
     else:
-        env.pop("KERNEL_LSP_OPTIMIZER_EVALUATOR", None)
         env["CUDA_VISIBLE_DEVICES"] = ""  # no GPU, even on a machine that has one
         env["PATH"] = "/usr/bin:/bin"  # no nvidia-smi
     return env
@@ -69,7 +67,10 @@ CACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"klsp-e2e-fsr-{os.getpid
 
 
 @pytest_lsp.fixture(
-    config=ClientServerConfig(server_command=[sys.executable, "-m", "kernel_lsp"], server_env=_env(CACHE))
+    config=ClientServerConfig(
+        server_command=[sys.executable, str(Path(__file__).with_name("server_with_test_evaluator.py"))],
+        server_env=_env(CACHE),
+    )
 )
 async def client(lsp_client: LanguageClient):
     yield

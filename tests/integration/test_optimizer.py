@@ -29,7 +29,7 @@ from kernel_lsp.optimizer.prompts import round_prompt, system_prompt
 from kernel_lsp.optimizer.proposers.base import Proposer
 from kernel_lsp.optimizer.proposers.tuner import TunerProposer, tune_space
 from kernel_lsp.optimizer.session import OptimizeError, RunRequest, find_spec, run
-from kernel_lsp.optimizer.testing import ContentEvaluator, Rule
+from kernel_lsp.optimizer.testing import ContentEvaluator, Rule, make_content_evaluator
 from kernel_lsp.optimizer.tunables import LAUNCH_BLOCK, apply_config, current_config, define_values
 from kernel_lsp.spec import load_specs
 
@@ -451,9 +451,7 @@ def test_report_holds_candidates_figures_and_diff(simple, tmp_path):
 
 
 def test_cli_tunes_prints_diff_and_table_and_applies_after_backup(simple, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv(
-        "KERNEL_LSP_OPTIMIZER_EVALUATOR", "kernel_lsp.optimizer.testing:make_content_evaluator"
-    )
+    monkeypatch.setattr("kernel_lsp.optimizer.evaluator.INJECTED", make_content_evaluator)
     monkeypatch.setenv(
         "KERNEL_LSP_TEST_RULES", json.dumps([["block=512", 60e-6, ""], ["block=1024", 70e-6, ""]])
     )
@@ -469,6 +467,22 @@ def test_cli_tunes_prints_diff_and_table_and_applies_after_backup(simple, tmp_pa
     assert "block=512" in simple.read_text()
     (backup,) = (tmp_path / ".kernel-lsp" / "backups").iterdir()
     assert backup.read_text() == SIMPLE
+
+
+def test_no_variable_names_code_for_the_optimizer_to_import(simple, tmp_path, monkeypatch, capsys):
+    """The evaluator seam is set by a test, never read from the environment: a variable naming a
+    module (once the seam's form) imports nothing, and a run without a GPU says so."""
+    (tmp_path / "klsp_planted.py").write_text(
+        f"open({str(tmp_path / 'imported')!r}, 'w').close()\ndef factory(*a): raise SystemExit('ran')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("KERNEL_LSP_OPTIMIZER_EVALUATOR", "klsp_planted:factory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    code = optimize_main(
+        [str(simple), "--kernel", "vadd", "--proposer", "tune", "--workspace", str(tmp_path)]
+    )
+    assert code != 0 and not (tmp_path / "imported").exists()
+    assert "GPU" in capsys.readouterr().err
 
 
 def test_apply_refuses_a_file_changed_meanwhile(simple, tmp_path):

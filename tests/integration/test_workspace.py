@@ -78,7 +78,8 @@ def _what_matters(options: CompileOptions) -> CompileOptions:
 
 
 def capture_evaluator(path, spec, options, spec_source, specs):
-    """KERNEL_LSP_OPTIMIZER_EVALUATOR seam: optimize's options reach the evaluator; stop there."""
+    """The optimizer's evaluator seam (optimizer/evaluator.INJECTED): optimize's options reach the
+    evaluator; stop there."""
     raise SystemExit(f"options {options!r}")
 
 
@@ -122,7 +123,7 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     assert {_what_matters(o) for o in recorded} == by_check
 
     recorded.clear()
-    monkeypatch.setenv("KERNEL_LSP_OPTIMIZER_EVALUATOR", "test_workspace:capture_evaluator")
+    monkeypatch.setattr("kernel_lsp.optimizer.evaluator.INJECTED", capture_evaluator)
     with pytest.raises(SystemExit, match="options"):
         optimize_main([str(cu), "--proposer", "tune", "--quiet"])
     assert {_what_matters(o) for o in recorded} == by_check

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import threading
 import uuid
 from typing import Any
@@ -28,7 +29,10 @@ ANNOTATION = "kernel-lsp.fsr"
 
 
 def _test_evaluator() -> bool:
-    return bool(os.environ.get("KERNEL_LSP_OPTIMIZER_EVALUATOR"))
+    """Whether a test replaced the optimizer's GPU gates (optimizer/evaluator.INJECTED): set only
+    by a test's own launcher, which loaded that module before the server started."""
+    evaluators = sys.modules.get("kernel_lsp.optimizer.evaluator")
+    return evaluators is not None and getattr(evaluators, "INJECTED", None) is not None
 
 
 def gpu_absent_reason(ls) -> str | None:
