@@ -450,3 +450,37 @@ def test_a_candidate_that_ends_its_own_gate_early_gains_nothing(judged, plain, t
     else:
         assert result.problems[0].kind in ("timing_mismatch", "suspicious"), words(result)
     assert check(plain, tmp_path, GATE_CHEAT.replace("@WHICH@", "done")).ok  # no gate in-process
+
+
+# Honest in verification; in its timed (gated) runs it says "queued" and then hangs, or ends its
+# process, before its run: the judge's own stream must not stay waiting on a flag never raised.
+GATE_FAULT = (
+    HEAD
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    static int patched = 0;
+    if (!patched++)
+        run_python(
+            "import os, sys, time\n"
+            "a = sys.modules['__main__']\n"
+            "def fault(self, bindings, gate):\n"
+            "    self.say({'status': 'queued'})\n"
+            "    @FAULT@\n"
+            "a.Accused._run_gated = fault\n");
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+}
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind"), [("time.sleep(3600)", "timeout"), ("os._exit(9)", "crash")], ids=["hangs", "dies"]
+)
+def test_a_candidate_that_hangs_or_dies_inside_its_gate_is_refused_and_the_judge_answers_on(
+    tmp_path, fault, kind
+):
+    with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=1.5) as judge:
+        result = check(judge, tmp_path, GATE_FAULT.replace("@FAULT@", fault))
+        assert not result.ok and result.problems[0].kind == kind, words(result)
+        assert check(judge, tmp_path, HONEST).ok  # the judge's stream and the worker went on
