@@ -407,30 +407,42 @@ def test_a_candidate_that_stops_working_once_timed_is_caught_on_a_large_case(jud
     assert "outputs of the timed launches are wrong" in words(result)
 
 
-# The gated run (runner/judge.Gate): the accused queues its run behind the judge's `go` and
-# writes `done` after it. A candidate rewrites that part of its process: it writes `done` before
-# its work (the judge's bracket would end early), or opens its own `go` (its run would start
-# before the judge has written the inputs and poisoned the outputs).
-GATE_CHEAT = (
-    HEAD
-    + r"""
+def rewrites_its_gated_run(*python: str) -> str:
+    """A launcher, right in verification, whose first call rewrites its process's gated run
+    (runner/accused.Accused._run_gated) with `python`'s lines (which define `gated(self,
+    bindings, gate)`; `real` is the method it replaces), as a candidate past the fence could."""
+    lines = [
+        "import os, sys, time",
+        "a = sys.modules['__main__']",  # the accused runs as `python -m`
+        "real = getattr(a, 'real_gated', a.Accused._run_gated)",
+        "a.real_gated = real",
+        *python,
+        "a.Accused._run_gated = gated",
+    ]
+    code = "\n".join(f'            "{line}\\n"' for line in lines)
+    return (
+        HEAD
+        + f"""
 extern "C" void scale(const float* x, float* y, int n)
-{
+{{
     static int patched = 0;
     if (!patched++)
         run_python(
-            "import sys\n"
-            "a = sys.modules['__main__']\n"  // the accused runs as `python -m`
-            "real = getattr(a, 'real_gated', a.Accused._run_gated)\n"
-            "a.real_gated = real\n"
-            "def cheat(self, bindings, gate):\n"
-            "    flags = self.buffers[int(gate['flags'])]\n"
-            "    self.device.gate_write(flags + int(gate['@WHICH@']), int(gate['seq']))\n"
-            "    return real(self, bindings, gate)\n"
-            "a.Accused._run_gated = cheat\n");
+{code});
     for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
-}
+}}
 """
+    )
+
+
+# The gated run (runner/judge.Gate): the accused queues its run behind the judge's `go` and
+# writes `done` after it. This candidate writes `done` before its work (the judge's bracket would
+# end early).
+GATE_DONE_EARLY = rewrites_its_gated_run(
+    "def gated(self, bindings, gate):",
+    "    flags = self.buffers[int(gate['flags'])]",
+    "    self.device.gate_write(flags + int(gate['done']), int(gate['seq']))",
+    "    return real(self, bindings, gate)",
 )
 
 
@@ -442,36 +454,22 @@ def test_a_candidate_that_ends_its_own_gate_early_gains_nothing(judged, plain, t
     GPU, where a context runs only while the judge's waits, it gains nothing:
     tests/gpu/test_judge_gpu.py.)"""
     honest = check(judged, tmp_path, HONEST)
-    result = check(judged, tmp_path, GATE_CHEAT.replace("@WHICH@", "done"))
+    result = check(judged, tmp_path, GATE_DONE_EARLY)
     assert honest.ok, words(honest)
     if result.ok:
         h, c = honest.timings[-1].measurement.median_s, result.timings[-1].measurement.median_s
         assert c >= 0.5 * h, (c, h)
     else:
         assert result.problems[0].kind in ("timing_mismatch", "suspicious"), words(result)
-    assert check(plain, tmp_path, GATE_CHEAT.replace("@WHICH@", "done")).ok  # no gate in-process
+    assert check(plain, tmp_path, GATE_DONE_EARLY).ok  # no gate in-process
 
 
 # Honest in verification; in its timed (gated) runs it says "queued" and then hangs, or ends its
 # process, before its run: the judge's own stream must not stay waiting on a flag never raised.
-GATE_FAULT = (
-    HEAD
-    + r"""
-extern "C" void scale(const float* x, float* y, int n)
-{
-    static int patched = 0;
-    if (!patched++)
-        run_python(
-            "import os, sys, time\n"
-            "a = sys.modules['__main__']\n"
-            "def fault(self, bindings, gate):\n"
-            "    self.say({'status': 'queued'})\n"
-            "    @FAULT@\n"
-            "a.Accused._run_gated = fault\n");
-    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
-}
-"""
-)
+def gate_fault(fault: str) -> str:
+    return rewrites_its_gated_run(
+        "def gated(self, bindings, gate):", "    self.say({'status': 'queued'})", f"    {fault}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -481,6 +479,6 @@ def test_a_candidate_that_hangs_or_dies_inside_its_gate_is_refused_and_the_judge
     tmp_path, fault, kind
 ):
     with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=1.5) as judge:
-        result = check(judge, tmp_path, GATE_FAULT.replace("@FAULT@", fault))
+        result = check(judge, tmp_path, gate_fault(fault))
         assert not result.ok and result.problems[0].kind == kind, words(result)
         assert check(judge, tmp_path, HONEST).ok  # the judge's stream and the worker went on
