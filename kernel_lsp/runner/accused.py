@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from .device_protocol import Device
 
 MAX_PACKET = 1 << 20
-POISON_HEAD_START_S = 200e-6  # GPU time ahead of a verification run's shared-memory poison
 MAX_FDS = 64
+POISON_HEAD_START_S = 200e-6  # GPU time ahead of a verification run's shared-memory poison
 
 
 def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:

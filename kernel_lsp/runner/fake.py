@@ -43,9 +43,9 @@ import numpy as np
 
 from kernel_lsp.runner.device import DeviceFault
 
-FAKE_COPY_BANDWIDTH_BPS = 1e15
+FAKE_COPY_BANDWIDTH_BPS = 1e15  # 1 PB/s: above any host's copy rate
 GATE_POLL_S = 20e-6  # how often a fake gate's wait looks at its flag
-GATE_TIMEOUT_S = 60.0  # 1 PB/s: above any host's copy rate
+GATE_TIMEOUT_S = 60.0  # a gate's wait without a timeout of its own
 
 FAKE_MAGIC = b"FAKE\n"
 BEHAVIOURS = (

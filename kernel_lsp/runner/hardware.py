@@ -183,9 +183,7 @@ def save_cached(info: DeviceInfo) -> None:
         pass  # a read-only home only costs a re-measurement next time
 
 
-def stream_bandwidths(
-    device: Device, module: Any, nbytes: int = 1 << 30, repeats: int = 10
-) -> dict[str, float]:
+def stream_bandwidths(device: Device, module: Any, nbytes: int = 1 << 30, repeats: int = 10) -> dict[str, float]:
     """Bytes read plus written per second of each klsp_stream_* kernel, best of `repeats`, over
     buffers of `nbytes` each (far larger than any L2), at two block sizes."""
     import numpy as np

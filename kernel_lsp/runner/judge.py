@@ -540,15 +540,7 @@ class RemotePipeline:
         try:
             answer = self.accused.request(request, timeout_s=timeout)
         except AccusedGone as e:
-            if e.hung:
-                raise Failed(
-                    Problem(
-                        "timeout", case, f"`{self.kernel}` did not finish within {timeout:g} s in case {case}"
-                    )
-                ) from None
-            raise Failed(
-                Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}")
-            ) from None
+            raise self._gone(e.hung, case, timeout) from None
         if answer.get("status") != "ok":
             self._fail(answer, case)
         for b in bound:
@@ -584,17 +576,19 @@ class RemotePipeline:
         except GateFault as e:
             self._fail(e.reply, case)
         except AccusedGone as e:
-            what = f"did not finish within {self.timeout_s:g} s" if e.hung else "ended"
-            kind = "timeout" if e.hung else "crash"
-            raise Failed(Problem(kind, case, f"`{self.kernel}`: its process {what} in case {case}")) from None
-        except DeviceFault as e:  # the fake GPU's gate timed out: the run never said done
-            raise Failed(
+            raise self._gone(e.hung, case, self.timeout_s) from None
+        except DeviceFault:  # the fake GPU's gate timed out: the run never said done
+            raise self._gone(True, case, self.timeout_s) from None
+
+    def _gone(self, hung: bool, case: str, timeout_s: float) -> Failed:
+        """A run whose process hung past `timeout_s`, or ended, as the verdict of its case."""
+        if hung:
+            return Failed(
                 Problem(
-                    "timeout",
-                    case,
-                    f"`{self.kernel}` did not finish within {self.timeout_s:g} s in case {case}",
+                    "timeout", case, f"`{self.kernel}` did not finish within {timeout_s:g} s in case {case}"
                 )
-            ) from e
+            )
+        return Failed(Problem("crash", case, f"`{self.kernel}`: its process ended during case {case}"))
 
     def close(self, device: Device) -> None:
         if self._gate is not None:
@@ -651,12 +645,7 @@ class Gate:
         seq = self.seq
         gate = {"flags": self.ident, "seq": seq, "go": GATE_GO, "done": GATE_DONE, "null": null}
         accused = self.accused
-        try:
-            send(accused.sock, {"op": "run", "bindings": bindings, "gate": gate})
-            first = accused.receive(timeout_s)
-        except (OSError, ValueError):
-            accused.kill()
-            raise AccusedGone("the candidate's process ended", hung=False) from None
+        first = accused.request({"op": "run", "bindings": bindings, "gate": gate}, timeout_s=timeout_s)
         if first.get("status") != "queued":  # failed before anything was queued on either side
             raise GateFault(first)
         try:

@@ -113,6 +113,10 @@ def _first_use_noise(device: Device) -> float:
     return float(getattr(device, "first_use_noise_s", 0.0))
 
 
+def _gates_failed() -> Failed:
+    return Failed(Problem("sandbox", "", "the judge's gates did not work in a process of its own"))
+
+
 def _judged(steps: list[Any] | None) -> bool:
     return any(isinstance(s, RemotePipeline) for s in steps or [])
 
@@ -414,17 +418,13 @@ class Worker:
                 self.floor = SwitchFloor(self.device, accused, self.device.helpers_image())
             except (AccusedGone, Failed, GateFault):
                 accused.retire()
-                raise Failed(
-                    Problem("sandbox", "", "the judge's gates did not work in a process of its own")
-                ) from None
+                raise _gates_failed() from None
         try:
             clock.floor_s = self.floor.measure()
         except (AccusedGone, Failed, GateFault):
             self.floor.close()
             self.floor = None
-            raise Failed(
-                Problem("sandbox", "", "the judge's gates did not work in a process of its own")
-            ) from None
+            raise _gates_failed() from None
 
     def compare(self, msg: dict[str, Any], blobs: list[bytes]) -> dict[str, Any]:
         """Request: spec, steps_a (blobs[0], the baseline), steps_b (blobs[1], the candidate),
