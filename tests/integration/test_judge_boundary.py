@@ -466,19 +466,21 @@ def test_a_candidate_that_ends_its_own_gate_early_gains_nothing(judged, plain, t
 
 # Honest in verification; in its timed (gated) runs it says "queued" and then hangs, or ends its
 # process, before its run: the judge's own stream must not stay waiting on a flag never raised.
-def gate_fault(fault: str) -> str:
-    return rewrites_its_gated_run(
-        "def gated(self, bindings, gate):", "    self.say({'status': 'queued'})", f"    {fault}"
-    )
+def gate_fault(fault: str, before_queued: bool = False) -> str:
+    said = "    self.say({'status': 'queued'})"
+    lines = [f"    {fault}", said] if before_queued else [said, f"    {fault}"]
+    return rewrites_its_gated_run("def gated(self, bindings, gate):", *lines)
 
 
 @pytest.mark.parametrize(
-    ("fault", "kind"), [("time.sleep(3600)", "timeout"), ("os._exit(9)", "crash")], ids=["hangs", "dies"]
+    ("fault", "kind", "before_queued"),
+    [("time.sleep(3600)", "timeout", False), ("os._exit(9)", "crash", False), ("os._exit(9)", "crash", True)],
+    ids=["hangs", "dies", "dies-before-queued"],
 )
 def test_a_candidate_that_hangs_or_dies_inside_its_gate_is_refused_and_the_judge_answers_on(
-    tmp_path, fault, kind
+    tmp_path, fault, kind, before_queued
 ):
     with GpuSession(fake=True, timing=FAST, sandboxed=True, launch_timeout_s=1.5) as judge:
-        result = check(judge, tmp_path, gate_fault(fault))
+        result = check(judge, tmp_path, gate_fault(fault, before_queued))
         assert not result.ok and result.problems[0].kind == kind, words(result)
         assert check(judge, tmp_path, HONEST).ok  # the judge's stream and the worker went on
