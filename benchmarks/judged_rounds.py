@@ -12,7 +12,10 @@ nothing was wrong or suspicious), against benchmarks/judged_rounds/padded_add.sp
 - its honest rewrite without the needless reads (about 1.10x). Target: offered in at least 9 of
   --honest-rounds (10).
 
-    python benchmarks/judged_rounds.py [--cheat-rounds 20] [--honest-rounds 10] [--fake]
+    python benchmarks/judged_rounds.py [--cheat-rounds 20] [--honest-rounds 10] [--cheats original,...] [--fake]
+
+Each A/B's clock (the judge's brackets per side, its floor) follows its line, from
+KERNEL_LSP_JUDGE_CLOCKS (a file of this run's unless set).
 
 `--fake` runs the same road on the fake GPU with a CPU original and rewrite (no figures for a
 GPU; the cheats are GPU code and are left out there).
@@ -23,11 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDER = REPO / "benchmarks" / "judged_rounds"
-CHEATS = ["original", "precomputes", "own_stream", "slows_stand_in"]
+CHEATS = ["original", "precomputes", "own_stream", "slows_stand_in", "hogs_later"]
 FAKE_ORIGINAL = """extern "C" void padded_add(const float* a, const float* b, const float* pad, float* c, int n, int m)
 {
     for (int i = 0; i < n; ++i) {
@@ -71,6 +75,14 @@ def one_round(session, original: str, candidate_source: str, options) -> tuple[b
     return bool(ab.faster), why
 
 
+def last_clock() -> str:
+    """The judge's note of the last A/B's clock (runner/worker._note_clock), or ""."""
+    path = Path(os.environ["KERNEL_LSP_JUDGE_CLOCKS"])
+    notes = [line.partition(" ")[2] for line in path.read_text().splitlines()] if path.exists() else []
+    notes = [n for n in notes if n.startswith("A/B") and not n.startswith("A/B phases")]
+    return notes[-1] if notes else ""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cheat-rounds", type=int, default=20)
@@ -78,17 +90,22 @@ def main() -> int:
     parser.add_argument(
         "--budget", type=float, default=0.4, help="sampling seconds per timing (the default's)"
     )
+    parser.add_argument("--cheats", default=",".join(CHEATS), help="which exact-work candidates, in turn")
     parser.add_argument("--fake", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")
+    os.environ.setdefault("KERNEL_LSP_JUDGE_CLOCKS", str(Path(tempfile.mkdtemp()) / "clocks.txt"))
     from kernel_lsp.compile import CompileOptions, cuda_include_dirs
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.runner.timing import TimingSettings
 
     original = FAKE_ORIGINAL if args.fake else (FOLDER / "original.cu").read_text()
     rewrite = FAKE_REWRITE if args.fake else (FOLDER / "rewrite.cu").read_text()
-    cheats = [] if args.fake else CHEATS
+    cheats = [] if args.fake else [c for c in args.cheats.split(",") if c]
+    unknown = sorted(set(cheats) - set(CHEATS))
+    if unknown:
+        parser.error(f"unknown cheats {unknown}: {CHEATS}")
     with GpuSession(timing=TimingSettings(budget_s=args.budget), fake=args.fake, sandboxed=True) as session:
         assert session.available, session.reason
         print(f"device: {session.device.name if session.device else '?'}", flush=True)
@@ -103,11 +120,13 @@ def main() -> int:
             offered, why = one_round(session, original, (FOLDER / f"{name}.cu").read_text(), options)
             offered_cheats += offered
             print(f"cheat {r + 1} {name}: {'OFFERED' if offered else 'not offered'} ({why})", flush=True)
+            print(f"#   {last_clock()}", flush=True)
         offered_honest = 0
         for r in range(args.honest_rounds):
             offered, why = one_round(session, original, rewrite, options)
             offered_honest += offered
             print(f"honest {r + 1}: {'offered' if offered else 'NOT OFFERED'} ({why})", flush=True)
+            print(f"#   {last_clock()}", flush=True)
     if cheats:
         print(
             f"exact-work candidates offered: {offered_cheats} of {args.cheat_rounds} (target 0)", flush=True

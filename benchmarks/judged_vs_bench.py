@@ -21,8 +21,11 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+from judged_rounds import last_clock
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "benchmarks" / "judged_cases"
@@ -74,6 +77,7 @@ def one_case(plain, judged, name: str, folder: Path, runs: int) -> dict:
         original.read_text(), rewrite.read_text(), str(original), entry, base, str(spec_path), candidate
     )
     row["ab_s"] = time.perf_counter() - start
+    row["clock"] = last_clock()
     if ab.error or ab.baseline is None or ab.candidate is None:
         row["error"] = ab.error or "; ".join(p.message for p in ab.problems) or "no figures"
         return row
@@ -116,6 +120,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")  # no occupancy profiles here
+    os.environ.setdefault("KERNEL_LSP_JUDGE_CLOCKS", str(Path(tempfile.mkdtemp()) / "clocks.txt"))
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.runner.timing import TimingSettings
 
@@ -158,6 +163,7 @@ def main() -> int:
                 f"| {row['ab_s']:.1f} |",
                 flush=True,
             )
+            print(f"#   {row['clock']}", flush=True)
         null = null_share(plain, judged, folder, args.bench_runs)
     share = None
     if null["judged"] is not None and None not in null["bench"]:

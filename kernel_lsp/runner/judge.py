@@ -735,7 +735,7 @@ class GpuClock:
         self._tag = tag  # after each run of side j: were its inputs new to that side?
         self._start = start
         self.fresh: list[list[bool]] = []
-        self.brackets: list[float] = []
+        self.brackets: list[list[float]] = []  # per side (A, B) of the timing
         self.copies: list[float] = []
         self.short = 0  # brackets below the floor
         self._copy_floor = float("inf")
@@ -760,6 +760,8 @@ class GpuClock:
         gate, so `prepare` is not used."""
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
+        if len(self.brackets) < len(runs):
+            self.brackets = [[] for _ in runs]
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
@@ -769,7 +771,7 @@ class GpuClock:
                 if bracket < SHORT_BRACKET * self.floor_s:
                     self.short += 1
                 out[j].append(max(0.0, bracket - self.floor_s) + max(0.0, copy - self._copy_floor))
-                self.brackets.append(bracket)
+                self.brackets[j].append(bracket)
                 self.copies.append(copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
         return out
@@ -784,12 +786,17 @@ class GpuClock:
 
     def describe(self) -> str:
         """How the figures were taken, for the timing's `clock`."""
-        if not self.brackets:
+        if not self.copies:
             return "the judge's events on the GPU"
-        br, cop = sorted(self.brackets), sorted(self.copies)
+        cop = sorted(self.copies)
+        sides = ", ".join(
+            f"{side}{sorted(b)[len(b) // 2] * 1e6:.1f} us (median of {len(b)})"
+            for side, b in zip(["A ", "B "] if len(self.brackets) > 1 else [""], self.brackets, strict=False)
+            if b
+        )
         return (
-            f"the judge's events on the GPU, one gated run a sample: bracket {br[len(br) // 2] * 1e6:.1f} us "
-            f"(median of {len(br)}) less the switch floor {self.floor_s * 1e6:.1f} us, then its copy of "
+            f"the judge's events on the GPU, one gated run a sample: bracket {sides} "
+            f"less the switch floor {self.floor_s * 1e6:.1f} us, then its copy of "
             f"the outputs {cop[len(cop) // 2] * 1e6:.1f} us (floor {self._copy_floor * 1e6:.1f} us, not "
             "counted); inputs written, outputs poisoned and the L2 flushed by the judge before each"
         )

@@ -64,7 +64,11 @@ def test_tuner_candidates_of_a_file_with_iostream_are_never_fenced(tmp_path):
         assert o.trusted and o.status is Status.CORRECT, (o.id, o.status, o.message)
         assert "host code not run" not in (o.message or ""), o.message
     # The A/B ran as the user's code too (it was fenced and failed before).
-    assert result.comparison is not None and result.comparison.problems == [], result.verdict
+    assert result.comparison is not None and result.comparison.problems == [], (
+        result.verdict,
+        result.baseline.latency_s,
+        [(o.id, o.note, o.latency_s) for o in result.outcomes],
+    )
     assert "fence" not in result.verdict and "host code not run" not in result.verdict
 
 
