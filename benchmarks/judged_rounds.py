@@ -6,9 +6,10 @@ nothing was wrong or suspicious), against benchmarks/judged_rounds/padded_add.sp
 
 - candidates doing the original's exact work, scheduled to look faster: the original itself,
   its work done as each set's buffers are bound (answered from a copy when timed), its kernel on
-  a stream of its own without waiting, and its process patched to be slow now and then (against
-  a judge that times a stand-in between requests). Target: offered 0 times in --cheat-rounds
-  rounds (20 by default, spread over the four);
+  a stream of its own without waiting, its process patched to be slow now and then (against
+  a judge that times a stand-in between requests), and a thread of its own that keeps the GPU
+  busy after its calls, when the judge may be timing the original (hogs_later). Target:
+  offered 0 times in --cheat-rounds rounds (20 by default, spread over the five);
 - its honest rewrite without the needless reads (about 1.10x). Target: offered in at least 9 of
   --honest-rounds (10).
 

@@ -494,6 +494,11 @@ class GpuSession:
                     self._profiles.pop(next(iter(self._profiles)))
         check.profile = report
         check.occupancy, check.occupancy_note = report.occupancy, "" if report.occupancy else report.note
+        if not check.occupancy and not check.occupancy_note:  # never an occupancy line missing unsaid
+            missing = ", ".join(report.missing)
+            check.occupancy_note = "ncu reported no achieved occupancy" + (
+                f" (missing: {missing})" if missing else ""
+            )
 
     def check_compiled(
         self,

@@ -192,6 +192,28 @@ def kill_group(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (Linux's /proc/PID/task/TID/children; just `pid` where
+    that is not readable): a process that bubblewrap runs in a session and PID namespace of its
+    own is not in bubblewrap's process group, but it is its descendant."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+    return out
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    """`sig` to each of `pids` that still exists."""
+    for p in pids:
+        with contextlib.suppress(OSError):
+            os.kill(p, sig)
+
+
 def tool_preexec() -> Callable[[], None]:
     """`preexec_fn` for a tool run in its own session (`start_new_session=True`): it dies with
     the process that runs it. Its own children are ended through `tracked_group`. It only calls

@@ -30,6 +30,7 @@ import contextlib
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -228,6 +229,7 @@ class AccusedProcess:
         cmd, env = sandboxed_command(cmd, env, self.folder)
         self.sock = ours
         self._next_id = 0
+        self._paused = False  # stopped between requests (`pause`)
         try:
             # Its output goes nowhere: nothing it prints can reach a report, a log or a prompt.
             self.proc = subprocess.Popen(
@@ -265,14 +267,40 @@ class AccusedProcess:
         return bool(self.hello.get("available"))
 
     def request(
-        self, message: dict[str, Any], fds: list[int] | None = None, timeout_s: float = REQUEST_TIMEOUT_S
+        self,
+        message: dict[str, Any],
+        fds: list[int] | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+        answered: bool = True,
     ) -> dict[str, Any]:
+        """Its reply to `message`. The process runs only from here until its answer: with
+        `answered` (the reply is the whole answer) it is stopped again at once; otherwise the
+        caller stops it (`pause`) when the answer is complete."""
+        self.resume()
         try:
             send(self.sock, message, fds)
         except OSError as e:
             self.kill()
             raise AccusedGone(f"the candidate's process ended ({type(e).__name__})", hung=False) from None
-        return self.receive(timeout_s)
+        reply = self.receive(timeout_s)
+        if answered:
+            self.pause()
+        return reply
+
+    def pause(self) -> None:
+        """Stop it, every thread (SIGSTOP, which nothing can catch), between its requests: while
+        the judge times the other side or anything else, it can queue no GPU work (a thread of
+        its own that launched work into the other side's timed runs would make that side look
+        slower). Work it queued before its answer was counted to it: a gated run's bracket
+        closes only once its context has nothing left to run."""
+        if self.proc.poll() is None and not self._paused:
+            procs.signal_all(procs.descendants(self.proc.pid), signal.SIGSTOP)
+            self._paused = True
+
+    def resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            procs.signal_all(procs.descendants(self.proc.pid), signal.SIGCONT)
 
     def receive(self, timeout_s: float) -> dict[str, Any]:
         """Its next message, within `timeout_s` (AccusedGone, the process killed, otherwise)."""
@@ -308,7 +336,7 @@ class AccusedProcess:
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(AccusedGone):
-                self.request({"op": "shutdown"}, timeout_s=5.0)
+                self.request({"op": "shutdown"}, timeout_s=5.0, answered=False)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
         self.kill()
@@ -645,7 +673,9 @@ class Gate:
         seq = self.seq
         gate = {"flags": self.ident, "seq": seq, "go": GATE_GO, "done": GATE_DONE, "null": null}
         accused = self.accused
-        first = accused.request({"op": "run", "bindings": bindings, "gate": gate}, timeout_s=timeout_s)
+        first = accused.request(
+            {"op": "run", "bindings": bindings, "gate": gate}, timeout_s=timeout_s, answered=False
+        )
         if first.get("status") != "queued":  # failed before anything was queued on either side
             raise GateFault(first)
         try:
@@ -666,6 +696,7 @@ class Gate:
             # of the judge's own (a no-op where the accused wrote it).
             device.gate_release(self.ptr + GATE_DONE, seq)
             device.sync()
+        accused.pause()  # its answer is complete
         if reply.get("status") != "ok":
             raise GateFault(reply)
         return device.seconds_between(start, end), device.seconds_between(end, copied)

@@ -87,6 +87,9 @@ def test_samples_verify(gpu, name):
         assert r.ok, f"{r.kernel}: {r.message}"
 
 
+# ncu alone on the GPU: beside five other test processes' GPU work it once reported no achieved
+# occupancy for the run (H100), which bench now says in words.
+@pytest.mark.quiet
 def test_bench_prints_table(capsys):
     code = bench_main(str(FIXTURES / "good.cu"), spec=str(FIXTURES / "vadd.spec.py"), budget=0.2)
     out = capsys.readouterr().out

@@ -428,3 +428,22 @@ def test_hot_line_text_comes_from_the_compiled_buffer_not_the_disk():
         "\n".join(buffer),
     )
     assert report.hot_lines[0].line == 39 and report.hot_lines[0].text == "dst[at] = edited_in_the_buffer;"
+
+
+def test_a_profile_without_achieved_occupancy_says_so(spec, monkeypatch):
+    """ncu ran and read the kernel, but not its occupancy metrics: the check says that, rather
+    than leaving bench and hover without an occupancy line and without a reason."""
+    from kernel_lsp.runner.profile import ProfileReport
+
+    monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
+    with fake_session() as s:
+        cubin = fake_cubin({"vector_add": "vadd"})
+        check = s.check_compiled(cubin, VADD_STEPS, spec)
+        monkeypatch.setattr(
+            s.backend, "profile", lambda *a, **k: ProfileReport([kernel_profile("vadd", {}, "n=4096")])
+        )
+        s._profile(check, {"spec": s._spec_desc(spec, None), "steps": VADD_STEPS}, cubin, {"vector_add": "vadd"}, "x.cu")  # fmt: skip
+        assert check.occupancy == [], check.occupancy
+        assert check.occupancy_note.startswith("ncu reported no achieved occupancy (missing: "), (
+            check.occupancy_note
+        )
