@@ -214,6 +214,32 @@ def signal_all(pids: list[int], sig: int) -> None:
             os.kill(p, sig)
 
 
+def stop_all(pids: list[int], timeout_s: float = 1.0) -> bool:
+    """SIGSTOP to each of `pids`, returning once every one has stopped (or ended): a signal is
+    delivered when the kernel next schedules its target, not when it is sent. False when one
+    still ran after `timeout_s`."""
+    signal_all(pids, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    waiting = list(pids)
+    while waiting:
+        waiting = [p for p in waiting if process_state(p) not in ("T", "t", "Z", "X", "")]
+        if not waiting:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.0001)
+    return True
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state /proc gives `pid` ("" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 def tool_preexec() -> Callable[[], None]:
     """`preexec_fn` for a tool run in its own session (`start_new_session=True`): it dies with
     the process that runs it. Its own children are ended through `tracked_group`. It only calls

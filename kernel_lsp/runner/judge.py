@@ -294,8 +294,9 @@ class AccusedProcess:
         slower). Work it queued before its answer was counted to it: a gated run's bracket
         closes only once its context has nothing left to run."""
         if self.proc.poll() is None and not self._paused:
-            procs.signal_all(procs.descendants(self.proc.pid), signal.SIGSTOP)
             self._paused = True
+            if not procs.stop_all(procs.descendants(self.proc.pid)):  # it cannot be held: ended
+                self.kill()
 
     def resume(self) -> None:
         if self._paused:

@@ -115,21 +115,13 @@ def test_the_switch_floor_is_measured_again_and_again_in_one_process_of_its_own(
         pool.close()
 
 
-def _states(pids: list[int]) -> list[str]:
-    states = []
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as f:
-            states.append(f.read().rsplit(")", 1)[1].split()[0])
-    return states
-
-
 @needs_sandbox
 @pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
 def test_an_accused_process_runs_only_between_a_request_and_its_answer(mechanism, tmp_path):
     """Stopped (SIGSTOP, every process and thread bubblewrap runs it in) from its answer to the
     judge's next request: nothing it left running can work while the other side is timed."""
     from kernel_lsp.fence.sandbox import bwrap_available
-    from kernel_lsp.procs import descendants
+    from kernel_lsp.procs import descendants, process_state
     from kernel_lsp.runner.judge import AccusedProcess
 
     if mechanism == "bwrap" and bwrap_available(str(tmp_path)) is not None:
@@ -139,10 +131,10 @@ def test_an_accused_process_runs_only_between_a_request_and_its_answer(mechanism
         assert accused.available, accused.hello
         members = descendants(accused.proc.pid)
         assert len(members) >= (2 if mechanism == "bwrap" else 1), members
-        assert set(_states(members)) == {"T"}, _states(members)
+        assert {process_state(p) for p in members} == {"T"}, members
         again = accused.request({"op": "hello"})  # woken for it, and stopped again after it
         assert again.get("status") == "ok", again
-        assert set(_states(descendants(accused.proc.pid))) == {"T"}
+        assert {process_state(p) for p in descendants(accused.proc.pid)} == {"T"}
     finally:
         accused.close()
     assert accused.proc.poll() is not None  # a stopped process still shuts down when asked
