@@ -255,13 +255,22 @@ def _kill_me_with_parent() -> None:
 @contextlib.contextmanager
 def tracked_group(pgid: int) -> Iterator[None]:
     """While the block runs, the process group `pgid` ends with this worker."""
-    with _groups_lock:
-        _groups.add(pgid)
+    track_group(pgid)
     try:
         yield
     finally:
-        with _groups_lock:
-            _groups.discard(pgid)
+        untrack_group(pgid)
+
+
+def track_group(pgid: int) -> None:
+    """The process group `pgid` ends with this worker (`end_process_group`), until untracked."""
+    with _groups_lock:
+        _groups.add(pgid)
+
+
+def untrack_group(pgid: int) -> None:
+    with _groups_lock:
+        _groups.discard(pgid)
 
 
 def limit_memory(max_bytes: int) -> None:

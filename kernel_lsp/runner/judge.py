@@ -232,6 +232,9 @@ class AccusedProcess:
         self._paused = False  # stopped between requests (`pause`)
         try:
             # Its output goes nowhere: nothing it prints can reach a report, a log or a prompt.
+            # It dies with the thread that starts it (the worker's main one, PDEATHSIG) and with
+            # the worker's end, even while stopped between requests (`pause`), when it could
+            # not see its socket close.
             self.proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
@@ -240,7 +243,9 @@ class AccusedProcess:
                 env=env,
                 pass_fds=[theirs.fileno()],
                 start_new_session=True,
+                preexec_fn=procs.tool_preexec(),
             )
+            procs.track_group(self.proc.pid)
         except OSError:
             ours.close()
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -329,6 +334,7 @@ class AccusedProcess:
             procs.kill_group(self.proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=10)
+        procs.untrack_group(self.proc.pid)
 
     def retire(self) -> None:
         """`close` in a thread of its own: the judge does not wait for a process to end."""

@@ -138,3 +138,47 @@ def test_an_accused_process_runs_only_between_a_request_and_its_answer(mechanism
     finally:
         accused.close()
     assert accused.proc.poll() is not None  # a stopped process still shuts down when asked
+
+
+STARTS_ONE_AND_WAITS = """
+import sys, time
+from kernel_lsp.runner.judge import AccusedProcess
+accused = AccusedProcess(0, True, sys.argv[1])
+print(accused.available, accused.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@needs_sandbox
+@pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
+def test_a_stopped_accused_process_ends_with_a_judge_that_is_killed(mechanism, tmp_path):
+    """Stopped between requests, it cannot see its socket close: it ends with the judge all the
+    same (SIGKILL when the thread that started it ends), its GPU context with it."""
+    import signal
+    import subprocess
+    import sys
+
+    from kernel_lsp.fence.sandbox import bwrap_available
+    from kernel_lsp.procs import descendants, process_state
+
+    if mechanism == "bwrap" and bwrap_available(str(tmp_path)) is not None:
+        pytest.skip(f"no bubblewrap here: {bwrap_available(str(tmp_path))}")
+    judge = subprocess.Popen(
+        [sys.executable, "-c", STARTS_ONE_AND_WAITS, mechanism],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=str(Path(__file__).resolve().parents[2]),
+    )
+    try:
+        available, pid = judge.stdout.readline().split()
+        assert available == "True"
+        members = descendants(int(pid))
+        assert {process_state(p) for p in members} == {"T"}, members
+        judge.send_signal(signal.SIGKILL)
+        judge.wait(timeout=10)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(process_state(p) not in ("", "Z", "X") for p in members):
+            time.sleep(0.05)
+        assert [process_state(p) for p in members if process_state(p) not in ("", "Z", "X")] == []
+    finally:
+        judge.kill()
