@@ -15,6 +15,7 @@ raises on user text.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -229,7 +230,23 @@ def _qualified(scope: Scope) -> str:
 
 def read_constants(source: str, defines: Sequence[str] = ()) -> Constants:
     """The macros (-D first, then the first `#define` of each name), file-scope `constexpr`,
-    `const` and enum integers, and one-line functions of `source`."""
+    `const` and enum integers, and one-line functions of `source`. A new Constants each call
+    (callers attach headers and evaluate into it); the reading itself is done once per text
+    (one check of a file asked for it six times: 12 ms of a 110 ms NVRTC save)."""
+    read = _read_constants(source, tuple(defines))
+    return Constants(
+        raw=dict(read.raw),
+        functions=dict(read.functions),
+        lines=dict(read.lines),
+        kinds=dict(read.kinds),
+        scoped=dict(read.scoped),
+        scopes=dict(read.scopes),
+        aliases=dict(read.aliases),
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _read_constants(source: str, defines: tuple[str, ...]) -> Constants:
     out = Constants()
 
     def add(name: str, text: str, kind: str, line: int) -> None:
