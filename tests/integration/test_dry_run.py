@@ -264,3 +264,38 @@ def test_two_buffers_where_the_launcher_passes_one_is_an_error(tmp_path):
     assert d.line == line_of(wrong, '"d_rms":') and d.severity is Severity.ERROR
     assert "`d_rms` and `rms` are one buffer: `rmsnorm_forward` passes the same variable as both" in d.message
     assert 'declare "d_rms": Alias("rms")' in d.message
+
+
+COUNTS_ITS_RUNS = SPEC.replace(
+    "def reference(a, b):\n",
+    "def reference(a, b):\n    with open(__file__ + '.runs', 'a') as f:\n        f.write('x')\n",
+)
+assert "runs" in COUNTS_ITS_RUNS
+
+
+def test_the_dry_run_is_run_again_only_when_its_spec_or_a_module_beside_it_changes(tmp_path):
+    """A save of the kernel file does not run the spec's reference again (it depends on the
+    spec alone); an edit of the spec, or of a Python file beside it, does; and a finding it
+    made is reported at every save, not only the first."""
+    runs = tmp_path / "vadd.spec.py.runs"
+
+    def count() -> int:
+        return len(runs.read_text()) if runs.exists() else 0
+
+    assert dry(tmp_path, COUNTS_ITS_RUNS) == []
+    first = count()
+    assert first > 0
+    assert dry(tmp_path, COUNTS_ITS_RUNS, VADD + "// saved again\n") == []
+    assert count() == first  # the kernel file changed, not the spec
+    (tmp_path / "helpers.py").write_text("K = 1\n")
+    assert dry(tmp_path, COUNTS_ITS_RUNS) == []
+    assert count() == 2 * first  # a module the spec could import appeared beside it
+    edited = COUNTS_ITS_RUNS + "\n# edited\n"
+    source = VADD + "// again\n"
+    (tmp_path / "vadd.cu").write_text(source)
+    assert spec_findings(str(tmp_path / "vadd.cu"), source, spec_text=edited) == []
+    assert count() == 3 * first  # the editor's unsaved spec text is another spec
+    broken = COUNTS_ITS_RUNS.replace('return {"c": a + b}', 'return {"d": a + b}')
+    for version in range(2):
+        found = dry(tmp_path, broken, VADD + f"// {version}\n")
+        assert found and found[0].severity is Severity.ERROR, found
