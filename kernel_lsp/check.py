@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import os
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from .codes import number_of, unknown_selectors
 from .compile import (
@@ -46,6 +48,9 @@ from .model import (
     ran_out_of_memory,
 )
 from .source import find_kernels
+
+if TYPE_CHECKING:
+    from .spec import Spec
 
 CUDA_SUFFIXES = (".cu", ".cuh")
 SPEC_SUFFIX = ".spec.py"
@@ -251,7 +256,9 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), launchers=includers)
+    check = compile_all_archs(
+        source, path, settings, base_dir, project, _first(includers), launchers=includers
+    )
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
@@ -532,7 +539,6 @@ def spec_findings(
     from .host_launch.spec_launch import with_host_launches
     from .source import find_kernel, find_kernels, parse_directives
     from .spec import check_entry_spec, check_spec, load_specs, source_constants, spec_path_for
-    from .spec.dry_run import dry_run as run_dry
 
     spec_path = spec_path_for(path)
     if spec_text is None and not os.path.exists(spec_path):
@@ -556,7 +562,7 @@ def spec_findings(
             if spec.is_entry:  # a host function, not kernels: its C signature against args
                 function = find_host_function(source, spec.entry or spec.kernel)
                 found += check_entry_spec(spec, function, entry_abi(function) if function else None)
-                found += _dry_run_once(spec, dry_key, run_dry)
+                found += _dry_run_once(spec, dry_key)
                 continue
             launches = with_host_launches(directives, source, spec.kernels, defines, path)
             found += check_spec(spec, kernels, launches, constants)
@@ -565,7 +571,7 @@ def spec_findings(
                     spec, [k for k in spec.kernels if find_kernel(kernels, k)], compiled
                 )
             found += _one_buffer_findings(spec, kernels, source, defines)
-            found += _dry_run_once(spec, dry_key, run_dry)  # `run` is the gate: it runs the spec
+            found += _dry_run_once(spec, dry_key)  # `run` is the gate: it runs the spec
     return found
 
 
@@ -579,8 +585,6 @@ _DRY_RUNS_KEPT = 64
 def _dry_run_key(spec_path: str, spec_text: str | None) -> tuple[object, ...] | None:
     """What a spec's dry run depends on that can be seen: its text (the editor's, else the
     file's) and the size and time of each Python file beside it (modules it may import)."""
-    import hashlib
-
     if spec_text is None:
         spec_text, _ = read_source(spec_path)  # a regular file only (never a FIFO's wait)
         if spec_text is None:
@@ -599,7 +603,10 @@ def _dry_run_key(spec_path: str, spec_text: str | None) -> tuple[object, ...] | 
     return (os.path.abspath(spec_path), hashlib.sha256(text).hexdigest(), tuple(sorted(beside)))
 
 
-def _dry_run_once(spec, key: tuple[object, ...] | None, run_dry) -> list[Diagnostic]:
+def _dry_run_once(spec: Spec, key: tuple[object, ...] | None) -> list[Diagnostic]:
+    """`spec`'s dry run (spec/dry_run.py), or its findings of the last time its key was seen."""
+    from .spec.dry_run import dry_run as run_dry
+
     if key is None:
         return run_dry(spec)
     full = (*key, spec.title)
