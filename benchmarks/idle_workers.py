@@ -29,13 +29,13 @@ REPO = Path(__file__).resolve().parent.parent
 
 def rss_mib(pid: int) -> float:
     """RSS of `pid` and its descendants, MiB."""
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
+    from kernel_lsp.procs import descendants
+
+    total = 0
+    for p in descendants(pid):
         try:
             status = Path(f"/proc/{p}/status").read_text()
             total += next(int(ln.split()[1]) for ln in status.splitlines() if ln.startswith("VmRSS:"))
-            todo += [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
         except (OSError, StopIteration):
             pass
     return total / 1024

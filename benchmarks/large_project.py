@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import statistics
@@ -48,24 +47,12 @@ sys.path.insert(0, str(REPO))
 from template_corpus import Corpus, nvcc_arguments, write_corpus  # noqa: E402
 
 from kernel_lsp.compile import find_toolchain  # noqa: E402
+from kernel_lsp.procs import descendants  # noqa: E402
 
 ARCH = "sm_90"
 
 
 # --- process trees ------------------------------------------------------------------------------
-
-
-def tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        # Every thread's children: the server's compile workers are started by the pool's thread.
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                with contextlib.suppress(OSError):
-                    todo += [int(c) for c in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
-    return out
 
 
 def rss_mib(pid: int) -> float:
@@ -91,7 +78,7 @@ def tree_rss_mib(pid: int, python_only: bool = False) -> float:
     """RSS of `pid` and its descendants; `python_only`: the server and its workers, not the
     compilers they run."""
     total = 0.0
-    for p in tree(pid):
+    for p in descendants(pid):
         if python_only:
             try:
                 exe = os.path.basename(os.readlink(f"/proc/{p}/exe"))
@@ -406,7 +393,7 @@ async def server_memory(code_root: Path, corpus: Corpus) -> dict:
         await asyncio.sleep(2)
         idle = tree_rss_mib(server.pid, python_only=True)
         server_alone = rss_mib(server.pid)
-        workers = len(tree(server.pid)) - 1
+        workers = len(descendants(server.pid)) - 1
         deadline = time.monotonic() + 120
         while (await server.stats())["workersRunning"] and time.monotonic() < deadline:
             await asyncio.sleep(0.5)
@@ -432,7 +419,7 @@ def tree_parts_mib(pid: int, measure=rss_mib) -> dict[str, float]:
     """Memory (`measure`: RSS or PSS) of a server's tree by part: the server, its compile workers
     (Python children), clangd, and the compilers running now."""
     parts = {"server": 0.0, "workers": 0.0, "clangd": 0.0, "compilers": 0.0}
-    for p in tree(pid):
+    for p in descendants(pid):
         try:
             exe = os.path.basename(os.readlink(f"/proc/{p}/exe"))
         except OSError:
