@@ -9,7 +9,11 @@ starts the compile worker and fills the caches a save does not pay for again):
   findings it publishes (the check itself runs in a compile worker);
 - the compile worker's: `check_jobs.check_job`, what that worker runs, in this process.
 
-    .venv/bin/python benchmarks/module_walk.py [--file samples/softmax/softmax_fp32.cu]
+With `--candidate`, the driver's side of a candidate instead: one round of the built-in tuner
+(`optimizer.session.run`) on tests/fixtures/tuner_entries/scale_iostream.cu, on the fake GPU (its
+worker and accused processes, which run the candidate, are not traced).
+
+    .venv/bin/python benchmarks/module_walk.py [--file samples/softmax/softmax_fp32.cu] [--candidate]
 
 Each module is printed once, in the order a call first entered it, with its layer and the
 function that entered it."""
@@ -102,10 +106,54 @@ def worker_side(path: str, walk: Walk) -> None:
         sys.setprofile(None)
 
 
+def candidate_side(walk: Walk) -> None:
+    import shutil
+    import tempfile
+
+    from kernel_lsp.compile import cuda_include_dirs
+    from kernel_lsp.config import Settings
+    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.optimizer.session import RunRequest, run
+    from kernel_lsp.runner.timing import TimingSettings
+
+    folder = Path(tempfile.mkdtemp())
+    for suffix in (".cu", ".spec.py"):
+        shutil.copy(
+            REPO / "tests" / "fixtures" / "tuner_entries" / f"scale_iostream{suffix}",
+            folder / f"scale{suffix}",
+        )
+    request = RunRequest(
+        path=str(folder / "scale.cu"),
+        kernel="scale",
+        rounds=1,
+        candidates=1,
+        use_cache=False,
+        workspace=str(folder),
+        proposer="tune",
+        settings=Settings(arch=("sm_90",), include_dirs=tuple(cuda_include_dirs())),
+    )
+    timing = TimingSettings(warmup_s=0.0, budget_s=0.05, min_samples=15, max_samples=15)
+    with GpuSession(fake=True, timing=timing) as gpu:
+        sys.setprofile(walk.hook)
+        try:
+            result = run(request, session=gpu)
+        finally:
+            sys.setprofile(None)
+    print(f"the round: {result.verdict[:160]}")
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", default=str(REPO / "samples" / "softmax" / "softmax_fp32.cu"))
-    path = str(Path(parser.parse_args().file).resolve())
+    parser.add_argument("--candidate", action="store_true", help="a tuner round's driver side instead")
+    args = parser.parse_args()
+    if args.candidate:
+        walk = Walk()
+        candidate_side(walk)
+        walk.print("a candidate, the driver's side")
+        return 0
+    path = str(Path(args.file).resolve())
     server, worker = Walk(), Walk()
     asyncio.run(server_side(path, server))
     worker_side(path, worker)
