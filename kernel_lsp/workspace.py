@@ -19,6 +19,7 @@ picklable (the CLI's check workers receive it)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -29,7 +30,8 @@ from typing import TYPE_CHECKING, Protocol
 from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
-from .compile.compile_commands import Lookup
+from .compile.compile_commands import Lookup, database_stamp
+from .compile.includes import header_stamps, include_closure
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .model import CompileResult, Diagnostic
 
@@ -259,6 +261,39 @@ class Workspace:
         return self.compile_options(path, None, source).with_arch(device.arch if device else None)
 
     # --- analysis (no GPU) ------------------------------------------------------------------------
+
+    def check_key(
+        self,
+        path: str,
+        text: str | None,
+        spec_path: str = "",
+        spec_text: str | None = None,
+        includers: tuple[Includer, ...] = (),
+    ) -> tuple[str | None, Lookup]:
+        """(the key a check of `path` with these inputs is cached under, the file's database
+        flags): its text, settings, headers (through the project's -I folders too), spec, database
+        and includers. None for a file read from disk (re-read each time: the watcher says when
+        it changes) or one over the size limit. It reads headers and the database: call it off
+        an editor's event loop. The flags go with the check (`CheckRequest.project`), so the
+        worker need not read the database again."""
+        settings = self.settings_for(path)
+        project = settings.project_flags(path, self.root)
+        if text is None or len(text) > settings.max_file_bytes:
+            return None, project
+        ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        # Not the project's -isystem folders: torch's or a toolkit's headers change with an
+        # install, and scanning them would take seconds.
+        dirs = tuple(settings.include_dirs) + (project.flags.include_dirs if project.flags else ())
+        try:
+            headers = include_closure(text, path, dirs)
+        except Exception:
+            headers = {}
+        # The spec sidecar's findings are part of the result: its text, or its stamp on disk.
+        spec = spec_text if spec_text is not None else header_stamps([spec_path])
+        database = database_stamp(path, self.root, settings.compile_commands)
+        context = [(p, t if t is not None else header_stamps([p])) for p, t in includers]
+        raw = repr((path, ident, settings, header_stamps(headers), spec, database, context))
+        return hashlib.sha256(raw.encode()).hexdigest(), project
 
     def analyze(
         self,

@@ -23,13 +23,11 @@ from ..compile import (
     MAX_FILE_BYTES,
     ask_nvrtc_in_child,
     check_arch,
-    header_stamps,
-    include_closure,
     local_gpu_arch,
     read_source,
 )
 from ..compile.cancel import cancel
-from ..compile.compile_commands import Lookup, database_stamp
+from ..compile.compile_commands import Lookup
 from ..compile.files import read_text_file, read_text_prefix
 from ..compile.jobs import JobFailed, WorkerPool, run_jobs
 from ..compile.options import CompileOptions, cuda_include_dirs
@@ -63,12 +61,9 @@ __all__ = [
     "collect_files",
     "cuda_include_dirs",
     "cuda_versions",
-    "database_stamp",
     "default_workers",
     "failed_check",
     "front_end_job",
-    "header_stamps",
-    "include_closure",
     "includers_for",
     "job_deadline",
     "lean_analyze",

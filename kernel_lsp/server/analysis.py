@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import shutil
@@ -43,17 +42,13 @@ from ..api.checks import (
     FileCheck,
     Includer,
     JobFailed,
-    Lookup,
     Settings,
     WorkerPool,
     cancel,
     check_job,
-    database_stamp,
     default_workers,
     failed_check,
     front_end_job,
-    header_stamps,
-    include_closure,
     job_deadline,
     make_temp_folder,
     release_memory,
@@ -254,9 +249,9 @@ class Analysis:
                 continue
             then = self._keys.get(path)
             if then is not None:
-                snap, _, settings, base_dir, spec_path, spec_text, includers = self._inputs(path)
+                snap, workspace, _, spec_path, spec_text, includers = self._inputs(path)
                 now, _ = await loop.run_in_executor(
-                    None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+                    None, workspace.check_key, path, snap.text, spec_path, spec_text, includers
                 )
                 if now == then:
                     continue
@@ -336,7 +331,7 @@ class Analysis:
 
     def _inputs(
         self, path: str
-    ) -> tuple[Snapshot, Workspace, Settings, str | None, str, str | None, tuple[Includer, ...]]:
+    ) -> tuple[Snapshot, Workspace, Settings, str, str | None, tuple[Includer, ...]]:
         """What a check of `path` reads now: its text, settings, spec and includers."""
         snap = self._snapshot(path)
         workspace = self._workspace()
@@ -346,12 +341,12 @@ class Analysis:
         spec_path = spec_path_for(path)
         spec_text = self._snapshot(spec_path).text
         includers = self.includers(path) if not path.endswith(".cu") else ()
-        return snap, workspace, workspace.settings_for(path), workspace.root, spec_path, spec_text, includers
+        return snap, workspace, workspace.settings_for(path), spec_path, spec_text, includers
 
     async def _check_once(self, path: str) -> None:
         if self._closed:  # no workers may start after shutdown
             return
-        snap, workspace, settings, base_dir, spec_path, spec_text, includers = self._inputs(path)
+        snap, workspace, settings, spec_path, spec_text, includers = self._inputs(path)
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
@@ -359,7 +354,7 @@ class Analysis:
         # Reading headers and the project's database for the key: never on the loop (a large
         # compile_commands.json takes seconds, a header can be on a slow disk).
         key, project = await loop.run_in_executor(
-            None, self._prepare, path, snap.text, settings, spec_path, spec_text, includers, base_dir
+            None, workspace.check_key, path, snap.text, spec_path, spec_text, includers
         )
         check = self._cache.get(key) if key else None
         if check is None:
@@ -495,56 +490,6 @@ class Analysis:
             return
         self.first_looks += 1
         self.set_findings(path, preview.diagnostics)
-
-    @classmethod
-    def _prepare(
-        cls,
-        path: str,
-        text: str | None,
-        settings: Settings,
-        spec_path: str,
-        spec_text: str | None,
-        includers: tuple[Includer, ...],
-        base_dir: str | None,
-    ) -> tuple[str | None, Lookup]:
-        """In a thread: the cache key and the file's database flags (handed to the worker, which
-        then need not read the database itself)."""
-        project = settings.project_flags(path, base_dir)
-        key = cls._cache_key(path, text, settings, spec_path, spec_text, includers, base_dir, project)
-        return key, project
-
-    @staticmethod
-    def _cache_key(
-        path: str,
-        text: str | None,
-        settings: Settings,
-        spec_path: str = "",
-        spec_text: str | None = None,
-        includers: tuple[Includer, ...] = (),
-        base_dir: str | None = None,
-        project: Lookup | None = None,
-    ) -> str | None:
-        """`project`: the file's database flags when the caller has them (a lookup per check)."""
-        if text is None:
-            return None  # files on disk are re-read each time: the watcher says when they change
-        if len(text) > settings.max_file_bytes:
-            return None  # not compiled anyway; scanning it for includes would block the loop
-        ident = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        # Headers found through the project's -I folders too (not its -isystem ones: torch's or a
-        # toolkit's headers change with an install, and scanning them here would block the loop).
-        flags = (project or settings.project_flags(path, base_dir)).flags
-        dirs = tuple(settings.include_dirs) + (flags.include_dirs if flags else ())
-        try:
-            headers = include_closure(text, path, dirs)
-        except Exception:
-            headers = {}
-        # The spec sidecar's findings are part of the result: its text, or its stamp on disk.
-        spec = spec_text if spec_text is not None else header_stamps([spec_path])
-        # The project's flags (compile_commands.json) and a header's includer are inputs too.
-        database = database_stamp(path, base_dir, settings.compile_commands)
-        context = [(p, t if t is not None else header_stamps([p])) for p, t in includers]
-        raw = repr((path, ident, settings, header_stamps(headers), spec, database, context))
-        return hashlib.sha256(raw.encode()).hexdigest()
 
     # --- where kernels are defined --------------------------------------------------------------
 

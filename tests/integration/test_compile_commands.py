@@ -378,7 +378,7 @@ def test_the_committed_database_matches_what_cmake_writes(tmp_path):
 def test_the_servers_result_cache_follows_headers_found_through_the_database(tmp_path):
     # An open file's cached result must not outlive an edit to a header that only the
     # database's -I folder finds.
-    from kernel_lsp.server.analysis import Analysis
+    from kernel_lsp.workspace import Workspace
 
     (tmp_path / "include").mkdir()
     header = tmp_path / "include" / "op.cuh"
@@ -391,11 +391,11 @@ def test_the_servers_result_cache_follows_headers_found_through_the_database(tmp
         tmp_path / "build",
         [{"directory": ".", "command": "nvcc -I../include -c ../src/k.cu", "file": "../src/k.cu"}],
     )
-    settings = Settings()
-    before = Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path))
-    assert Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path)) == before
+    workspace = Workspace(root=str(tmp_path), base=Settings())
+    before, _ = workspace.check_key(str(kernel), text)
+    assert before is not None and workspace.check_key(str(kernel), text)[0] == before
     header.write_text("#define OP(x) ((x) * 2)\n")
-    assert Analysis._cache_key(str(kernel), text, settings, base_dir=str(tmp_path)) != before
+    assert workspace.check_key(str(kernel), text)[0] != before
 
 
 def test_the_upward_search_lists_a_folder_again_only_when_it_changed(tmp_path, monkeypatch):

@@ -130,8 +130,8 @@ def test_a_file_is_checked_again_only_when_an_input_of_its_last_check_changed(tm
         )
         asked: list[str] = []
         analysis.request = lambda p, background=False: asked.append(p)  # type: ignore[method-assign]
-        snap, _, settings, base_dir, spec_path, spec_text, includers = analysis._inputs(path)
-        key, _ = analysis._prepare(path, snap.text, settings, spec_path, spec_text, includers, base_dir)
+        snap, workspace, _, spec_path, spec_text, includers = analysis._inputs(path)
+        key, _ = workspace.check_key(path, snap.text, spec_path, spec_text, includers)
         assert key is not None
         analysis.results[path], analysis._keys[path] = FileCheck(path, [], []), key
         await analysis.recheck_changed([path])
