@@ -172,6 +172,21 @@ def test_a_candidate_goes_to_the_free_actor_while_the_other_checks(fake_gpus, tm
     )
     sent = sent_on(busy)
     first: list = []
+    # Whether the first check was still running each time the free actor was sent a check: the
+    # second candidate's request left at once (whenever its check then ends: on a loaded CI
+    # machine it ended after the busy actor's 4 s of timing).
+    first_running_when_sent: list[bool] = []
+    real_call = free._call
+
+    def call(method: str, *args):
+        if method == "check":
+            first_running_when_sent.append(long_check.is_alive())
+        return real_call(method, *args)
+
+    free._call = call  # type: ignore[method-assign]
+    busy_call = busy._call
+    to_busy: list[str] = []
+    busy._call = lambda method, *args: (to_busy.append(method), busy_call(method, *args))[1]  # type: ignore[method-assign]
     try:
         # The pool lends its first member (the busy actor) to the first job.
         long_check = threading.Thread(
@@ -179,8 +194,12 @@ def test_a_candidate_goes_to_the_free_actor_while_the_other_checks(fake_gpus, tm
         )
         long_check.start()
         assert sent.wait(60)
+        checks_on_busy = to_busy.count("check")
         second = evaluator.check(with_behaviour("vadd", "x"), original, trusted=True)
-        assert long_check.is_alive(), "the second candidate waited for the busy actor"
+        assert first_running_when_sent and all(first_running_when_sent), (
+            "the second candidate waited for the busy actor"
+        )
+        assert to_busy.count("check") == checks_on_busy, "the second candidate went to the busy actor"
         assert second.ok, second.problems
         long_check.join(120)
         assert first and first[0].ok, first[0].problems if first else "no result"
