@@ -256,9 +256,7 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(
-        source, path, settings, base_dir, project, _first(includers), launchers=includers
-    )
+    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), launchers=includers)
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
