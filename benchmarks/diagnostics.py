@@ -74,7 +74,8 @@ def children(pid: int) -> list[int]:
 
 
 class Bench:
-    def __init__(self) -> None:
+    def __init__(self, clangd: bool = True) -> None:
+        self.clangd = clangd
         self.client = LanguageClient("kernel-lsp-bench", "1")
         self.published: dict[str, tuple[int | None, float, int]] = {}
         self.events: dict[str, asyncio.Event] = {}
@@ -102,7 +103,11 @@ class Bench:
             types.InitializeParams(
                 capabilities=types.ClientCapabilities(),
                 root_uri=root.as_uri(),
-                initialization_options={"arch": [ARCH], "gpu": {"enabled": False}},
+                initialization_options={
+                    "arch": [ARCH],
+                    "gpu": {"enabled": False},
+                    "clangd": {"enabled": self.clangd},
+                },
             )
         )
         startup = time.perf_counter() - t0
@@ -314,7 +319,7 @@ async def main_async(args) -> None:
         compile_nvrtc(
             "__global__ void w() {}\n", str(root / "w.cu"), CompileOptions(arch=ARCH), use_cache=False
         )
-        b = Bench()
+        b = Bench(clangd=not args.no_clangd)
         startup, pid = await b.start(root)
         await asyncio.sleep(3.0)  # workers warm up; then idle
         rss_server = rss_kib(pid)
@@ -339,7 +344,11 @@ async def main_async(args) -> None:
         f"{'sample (NVRTC answers)':34} {'save->diag med':>14} {'p95':>8} {'bare NVRTC':>10} {'overhead':>9} "
         f"{'re-save':>8} {'nvcc -c':>8} {'nvcc/save':>9}"
     )
-    print(f"\nkernel-lsp diagnostics benchmark ({args.saves} saves per sample, times in ms, arch {ARCH})")
+    clangd = "off" if args.no_clangd else "on"
+    print(
+        f"\nkernel-lsp diagnostics benchmark ({args.saves} saves per sample, times in ms, arch {ARCH},"
+        f" clangd {clangd})"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
@@ -403,6 +412,9 @@ def main() -> None:
     p.add_argument("--nvcc-runs", type=int, default=2)
     p.add_argument("--nvcc-saves", type=int, default=10, help="saves per file nvcc decides (0: skip them)")
     p.add_argument("--only", action="append", help="substring of the sample paths to keep (repeatable)")
+    p.add_argument(
+        "--no-clangd", action="store_true", help="clangd off (its share of a save: run with and without)"
+    )
     asyncio.run(main_async(p.parse_args()))
 
 

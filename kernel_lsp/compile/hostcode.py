@@ -145,3 +145,98 @@ def host_code_message(uses: list[HostCodeUse], advice: str = "") -> str:
         + " the host code with `#ifndef __CUDACC_RTC__` ... `#endif`, or, if unannotated "
         f"functions are meant for the device, {DEFAULT_DEVICE} (NVRTC's -default-device)."
     )
+
+
+# NVRTC's JIT mode refuses, at namespace or class scope, a function declared without an execution
+# space (`inline int round_up(int n)`, a struct's member, a constructor with a body, an operator)
+# and a namespace-scope variable without a memory space (`int counter;`); nvcc's device pass
+# compiles both for the host and says nothing. `= default` and `= delete` members, `const` and
+# `constexpr` variables NVRTC takes (tests/integration/test_nvcc_truth.py asks NVRTC itself).
+_EXECUTION_SPACES = re.compile(r"\b(?:__device__|__global__|__host__)\b")
+_SPACE_MACRO = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+[^\n]*\b(?:__device__|__global__|__host__)\b", re.M
+)
+_MEMORY_SPACES = re.compile(r"\b(?:__device__|__constant__|__shared__|__managed__|const|constexpr)\b")
+_NOT_A_DECLARATION = re.compile(
+    r"^\s*(?:typedef|using|static_assert|friend|return|namespace|template\s*<[^;]*>\s*(?:struct|class|union)"
+    r"|struct|class|union|enum|extern\s*$)\b"
+)
+_CALLED = re.compile(r"(?:\b(?:operator\s*(?:\(\s*\)|[^\s(\w]+|\w+)|~?[A-Za-z_]\w*))\s*\($")
+_CLASS_HEAD = re.compile(r"\b(?:struct|class|union)\b[^(){};=]*$")
+_NAMESPACE_HEAD = re.compile(r"\bnamespace\b[^(){};=]*$|\bextern\s*$")
+
+
+def find_unannotated(source: str) -> HostCodeUse | None:
+    """The first function or namespace-scope variable NVRTC's JIT mode refuses for want of an
+    execution or memory space, or None. A macro whose body names an execution space
+    (`#define HD __host__ __device__`) counts as one. Misses cost only time (NVRTC's error sends
+    the file to nvcc); so does a false find (nvcc decides)."""
+    from ..constants import without_preprocessor  # the layer below: its preprocessor blanking
+    from ..lexer import blank, matching
+
+    macros = set(_SPACE_MACRO.findall(source))
+    annotated = (
+        re.compile(rf"{_EXECUTION_SPACES.pattern}|\b(?:{'|'.join(map(re.escape, macros))})\b")
+        if macros
+        else _EXECUTION_SPACES
+    )
+    code = without_preprocessor(blank(source))
+
+    def declared(statement: str, at: int, scope: str) -> HostCodeUse | None:
+        """What `statement` (ending at offset `at`, before its `;` or body) declares unannotated."""
+        if _NOT_A_DECLARATION.match(statement) or not statement.strip():
+            return None
+        head = re.sub(r"^\s*template\s*<", "<", statement)
+        if head.startswith("<"):  # a template's parameters: the declaration follows them
+            close = matching(head, 0)
+            head = head[close + 1 :] if close > 0 else head
+        paren = head.find("(")
+        name = _CALLED.search(head[: paren + 1]) if paren > 0 and "=" not in head[:paren] else None
+        if name is not None:
+            if annotated.search(head) or re.search(r"=\s*(?:default|delete)\s*$", head):
+                return None
+            if scope == "namespace" and not head[: name.start()].strip():
+                return None  # `NAME(args);` with no type before it: a macro's use
+            line = code.count("\n", 0, at - len(head) + name.start()) + 1
+            return HostCodeUse(
+                line, 0, f"`{name.group(0)[:-1].strip()}` declared without `__device__` or `__host__`"
+            )
+        if scope != "namespace" or annotated.search(head) or _MEMORY_SPACES.search(head):
+            return None
+        words = re.findall(r"[A-Za-z_]\w*", head.split("=", 1)[0])
+        if len(words) < 2:  # a variable has a type and a name
+            return None
+        line = code.count("\n", 0, at - len(head.lstrip())) + 1
+        return HostCodeUse(line, 0, f"namespace-scope variable `{words[-1]}` without `__device__`")
+
+    def scan(start: int, end: int, scope: str) -> HostCodeUse | None:
+        i = statement = start
+        while i < end:
+            c = code[i]
+            if c == ";":
+                if found := declared(code[statement:i], i, scope):
+                    return found
+                statement = i + 1
+            elif c == "{":
+                close = matching(code, i, end)
+                if close < 0:
+                    return None
+                head = code[statement:i]
+                if _NAMESPACE_HEAD.search(head) or _CLASS_HEAD.search(head):
+                    inner = "namespace" if _NAMESPACE_HEAD.search(head) else "class"
+                    if found := scan(i + 1, close, inner):
+                        return found
+                    # `struct S {...} s;` goes on to its `;`; a namespace's block ends its statement
+                    if inner == "namespace":
+                        statement = close + 1
+                elif "(" in head and "=" not in head.split("(", 1)[0]:
+                    if found := declared(head, i, scope):  # a function's body follows its declarator
+                        return found
+                    statement = close + 1
+                i = close
+            elif c == "}":
+                statement = i + 1
+            i += 1
+        return None
+
+    return scan(0, len(code), "namespace")

@@ -12,7 +12,8 @@ and headers), in a tenth of the time. So, with `compiler = "auto"`:
 - NVRTC first, where `nvrtc_blind_spot` finds nothing: its clean verdict stands; an error it
   reports is nvcc's to confirm (nvcc's result replaces NVRTC's, so no NVRTC-only error stands).
 - nvcc alone, where it finds something (an include NVRTC cannot open or does not compile as nvcc
-  does, host code, `__CUDACC_RTC__`, flags only nvcc takes), or where the file's
+  does, host code, a function or variable declared without the execution or memory space JIT
+  mode asks for, `__CUDACC_RTC__`, flags only nvcc takes), or where the file's
   compile_commands.json entry runs nvcc (NVRTC's verdict is then only the editor's first look).
 - `compiler = "nvrtc"` or `defaultDevice` (the file is JIT-compiled, NVRTC is its build) and
   `compiler = "nvcc"` say it outright.
@@ -34,7 +35,7 @@ from ..lexer import blank_comments
 from ..source import find_includes
 from .files import MAX_FILE_BYTES, read_text_prefix
 from .host_names import host_name_clashes
-from .hostcode import find_host_code
+from .hostcode import find_host_code, find_unannotated
 from .includes import include_closure, resolve_include
 from .options import CompileOptions, cuda_include_dirs
 from .stamped import by_stamp
@@ -147,6 +148,8 @@ def _text_blind_spot(text: str) -> str | None:
         return f"tests {RTC_MACRO}, so NVRTC and nvcc compile different text"
     if host := find_host_code(text, "nvcc"):
         return f"has host code: {host[0].what} (line {host[0].line})"
+    if plain := find_unannotated(text):
+        return f"has {plain.what} (line {plain.line}), which NVRTC's JIT mode refuses"
     if clashes := host_name_clashes(text):
         return (
             f"declares `{clashes[0]}` at global scope, as the C library headers nvcc includes "

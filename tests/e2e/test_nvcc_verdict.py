@@ -31,9 +31,22 @@ class Publications(dict):
 
 # NVRTC (JIT mode): "A function without execution space annotations ... is considered a host
 # function, and host functions are not allowed in JIT mode" at line 2; nvcc's device pass: clean.
+# kernel-lsp sees the plain function and sends the file to nvcc at once (verdict.py).
 JIT_ONLY = """\
 #include <cuda_fp16.h>
 inline int round_up(int n, int m) { return (n + m - 1) / m * m; }
+__global__ void scale(__half* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = __hmul(x[i], __float2half(2.0f));
+}
+"""
+
+# The same plain function, written by a macro: kernel-lsp does not expand macros, so NVRTC runs
+# first and gives its JIT-mode error at line 3, which nvcc's clean verdict must replace unseen.
+JIT_ONLY_IN_A_MACRO = """\
+#include <cuda_fp16.h>
+#define HOST_HELPER(name) inline int name(int n, int m) { return (n + m - 1) / m * m; }
+HOST_HELPER(round_up)
 __global__ void scale(__half* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = __hmul(x[i], __float2half(2.0f));
@@ -58,7 +71,12 @@ __global__ void add(float* x, int n) {
 async def test_an_error_only_nvrtc_gives_is_never_published(client: LanguageClient, tmp_path):
     client.diagnostics = Publications()
     await start(client, tmp_path)
-    for name, text in (("jit_only.cu", JIT_ONLY), ("standard_header.cu", STANDARD_HEADER)):
+    files = (
+        ("jit_only.cu", JIT_ONLY),
+        ("jit_only_in_a_macro.cu", JIT_ONLY_IN_A_MACRO),
+        ("standard_header.cu", STANDARD_HEADER),
+    )
+    for name, text in files:
         path = tmp_path / name
         path.write_text(text)
         u = open_file(client, path)

@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from jit_mode_cases import JIT_MODE_CASES
+from jit_mode_cases import KERNEL as JIT_KERNEL
 
 from kernel_lsp.advice import nvidia_library
 from kernel_lsp.compile import (
@@ -247,3 +249,15 @@ def test_the_host_pass_runs_once_a_check_and_names_no_arch():
     (error,) = [d for d in check.diagnostics if d.severity == Severity.ERROR and not d.header_copy]
     assert error.line == 7 and error.message.startswith('function "atomicAdd(double *, double)" has already')
     assert "[sm_" not in error.message
+
+
+@pytest.mark.parametrize(("name", "text", "refused"), JIT_MODE_CASES, ids=[c[0] for c in JIT_MODE_CASES])
+def test_nvrtc_refuses_exactly_what_the_jit_mode_table_says(name, text, refused, tmp_path):
+    """The evidence for compile/hostcode.find_unannotated, whose table tests/unit/test_verdict.py
+    holds it to: NVRTC itself refuses each text the table says it refuses, and takes the others."""
+    path = tmp_path / "k.cu"
+    path.write_text(text + JIT_KERNEL)
+    options = CompileOptions(arch="sm_90", compiler="nvrtc")
+    result = compile_source(path.read_text(), str(path), options, use_cache=False)
+    errors = [d.message for d in result.diagnostics if d.severity == Severity.ERROR]
+    assert bool(errors) == refused, errors

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from jit_mode_cases import JIT_MODE_CASES
+from jit_mode_cases import KERNEL as JIT_KERNEL
 
 from kernel_lsp.compile import verdict
 from kernel_lsp.compile.compile_commands import parse_arguments
@@ -190,3 +192,19 @@ def test_the_global_names_a_text_declares():
 )
 def test_the_errors_only_jit_mode_gives(message, only_nvrtc):
     assert nvrtc_only_error(message) == only_nvrtc
+
+
+@pytest.mark.parametrize(("name", "text", "refused"), JIT_MODE_CASES, ids=[c[0] for c in JIT_MODE_CASES])
+def test_what_jit_mode_refuses_goes_to_nvcc_at_once(tmp_path, name, text, refused):
+    """NVRTC would refuse it, then nvcc decide: nvcc alone, without NVRTC's time first (a file of
+    kernels with plain host helpers was 1.15x bare nvcc through the server)."""
+    got = choice(tmp_path, text + JIT_KERNEL)
+    if refused:
+        assert got.backend == "nvcc" and not got.nvrtc_first, got
+        assert "which NVRTC's JIT mode refuses" in got.why_nvcc and "(line " in got.why_nvcc
+    else:
+        assert got == Choice("nvrtc", nvrtc_first=True), got
+
+
+def test_a_macro_call_at_namespace_scope_is_not_taken_for_a_declaration(tmp_path):
+    assert choice(tmp_path, "DEFINE_KERNELS(float);\n" + JIT_KERNEL).backend == "nvrtc"
