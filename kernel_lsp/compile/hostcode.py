@@ -163,6 +163,7 @@ _NOT_A_DECLARATION = re.compile(
 )
 _CALLED = re.compile(r"(?:\b(?:operator\s*(?:\(\s*\)|[^\s(\w]+|\w+)|~?[A-Za-z_]\w*))\s*\($")
 _CLASS_HEAD = re.compile(r"\b(?:struct|class|union)\b[^(){};=]*$")
+_STATEMENT_END = re.compile(r"[;{}]")
 _NAMESPACE_HEAD = re.compile(r"\bnamespace\b[^(){};=]*$|\bextern\s*$")
 
 
@@ -210,8 +211,9 @@ def find_unannotated(source: str) -> HostCodeUse | None:
         return HostCodeUse(line, 0, f"namespace-scope variable `{words[-1]}` without `__device__`")
 
     def scan(start: int, end: int, scope: str) -> HostCodeUse | None:
-        i = statement = start
-        while i < end:
+        statement = start
+        while (hit := _STATEMENT_END.search(code, start, end)) is not None:
+            i = hit.start()
             c = code[i]
             if c == ";":
                 if found := declared(code[statement:i], i, scope):
@@ -236,7 +238,7 @@ def find_unannotated(source: str) -> HostCodeUse | None:
                 i = close
             elif c == "}":
                 statement = i + 1
-            i += 1
+            start = i + 1
         return None
 
     return scan(0, len(code), "namespace")
