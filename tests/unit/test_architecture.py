@@ -240,6 +240,56 @@ def test_a_new_side_door_is_caught():
     ]
 
 
+# The optimizer's reach past the Workspace into the machine (compile, gpu, fence, evaluation,
+# runner), which issue 47 asks to end. The list only shrinks: a new reach fails the test below, and
+# one that is gone must leave the list. Direct imports only (a name re-exported by the Workspace
+# or the api is not followed here).
+MACHINE = ("compile", "gpu", "fence", "evaluation", "runner")
+_REPORT_TYPES = "the report types (ProfileReport, SanitizerReport): to move to the model layer"
+OPTIMIZER_REACH: dict[tuple[str, str], str] = {
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.compile"): "compile_isolated, CompileOptions",
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.compile.shared_lib"): "LibraryBuild",
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.evaluation.pool"): "BackendPool",
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.gpu"): "build_library",
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.runner.profile"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.extract", "kernel_lsp.compile.hostcode"): "find_host_code",
+    ("kernel_lsp.optimizer.features", "kernel_lsp.runner.profile"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.loop", "kernel_lsp.evaluation.specs"): "kernel_symbols",
+    ("kernel_lsp.optimizer.loop", "kernel_lsp.fence"): "check_files_read",
+    ("kernel_lsp.optimizer.loop", "kernel_lsp.runner.profile"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.loop", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.model", "kernel_lsp.runner.profile"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.model", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
+    ("kernel_lsp.optimizer.session", "kernel_lsp.compile"): "compile_isolated, read_source",
+    ("kernel_lsp.optimizer.session", "kernel_lsp.compile.files"): "read_text_file",
+    ("kernel_lsp.optimizer.session", "kernel_lsp.evaluation.choose"): "RayUnavailable",
+    ("kernel_lsp.optimizer.session", "kernel_lsp.gpu"): "GPU_OFF_IN_EDITOR, no_gpu_message",
+    ("kernel_lsp.optimizer.testing", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
+}
+
+
+def optimizer_reach(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {
+        (m, t)
+        for m, targets in graph.items()
+        if m.startswith("kernel_lsp.optimizer")
+        for t in targets
+        if t in MODULES and _part(t) in MACHINE
+    }
+
+
+def test_the_optimizer_reaches_the_machine_only_where_listed():
+    reach = optimizer_reach(GRAPH)
+    assert sorted(reach - set(OPTIMIZER_REACH)) == [], "a new reach past the Workspace"
+    assert sorted(set(OPTIMIZER_REACH) - reach) == [], "gone: drop it from OPTIMIZER_REACH"
+    synthetic = {m: set(t) for m, t in GRAPH.items()}
+    synthetic["kernel_lsp.optimizer.loop"] |= {"kernel_lsp.runner.judge"}
+    assert optimizer_reach(synthetic) - set(OPTIMIZER_REACH) == {
+        ("kernel_lsp.optimizer.loop", "kernel_lsp.runner.judge")
+    }
+
+
 def test_the_graph_reads_function_level_and_relative_imports(tmp_path):
     """The reader of the graph sees the imports a side door would use (a function's, relative)."""
     pkg = tmp_path / "kernel_lsp"
