@@ -19,7 +19,8 @@ sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions  # noqa: E402
 from kernel_lsp.gpu import GpuSession, check_file  # noqa: E402
-from kernel_lsp.runner.sanitizer import TOOLS, find_sanitizer  # noqa: E402
+from kernel_lsp.gpu_reports import TOOLS  # noqa: E402
+from kernel_lsp.runner.sanitizer import find_sanitizer  # noqa: E402
 from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
 
 ENTRIES = REPO / "tests" / "gpu" / "fixtures" / "entries"

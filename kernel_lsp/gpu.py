@@ -46,12 +46,13 @@ from kernel_lsp.evaluation.specs import (
     spec_desc,
 )
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
+from kernel_lsp.gpu_reports import TOOLS as SANITIZER_TOOLS
+from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import ProfileReport, find_ncu
-from kernel_lsp.runner.sanitizer import TOOLS as SANITIZER_TOOLS
-from kernel_lsp.runner.sanitizer import SanitizerReport, find_sanitizer, smallest_case
+from kernel_lsp.runner.profile import find_ncu
+from kernel_lsp.runner.sanitizer import find_sanitizer, smallest_case
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
 from kernel_lsp.spec import Spec, case_label, spec_path_for

@@ -4,9 +4,7 @@ kernel_lsp/server (it alone knows LSP); it reuses `kernel_line` and `stall_text`
 
 from __future__ import annotations
 
-from kernel_lsp.runner.hot_lines import HotLine
-from kernel_lsp.runner.limiter import KernelProfile
-from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.gpu_reports import HotLine, KernelProfile, ProfileReport
 from kernel_lsp.stats import format_seconds
 
 

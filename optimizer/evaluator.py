@@ -22,9 +22,8 @@ from kernel_lsp import archs
 from kernel_lsp.compile import CompileOptions, compile_isolated
 from kernel_lsp.compile.shared_lib import LibraryBuild
 from kernel_lsp.evaluation.pool import BackendPool
+from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 from kernel_lsp.model import CompileResult, Severity
-from kernel_lsp.runner.profile import ProfileReport
-from kernel_lsp.runner.sanitizer import SanitizerReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import archs
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.host_launch.occupancy import host_code
 from kernel_lsp.profile_text import kernel_line, memory_text, sol_text
-from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Alias, Scalar, Spec, case_label
 

@@ -23,8 +23,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernel_lsp.evaluation.specs import kernel_symbols
-from kernel_lsp.runner.profile import ProfileReport
-from kernel_lsp.runner.sanitizer import SanitizerReport
+from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 from kernel_lsp.spec import Spec
 
 from .cache import ResultCache

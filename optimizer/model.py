@@ -8,8 +8,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel_lsp.runner.profile import ProfileReport
-from kernel_lsp.runner.sanitizer import SanitizerReport
+from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 
 
 class Status(str, enum.Enum):

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from kernel_lsp.runner.sanitizer import TOOLS, SanitizerFinding, SanitizerReport
+from kernel_lsp.gpu_reports import TOOLS, SanitizerFinding, SanitizerReport
 
 from .evaluator import CheckResult, Evaluator
 from .features import Hardware

@@ -13,9 +13,8 @@ from ..gpu_check import (
     mark_unverified,
     verify_checks,
 )
+from ..gpu_reports import HotLine, ProfileReport
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
-from ..runner.hot_lines import HotLine
-from ..runner.profile import ProfileReport
 from ..runner.timing import TimingSettings
 
 __all__ = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.spec import Spec
 
 from .results import Comparison, KernelCheck

@@ -16,11 +16,12 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 from kernel_lsp.model import CheckStatus
 from kernel_lsp.procs import ToolRuns, env_flag
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
-from kernel_lsp.runner.profile import ProfileReport, profile_kernels
-from kernel_lsp.runner.sanitizer import SanitizerReport, sanitize
+from kernel_lsp.runner.profile import profile_kernels
+from kernel_lsp.runner.sanitizer import sanitize
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import In, InOut, Spec, distributions

@@ -29,9 +29,9 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.model import CheckStatus
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec

@@ -29,8 +29,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.model import CheckStatus
-from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.runner.verify import Problem
 
 from .results import Comparison, KernelCheck

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_lsp.gpu_reports import OccupancyFigure, ProfileReport
 from kernel_lsp.model import CheckStatus, Diagnostic
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.profile import OccupancyFigure, ProfileReport
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.stats import Measurement, format_seconds
 

@@ -9,45 +9,13 @@ NVRTC resolved. A path with the main file's name is the main file even where the
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
-from typing import Any
 
-from kernel_lsp.runner.limiter import NOT_A_STALL, source_stall_reason, stall_label
+from kernel_lsp.gpu_reports import HotLine
+from kernel_lsp.runner.limiter import NOT_A_STALL, source_stall_reason
 from kernel_lsp.runner.ncu_pages import L2_SECTORS_EXCESSIVE, SHARED_WAVEFRONTS_EXCESSIVE, SourcePage
 
 HOT_LINES_PER_KERNEL = 5
 MIN_SHARE = 0.02  # lines with fewer samples than this are not "hot"
-
-
-@dataclass(frozen=True)
-class HotLine:
-    kernel: str
-    path: str
-    line: int  # 1-based, in `path`
-    text: str  # the line as ncu read it
-    share: float  # of the kernel's warp stall samples, 0..1
-    samples: int
-    top_stall: str  # ncu's reason name (long_scoreboard); "" when none
-    top_stall_share: float  # of this line's samples
-    instructions: int = 0
-    excess_l2_sectors: int = 0  # uncoalesced global accesses on this line
-    excess_shared_wavefronts: int = 0  # bank conflicts on this line
-
-    @property
-    def stall_label(self) -> str:
-        return stall_label(self.top_stall) if self.top_stall else "no stall"
-
-    @property
-    def summary(self) -> str:
-        """`31% of stall samples: long scoreboard` (what a code lens says)."""
-        return f"{self.share:.0%} of stall samples: {self.stall_label}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(asdict(self), stall_label=self.stall_label)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> HotLine:
-        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
 def local_path(ncu_path: str, main_path: str) -> str:

@@ -11,8 +11,7 @@ there and says "unknown" when the speed-of-light figures themselves are missing.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from kernel_lsp.gpu_reports import KernelProfile, Stall
 
 BUSY_PCT = 60.0  # ncu's threshold for "this unit is the bottleneck"
 LAUNCH_BOUND_S = 5e-6  # shorter kernels are dominated by launch and ramp-up
@@ -63,109 +62,13 @@ SOURCE_STALLS = {
     "dispatch": "dispatch_stall",
     "sleep": "sleeping",
 }
-STALL_LABELS = {
-    "long_scoreboard": "long scoreboard",
-    "short_scoreboard": "short scoreboard",
-    "lg_throttle": "LG throttle",
-    "mio_throttle": "MIO throttle",
-    "math_pipe_throttle": "math pipe throttle",
-    "tex_throttle": "TEX throttle",
-    "imc_miss": "IMC miss",
-    "no_instruction": "no instruction",
-    "dispatch_stall": "dispatch stall",
-    "branch_resolving": "branch resolving",
-    "not_selected": "not selected",
-}
-# What the warp waits for: said in hover and in the LLM prompt.
-STALL_MEANINGS = {
-    "long_scoreboard": "waiting for global/local memory (L1TEX) results",
-    "short_scoreboard": "waiting for shared memory or special-function results (MIO)",
-    "barrier": "waiting at __syncthreads for the rest of the block",
-    "mio_throttle": "the shared-memory/special-instruction queue is full",
-    "lg_throttle": "the global/local memory instruction queue is full",
-    "math_pipe_throttle": "a math pipe is busy",
-    "wait": "a fixed-latency dependency",
-    "not_selected": "eligible, but another warp issued",
-    "no_instruction": "no instruction fetched (instruction cache, branch targets)",
-    "branch_resolving": "waiting for a branch target",
-    "drain": "waiting for stores to drain at exit",
-    "membar": "waiting at a memory barrier",
-    "dispatch_stall": "the dispatcher held the instruction",
-    "tex_throttle": "the texture queue is full",
-    "imc_miss": "constant cache miss",
-    "sleeping": "sleeping (nanosleep or a yield)",
-    "gmma": "waiting for a warpgroup MMA",
-}
 NOT_A_STALL = {"selected"}  # the sample where the warp issued
-
-
-def stall_label(reason: str) -> str:
-    return STALL_LABELS.get(reason, reason.replace("_", " "))
 
 
 def source_stall_reason(column: str) -> str:
     """`stall_long_sb` -> `long_scoreboard`."""
     short = column.removeprefix("stall_")
     return SOURCE_STALLS.get(short, short)
-
-
-@dataclass(frozen=True)
-class Stall:
-    reason: str  # ncu's name: long_scoreboard
-    warps_per_issue: float  # average warps stalled on it per issued instruction
-    share: float  # of all stalled warps (selected excluded), 0..1
-
-    @property
-    def label(self) -> str:
-        return stall_label(self.reason)
-
-    @property
-    def meaning(self) -> str:
-        return STALL_MEANINGS.get(self.reason, "")
-
-
-@dataclass
-class KernelProfile:
-    """One kernel of a pipeline under ncu, on the largest timed case."""
-
-    kernel: str
-    case: str = ""
-    limiter: str = "unknown"  # memory-bound, compute-bound, latency-bound, launch-bound, unknown
-    evidence: str = ""  # the figure that shows it: "L1/shared at 87% of peak"
-    sol: dict[str, float] = field(default_factory=dict)  # label -> % of peak
-    memory_pct: float | None = None
-    compute_pct: float | None = None
-    top_pipe: str = ""
-    top_pipe_pct: float | None = None
-    achieved_occupancy: float | None = None  # 0..1
-    theoretical_occupancy: float | None = None  # 0..1
-    stalls: list[Stall] = field(default_factory=list)  # top first
-    bank_conflicts: int | None = None
-    shared_wavefronts: int | None = None
-    sectors_per_request: dict[str, float] = field(default_factory=dict)  # load/store -> sectors
-    duration_s: float | None = None
-    grid_blocks: int | None = None
-    sm_count: int | None = None
-    missing: list[str] = field(default_factory=list)  # metrics this ncu did not report
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["stalls"] = [dict(asdict(s), label=s.label) for s in self.stalls]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> KernelProfile:
-        d = dict(d)
-        d["stalls"] = [
-            Stall(s["reason"], float(s["warps_per_issue"]), float(s["share"])) for s in d.get("stalls", [])
-        ]
-        known = cls.__dataclass_fields__
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-    @property
-    def headline(self) -> str:
-        """`memory-bound (L1/shared at 87% of peak)`."""
-        return f"{self.limiter} ({self.evidence})" if self.evidence else self.limiter
 
 
 def kernel_profile(kernel: str, metrics: dict[str, float], case: str = "", top: int = 4) -> KernelProfile:

@@ -30,13 +30,13 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import tempdirs
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.procs import ToolRuns
-from kernel_lsp.runner.hot_lines import HotLine, hot_lines
-from kernel_lsp.runner.limiter import KernelProfile, kernel_profile
+from kernel_lsp.runner.hot_lines import hot_lines
+from kernel_lsp.runner.limiter import kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
 from kernel_lsp.runner.one_launch import tool_command, write_job
 
@@ -55,72 +55,6 @@ SECTIONS = (
     "SchedulerStats",
     "SourceCounters",
 )
-
-
-@dataclass(frozen=True)
-class OccupancyFigure:
-    """One kernel of a pipeline: the fraction of the SMs' warp slots in use, averaged over the
-    cycles an SM was active (achieved), next to ncu's own theoretical figure."""
-
-    kernel: str
-    achieved: float  # 0..1
-    theoretical: float  # 0..1
-    case: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "achieved": self.achieved,
-            "theoretical": self.theoretical,
-            "case": self.case,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OccupancyFigure:
-        return cls(str(d["kernel"]), float(d["achieved"]), float(d["theoretical"]), str(d["case"]))
-
-
-@dataclass
-class ProfileReport:
-    """What ncu said about each kernel of a pipeline, and its hottest lines."""
-
-    kernels: list[KernelProfile] = field(default_factory=list)
-    hot_lines: list[HotLine] = field(default_factory=list)
-    case: str = ""
-    note: str = ""  # why there is no profile (or part of it), in words a user can act on
-    wall_s: float = 0.0  # the profiling run, ncu and page printing included
-
-    @property
-    def missing(self) -> list[str]:
-        return sorted({m for k in self.kernels for m in k.missing})
-
-    @property
-    def occupancy(self) -> list[OccupancyFigure]:
-        return [
-            OccupancyFigure(k.kernel, k.achieved_occupancy, k.theoretical_occupancy or 0.0, self.case)
-            for k in self.kernels
-            if k.achieved_occupancy is not None
-        ]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case": self.case,
-            "kernels": [k.to_dict() for k in self.kernels],
-            "hotLines": [h.to_dict() for h in self.hot_lines],
-            "missing": self.missing,
-            "note": self.note or None,
-            "wallSeconds": round(self.wall_s, 3),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
-        return cls(
-            kernels=[KernelProfile.from_dict(k) for k in d.get("kernels", [])],
-            hot_lines=[HotLine.from_dict(h) for h in d.get("hotLines", [])],
-            case=str(d.get("case", "")),
-            note=str(d.get("note") or ""),
-            wall_s=float(d.get("wallSeconds", 0.0)),
-        )
 
 
 def find_ncu() -> str | None:

@@ -17,14 +17,13 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import tempdirs
+from kernel_lsp.gpu_reports import TOOLS, SanitizerFinding, SanitizerReport
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.one_launch import SANDBOX_EXIT, in_bwrap, tool_command, write_job
 
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 SANITIZER_PLACES = ("/usr/local/cuda/bin/compute-sanitizer",)
 TOOL_TIMEOUT_S = 180.0
 ERROR_EXIT = 86
@@ -40,78 +39,6 @@ _NOT_FINDINGS = (
     "RACECHECK SUMMARY",
     "Target application",
 )
-
-
-# A finding's kind, from the tool's first line of it: the words a prompt gets (`summary`).
-FINDING_KINDS = [
-    (re.compile(r"Invalid __(global|shared|local)__ (read|write)"), "invalid {0} {1}"),
-    (re.compile(r"Misaligned"), "misaligned access"),
-    (re.compile(r"Race reported|[Hh]azard"), "race on shared memory"),
-    (re.compile(r"Uninitialized __(global|shared)__ memory read"), "read of uninitialized {0} memory"),
-    (re.compile(r"Barrier error|[Dd]ivergent"), "barrier in divergent code"),
-    (re.compile(r"Leaked"), "device memory leaked"),
-    (re.compile(r"Program hit|CUDA_ERROR|cudaError"), "a CUDA call failed"),
-]
-
-
-@dataclass(frozen=True)
-class SanitizerFinding:
-    tool: str
-    message: str  # the sanitizer's first line ("Uninitialized __shared__ memory read of size 4 bytes")
-    path: str = ""  # the source file it names (empty: not known)
-    line: int = 0
-    detail: str = ""  # the next lines of its report (where, which thread)
-
-    def describe(self) -> str:
-        where = f"{os.path.basename(self.path)}:{self.line}: " if self.line else ""
-        return f"{where}{self.tool}: {self.message}"
-
-    @property
-    def kind(self) -> str:
-        """What the finding is, in words of kernel-lsp's own (FINDING_KINDS)."""
-        for pattern, words in FINDING_KINDS:
-            m = pattern.search(self.message)
-            if m:
-                return words.format(*m.groups())
-        return "an error of another kind"
-
-    def summary(self) -> str:
-        """The finding for a prompt: its line, tool and kind, none of its text. The launch talks
-        to the tool (its injected library shares the launch's process), so the report's text is
-        the candidate's to steer; the tool and the kind come from fixed lists, the line is a line
-        of the candidate's own file (its number only)."""
-        where = f"line {self.line}: " if self.line else ""
-        return f"{where}{self.tool}: {self.kind}"
-
-
-@dataclass
-class SanitizerReport:
-    findings: list[SanitizerFinding] = field(default_factory=list)
-    tools: dict[str, float] = field(default_factory=dict)  # tool -> seconds it took
-    case: str = ""
-    note: str = ""  # why the gate was skipped or incomplete ("compute-sanitizer is not installed")
-    unconfined: bool = False  # host code an LLM wrote could not be run confined: nothing proven
-    incomplete: bool = False  # a tool's launch ended before its first CUDA call: nothing proven
-
-    @property
-    def ran(self) -> bool:
-        return bool(self.tools)
-
-    @property
-    def blocks_offer(self) -> bool:
-        """A finding blocks the offer; so does a launch that could not be confined or that never
-        reached CUDA (fail closed: nothing was proven)."""
-        return bool(self.findings) or self.unconfined or self.incomplete
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "findings": [f.__dict__ for f in self.findings],
-            "tools": self.tools,
-            "case": self.case,
-            "note": self.note,
-            "unconfined": self.unconfined,
-            "incomplete": self.incomplete,
-        }
 
 
 def find_sanitizer() -> str | None:

@@ -15,8 +15,7 @@ import pytest
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import find_toolchain
 from kernel_lsp.evaluation.results import KernelCheck
-from kernel_lsp.runner.limiter import KernelProfile
-from kernel_lsp.runner.profile import ProfileReport
+from kernel_lsp.gpu_reports import KernelProfile, ProfileReport
 from kernel_lsp.spec import Spec
 from kernel_lsp.workspace import launched_kernels
 

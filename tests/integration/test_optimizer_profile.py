@@ -11,10 +11,10 @@ from pathlib import Path
 from test_optimizer import SIMPLE, Scripted, _evaluator, _p, _target, simple  # noqa: F401
 from test_profile import report_of
 
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.optimizer.loop import LoopSettings, optimize
 from kernel_lsp.optimizer.proposers.tuner import TunerProposer
 from kernel_lsp.optimizer.report import markdown, to_json
-from kernel_lsp.runner.profile import ProfileReport
 
 
 class Recorder(Scripted):

@@ -15,10 +15,11 @@ from test_runner_protocol import SPEC, STEPS
 
 from kernel_lsp.cli.formats import format_gpu_check
 from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.runner.limiter import SHARED_WAVEFRONTS, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
-from kernel_lsp.runner.profile import ProfileReport, build_report
+from kernel_lsp.runner.profile import build_report
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
@@ -433,7 +434,7 @@ def test_hot_line_text_comes_from_the_compiled_buffer_not_the_disk():
 def test_a_profile_without_achieved_occupancy_says_so(spec, monkeypatch):
     """ncu ran and read the kernel, but not its occupancy metrics: the check says that, rather
     than leaving bench and hover without an occupancy line and without a reason."""
-    from kernel_lsp.runner.profile import ProfileReport
+    from kernel_lsp.gpu_reports import ProfileReport
 
     monkeypatch.setenv("KERNEL_LSP_NCU", str(FAKE_NCU))
     with fake_session() as s:

@@ -10,7 +10,8 @@ import pytest
 
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.gpu import GpuSession
-from kernel_lsp.runner.sanitizer import TOOLS, parse_findings, smallest_case
+from kernel_lsp.gpu_reports import TOOLS
+from kernel_lsp.runner.sanitizer import parse_findings, smallest_case
 
 FAKE_SANITIZER = Path(__file__).resolve().parents[1] / "fixtures" / "fake_sanitizer.py"
 

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "tempdirs": 0,  # temporary folders with an owner file, reaped when their owner is gone
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
+    "gpu_reports": 0,  # what ncu and compute-sanitizer said, as plain results
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     "settings_shape": 0,  # a settings object's keys, read before the settings module loads
     # reading sources and compiling them
@@ -245,27 +246,18 @@ def test_a_new_side_door_is_caught():
 # one that is gone must leave the list. Direct imports only (a name re-exported by the Workspace
 # or the api is not followed here).
 MACHINE = ("compile", "gpu", "fence", "evaluation", "runner")
-_REPORT_TYPES = "the report types (ProfileReport, SanitizerReport): to move to the model layer"
 OPTIMIZER_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.optimizer.evaluator", "kernel_lsp.compile"): "compile_isolated, CompileOptions",
     ("kernel_lsp.optimizer.evaluator", "kernel_lsp.compile.shared_lib"): "LibraryBuild",
     ("kernel_lsp.optimizer.evaluator", "kernel_lsp.evaluation.pool"): "BackendPool",
     ("kernel_lsp.optimizer.evaluator", "kernel_lsp.gpu"): "build_library",
-    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.runner.profile"): _REPORT_TYPES,
-    ("kernel_lsp.optimizer.evaluator", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
     ("kernel_lsp.optimizer.extract", "kernel_lsp.compile.hostcode"): "find_host_code",
-    ("kernel_lsp.optimizer.features", "kernel_lsp.runner.profile"): _REPORT_TYPES,
     ("kernel_lsp.optimizer.loop", "kernel_lsp.evaluation.specs"): "kernel_symbols",
     ("kernel_lsp.optimizer.loop", "kernel_lsp.fence"): "check_files_read",
-    ("kernel_lsp.optimizer.loop", "kernel_lsp.runner.profile"): _REPORT_TYPES,
-    ("kernel_lsp.optimizer.loop", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
-    ("kernel_lsp.optimizer.model", "kernel_lsp.runner.profile"): _REPORT_TYPES,
-    ("kernel_lsp.optimizer.model", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
     ("kernel_lsp.optimizer.session", "kernel_lsp.compile"): "compile_isolated, read_source",
     ("kernel_lsp.optimizer.session", "kernel_lsp.compile.files"): "read_text_file",
     ("kernel_lsp.optimizer.session", "kernel_lsp.evaluation.choose"): "RayUnavailable",
     ("kernel_lsp.optimizer.session", "kernel_lsp.gpu"): "GPU_OFF_IN_EDITOR, no_gpu_message",
-    ("kernel_lsp.optimizer.testing", "kernel_lsp.runner.sanitizer"): _REPORT_TYPES,
 }
 
 

@@ -7,9 +7,8 @@ from lsprotocol import types
 
 from kernel_lsp.check import FileCheck
 from kernel_lsp.evaluation.results import KernelCheck
+from kernel_lsp.gpu_reports import HotLine, ProfileReport
 from kernel_lsp.model import CompileResult, Diagnostic, KernelResources, LaunchOccupancy, Occupancy, Severity
-from kernel_lsp.runner.hot_lines import HotLine
-from kernel_lsp.runner.profile import ProfileReport
 from kernel_lsp.server.requests.code_action import code_actions
 from kernel_lsp.server.requests.code_lens import code_lenses
 from kernel_lsp.server.requests.hover import as_code_names, hover_answer, kernel_parts, needs_check
