@@ -1,4 +1,4 @@
-"""A kernel profile (runner.profile.ProfileReport) in words: the lines `kernel-lsp bench --profile`
+"""A kernel profile (gpu_reports.ProfileReport) in words: the lines `kernel-lsp bench --profile`
 prints, and the block the optimizer puts in its LLM prompt and report. The editor's markdown is in
 kernel_lsp/server (it alone knows LSP); it reuses `kernel_line` and `stall_text`."""
 
