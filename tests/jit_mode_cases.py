@@ -12,6 +12,11 @@ JIT_MODE_CASES: list[tuple[str, str, bool]] = [
     ("constexpr function", "constexpr int window() { return 5; }\n", True),
     ("function template", "template <class T> T same(T a) { return a; }\n", True),
     ("member function", "struct Shape { int t; int blocks(int n) const { return n / t; } };\n", True),
+    (
+        "member of an aligned struct",
+        "struct __align__(16) P { float x; float twice() const { return 2 * x; } };\n",
+        True,
+    ),
     ("constructor with a body", "struct S { int x; S() : x(0) {} };\n", True),
     ("operator", "struct V { float x; };\nV operator+(V a, V b) { return {a.x + b.x}; }\n", True),
     ("extern C launcher", 'extern "C" {\nvoid launch(int* o);\n}\n', True),

@@ -7,7 +7,8 @@ import re
 from dataclasses import dataclass
 
 from ..advice import DEFAULT_DEVICE
-from ..lexer import blank_comments_keep_strings
+from ..constants import scope_opened, without_preprocessor
+from ..lexer import blank, blank_comments_keep_strings, matching
 
 HOST_HEADERS = frozenset(
     [
@@ -162,9 +163,7 @@ _NOT_A_DECLARATION = re.compile(
     r"|struct|class|union|enum|extern\s*$)\b"
 )
 _CALLED = re.compile(r"(?:\b(?:operator\s*(?:\(\s*\)|[^\s(\w]+|\w+)|~?[A-Za-z_]\w*))\s*\($")
-_CLASS_HEAD = re.compile(r"\b(?:struct|class|union)\b[^(){};=]*$")
 _STATEMENT_END = re.compile(r"[;{}]")
-_NAMESPACE_HEAD = re.compile(r"\bnamespace\b[^(){};=]*$|\bextern\s*$")
 
 
 def find_unannotated(source: str) -> HostCodeUse | None:
@@ -172,9 +171,6 @@ def find_unannotated(source: str) -> HostCodeUse | None:
     execution or memory space, or None. A macro whose body names an execution space
     (`#define HD __host__ __device__`) counts as one. Misses cost only time (NVRTC's error sends
     the file to nvcc); so does a false find (nvcc decides)."""
-    from ..constants import without_preprocessor  # the layer below: its preprocessor blanking
-    from ..lexer import blank, matching
-
     macros = set(_SPACE_MACRO.findall(source))
     annotated = (
         re.compile(rf"{_EXECUTION_SPACES.pattern}|\b(?:{'|'.join(map(re.escape, macros))})\b")
@@ -224,8 +220,7 @@ def find_unannotated(source: str) -> HostCodeUse | None:
                 if close < 0:
                     return None
                 head = code[statement:i]
-                if _NAMESPACE_HEAD.search(head) or _CLASS_HEAD.search(head):
-                    inner = "namespace" if _NAMESPACE_HEAD.search(head) else "class"
+                if inner := scope_opened(code, statement, i):
                     if found := scan(i + 1, close, inner):
                         return found
                     # `struct S {...} s;` goes on to its `;`; a namespace's block ends its statement

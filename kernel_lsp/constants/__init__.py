@@ -219,6 +219,16 @@ def scope_marks(code: str) -> list[tuple[int, Scope | None]]:
     return marks
 
 
+def scope_opened(code: str, start: int, brace: int) -> str | None:
+    """"namespace" (a named or unnamed namespace, an `extern "C"` block) or "class" when the `{`
+    at `brace` of comment-free `code`, its statement starting at `start`, opens such a scope;
+    None when it opens a function's body, an initializer or any other block."""
+    for m in _SCOPE_BRACE.finditer(code, start, brace + 1):
+        if m.end() == brace + 1 and m.group(0) != "{":
+            return "class" if m.group("cls") is not None else "namespace"
+    return None
+
+
 def _scope_at(marks: list[tuple[int, Scope | None]], offsets: list[int], at: int) -> Scope | None:
     k = bisect.bisect_right(offsets, at) - 1
     return () if k < 0 else marks[k][1]
