@@ -281,3 +281,23 @@ class SanitizerReport:
             "unconfined": self.unconfined,
             "incomplete": self.incomplete,
         }
+
+
+# Only the editor can turn GPU checks off (the CLI's --no-gpu skips them without asking why).
+GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
+SANDBOX_REFUSED = "host code an LLM wrote does not run here: no sandbox: "
+NO_DRIVER = "no NVIDIA driver is installed (libcuda cannot be loaded)"
+
+
+def no_gpu_message(reason: str) -> str:
+    """`no GPU: <why>`, the one wording hover, code actions, the CLI and the optimizer use. The
+    driver loader's own text ("... can only be found via system search. Ensure the NVIDIA display
+    driver is installed.") is for the log; users get its gist, one clause, no trailing period, so
+    it reads the same inside a longer sentence."""
+    why = (reason or "").strip()
+    if why.startswith(SANDBOX_REFUSED):
+        return why  # a GPU may well be there: the fence refused to run without a sandbox
+    if why.startswith("no CUDA driver"):
+        why = NO_DRIVER
+    why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
+    return f"no GPU: {why or 'none found'}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class Severity(enum.IntEnum):
@@ -250,3 +250,88 @@ def ran_out_of_memory(path: str, limit_bytes: int, setting_name: str, detail: st
         code=OUT_OF_MEMORY,
         source="kernel-lsp",
     )
+
+
+FALLBACK_ARCH = "sm_90"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Backend-neutral: each backend turns these into its own flags."""
+
+    arch: str = FALLBACK_ARCH
+    include_dirs: tuple[str, ...] = ()
+    system_include_dirs: tuple[str, ...] = ()  # -isystem (compile_commands.json, torch)
+    defines: tuple[str, ...] = ()  # "NAME=value" or "NAME" -> -D
+    undefines: tuple[str, ...] = ()  # -U
+    default_device: bool = False
+    relaxed_constexpr: bool = False  # --expt-relaxed-constexpr
+    extended_lambda: bool = False  # --extended-lambda
+    extra: tuple[str, ...] = ()  # more flags for the backend, passed as they are
+    std: str = "c++17"
+    # "auto": nvcc's verdict, with NVRTC answering where it sees what nvcc sees (compile/verdict.py).
+    compiler: str = "auto"
+    # With nvcc: compile the host side too (`nvcc -c`), also for a file without host code.
+    host_check: bool = False
+    # What the file's build makes of it (compile_commands.json): "object" (`-c`: the host pass
+    # runs), "cubin", "fatbin", "ptx" (the device pass alone), "device" (the device pass: an arch
+    # after the first, whose host pass the first arch's compile ran), "" (from the text: `-c` for a
+    # file with host code, the device pass for a device-only one).
+    build_output: str = ""
+    # The compiler the file's compile_commands.json entry runs ("nvcc": nvcc decides).
+    database_compiler: str = ""
+    # nvcc's time limit in seconds (None: KERNEL_LSP_NVCC_TIMEOUT_S or 60). Not part of what a
+    # result means: equal options and cache keys whatever it is (a result that ran out of time
+    # is never cached).
+    timeout_s: float | None = field(default=None, compare=False, repr=False)
+
+    def with_arch(self, arch: str | None) -> CompileOptions:
+        """These options for a device of `arch` (None: as they are). The one rule for the device
+        arch: an `a`/`f` variant of that arch (sm_90a on an sm_90 device) is kept, any other arch
+        is replaced by the device's."""
+        if arch is None or self.arch.rstrip("af") == arch:
+            return self
+        return replace(self, arch=arch)
+
+    def device_pass_only(self) -> CompileOptions:
+        """These options for an arch after the first of a check: the first arch's compile runs
+        the host pass where the build has one (it is the same for every arch), so this one runs
+        nvcc's device pass alone."""
+        return self if self.build_output == "ptx" else replace(self, build_output="device")
+
+
+@dataclass
+class LibraryBuild:
+    """A `.cu` as a shared library. `fence`: None for the user's own file (trusted as the user's
+    code), else the fence's findings for a candidate (empty: it may run, sandboxed)."""
+
+    result: CompileResult
+    library: bytes | None = field(default=None, repr=False)
+    fence: list = field(default_factory=list)  # list[kernel_lsp.fence.Finding]
+    trusted: bool = True
+    link_log: str = field(default="", repr=False)
+    options: CompileOptions | None = None  # what it was built with (a baseline is built alike)
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok and self.library is not None and not self.fence
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """The compile's findings, then one error per fence finding (at its line)."""
+        return list(self.result.diagnostics) + [
+            Diagnostic(
+                self.result.path,
+                max(1, f.line),
+                1,
+                Severity.ERROR,
+                f"host code not run: {f.message}",
+                code=f"fence-{f.kind}",
+                source="kernel-lsp fence",
+            )
+            for f in self.fence
+        ]
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or no cluster answers at the address: the message says which."""

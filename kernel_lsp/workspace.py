@@ -33,12 +33,15 @@ from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup, database_stamp
 from .compile.includes import header_stamps, include_closure
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
-from .model import CompileResult, Diagnostic
+from .model import CompileResult, Diagnostic, LibraryBuild
 
 if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they are used, not in every worker
-    from .compile.shared_lib import LibraryBuild
+    from collections.abc import Sequence
+
+    from .evaluation.pool import BackendPool
     from .evaluation.results import KernelCheck
     from .evaluation.worker_process import ProgressFn
+    from .fence import Finding
     from .gpu import GpuSession
     from .runner.timing import TimingSettings
     from .spec import Spec, SpecLoad
@@ -502,6 +505,58 @@ class Workspace:
                 verification.spec_text,
                 defines=verification.options.defines,
             )
+
+
+    # --- candidates: what the optimizer asks (it reaches no compile, fence, GPU or evaluation
+    # module of its own: tests/unit/test_architecture.py) ---------------------------------------
+
+    def compile_text(self, source: str, path: str, options: CompileOptions) -> CompileResult:
+        """`source` compiled as `path` with exactly `options`, in a compile worker (a candidate's
+        gate 1 and the original's first compile: NVRTC or nvcc as for a save)."""
+        from .compile import compile_isolated
+
+        return compile_isolated(source, path, options)
+
+    def build_library(
+        self, source: str, path: str, options: CompileOptions, original: str | None = None
+    ) -> LibraryBuild:
+        """`source` as a shared library with exactly `options` (an entry spec's file). `original`:
+        the user's text when `source` is a candidate an LLM wrote; the fence then checks its text
+        and its host object first (LibraryBuild.fence)."""
+        from .gpu import build_library
+
+        return build_library(source, path, options, original)
+
+    def files_read(
+        self, source: str, original: str | None, path: str | None, include_dirs: Sequence[str] = ()
+    ) -> list[Finding]:
+        """The fence's findings about the files `source` would make a compiler read (includes
+        outside the original's, `#embed`, `-include`): empty when it reads only what the original
+        at `path` reads."""
+        from .fence import check_files_read
+
+        return check_files_read(source, original, path, include_dirs)
+
+    def missing_kernels(self, artifact: CompileResult, kernels: Sequence[str]) -> list[str]:
+        """Why each of `kernels` cannot be run from `artifact` (absent from it, or a template
+        with several instances and none named); empty when every one can."""
+        from .evaluation.specs import kernel_symbols
+
+        return kernel_symbols(artifact, kernels)[1]
+
+    def read_text(self, path: str) -> str:
+        """A regular file's text (a spec, a report's context) through the engine's one reader:
+        OSError for a FIFO, a device or a file over the size limit, UnicodeDecodeError."""
+        from .compile.files import read_text_file
+
+        return read_text_file(path)
+
+    def gpu_pool(self, sessions: Sequence[GpuSession]) -> BackendPool[GpuSession]:
+        """The sessions as one pool: each job borrows a free one for its whole run (one
+        candidate per GPU at a time)."""
+        from .evaluation.pool import BackendPool
+
+        return BackendPool(sessions)
 
 
 def gpu_label(session: GpuSession) -> str:

@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_lsp import archs
-from kernel_lsp.compile import CompileOptions, compile_isolated
-from kernel_lsp.compile.shared_lib import LibraryBuild
-from kernel_lsp.evaluation.pool import BackendPool
+from kernel_lsp.config import Settings
 from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
-from kernel_lsp.model import CompileResult, Severity
+from kernel_lsp.model import CompileOptions, CompileResult, LibraryBuild, Severity
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
+from kernel_lsp.workspace import Workspace
 
 from .entry import entry_kernels, entry_launch_shapes
 from .features import Hardware
@@ -48,11 +47,21 @@ class CheckResult:
 class Evaluator(ABC):
     """compile → verify → time → compare, for one kernel of one file."""
 
-    def __init__(self, path: str, spec: Spec, options: CompileOptions, spec_source: str | None = None):
+    def __init__(
+        self,
+        path: str,
+        spec: Spec,
+        options: CompileOptions,
+        spec_source: str | None = None,
+        engine: Workspace | None = None,
+    ):
         self.path = path
         self.spec = spec
         self.options = options
         self.spec_source = spec_source
+        # What compiles, fences and pools GPUs for the gates (the run's Workspace; a fresh one with
+        # default settings where none is given: the options above are already the file's).
+        self.engine = engine if engine is not None else Workspace.fixed(Settings())
         # The file as the run started (the loop sets it): what candidates are fenced against.
         self.original: str | None = None
         # Set by the loop for a round whose proposals may be code an LLM wrote: the user's own
@@ -99,15 +108,15 @@ class Evaluator(ABC):
     def compile(self, source: str) -> CompileResult:
         """compile_source picks the backend: NVRTC for device code, nvcc when the candidate keeps
         the file's host code; the same gate for the original and every candidate."""
-        return compile_isolated(launch_ready(source, self.options.defines), self.path, self.compile_options())
+        return self.engine.compile_text(
+            launch_ready(source, self.options.defines), self.path, self.compile_options()
+        )
 
     def build(self, source: str, original: str, trusted: bool) -> LibraryBuild:
         """Gate 1 of an entry spec: the file as a shared library. A candidate whose host code an
         LLM wrote (`trusted` False) passes the fence first: its text before nvcc reads it, its
         host object before it is linked (LibraryBuild.fence holds the findings)."""
-        from kernel_lsp.gpu import build_library
-
-        return build_library(source, self.path, self.compile_options(), None if trusted else original)
+        return self.engine.build_library(source, self.path, self.compile_options(), None if trusted else original)
 
     # --- gates 2 and 3, and the A/B --------------------------------------------------------------
 
@@ -339,16 +348,17 @@ class GpuEvaluator(Evaluator):
         specs: SpecLoad | None = None,
         own_session: bool = False,
         more_sessions: Sequence[Any] = (),
+        engine: Workspace | None = None,
     ):
-        super().__init__(path, spec, options, spec_source)
+        super().__init__(path, spec, options, spec_source, engine)
         self.session = session
-        self.pool = BackendPool([session, *more_sessions])
+        self.pool = self.engine.gpu_pool([session, *more_sessions])
         self.specs = specs if specs is not None else [spec]
         self._own = own_session
         self._hw: Hardware | None = None
         self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
         self._trusted: dict[str, bool] = {}  # entry candidates checked: is their host code the user's?
-        self._boxed: BackendPool | None = None
+        self._boxed: Any = None  # the judged sessions' pool (engine.gpu_pool), opened when first needed
         self._no_sandbox = ""
         # Device compiles of this run, by (launch-ready text, device options): each text is
         # compiled once for the GPUs (the original once, not once per candidate's reference), and
@@ -380,7 +390,7 @@ class GpuEvaluator(Evaluator):
             self._hw = Hardware.from_device(dev) if dev is not None else None
         return self._hw
 
-    def _sessions(self, trusted: bool) -> BackendPool | None:
+    def _sessions(self, trusted: bool) -> Any:
         """Where a source runs: the caller's sessions for the user's own code, else the judged
         ones, whose worker runs each candidate's kernels and host code in a confined process of
         its own (runner/judge.py): None, with `_no_sandbox` saying why, where the backend has
@@ -395,7 +405,7 @@ class GpuEvaluator(Evaluator):
                     "and this evaluation backend (Ray) has none"
                 )
                 return None
-            self._boxed = BackendPool(boxed)
+            self._boxed = self.engine.gpu_pool(boxed)
             self._start_judges(boxed)
         return self._boxed
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernel_lsp.compile.hostcode import find_host_code
 from kernel_lsp.host_entry import find_host_function
+from kernel_lsp.hostcode import find_host_code
 from kernel_lsp.lexer import blank_comments, matching
 from kernel_lsp.source import find_includes, find_kernels, kernel_base_name, parse_directives
 

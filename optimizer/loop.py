@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kernel_lsp.evaluation.specs import kernel_symbols
 from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
 from kernel_lsp.spec import Spec
 
@@ -249,9 +248,7 @@ def _run_gates(
     # Gate 0, for device code an LLM wrote: no include or directive that makes the compiler read
     # a file the user did not name (it would land in the kernel's constants, or in the errors).
     if not trusted:
-        from kernel_lsp.fence import check_files_read
-
-        reads = check_files_read(source, target.source, target.path, evaluator.options.include_dirs)
+        reads = evaluator.engine.files_read(source, target.source, target.path, evaluator.options.include_dirs)
         if reads:
             out.status = Status.UNSAFE
             out.message = "not compiled (the fence): " + "; ".join(f.describe() for f in reads)
@@ -264,7 +261,7 @@ def _run_gates(
         return
     # Each launched kernel must be in the module: by source name, template instance (mangled
     # entries from the resource report), or the CUBIN's own symbols.
-    _, missing = kernel_symbols(compiled, target.kernels)
+    missing = evaluator.engine.missing_kernels(compiled, target.kernels)
     if missing:
         out.status = Status.COMPILE_ERROR
         out.message = _with_extraction(out, "; ".join(missing) + " (renamed or templated?)")

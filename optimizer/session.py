@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kernel_lsp.compile import CompileOptions, compile_isolated, read_source
-from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.config import Settings
+from kernel_lsp.gpu_reports import GPU_OFF_IN_EDITOR, no_gpu_message
+from kernel_lsp.model import CompileOptions, RayUnavailable
 from kernel_lsp.spec import Spec, SpecLoad, spec_path_for
 from kernel_lsp.spec.isolated import load_specs_isolated
 from kernel_lsp.workspace import Workspace
@@ -62,7 +62,11 @@ class RunRequest:
 
 
 def find_spec(
-    path: str, kernel: str, spec_source: str | None = None, source: str | None = None
+    path: str,
+    kernel: str,
+    spec_source: str | None = None,
+    source: str | None = None,
+    engine: Workspace | None = None,
 ) -> tuple[Spec, SpecLoad]:
     """The spec that describes `kernel` (its own, a pipeline that launches it, or an entry spec
     whose host function launches it). `source`: the `.cu` text (default: read from disk)."""
@@ -82,7 +86,7 @@ def find_spec(
             return spec, loaded
     # A kernel an entry spec's launcher launches: the entry is what is optimized.
     if source is None:
-        source, _ = read_source(path)
+        source, _ = (engine or Workspace.fixed(Settings())).read(path)
     for spec in loaded.specs:
         if (
             spec.is_entry
@@ -151,24 +155,23 @@ def run(
     req = replace(req, settings=engine.settings_for(req.path))
     source = req.source
     if source is None:
-        source, problem = read_source(req.path)
+        source, problem = engine.read(req.path)
         if source is None:
             raise OptimizeError(problem.message if problem else f"cannot read {req.path}")
-    spec, loaded = find_spec(req.path, req.kernel, req.spec_source, source)
+    spec, loaded = find_spec(req.path, req.kernel, req.spec_source, source, engine)
     target = Target(
         req.path, source, spec, kernels_launched(spec, source, req.settings.defines), req.spec_source
     )
     base_dir = os.path.dirname(os.path.abspath(req.path))
     options: CompileOptions = engine.compile_options(req.path, None, source)
     own = False
-    from kernel_lsp.gpu import GPU_OFF_IN_EDITOR, no_gpu_message
-
     from .requirements import fsr_cannot_run
 
     if evaluator is None:
         factory = evaluators.INJECTED
         if factory is not None:
             evaluator = factory(req.path, spec, options, req.spec_source, loaded)
+            evaluator.engine = engine
         else:
             if not req.settings.gpu_enabled:
                 raise OptimizeError(
@@ -179,7 +182,15 @@ def run(
                 session, more = _open_sessions(engine, req)
                 own = True
             evaluator = GpuEvaluator(
-                session, req.path, spec, options, req.spec_source, loaded, own_session=own, more_sessions=more
+                session,
+                req.path,
+                spec,
+                options,
+                req.spec_source,
+                loaded,
+                own_session=own,
+                more_sessions=more,
+                engine=engine,
             )
     try:
         if not evaluator.available:
@@ -191,7 +202,7 @@ def run(
         if spec.is_entry:
             first = evaluator.build(source, source, True).result
         else:
-            first = compile_isolated(source, req.path, evaluator.compile_options())
+            first = engine.compile_text(source, req.path, evaluator.compile_options())
         if not first.ok:
             raise OptimizeError(
                 f"{os.path.basename(req.path)} does not compile; fix its errors first ({compile_log(first, 1)})"
@@ -211,7 +222,7 @@ def run(
         cache = None
         if req.use_cache:
             context = "\n".join(
-                [source, req.spec_source or _read(spec.path), repr(evaluator.compile_options())]
+                [source, req.spec_source or _read(engine, spec.path), repr(evaluator.compile_options())]
             )
             cache = ResultCache(req.cache_dir or default_dir(), evaluator.device_key, context)
         result = optimize(target, proposer, evaluator, loop, observers, cancel, cache)
@@ -233,9 +244,6 @@ def _open_sessions(engine: Workspace, req: RunRequest) -> tuple[Any, list[Any]]:
     """The first GPU's session, and one more per further GPU that answers (a round's candidates
     are then checked in parallel, one per GPU), on the backend the settings choose. None answers:
     OptimizeError with the reason; Ray asked for and unavailable: OptimizeError with its message."""
-    from kernel_lsp.evaluation.choose import RayUnavailable
-    from kernel_lsp.gpu import no_gpu_message
-
     from .requirements import fsr_cannot_run
 
     try:
@@ -256,8 +264,8 @@ def _where(evaluator: Evaluator, device: str) -> str:
     return f"{device} on {host} (Ray)"
 
 
-def _read(path: str) -> str:
+def _read(engine: Workspace, path: str) -> str:
     try:
-        return read_text_file(path)
+        return engine.read_text(path)
     except (OSError, UnicodeDecodeError):
         return ""

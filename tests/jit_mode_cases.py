@@ -1,5 +1,5 @@
 """Texts NVRTC's JIT mode refuses, or takes, for want of an execution or memory space: the table
-compile/hostcode.find_unannotated is held to (tests/unit/test_verdict.py), and which NVRTC itself
+hostcode.find_unannotated is held to (tests/unit/test_verdict.py), and which NVRTC itself
 is asked about (tests/integration/test_nvcc_truth.py), so the table cannot drift from NVRTC."""
 
 KERNEL = "__global__ void k(int* o) { o[0] = 1; }\n"

@@ -24,10 +24,10 @@ import os
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..model import CompileResult, Diagnostic, Severity
+from ..model import CompileResult, Diagnostic, LibraryBuild, Severity  # LibraryBuild: re-exported
 from .cache import CompileCache
 from .nvcc import NVCC_TIMEOUT_S, _compile_in_temp_dir, _tool_diagnostic
 from .options import CompileOptions
@@ -47,39 +47,6 @@ class _NoFence:
 
 
 _cache: CompileCache[LibraryBuild] = CompileCache(capacity=32)  # libraries are larger than CUBINs
-
-
-@dataclass
-class LibraryBuild:
-    """A `.cu` as a shared library. `fence`: None for the user's own file (trusted as the user's
-    code), else the fence's findings for a candidate (empty: it may run, sandboxed)."""
-
-    result: CompileResult
-    library: bytes | None = field(default=None, repr=False)
-    fence: list = field(default_factory=list)  # list[kernel_lsp.fence.Finding]
-    trusted: bool = True
-    link_log: str = field(default="", repr=False)
-    options: CompileOptions | None = None  # what it was built with (a baseline is built alike)
-
-    @property
-    def ok(self) -> bool:
-        return self.result.ok and self.library is not None and not self.fence
-
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        """The compile's findings, then one error per fence finding (at its line)."""
-        return list(self.result.diagnostics) + [
-            Diagnostic(
-                self.result.path,
-                max(1, f.line),
-                1,
-                Severity.ERROR,
-                f"host code not run: {f.message}",
-                code=f"fence-{f.kind}",
-                source="kernel-lsp fence",
-            )
-            for f in self.fence
-        ]
 
 
 def cudart_library(nvcc: str) -> str | None:

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import threading
 import time
 from dataclasses import replace
 from typing import Any
 
-from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
+from kernel_lsp.gpu_reports import (
+    NO_DRIVER,
+    SANDBOX_REFUSED,
+    ProfileReport,
+    SanitizerReport,
+    no_gpu_message,
+)
 from kernel_lsp.model import CheckStatus
 from kernel_lsp.procs import ToolRuns, env_flag
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
@@ -34,26 +39,7 @@ from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 
 log = logging.getLogger(__name__)
 
-# Only the editor can turn GPU checks off (the CLI's --no-gpu skips them without asking why).
-GPU_OFF_IN_EDITOR = "kernelLsp.gpu.enabled is false"
-
-
-SANDBOX_REFUSED = "host code an LLM wrote does not run here: no sandbox: "
 CLOSE_WAIT_S = 1.0  # close() waits this long for a call in flight before it kills the worker
-
-
-def no_gpu_message(reason: str) -> str:
-    """`no GPU: <why>`, the one wording hover, code actions, the CLI and the optimizer use. The
-    driver loader's own text ("... can only be found via system search. Ensure the NVIDIA display
-    driver is installed.") is for the log; users get its gist, one clause, no trailing period, so
-    it reads the same inside a longer sentence."""
-    why = (reason or "").strip()
-    if why.startswith(SANDBOX_REFUSED):
-        return why  # a GPU may well be there: the fence refused to run without a sandbox
-    if why.startswith("no CUDA driver"):
-        why = NO_DRIVER
-    why = re.split(r"(?<=[.!?])\s", why.splitlines()[0] if why else "", maxsplit=1)[0].rstrip(". ")
-    return f"no GPU: {why or 'none found'}"
 
 
 def local_gpu_absence() -> str:
@@ -71,7 +57,6 @@ def local_gpu_absence() -> str:
     return "nvidia-smi lists none"
 
 
-NO_DRIVER = "no NVIDIA driver is installed (libcuda cannot be loaded)"
 
 
 def _hidden_by_env() -> str | None:

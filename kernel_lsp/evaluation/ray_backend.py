@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.gpu_reports import ProfileReport
-from kernel_lsp.model import CheckStatus
+from kernel_lsp.model import CheckStatus, RayUnavailable  # RayUnavailable: re-exported
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
@@ -42,10 +42,6 @@ from .results import Comparison, KernelCheck
 from .worker_process import ProgressFn
 
 INSTALL_HINT = 'install it with `pip install "kernel-lsp[ray]"`'
-
-
-class RayUnavailable(RuntimeError):
-    """Ray is not installed, or no cluster answers at the address: the message says which."""
 
 
 def _import_ray() -> Any:

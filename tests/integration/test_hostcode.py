@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_lsp.compile import CompileOptions, compile_source
-from kernel_lsp.compile.hostcode import find_host_code, host_code_message
+from kernel_lsp.hostcode import find_host_code, host_code_message
 
 KERNEL = "__global__ void k(float* x) { x[threadIdx.x] = 1.0f; }\n"
 

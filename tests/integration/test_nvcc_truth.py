@@ -253,7 +253,7 @@ def test_the_host_pass_runs_once_a_check_and_names_no_arch():
 
 @pytest.mark.parametrize(("name", "text", "refused"), JIT_MODE_CASES, ids=[c[0] for c in JIT_MODE_CASES])
 def test_nvrtc_refuses_exactly_what_the_jit_mode_table_says(name, text, refused, tmp_path):
-    """The evidence for compile/hostcode.find_unannotated, whose table tests/unit/test_verdict.py
+    """The evidence for hostcode.find_unannotated, whose table tests/unit/test_verdict.py
     holds it to: NVRTC itself refuses each text the table says it refuses, and takes the others."""
     path = tmp_path / "k.cu"
     path.write_text(text + JIT_KERNEL)

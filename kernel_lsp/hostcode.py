@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..advice import DEFAULT_DEVICE
-from ..constants import scope_opened, without_preprocessor
-from ..lexer import blank, blank_comments_keep_strings, matching
+from .advice import DEFAULT_DEVICE
+from .constants import scope_opened, without_preprocessor
+from .lexer import blank, blank_comments_keep_strings, matching
 
 HOST_HEADERS = frozenset(
     [
