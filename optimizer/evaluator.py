@@ -398,8 +398,9 @@ class GpuEvaluator(Evaluator):
         if trusted and not self.judge_everything:
             return self.pool
         if self._boxed is None and not self._no_sandbox:
-            boxed = [m.sandboxed_session() for m in self.pool.members]
-            if any(b is None for b in boxed):
+            maybe_boxed = [m.sandboxed_session() for m in self.pool.members]
+            boxed = [b for b in maybe_boxed if b is not None]
+            if len(boxed) < len(maybe_boxed):
                 self._no_sandbox = (
                     "host code an LLM wrote runs only in a sandboxed local GPU worker, "
                     "and this evaluation backend (Ray) has none"
