@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
@@ -47,6 +47,8 @@ if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they a
     from .spec import Spec, SpecLoad
 
 _Log = Callable[[str], None]
+# Sessions, one per GPU, each lent to one job at a time (Workspace.gpu_pool).
+GpuPool: TypeAlias = "BackendPool[GpuSession]"
 
 
 class HasArch(Protocol):
@@ -364,6 +366,14 @@ class Workspace:
         under its settings' size limit, never blocking on a FIFO), or None and why not."""
         return read_source(path, self.settings_for(path).max_file_bytes)
 
+    def file_text(self, path: str, errors: str = "strict") -> str:
+        """A regular file's text (a spec, a document the editor has not opened) through the
+        engine's one reader: OSError for a FIFO, a device or a file over the size limit;
+        UnicodeDecodeError, unless `errors` says how to decode bytes that are not UTF-8."""
+        from .compile.files import read_text_file
+
+        return read_text_file(path, self.settings_for(path).max_file_bytes, errors)
+
     def load_specs(self, path: str, spec_path: str | None = None, spec_text: str | None = None) -> SpecLoad:
         """The specs of `path` (its sidecar, or `spec_path`), loaded in a worker under a deadline
         (spec/isolated.py): a spec is the user's Python and never runs in a front end's process."""
@@ -544,14 +554,8 @@ class Workspace:
 
         return kernel_symbols(artifact, kernels)[1]
 
-    def read_text(self, path: str) -> str:
-        """A regular file's text (a spec, a report's context) through the engine's one reader:
-        OSError for a FIFO, a device or a file over the size limit, UnicodeDecodeError."""
-        from .compile.files import read_text_file
 
-        return read_text_file(path)
-
-    def gpu_pool(self, sessions: Sequence[GpuSession]) -> BackendPool[GpuSession]:
+    def gpu_pool(self, sessions: Sequence[GpuSession]) -> GpuPool:
         """The sessions as one pool: each job borrows a free one for its whole run (one
         candidate per GPU at a time)."""
         from .evaluation.pool import BackendPool

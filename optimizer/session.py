@@ -266,6 +266,6 @@ def _where(evaluator: Evaluator, device: str) -> str:
 
 def _read(engine: Workspace, path: str) -> str:
     try:
-        return engine.read_text(path)
+        return engine.file_text(path)
     except (OSError, UnicodeDecodeError):
         return ""

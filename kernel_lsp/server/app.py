@@ -341,12 +341,10 @@ class KernelLanguageServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri) or self.open_document(path)
         if doc is not None:
             return doc.source, doc.version, None
-        from ..api.checks import read_text_file
-
         try:
-            return read_text_file(path), None, None
+            return self.engine.file_text(path), None, None
         except UnicodeDecodeError as e:
-            return read_text_file(path, errors="replace"), None, str(e)
+            return self.engine.file_text(path, errors="replace"), None, str(e)
         except OSError as e:
             return "", None, str(e)
 

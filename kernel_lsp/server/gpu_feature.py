@@ -10,11 +10,14 @@ import hashlib
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-from ..api.checks import read_text_file
-from ..api.gpu import GPU_OFF_IN_EDITOR, BackendPool, GpuSession, KernelCheck, no_gpu_message, parse_gpus
+from ..api.gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message, parse_gpus
 from ..api.sources import spec_path_for
 from ..workspace import gpu_label
+
+if TYPE_CHECKING:
+    from ..workspace import GpuPool
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +26,7 @@ class GpuFeature:
     def __init__(self, server) -> None:
         self.server = server
         self.session: GpuSession | None = None  # the first GPU's (device name, the optimizer)
-        self.pool: BackendPool[GpuSession] | None = None  # one session per GPU of gpu.devices
+        self.pool: GpuPool | None = None  # one session per GPU of gpu.devices
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-gpu")
         self.results: dict[str, list[KernelCheck]] = {}
         self._verified: dict[str, str] = {}
@@ -54,7 +57,7 @@ class GpuFeature:
             self.server.send_status(None)
             return
         # One thread per GPU: files are verified in parallel, each file wholly on one GPU.
-        self.pool = BackendPool(sessions)
+        self.pool = self.server.engine.gpu_pool(sessions)
         self._thread.shutdown(wait=False)
         self._thread = ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="kernel-lsp-gpu")
         session = sessions[0]
@@ -101,11 +104,11 @@ class GpuFeature:
                 text = snap.text
                 if text is None:
                     try:
-                        text = read_text_file(path)
+                        text = self.server.engine.file_text(path)
                     except (OSError, UnicodeDecodeError):
                         return
                 try:
-                    disk_spec = read_text_file(spec_path_for(path))
+                    disk_spec = self.server.engine.file_text(spec_path_for(path))
                 except (OSError, UnicodeDecodeError):
                     disk_spec = ""
                 engine = self.server.engine

@@ -306,7 +306,9 @@ def test_a_re_export_is_followed_to_the_module_that_defines_the_name(tmp_path):
     (pkg / "compile" / "nvrtc.py").write_text("def compile_isolated(): ...\n")
     (pkg / "workspace.py").write_text("from .compile import compile_isolated\nclass Workspace: ...\n")
     (pkg / "optimizer" / "__init__.py").write_text("")
-    (pkg / "optimizer" / "loop.py").write_text("from kernel_lsp.workspace import Workspace, compile_isolated\n")
+    (pkg / "optimizer" / "loop.py").write_text(
+        "from kernel_lsp.workspace import Workspace, compile_isolated\n"
+    )
     modules = {
         "kernel_lsp": pkg / "__init__.py",
         "kernel_lsp.compile": pkg / "compile" / "__init__.py",
@@ -320,6 +322,122 @@ def test_a_re_export_is_followed_to_the_module_that_defines_the_name(tmp_path):
         "kernel_lsp.workspace",
         "kernel_lsp.compile.nvrtc",
     }
+
+
+# What a front end still names of the check machinery (compile, check, check_jobs, gpu,
+# gpu_check, evaluation, runner, fence, watch), each name followed through the api's re-exports to
+# the module that defines it: issue 47 asks that the front ends hand the Workspace typed requests
+# and get plain results back, naming no machinery. The list only shrinks: a new name fails the test
+# below, and one no longer named must leave it.
+CHECK_MACHINERY = (
+    "compile",
+    "check",
+    "check_jobs",
+    "gpu",
+    "gpu_check",
+    "evaluation",
+    "runner",
+    "fence",
+    "watch",
+)
+FRONT_END_REACH: dict[tuple[str, str], str] = {
+    ("kernel_lsp.cli.bench", "kernel_lsp.runner.timing"): "TimingSettings",
+    ("kernel_lsp.cli.check", "kernel_lsp.check"): (
+        "CUDA_SUFFIXES, FileCheck, archs_checked, collect_files, failed_check, includers_for, "
+        "prepare_report, unknown_codes"
+    ),
+    ("kernel_lsp.cli.check", "kernel_lsp.compile.files"): "MAX_FILE_BYTES",
+    ("kernel_lsp.cli.check", "kernel_lsp.compile.jobs"): "JobFailed, run_jobs",
+    ("kernel_lsp.cli.check", "kernel_lsp.compile.nvrtc"): "check_arch",
+    ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
+    ("kernel_lsp.cli.check", "kernel_lsp.compile.versions"): "cuda_versions",
+    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
+    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_from_env, local_gpu_absence",
+    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.pool"): "gpus_arg",
+    ("kernel_lsp.cli.check", "kernel_lsp.gpu_check"): (
+        "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified"
+    ),
+    ("kernel_lsp.cli.formats", "kernel_lsp.check"): "FileCheck",
+    ("kernel_lsp.cli.formats", "kernel_lsp.compile.versions"): "CudaVersions",
+    ("kernel_lsp.cli.optimize", "kernel_lsp.compile.files"): (
+        "FileProblem, MAX_FILE_BYTES, read_regular, read_text_file"
+    ),
+    ("kernel_lsp.cli.optimize", "kernel_lsp.evaluation.pool"): "gpus_arg",
+    ("kernel_lsp.cli.serve", "kernel_lsp.compile.versions"): "cuda_versions",
+    ("kernel_lsp.cli.spec", "kernel_lsp.compile.files"): "read_source",
+    ("kernel_lsp.cli.watch", "kernel_lsp.check"): (
+        "FileCheck, INCLUDERS_CONSIDERED, archs_checked, collect_files, failed_check, "
+        "prepare_report, project_include_dirs, rank_includers"
+    ),
+    ("kernel_lsp.cli.watch", "kernel_lsp.compile.jobs"): "JobFailed, WorkerPool",
+    ("kernel_lsp.cli.watch", "kernel_lsp.compile.versions"): "CudaVersions, cuda_versions",
+    ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
+    ("kernel_lsp.server.analysis", "kernel_lsp.check"): (
+        "CUDA_SUFFIXES, FileCheck, Includer, SPEC_SUFFIX, failed_check, job_deadline, spec_owners"
+    ),
+    ("kernel_lsp.server.analysis", "kernel_lsp.check_jobs"): (
+        "check_job, default_workers, front_end_job, warm_up"
+    ),
+    ("kernel_lsp.server.analysis", "kernel_lsp.compile.cancel"): "cancel",
+    ("kernel_lsp.server.analysis", "kernel_lsp.compile.jobs"): "JobFailed, WorkerPool",
+    ("kernel_lsp.server.app", "kernel_lsp.check"): "FileCheck",
+    ("kernel_lsp.server.app", "kernel_lsp.compile.files"): "MAX_FILE_BYTES, read_text_prefix",
+    ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",
+    ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
+    ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.pool"): "parse_gpus",
+    ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.results"): "KernelCheck",
+    ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
+    ("kernel_lsp.server.notifications.initialized", "kernel_lsp.compile.nvrtc"): (
+        "ask_nvrtc_in_child, check_arch"
+    ),
+    ("kernel_lsp.server.requests.execute_command", "kernel_lsp.compile.options"): "local_gpu_arch",
+    ("kernel_lsp.server.requests.execute_command", "kernel_lsp.evaluation.local"): "local_gpu_absence",
+    ("kernel_lsp.server.snapshot", "kernel_lsp.check"): "FileCheck",
+    ("kernel_lsp.server.snapshot", "kernel_lsp.evaluation.results"): "KernelCheck",
+    ("kernel_lsp.server.tcp", "kernel_lsp.compile.files"): "FileProblem, read_regular",
+    ("kernel_lsp.server.watching", "kernel_lsp.check"): (
+        "INCLUDERS_CONSIDERED, Includer, project_include_dirs, rank_includers"
+    ),
+    ("kernel_lsp.server.watching", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
+}
+
+
+def front_end_machinery(modules: dict[str, Path]) -> dict[tuple[str, str], set[str]]:
+    """(front-end module, machinery module) -> the names it takes from there, re-exports followed."""
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for module, path in modules.items():
+        if _part(module) not in FRONT_ENDS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = _base(module, path, node)
+            if base not in modules:
+                continue
+            for alias in node.names:
+                origin = _origin(base, alias.name, modules)
+                while origin and origin not in modules:
+                    origin = origin.rpartition(".")[0]
+                if origin in modules and _part(origin) in CHECK_MACHINERY:
+                    found[(module, origin)].add(alias.name)
+    return found
+
+
+def test_the_front_ends_name_the_check_machinery_only_where_listed():
+    found = front_end_machinery(MODULES)
+    listed = {k: {n.strip() for n in v.split(",")} for k, v in FRONT_END_REACH.items()}
+    new = sorted(
+        f"{m} -> {t}: {', '.join(sorted(names - listed.get((m, t), set())))}"
+        for (m, t), names in found.items()
+        if names - listed.get((m, t), set())
+    )
+    gone = sorted(
+        f"{m} -> {t}: {', '.join(sorted(names - found.get((m, t), set())))}"
+        for (m, t), names in listed.items()
+        if names - found.get((m, t), set())
+    )
+    assert new == [], "a front end names more of the check machinery"
+    assert gone == [], "no longer named: drop it from FRONT_END_REACH"
 
 
 def test_the_graph_reads_function_level_and_relative_imports(tmp_path):
