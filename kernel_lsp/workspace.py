@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
 from .codes import apply_selection
@@ -74,12 +74,20 @@ def _stamp(path: str) -> tuple[int, int] | None:
     return (st.st_mtime_ns, st.st_size)
 
 
+# What asked for a check: the editor opening, changing (as the user types) or saving a document,
+# closing one (the file on disk again), a setting changed; a file changed on disk (a watcher);
+# a project-wide walk nobody is looking at yet (`batch`: the server's start-up check, one at a
+# time at a lower priority); `check --stdin`.
+Trigger = Literal["open", "change", "save", "close", "settings", "watch", "batch", "stdin"]
+
+
 @dataclass(frozen=True)
 class CheckRequest:
     """One file to check, as a front end asks for it: `path`, the editor's `text` (None: the file
     on disk), its spec's text (None: the spec on disk), the files that include it (a header is
     checked as they see it), its compile_commands.json lookup when the front end has it (a worker
-    need not read the database itself), and the cancel token of the check (compile/cancel.py)."""
+    need not read the database itself), the cancel token of the check (compile/cancel.py), and
+    what asked for it."""
 
     path: str
     text: str | None = None
@@ -87,6 +95,7 @@ class CheckRequest:
     includers: tuple[Includer, ...] = ()
     project: Lookup | None = None
     cancel_token: str | None = None
+    trigger: Trigger = "save"
 
 
 @dataclass
@@ -319,6 +328,18 @@ class Workspace:
         # binary content (NVRTC would stop at the first NUL and report a clean file).
         data = text.encode("utf-8", "surrogatepass")
         return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
+
+    def text_request(self, path: str, text: str) -> CheckRequest:
+        """A check of `text` as the file `path`, which need not exist (`check --stdin`): its
+        folder's pyproject.toml and compile_commands.json, its spec, a header's includers on
+        disk, as a file of a run sees them."""
+        from .check import includers_for
+
+        settings = self.settings_for(os.path.abspath(path))
+        includers = includers_for([path], settings).get(path, ())
+        return CheckRequest(
+            path, text, None, includers, settings.project_flags(path, self.root), trigger="stdin"
+        )
 
     def check(self, request: CheckRequest) -> FileCheck:
         """`analyze` for a CheckRequest (the server's save walk, the CLI's workers)."""

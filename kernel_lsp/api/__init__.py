@@ -8,7 +8,7 @@ each group in a module of its own so that a front end loads only what it uses (t
 `initialize` before the compilers load):
 
 - `api.model`    plain results and their words (Diagnostic, KernelResources, codes, statuses);
-- `api.checks`   checking files: FileCheck, Settings, CompileOptions, the worker pool and its jobs;
+- `api.checks`   checking files: CheckRequest, CheckScheduler, FileCheck, Settings, CompileOptions;
 - `api.watching` the file watcher and the include graph;
 - `api.sources`  a file's text read as kernels, launches and specs; spec skeletons; safe writes;
 - `api.gpu`      GPU sessions and their results, profiles;

@@ -14,14 +14,11 @@ import sys
 from ..api.checks import (
     CUDA_SUFFIXES,
     MAX_FILE_BYTES,
+    CheckScheduler,
     FileCheck,
-    JobFailed,
     archs_checked,
     collect_files,
-    failed_check,
-    includers_for,
     prepare_report,
-    run_jobs,
     unknown_codes,
 )
 from ..api.gpu import gpus_arg
@@ -59,14 +56,6 @@ def _load_the_rest() -> None:
     before, and a one-file check costs what it did in process."""
     from ..api import gpu  # noqa: F401  (check's GPU pass, the backends)
     from . import formats  # noqa: F401
-
-
-def _job_check(path: str, result: FileCheck | JobFailed, workspace: Workspace) -> FileCheck:
-    if isinstance(result, FileCheck):
-        return result
-    if result.reason == "error":  # the engine raised: the tool failed, not the user's code
-        raise RuntimeError(f"checking {path}: {result.detail}")
-    return failed_check(path, result, workspace.settings_for(path))
 
 
 DESCRIPTION = """\
@@ -366,13 +355,13 @@ def _check_stdin(path: str, text: str, workspace: Workspace) -> list[FileCheck] 
     if not path.endswith(CUDA_SUFFIXES):
         print(f"kernel-lsp: not a CUDA file (.cu or .cuh): {path}", file=sys.stderr)
         return None
-    settings = workspace.settings_for(os.path.abspath(path))
-    context = includers_for([path], settings)
-    # In a worker under the file's deadline and memory limit, as every file of a run.
-    job = (path, text, None, context.get(path, ()), settings.project_flags(path, workspace.root))
     _load_the_rest()
-    (result,) = run_jobs(workspace.analyze, [job], 1, settings.check_timeout_s, settings.compile_memory_bytes)
-    return [_job_check(path, result, workspace)]
+    # In a worker under the file's deadline and memory limit, as every file of a run.
+    scheduler = CheckScheduler(1)
+    try:
+        return [scheduler.check(workspace.text_request(path, text), workspace, tool_errors=True).result()]
+    finally:
+        scheduler.close()
 
 
 def write_report(report: str, output_file: str | None) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TextIO
 
-from ..api.checks import CudaVersions, FileCheck, JobFailed, WorkerPool, cuda_versions, failed_check
+from ..api.checks import CheckRequest, CheckScheduler, CudaVersions, FileCheck, cuda_versions
 from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher, is_cuda, normalize, plan_batch
 from ..workspace import Workspace
 
@@ -57,7 +57,7 @@ class _WatchSession:
         self.state: dict[str, FileCheck] = {}
         self.batches: queue.Queue[Batch | None] = queue.Queue()
         # Each file under its deadline and memory limit, in workers that die with this process.
-        self.pool = WorkerPool(max(1, min(len(self.files) or 1, os.cpu_count() or 1)))
+        self.scheduler = CheckScheduler(max(1, min(len(self.files) or 1, os.cpu_count() or 1)))
         self.watchers: list[WorkspaceWatcher] = []
         self.cuda: CudaVersions | None = None  # the CUDA the first report named
 
@@ -68,25 +68,23 @@ class _WatchSession:
 
     def check(self, paths: Iterable[str]) -> list[FileCheck]:
         paths = sorted(paths)
-        s, ws = self.settings, self.workspace
+        ws = self.workspace
         futures = [
-            self.pool.submit(
-                ws.analyze,
-                (p, None, None, self._includers(p), ws.settings_for(p).project_flags(p, ws.root)),
-                s.check_timeout_s,
-                s.compile_memory_bytes,
+            self.scheduler.check(
+                CheckRequest(
+                    p,
+                    includers=self._includers(p),
+                    project=ws.settings_for(p).project_flags(p, ws.root),
+                    trigger="watch",
+                ),
+                ws,
             )
             for p in paths
         ]
-        checks = [self._done(p, f.result()) for p, f in zip(paths, futures, strict=True)]
+        checks = [f.result() for f in futures]
         for c in checks:
             self.state[c.path] = c
         return checks
-
-    def _done(self, path: str, result: FileCheck | JobFailed) -> FileCheck:
-        if isinstance(result, JobFailed):
-            return failed_check(path, result, self.settings)
-        return result
 
     def _includers(self, path: str) -> tuple:
         """The `.cu` files that include a header, nearest first: the first is the context it is
@@ -186,7 +184,7 @@ class _WatchSession:
     def close(self) -> None:
         for w in self.watchers:
             w.stop()
-        self.pool.close()
+        self.scheduler.close()
 
 
 def watch_check_main(paths: list[str], workspace: Workspace, fmt: str, out: TextIO | None = None) -> int:

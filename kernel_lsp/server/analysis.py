@@ -32,32 +32,23 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..api.checks import (
     CUDA_SUFFIXES,
     SPEC_SUFFIX,
+    CheckScheduler,
     FileCheck,
     Includer,
-    JobFailed,
     Settings,
-    WorkerPool,
-    cancel,
-    check_job,
-    default_workers,
-    failed_check,
-    front_end_job,
-    job_deadline,
-    make_temp_folder,
     release_memory,
     spec_owners,
-    warm_up,
 )
 from ..api.model import CompileResult, Diagnostic, KernelResources
 from ..api.sources import spec_path_for
-from ..workspace import CheckRequest, Workspace
+from ..workspace import CheckRequest, Trigger, Workspace
 from .packages import OnePerPackage
 
 log = logging.getLogger(__name__)
@@ -101,14 +92,16 @@ class Analysis:
         # header -> {checked file -> the kernels it compiled that the header defines}: template
         # instances get their resources where the template is written.
         self._definitions: dict[str, dict[str, list[KernelResources]]] = {}
-        self._workers = workers or default_workers()
-        self._pool: WorkerPool | None = None
+        # The compile workers, first looks, cancel tokens: the one scheduler of checks. The server
+        # has threads: no fork. After a burst (the start-up check of a project) the workers beyond
+        # one end after WORKER_SHRINK_S idle, the last after worker_idle_s.
+        self._scheduler = CheckScheduler(workers, spawn=True, shrink_after_s=WORKER_SHRINK_S)
         self.results: dict[str, FileCheck] = {}
         self._keys: dict[str, str | None] = {}  # the cache key each result was checked with
         self._cache: dict[str, FileCheck] = {}
         self._running: dict[str, asyncio.Task] = {}
         self._again: set[str] = set()
-        self._background: set[str] = set()  # files whose next check is a background one
+        self._triggers: dict[str, Trigger] = {}  # what asked for each file's next check
         self._last_request: dict[str, float] = {}
         self._done: dict[str, asyncio.Event] = {}
         # target path -> {checked path -> findings on target}
@@ -126,8 +119,6 @@ class Analysis:
         self.cancels = 0  # how many compiles in flight a newer text cancelled
         # A check in flight: what it saw and the token that cancels its compiles.
         self._inflight: dict[str, tuple[Snapshot, str]] = {}
-        self._cancel_dir: str | None = None
-        self._token_serial = 0
         # Files whose last check NVRTC answered first (its verdict, or its errors shown while nvcc
         # decided, `_publish_preview`): a first look of their own would say nothing sooner.
         self._nvrtc_only: set[str] = set()
@@ -139,39 +130,26 @@ class Analysis:
 
     # --- pool ---------------------------------------------------------------------------------
 
-    def _executor(self) -> WorkerPool:
-        if self._pool is None:
-            # The server has threads: no fork. After a burst (the start-up check of a project)
-            # the workers beyond one end after WORKER_SHRINK_S idle, the last after worker_idle_s.
-            self._pool = WorkerPool(self._workers, "spawn", shrink_after_s=WORKER_SHRINK_S)
-        return self._pool
-
     def warm_up(self) -> None:
-        pool = self._executor()
-        settings = self._workspace().settings
-        for _ in range(self._workers):
-            pool.submit(warm_up, (self.nvrtc_used,), settings.check_timeout_s, settings.compile_memory_bytes)
+        self._scheduler.warm_up(self._workspace(), self.nvrtc_used)
         self._arm_idle_stop()  # a session that never checks a file must not keep them either
 
     def shutdown(self) -> None:
         self._closed = True  # checks still in flight must not write to a closed client
         self._cancel_idle_stop()
         for _, token in self._inflight.values():
-            cancel(token)
-        self._end_workers()
-        if self._cancel_dir is not None:
-            shutil.rmtree(self._cancel_dir, ignore_errors=True)
-            self._cancel_dir = None
+            self._scheduler.cancel(token)
+        self._scheduler.close()
 
     @property
     def workers_running(self) -> bool:
-        return self._pool is not None
+        return self._scheduler.running
 
     def _arm_idle_stop(self) -> None:
         self._cancel_idle_stop()
         idle_s = self._workspace().settings.worker_idle_s
         loop = asyncio.get_running_loop()
-        if idle_s > 0 and self._pool is not None and not self._closed:
+        if idle_s > 0 and self._scheduler.running and not self._closed:
             self._idle_timer = loop.call_later(idle_s, self._idle_stop)
         if not self._closed:
             # Quiet for a while: the heap the checks freed goes back (malloc_trim, off the loop).
@@ -189,39 +167,32 @@ class Analysis:
 
     def _idle_stop(self) -> None:
         self._idle_timer = None
-        if self._running or self._pool is None:
+        if self._running or not self._scheduler.running:
             return
         log.info(
             "compile workers idle for %s s: ending them (they start again on the next check)",
             self._workspace().settings.worker_idle_s,
         )
         self.idle_stops += 1
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            asyncio.get_running_loop().run_in_executor(None, pool.close)  # joins processes: off the loop
-
-    def _end_workers(self) -> None:
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
-            pool.close()
+        end = self._scheduler.stop_workers()
+        if end is not None:
+            asyncio.get_running_loop().run_in_executor(None, end)  # joins processes: off the loop
 
     # --- scheduling ---------------------------------------------------------------------------
 
-    def request(self, path: str, background: bool = False) -> None:
+    def request(self, path: str, trigger: Trigger = "save") -> None:
         """Check `path` soon (its editor text if open, else the file on disk). A spec sidecar
-        stands for its kernel file: the kernel file's check verifies it. `background` (the
-        start-up check of a workspace): after every other check, in the pool's low-priority
-        worker; any other request for the file makes its next check a foreground one."""
+        stands for its kernel file: the kernel file's check verifies it. A `batch` request (the
+        start-up check of a workspace) runs after every other check, in the pool's low-priority
+        worker; any other request for the file makes its next check a foreground one, and the
+        latest request's trigger is the check's."""
         if path.endswith(SPEC_SUFFIX):
             for kernel_file in spec_owners(path):
-                self.request(kernel_file, background)
+                self.request(kernel_file, trigger)
             return
         if not path.endswith(CUDA_SUFFIXES):
             return
-        if background:
-            self._background.add(path)
-        else:
-            self._background.discard(path)
+        self._triggers[path] = trigger
         self._done.setdefault(path, asyncio.Event()).clear()
         self._cancel_idle_stop()
         self._last_request[path] = asyncio.get_running_loop().time()
@@ -255,7 +226,7 @@ class Analysis:
                 )
                 if now == then:
                     continue
-            self.request(path)
+            self.request(path, "watch")
 
     def _cancel_if_outdated(self, path: str) -> None:
         """A newer text makes the compile in flight worthless: stop it (a file on disk may have
@@ -270,13 +241,7 @@ class Analysis:
                 "cancelling the check of %s in flight (version %s, now %s)", path, seen.version, now.version
             )
             self.cancels += 1
-            cancel(token)
-
-    def _new_token(self) -> str:
-        if self._cancel_dir is None:
-            self._cancel_dir = make_temp_folder("kernel-lsp-cancel-")
-        self._token_serial += 1
-        return os.path.join(self._cancel_dir, str(self._token_serial))
+            self._scheduler.cancel(token)
 
     def forget(self, path: str) -> None:
         """The file is gone: clear its findings everywhere."""
@@ -318,7 +283,7 @@ class Analysis:
             log.exception("check of %s failed", path)
         finally:
             self._running.pop(path, None)
-            self._background.discard(path)
+            self._triggers.pop(path, None)
             self._done.setdefault(path, asyncio.Event()).set()
             if not self._running:
                 self._on_busy(False)
@@ -346,7 +311,7 @@ class Analysis:
     async def _check_once(self, path: str) -> None:
         if self._closed:  # no workers may start after shutdown
             return
-        snap, workspace, settings, spec_path, spec_text, includers = self._inputs(path)
+        snap, workspace, _, spec_path, spec_text, includers = self._inputs(path)
         if snap.text is None and not os.path.exists(path):
             self.forget(path)
             return
@@ -359,11 +324,12 @@ class Analysis:
         check = self._cache.get(key) if key else None
         if check is None:
             self.compiles += 1
-            token = self._new_token()
+            token = self._scheduler.new_token()
             self._inflight[path] = (snap, token)
             try:
-                job = (CheckRequest(path, snap.text, spec_text, includers, project, token), workspace)
-                check = await self._compile(path, snap, settings, job, token)
+                trigger = self._triggers.get(path, "save")
+                request = CheckRequest(path, snap.text, spec_text, includers, project, token, trigger)
+                check = await self._compile(path, snap, request, workspace)
             finally:
                 # The token file (created only by a cancel) stays until shutdown: a first phase
                 # still running must see it.
@@ -399,17 +365,16 @@ class Analysis:
         self._on_checked(path, check, snap)
 
     async def _compile(
-        self, path: str, snap: Snapshot, settings: Settings, job: tuple[CheckRequest, Workspace], token: str
+        self, path: str, snap: Snapshot, request: CheckRequest, workspace: Workspace
     ) -> FileCheck | None:
         """The full check in a worker, and beside it (for files whose verdict may be nvcc's) a
         first look, published as soon as it lands. None when a newer text cancelled it."""
-        deadline_s, memory = job_deadline(settings), settings.compile_memory_bytes
-        pool = self._executor()
+        scheduler = self._scheduler
         # The first phase is queued first: with one free worker it still comes first. A first
         # look only where someone looks: an open document, not a project-wide check.
-        first = None
+        first: asyncio.Future[FileCheck | None] | None = None
         if snap.version is not None and self._first_look_pays(path):
-            first = asyncio.wrap_future(pool.submit(front_end_job, job, deadline_s, memory))
+            first = asyncio.wrap_future(scheduler.first_look(request, workspace))
         loop = asyncio.get_running_loop()
         previews: list[CompileResult] = []
 
@@ -417,27 +382,22 @@ class Analysis:
             if isinstance(found, CompileResult) and snap.version is not None:
                 loop.call_soon_threadsafe(self._publish_preview, path, snap, found, previews)
 
-        background = path in self._background
-        full = asyncio.wrap_future(
-            pool.submit(check_job, job, deadline_s, memory, on_preview, background=background)
-        )
+        full = asyncio.wrap_future(scheduler.check(request, workspace, on_preview))
         front_s = None
         if first is not None:
-            await asyncio.wait({first, full}, return_when=asyncio.FIRST_COMPLETED)
+            either: list[asyncio.Future[Any]] = [first, full]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
             if first.done() and not full.done():
                 preview = first.result()
-                if isinstance(preview, FileCheck):
+                if preview is not None:
                     self._publish_first_look(path, snap, preview)
                     if preview.front_end_only:
                         front_s = sum(r.duration_s for r in preview.results)
         result = await full
-        if first is not None and not first.done():
-            cancel(token)  # the full result is in: the first look would come too late
-        if isinstance(result, JobFailed):
-            log.error(
-                "checking %s did not finish: %s %s (%s)", path, result.reason, result.phase, result.detail
-            )
-            return failed_check(path, result, settings)
+        if first is not None and not first.done() and request.cancel_token:
+            scheduler.cancel(request.cancel_token)  # the full result is in: the first look would come too late
+        if result.incomplete:  # a deadline or the memory limit: said, never a verdict
+            return result
         if any(r.cancelled for r in result.results):
             return None
         self._time_phases(path, result, front_s)

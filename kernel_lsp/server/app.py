@@ -29,7 +29,7 @@ from .uris import path_to_uri, uri_to_path
 if TYPE_CHECKING:
     from ..api.checks import FileCheck, Settings
     from ..api.model import Diagnostic
-    from ..workspace import Workspace
+    from ..workspace import Trigger, Workspace
     from .analysis import Analysis, Snapshot
     from .gpu_feature import GpuFeature
     from .logs import ClientLogHandler
@@ -267,10 +267,10 @@ class KernelLanguageServer(LanguageServer):
 
         return path in self.acted_on or spec_path_for(path) in self.acted_on
 
-    def request_check(self, uri: str) -> None:
+    def request_check(self, uri: str, trigger: Trigger) -> None:
         path = uri_to_path(uri)
         if path:
-            self.analysis.request(path)
+            self.analysis.request(path, trigger)
 
     def _after_check(self, path, check, snap) -> None:
         for hook in self.after_check_hooks:

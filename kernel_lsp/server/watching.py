@@ -236,7 +236,7 @@ class Watching:
                 if self._is_open(path) or path in analysis.results:
                     continue
                 self.requested += 1
-                analysis.request(path, background=True)
+                analysis.request(path, "batch")
                 await analysis.wait(path, timeout=600.0)
         finally:
             self._starting = False
@@ -351,7 +351,7 @@ class Watching:
                 path = self._queue.popleft()
                 self._queued.discard(path)
                 self.requested += 1
-                self.server.analysis.request(path)
+                self.server.analysis.request(path, "watch")
                 self._keep(asyncio.ensure_future(self._release_when_done(path)))
         finally:
             self._draining = False

@@ -154,7 +154,14 @@ def test_publishing_without_an_event_loop_reads_in_place(tmp_path, monkeypatch):
 
 # What runs in the server's process (and the CLI's): it asks workers to compile, never compiles.
 SERVER_SIDE = ["server", "gpu.py", "gpu_check.py", "evaluation", "optimizer"]
-COMPILERS = {"compile_source", "compile_nvrtc", "compile_nvcc", "compile_front_end", "check_path", "check_bytes"}
+COMPILERS = {
+    "compile_source",
+    "compile_nvrtc",
+    "compile_nvcc",
+    "compile_front_end",
+    "check_path",
+    "check_bytes",
+}
 
 
 def _server_side_files() -> list[Path]:
@@ -295,3 +302,62 @@ def test_no_front_end_hands_the_workspace_a_raw_settings_object():
                 if not (isinstance(first, ast.Call) and getattr(first.func, "id", None) == "parse_overrides"):
                     found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == []
+
+
+def test_a_text_is_checked_as_the_named_file_through_the_scheduler(tmp_path):
+    """`check --stdin`'s road: a request for the text (the file need not exist, trigger
+    `stdin`), checked in a compile worker of the one scheduler; an error at its line."""
+    from kernel_lsp.scheduler import CheckScheduler
+
+    path = tmp_path / "from_stdin.cu"
+    workspace = Workspace({"arch": ["sm_90"]})
+    scheduler = CheckScheduler(1)
+    try:
+        request = workspace.text_request(str(path), "__global__ void k(float* x)\n{ x[0] = nope; }\n")
+        assert request.trigger == "stdin" and request.text is not None
+        broken = scheduler.check(request, workspace).result()
+        clean = scheduler.check(
+            workspace.text_request(str(path), "__global__ void k(float* x) { x[0] = 1.0f; }\n"), workspace
+        ).result()
+    finally:
+        scheduler.close()
+    assert [d.line for d in broken.diagnostics if d.severity == Severity.ERROR] == [2]
+    assert not path.exists()
+    assert clean.errors == 0 and [k.name for k in clean.kernels] == ["k"]
+
+
+@pytest.mark.parametrize("reason", ["timeout", "error"])
+def test_a_check_that_did_not_finish_says_so_and_the_cli_fails_on_the_engines_own(
+    tmp_path, monkeypatch, reason
+):
+    """A check cut short is a finding that says so, never a verdict on the code; where the engine
+    itself raised, the server gets an `internal` finding and the CLI (`tool_errors`) an error."""
+    from kernel_lsp.compile import jobs
+    from kernel_lsp.scheduler import CheckScheduler
+
+    def failing(self, fn, args, timeout_s, memory_bytes=0, on_preview=None, background=False):
+        done = jobs.Future()
+        done.set_result(jobs.JobFailed(reason, "ValueError: boom", "compile", 60.0))
+        return done
+
+    monkeypatch.setattr(jobs.WorkerPool, "submit", failing)
+    workspace = Workspace({"arch": ["sm_90"]})
+    request = CheckRequest(str(tmp_path / "k.cu"), "__global__ void k() {}\n")
+    scheduler = CheckScheduler(1)
+    try:
+        check = scheduler.check(request, workspace).result()
+        assert not check.checked
+        expected = (
+            "not checked"
+            if reason == "timeout"
+            else "kernel-lsp failed while checking k.cu: ValueError: boom"
+        )
+        assert any(expected in d.message for d in check.diagnostics), check.diagnostics
+        cli = scheduler.check(request, workspace, tool_errors=True)
+        if reason == "error":
+            with pytest.raises(RuntimeError, match="boom"):
+                cli.result()
+        else:
+            assert not cli.result().checked
+    finally:
+        scheduler.close()

@@ -64,6 +64,7 @@ LAYERS: dict[str, int] = {
     # the front door, the optimizer over it, the front ends over both
     "workspace": 6,
     "check_jobs": 6,  # what compile workers run, over the Workspace
+    "scheduler": 6,  # the one road from a front end's CheckRequest to its FileCheck
     "gpu_check": 6,
     "optimizer": 7,
     "api": 8,  # the front door's named surface, the optimizer's runs included
@@ -343,11 +344,9 @@ CHECK_MACHINERY = (
 FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.bench", "kernel_lsp.runner.timing"): "TimingSettings",
     ("kernel_lsp.cli.check", "kernel_lsp.check"): (
-        "CUDA_SUFFIXES, FileCheck, archs_checked, collect_files, failed_check, includers_for, "
-        "prepare_report, unknown_codes"
+        "CUDA_SUFFIXES, FileCheck, archs_checked, collect_files, prepare_report, unknown_codes"
     ),
     ("kernel_lsp.cli.check", "kernel_lsp.compile.files"): "MAX_FILE_BYTES",
-    ("kernel_lsp.cli.check", "kernel_lsp.compile.jobs"): "JobFailed, run_jobs",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.nvrtc"): "check_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.versions"): "cuda_versions",
@@ -366,20 +365,15 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.serve", "kernel_lsp.compile.versions"): "cuda_versions",
     ("kernel_lsp.cli.spec", "kernel_lsp.compile.files"): "read_source",
     ("kernel_lsp.cli.watch", "kernel_lsp.check"): (
-        "FileCheck, INCLUDERS_CONSIDERED, archs_checked, collect_files, failed_check, "
-        "prepare_report, project_include_dirs, rank_includers"
+        "FileCheck, INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, "
+        "project_include_dirs, rank_includers"
     ),
-    ("kernel_lsp.cli.watch", "kernel_lsp.compile.jobs"): "JobFailed, WorkerPool",
     ("kernel_lsp.cli.watch", "kernel_lsp.compile.versions"): "CudaVersions, cuda_versions",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
-    ("kernel_lsp.server.analysis", "kernel_lsp.check"): (
-        "CUDA_SUFFIXES, FileCheck, Includer, SPEC_SUFFIX, failed_check, job_deadline, spec_owners"
-    ),
-    ("kernel_lsp.server.analysis", "kernel_lsp.check_jobs"): (
-        "check_job, default_workers, front_end_job, warm_up"
-    ),
-    ("kernel_lsp.server.analysis", "kernel_lsp.compile.cancel"): "cancel",
-    ("kernel_lsp.server.analysis", "kernel_lsp.compile.jobs"): "JobFailed, WorkerPool",
+    (
+        "kernel_lsp.server.analysis",
+        "kernel_lsp.check",
+    ): "CUDA_SUFFIXES, FileCheck, Includer, SPEC_SUFFIX, spec_owners",
     ("kernel_lsp.server.app", "kernel_lsp.check"): "FileCheck",
     ("kernel_lsp.server.app", "kernel_lsp.compile.files"): "MAX_FILE_BYTES, read_text_prefix",
     ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",

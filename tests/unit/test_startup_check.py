@@ -17,13 +17,13 @@ class FakeAnalysis:
     """Records each request; a check ends when the test says so."""
 
     def __init__(self) -> None:
-        self.requests: list[tuple[str, bool]] = []
+        self.requests: list[tuple[str, str]] = []
         self.results: dict[str, object] = {}
         self.rechecked: list[list[str]] = []
         self.done: dict[str, asyncio.Event] = {}
 
-    def request(self, path: str, background: bool = False) -> None:
-        self.requests.append((path, background))
+    def request(self, path: str, trigger: str = "save") -> None:
+        self.requests.append((path, trigger))
         self.done.setdefault(path, asyncio.Event())
 
     async def wait(self, path: str, timeout: float = 60.0) -> None:
@@ -75,7 +75,7 @@ def test_files_are_checked_one_at_a_time_in_the_background_skipping_open_and_che
             for _ in range(50):
                 await asyncio.sleep(0)
             # One request at a time: the next only once this one's check ended.
-            assert analysis.requests[-1] == (expected, True)
+            assert analysis.requests[-1] == (expected, "batch")
             assert len(analysis.requests) == ("/w/a.cu", "/w/b.cu", "/w/c.cu").index(expected) + 1
             analysis.finish(expected)
         for _ in range(50):

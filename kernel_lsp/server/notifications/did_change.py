@@ -20,4 +20,4 @@ def register(server) -> None:
         uri = params.text_document.uri
         if (t := timers.pop(uri, None)) is not None:
             t.cancel()
-        timers[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_S, ls.request_check, uri)
+        timers[uri] = asyncio.get_running_loop().call_later(DEBOUNCE_S, ls.request_check, uri, "change")

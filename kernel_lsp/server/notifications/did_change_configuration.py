@@ -27,4 +27,4 @@ def register(server) -> None:
             await ls.watching.settings_changed()
         if changed:
             for uri in list(ls.workspace.text_documents):
-                ls.request_check(uri)
+                ls.request_check(uri, "settings")

@@ -10,4 +10,4 @@ def register(server) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls, params: types.DidCloseTextDocumentParams) -> None:
         ls.clangd.forward_notification(types.TEXT_DOCUMENT_DID_CLOSE, params)
-        ls.request_check(params.text_document.uri)
+        ls.request_check(params.text_document.uri, "close")

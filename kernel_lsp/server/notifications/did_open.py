@@ -10,7 +10,7 @@ def register(server) -> None:
     def did_open(ls, params: types.DidOpenTextDocumentParams) -> None:
         ls.user_acted(params.text_document.uri)
         ls.clangd.did_open(params)
-        ls.request_check(params.text_document.uri)
+        ls.request_check(params.text_document.uri, "open")
         # A header's templates show their instances' resources: check the files that make them.
         path = uri_to_path(params.text_document.uri)
         watching = getattr(ls, "watching", None)

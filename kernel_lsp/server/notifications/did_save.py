@@ -8,4 +8,4 @@ def register(server) -> None:
     def did_save(ls, params: types.DidSaveTextDocumentParams) -> None:
         ls.user_acted(params.text_document.uri)
         ls.clangd.forward_notification(types.TEXT_DOCUMENT_DID_SAVE, params)
-        ls.request_check(params.text_document.uri)
+        ls.request_check(params.text_document.uri, "save")

@@ -19,7 +19,7 @@ def register(server) -> None:
         if path is None:
             return types.FullDocumentDiagnosticReport(items=[])
         if path not in ls.analysis.results and path.endswith((".cu", ".cuh")):
-            ls.analysis.request(path)
+            ls.analysis.request(path, "open")
         await ls.analysis.wait(path)
         # The text the findings are placed in: the editor's, else the file's (as when pushed).
         snapshot = ls.document_snapshot_now(params.text_document.uri)

@@ -80,5 +80,5 @@ def register(server) -> None:
             except Exception:  # the file is written; showing it is a courtesy
                 log.debug("window/showDocument failed", exc_info=True)
         # The kernel file's check reads the new spec.
-        ls.request_check(uri)
+        ls.request_check(uri, "save")
         return _reply(True, spec_uri, f"wrote {os.path.basename(spec_path)}: fill in the reference and sizes")

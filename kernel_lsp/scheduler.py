@@ -1,0 +1,163 @@
+"""The one road from a front end's CheckRequest to its FileCheck (issue 47): the server, `check
+--watch` and `check --stdin` hand a CheckScheduler typed requests and get Futures of plain
+results back. It owns what they used to hold each: the compile workers (processes: a compiler or
+a spec that hangs can only be stopped there), each check's deadline and memory limit (the file's
+settings), the first look beside a full check, background checks, cancel tokens, and the
+workers' lifetime (started when first needed, ended on request or when idle)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from .check import FileCheck, failed_check, job_deadline
+from .check_jobs import check_job, default_workers, front_end_job, warm_up
+from .compile.cancel import cancel
+from .compile.jobs import JobFailed, WorkerPool
+from .tempdirs import make as make_temp_folder
+from .workspace import CheckRequest, Workspace
+
+log = logging.getLogger(__name__)
+
+
+class CheckScheduler:
+    """Checks in worker processes, at most `workers` at once (default: one per core, at most
+    four). `spawn`: workers started fresh, never forked (a caller with threads: the server);
+    `shrink_after_s` > 0: after a burst, the workers beyond one end after that long idle."""
+
+    def __init__(self, workers: int | None = None, spawn: bool = False, shrink_after_s: float = 0.0) -> None:
+        self.workers = workers or default_workers()
+        self._context = "spawn" if spawn else None
+        self._shrink_after_s = shrink_after_s
+        self._pool: WorkerPool | None = None
+        self._lock = threading.Lock()
+        self._cancel_dir: str | None = None
+        self._serial = 0
+
+    def _executor(self) -> WorkerPool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = WorkerPool(self.workers, self._context, shrink_after_s=self._shrink_after_s)
+            return self._pool
+
+    @property
+    def running(self) -> bool:
+        """Whether workers are up (or starting): they start with the first job."""
+        return self._pool is not None
+
+    # --- checks --------------------------------------------------------------------------------
+
+    def check(
+        self,
+        request: CheckRequest,
+        workspace: Workspace,
+        on_preview: Callable[[object], None] | None = None,
+        tool_errors: bool = False,
+    ) -> Future[FileCheck]:
+        """The full check of `request` in a worker. A check that did not finish (its deadline,
+        the memory limit, a crash) is a FileCheck that says so, never a verdict on the code;
+        `on_preview(CompileResult)`: NVRTC's errors while nvcc decides, from the pool's thread.
+        A `batch` request (a walk nobody is looking at: the server's start-up check) runs one at
+        a time, only while nothing else waits, at a lower CPU priority. Where the engine itself
+        raised (not the user's code), the check is an `internal` finding, or with `tool_errors`
+        (the CLI: the tool failed, exit 2) a RuntimeError from the Future."""
+        settings = workspace.settings_for(request.path)
+        raw = self._executor().submit(
+            check_job,
+            (request, workspace),
+            job_deadline(settings),
+            settings.compile_memory_bytes,
+            on_preview,
+            background=request.trigger == "batch",
+        )
+        out: Future[FileCheck] = Future()
+
+        def done(f: Future[FileCheck | JobFailed]) -> None:
+            try:
+                result = f.result()
+            except BaseException as e:  # the pool closed under it
+                out.set_exception(e)
+                return
+            if isinstance(result, JobFailed) and result.reason == "error" and tool_errors:
+                out.set_exception(RuntimeError(f"checking {request.path}: {result.detail}"))
+                return
+            if isinstance(result, JobFailed):
+                log.error(
+                    "checking %s did not finish: %s %s (%s)",
+                    request.path,
+                    result.reason,
+                    result.phase,
+                    result.detail,
+                )
+                result = failed_check(request.path, result, settings)
+            out.set_result(result)
+
+        raw.add_done_callback(done)
+        return out
+
+    def first_look(self, request: CheckRequest, workspace: Workspace) -> Future[FileCheck | None]:
+        """The first phase of a check whose verdict may be nvcc's (NVRTC's, or nvcc's front end):
+        None when it has nothing sooner than the full check, or did not finish."""
+        settings = workspace.settings_for(request.path)
+        raw = self._executor().submit(
+            front_end_job, (request, workspace), job_deadline(settings), settings.compile_memory_bytes
+        )
+        out: Future[FileCheck | None] = Future()
+
+        def done(f: Future[FileCheck | JobFailed | None]) -> None:
+            try:
+                result = f.result()
+            except BaseException as e:
+                out.set_exception(e)
+                return
+            out.set_result(result if isinstance(result, FileCheck) else None)
+
+        raw.add_done_callback(done)
+        return out
+
+    def warm_up(self, workspace: Workspace, nvrtc: bool = False) -> None:
+        """Start every worker now and load what a check needs there (NVRTC too, with `nvrtc`)."""
+        settings = workspace.settings
+        pool = self._executor()
+        for _ in range(self.workers):
+            pool.submit(warm_up, (nvrtc,), settings.check_timeout_s, settings.compile_memory_bytes)
+
+    # --- cancelling ----------------------------------------------------------------------------
+
+    def new_token(self) -> str:
+        """A fresh cancel token for a CheckRequest (compile/cancel.py: a file in a folder of the
+        scheduler's own, removed on close)."""
+        with self._lock:
+            if self._cancel_dir is None:
+                self._cancel_dir = make_temp_folder("kernel-lsp-cancel-")
+            self._serial += 1
+            return os.path.join(self._cancel_dir, str(self._serial))
+
+    @staticmethod
+    def cancel(token: str) -> None:
+        """Stop the compiles of the checks that carry `token` (their results come back marked
+        cancelled)."""
+        cancel(token)
+
+    # --- lifetime ------------------------------------------------------------------------------
+
+    def stop_workers(self) -> Callable[[], None] | None:
+        """Detach the workers (the next check starts new ones) and return what ends them, for
+        the caller to run where joining processes may block (the server: off its loop)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        return pool.close if pool is not None else None
+
+    def close(self) -> None:
+        """End the workers and remove the cancel tokens' folder."""
+        end = self.stop_workers()
+        if end is not None:
+            end()
+        with self._lock:
+            folder, self._cancel_dir = self._cancel_dir, None
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
