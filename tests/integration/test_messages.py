@@ -7,8 +7,8 @@ import pytest
 
 from kernel_lsp.archs import occupancy
 from kernel_lsp.cli.formats import format_resources
-from kernel_lsp.hostcode import find_host_code, host_code_message
 from kernel_lsp.gpu import no_gpu_message
+from kernel_lsp.hostcode import find_host_code, host_code_message
 from kernel_lsp.model import Diagnostic, KernelResources, Severity
 from kernel_lsp.optimizer.session import OptimizeError, RunRequest, run
 from kernel_lsp.server.convert import to_lsp
