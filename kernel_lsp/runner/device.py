@@ -8,7 +8,6 @@ allocation, copies, byte fills, module loading, launches, CUDA-event timing and 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,19 +35,6 @@ extern "C" __global__ void kl_poison_smem(unsigned int pattern, unsigned int wor
     extern __shared__ unsigned int smem[];
     volatile unsigned int* s = smem;
     for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) s[i] = pattern;
-}
-
-// Holds its stream until the host writes `value` into `flag` (the judge's pinned memory) or `ns`
-// pass: the judge queues a gated run's whole preparation behind it, so the GPU runs that without
-// a moment where the judge's context has nothing to do and another context could run.
-extern "C" __global__ void kl_hold(const volatile unsigned int* flag, unsigned int value, unsigned long long ns)
-{
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        if (*flag == value) return;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
 }
 
 extern "C" __global__ void kl_spin(unsigned long long ns)
@@ -165,8 +151,6 @@ class CudaDevice:
         self._marks: list[Any] = []  # `mark`'s ring of events
         self._next_mark = 0
         self._side: Any = None  # `gate_release`'s stream
-        self._hold_flag: Any = None  # `hold`'s flag: pinned host memory the GPU reads
-        self._holds = 0
         self._nvml: Any = None  # runner/nvml.ProcessMemory once tried; False where NVML has nothing
         # Allocations another process can map (judge.py): pointer -> (handle, mapped bytes).
         self._shared: dict[int, tuple[Any, int]] = {}
@@ -483,7 +467,7 @@ class CudaDevice:
         whether they are now this context's."""
         try:
             module = self.load(image)
-            names = ("kl_flush", "kl_spin", "kl_poison_smem", "kl_hold")
+            names = ("kl_flush", "kl_spin", "kl_poison_smem")
             self._helpers = {n: self.function(module, n) for n in names}
             self._sink = self.alloc(16)
             return True
@@ -539,36 +523,6 @@ class CudaDevice:
         if fn is not None and seconds > 0:
             ns = int(min(seconds, 0.05) * 1e9)
             self.launch(fn, (1, 1, 1), (1, 1, 1), 0, [np.array([ns], np.uint64)])
-
-    def hold(self, max_seconds: float) -> Callable[[], None]:
-        """Hold this stream until the returned `release()` is called (or `max_seconds` pass): the
-        host queues work behind it, and the GPU then runs all of it back to back. Without the
-        helpers, nothing is held (`release` does nothing)."""
-        fn = self._helper("kl_hold")
-        if fn is None:
-            return lambda: None
-        if self._hold_flag is None:
-            flags = self.d.CU_MEMHOSTALLOC_DEVICEMAP
-            host = int(self._ck(self.d.cuMemHostAlloc(4096, flags)))
-            device = int(self._ck(self.d.cuMemHostGetDevicePointer(host, 0)))
-            view = np.ctypeslib.as_array((ctypes.c_uint32 * 1).from_address(host))
-            view[0] = 0
-            self._hold_flag = (host, device, view)
-        _, device, view = self._hold_flag
-        self._holds = self._holds % 0xFFFFFFFF + 1
-        value = self._holds
-        ns = int(max_seconds * 1e9)
-        args: list[np.ndarray] = [
-            np.array([device], np.uint64),
-            np.array([value], np.uint32),
-            np.array([ns], np.uint64),
-        ]
-        self.launch(fn, (1, 1, 1), (1, 1, 1), 0, args)
-
-        def release() -> None:
-            view[0] = value
-
-        return release
 
     def null_kernel(self) -> None:
         """Launch a kernel that does nothing (the helpers' spin for 0 ns): what a gated run of

@@ -297,9 +297,6 @@ class FakeDevice:
     def head_start(self, seconds: float) -> None:
         pass  # nothing is queued here: there is nothing to get ahead of
 
-    def hold(self, max_seconds: float) -> Callable[[], None]:
-        return lambda: None  # nothing is queued here: nothing waits behind a hold
-
     def null_kernel(self) -> None:
         pass
 

