@@ -13,6 +13,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeVar
 
 from .check import FileCheck, failed_check, job_deadline
 from .check_jobs import check_job, default_workers, front_end_job, warm_up
@@ -22,6 +23,24 @@ from .tempdirs import make as make_temp_folder
 from .workspace import CheckRequest, Workspace
 
 log = logging.getLogger(__name__)
+
+Raw = TypeVar("Raw")
+Result = TypeVar("Result")
+
+
+def _then(raw: Future[Raw], convert: Callable[[Raw], Result]) -> Future[Result]:
+    """A Future of `convert(raw's result)`: the pool's answer turned into the front ends' result
+    on the pool's thread (an exception, the pool closed under the job, passes through)."""
+    out: Future[Result] = Future()
+
+    def done(f: Future[Raw]) -> None:
+        try:
+            out.set_result(convert(f.result()))
+        except BaseException as e:
+            out.set_exception(e)
+
+    raw.add_done_callback(done)
+    return out
 
 
 class CheckScheduler:
@@ -74,30 +93,22 @@ class CheckScheduler:
             on_preview,
             background=request.trigger == "batch",
         )
-        out: Future[FileCheck] = Future()
 
-        def done(f: Future[FileCheck | JobFailed]) -> None:
-            try:
-                result = f.result()
-            except BaseException as e:  # the pool closed under it
-                out.set_exception(e)
-                return
-            if isinstance(result, JobFailed) and result.reason == "error" and tool_errors:
-                out.set_exception(RuntimeError(f"checking {request.path}: {result.detail}"))
-                return
-            if isinstance(result, JobFailed):
-                log.error(
-                    "checking %s did not finish: %s %s (%s)",
-                    request.path,
-                    result.reason,
-                    result.phase,
-                    result.detail,
-                )
-                result = failed_check(request.path, result, settings)
-            out.set_result(result)
+        def worded(result: FileCheck | JobFailed) -> FileCheck:
+            if not isinstance(result, JobFailed):
+                return result
+            if result.reason == "error" and tool_errors:
+                raise RuntimeError(f"checking {request.path}: {result.detail}")
+            log.error(
+                "checking %s did not finish: %s %s (%s)",
+                request.path,
+                result.reason,
+                result.phase,
+                result.detail,
+            )
+            return failed_check(request.path, result, settings)
 
-        raw.add_done_callback(done)
-        return out
+        return _then(raw, worded)
 
     def first_look(self, request: CheckRequest, workspace: Workspace) -> Future[FileCheck | None]:
         """The first phase of a check whose verdict may be nvcc's (NVRTC's, or nvcc's front end):
@@ -106,18 +117,7 @@ class CheckScheduler:
         raw = self._executor().submit(
             front_end_job, (request, workspace), job_deadline(settings), settings.compile_memory_bytes
         )
-        out: Future[FileCheck | None] = Future()
-
-        def done(f: Future[FileCheck | JobFailed | None]) -> None:
-            try:
-                result = f.result()
-            except BaseException as e:
-                out.set_exception(e)
-                return
-            out.set_result(result if isinstance(result, FileCheck) else None)
-
-        raw.add_done_callback(done)
-        return out
+        return _then(raw, lambda result: result if isinstance(result, FileCheck) else None)
 
     def warm_up(self, workspace: Workspace, nvrtc: bool = False) -> None:
         """Start every worker now and load what a check needs there (NVRTC too, with `nvrtc`)."""

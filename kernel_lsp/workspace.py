@@ -537,7 +537,6 @@ class Workspace:
                 defines=verification.options.defines,
             )
 
-
     # --- candidates: what the optimizer asks (it reaches no compile, fence, GPU or evaluation
     # module of its own: tests/unit/test_architecture.py) ---------------------------------------
 

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel_lsp import archs
 from kernel_lsp.config import Settings
@@ -25,6 +25,9 @@ from kernel_lsp.model import CompileOptions, CompileResult, LibraryBuild, Severi
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
 from kernel_lsp.workspace import Workspace
+
+if TYPE_CHECKING:
+    from kernel_lsp.workspace import GpuPool
 
 from .entry import entry_kernels, entry_launch_shapes
 from .features import Hardware
@@ -358,7 +361,7 @@ class GpuEvaluator(Evaluator):
         self._hw: Hardware | None = None
         self._verified: dict[str, Any] = {}  # launch-ready source -> its KernelCheck, for profile()
         self._trusted: dict[str, bool] = {}  # entry candidates checked: is their host code the user's?
-        self._boxed: Any = None  # the judged sessions' pool (engine.gpu_pool), opened when first needed
+        self._boxed: GpuPool | None = None  # the judged sessions' pool, opened when first needed
         self._no_sandbox = ""
         # Device compiles of this run, by (launch-ready text, device options): each text is
         # compiled once for the GPUs (the original once, not once per candidate's reference), and
@@ -390,7 +393,7 @@ class GpuEvaluator(Evaluator):
             self._hw = Hardware.from_device(dev) if dev is not None else None
         return self._hw
 
-    def _sessions(self, trusted: bool) -> Any:
+    def _sessions(self, trusted: bool) -> GpuPool | None:
         """Where a source runs: the caller's sessions for the user's own code, else the judged
         ones, whose worker runs each candidate's kernels and host code in a confined process of
         its own (runner/judge.py): None, with `_no_sandbox` saying why, where the backend has

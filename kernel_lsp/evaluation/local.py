@@ -57,8 +57,6 @@ def local_gpu_absence() -> str:
     return "nvidia-smi lists none"
 
 
-
-
 def _hidden_by_env() -> str | None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None and visible.strip() in ("", "-1", "none", "NoDevFiles"):
