@@ -484,3 +484,37 @@ def test_a_candidate_that_hangs_or_dies_inside_its_gate_is_refused_and_the_judge
         result = check(judge, tmp_path, gate_fault(fault, before_queued))
         assert not result.ok and result.problems[0].kind == kind, words(result)
         assert check(judge, tmp_path, HONEST).ok  # the judge's stream and the worker went on
+
+
+def test_a_candidate_runs_on_no_gpu_when_one_of_them_has_no_sandbox():
+    """Code an LLM wrote runs only in sandboxed sessions, on every GPU of the run: where one GPU's
+    backend has no sandboxed twin (a Ray actor), the candidate runs nowhere, not on the GPUs that
+    have one, and the user's own code still runs on the plain sessions."""
+    from types import SimpleNamespace
+
+    from kernel_lsp.model import CompileOptions
+    from kernel_lsp.optimizer.evaluator import GpuEvaluator
+
+    ran: list[str] = []
+
+    class Session:
+        available, reason, device = True, "", None
+
+        def __init__(self, name: str, boxed: bool) -> None:
+            self.name, self.boxed = name, boxed
+
+        def sandboxed_session(self):
+            ran.append(f"{self.name} twin asked")
+            return Session(f"{self.name}-judged", False) if self.boxed else None
+
+        def close(self) -> None:
+            pass
+
+    spec = SimpleNamespace(is_entry=False, kernel="k", name="k", kernels=["k"])
+    local, remote = Session("local", boxed=True), Session("ray", boxed=False)
+    evaluator = GpuEvaluator(local, "/w/k.cu", spec, CompileOptions(), more_sessions=[remote])
+    result = evaluator.check("__global__ void k() { /* the LLM's */ }", "__global__ void k() {}")
+    assert not result.ok and result.problems[0].startswith("sandbox: "), result.problems
+    assert evaluator.judged_sessions == []  # no judged pool was opened, on any GPU
+    assert evaluator._sessions(trusted=True) is evaluator.pool  # the user's code: the plain GPUs
+    assert ran == ["local twin asked", "ray twin asked"]
