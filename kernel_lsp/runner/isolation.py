@@ -32,6 +32,7 @@ from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
 
 if TYPE_CHECKING:
     from .device_protocol import Device
+    from .judge import GatedTimes
 
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
@@ -287,6 +288,18 @@ class TimedSets:
         self.current = k
         return k
 
+    def scrub_set(self, k: int) -> None:
+        """After a gated run of set k, its inputs emptied from the buffers the accused maps
+        (queued behind the judge's copy of the outputs, outside the bracket): they hold the
+        set's inputs only from the judge's preparation to the end of the run, so work the
+        accused's process does before the judge's start mark (its stream need not wait for
+        `go`) has nothing to compute from, even on a set it ran before. What it does after
+        the inputs are written and before the start mark is counted to it
+        (judge.GpuClock)."""
+        s = self.sets[k]
+        for name in self._private.get(k, {}):
+            self.device.fill_async(s.bufs.ptrs[name], 0, s.bufs.nbytes[name])
+
     def prepare_set(self, k: int) -> None:
         """Set k ready for a run (queued): a gated set's inputs written from the judge's copies,
         its outputs and unzeroed scratch poisoned with a byte it cannot predict, InOut back to
@@ -420,9 +433,20 @@ class GatedRun:
         self.sets.device.sync()  # the set's preparation, queued in the judge's context, is done
         self.pipeline.run_batch([self.bound[max(0, self.sets.current)]])
 
-    def timed(self, side: int, cold_l2: bool) -> tuple[float, float]:
-        """(the bracket, the copy of the outputs after it), seconds (judge.Gate.run)."""
+    def timed(self, side: int, cold_l2: bool) -> GatedTimes:
+        """One gated run's times (judge.Gate.run), its set's inputs emptied after it."""
         k = self.sets.choose(side)
-        return self.pipeline.run_gated(
-            self.sets.device, self.bound[k], lambda: self.sets.prepare_set(k), cold_l2
-        )
+        try:
+            return self.pipeline.run_gated(
+                self.sets.device, self.bound[k], lambda: self.sets.prepare_set(k), cold_l2
+            )
+        finally:
+            self.sets.scrub_set(k)
+
+    def preparation(self, cold_l2: bool) -> float:
+        """The judge's preparation of a run alone, no run queued (judge.RemotePipeline)."""
+        k = max(0, self.sets.current)
+        try:
+            return self.pipeline.preparation(self.sets.device, lambda: self.sets.prepare_set(k), cold_l2)
+        finally:
+            self.sets.scrub_set(k)

@@ -19,7 +19,11 @@ the candidate's launches or entry on them. Everything that decides lives here, i
   per pair of events), while every event and every byte checked is the judge's: a run that
   says "done" early gains nothing (its outputs are copied before the second mark, unfinished
   or counted), and inputs reach the accused's buffers only inside the judge's own preparation
-  right before `go`;
+  right before `go` and leave them after the run (`TimedSets.scrub_set`). The accused's stream
+  need not wait for `go`: work it runs between the inputs' arrival and the start mark is work
+  the GPU switched contexts for inside the judge's preparation, which a third mark brackets;
+  a preparation that took a switch's share longer than the judge's own is counted to the run
+  (`GpuClock`);
 - a reply carries a CUDA error's name or a status number, never text: the judge words verdicts
   (`fault_message`), so nothing the candidate prints reaches a report or a prompt.
 """
@@ -36,7 +40,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
 
 import numpy as np
 
@@ -589,22 +593,16 @@ class RemotePipeline:
 
     def run_gated(
         self, device: Device, bound: BoundRun, prepare: Callable[[], None], cold_l2: bool
-    ) -> tuple[float, float]:
+    ) -> GatedTimes:
         """One timed run of `bound` between the judge's gates (`Gate.run`): `prepare` (the set's
         inputs written, its outputs poisoned) and the L2 flush queued in the judge's context
         right before `go`, the outputs copied into the judge's memory right after `done`."""
         case = bound.case
-
-        def before() -> None:
-            prepare()
-            if cold_l2:
-                device.flush_l2()
-
         try:
             return self.gate(device).run(
                 device,
                 [bound.binding],
-                before,
+                _preparation(device, prepare, cold_l2),
                 lambda: bound.bufs.settle(outputs_only=True, wait=False),
                 self.timeout_s,
             )
@@ -614,6 +612,17 @@ class RemotePipeline:
             raise self._gone(e.hung, case, self.timeout_s) from None
         except DeviceFault:  # the fake GPU's gate timed out: the run never said done
             raise self._gone(True, case, self.timeout_s) from None
+
+    @staticmethod
+    def preparation(device: Device, prepare: Callable[[], None], cold_l2: bool) -> float:
+        """What a gated run's preparation (`GatedTimes.preparation`) takes with no run of the
+        accused's queued: the same head start, marks and work, in the judge's context alone."""
+        device.head_start(GATED_HEAD_START_S)
+        ready = device.mark()
+        _preparation(device, prepare, cold_l2)()
+        start = device.mark()
+        device.sync()
+        return device.seconds_between(ready, start)
 
     def _gone(self, hung: bool, case: str, timeout_s: float) -> Failed:
         """A run whose process hung past `timeout_s`, or ended, as the verdict of its case."""
@@ -671,11 +680,10 @@ class Gate:
         settle: Callable[[], None],
         timeout_s: float,
         null: bool = False,
-    ) -> tuple[float, float]:
-        """One gated run of `bindings` (none: a run of nothing): (the bracket from `go` to
-        `done` seen, the copy of the outputs after it), in seconds of the judge's events.
-        AccusedGone or a fault reply (`GateFault`) when the run did not end well; the judge's
-        stream never stays waiting on a flag the accused did not write."""
+    ) -> GatedTimes:
+        """One gated run of `bindings` (none: a run of nothing), in seconds of the judge's
+        events (`GatedTimes`). AccusedGone or a fault reply (`GateFault`) when the run did not
+        end well; the judge's stream never stays waiting on a flag the accused did not write."""
         self.seq += 1
         seq = self.seq
         gate = {"flags": self.ident, "seq": seq, "go": GATE_GO, "done": GATE_DONE, "null": null}
@@ -687,6 +695,7 @@ class Gate:
             raise GateFault(first)
         try:
             device.head_start(GATED_HEAD_START_S)
+            ready = device.mark()  # before the run's inputs reach the buffers the accused maps
             prepare()
             start = device.mark()
             device.gate_write(self.ptr + GATE_GO, seq)
@@ -706,7 +715,32 @@ class Gate:
         accused.pause()  # its answer is complete
         if reply.get("status") != "ok":
             raise GateFault(reply)
-        return device.seconds_between(start, end), device.seconds_between(end, copied)
+        return GatedTimes(
+            device.seconds_between(start, end),
+            device.seconds_between(end, copied),
+            device.seconds_between(ready, start),
+        )
+
+
+def _preparation(device: Device, prepare: Callable[[], None], cold_l2: bool) -> Callable[[], None]:
+    """A gated run's preparation: the set's (`prepare`), then the L2 flush (`cold_l2`)."""
+
+    def before() -> None:
+        prepare()
+        if cold_l2:
+            device.flush_l2()
+
+    return before
+
+
+class GatedTimes(NamedTuple):
+    """One gated run's times, in seconds of the judge's events."""
+
+    bracket: float  # from the start mark (then `go`) to `done` seen
+    copy: float  # the judge's copy of the outputs after it
+    # From the mark before the run's inputs were written to the start mark: the judge's own
+    # preparation (inputs, poison, L2 flush), and any GPU time the accused's context took there.
+    preparation: float
 
 
 class GateFault(Exception):
@@ -740,7 +774,7 @@ class SwitchFloor:
     def measure(self, runs: int = SWITCH_CALIBRATION_RUNS) -> float:
         device = self.device
         brackets = [
-            self.gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True)[0]
+            self.gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True).bracket
             for _ in range(runs)
         ]
         device.time_rounds([device.null_kernel], 3, cold_l2=False)
@@ -752,14 +786,25 @@ class SwitchFloor:
         self.accused.retire()
 
 
+class TimedGatedRun(Protocol):
+    """A judged candidate's timed part, as the clock drives it (runner/isolation.GatedRun)."""
+
+    def timed(self, side: int, cold_l2: bool) -> GatedTimes: ...
+
+    def preparation(self, cold_l2: bool) -> float: ...
+
+
 class GpuClock:
     """`time_rounds` for runs another process executes, on the GPU's clock: each timed run is
     gated (`Gate.run`, through TimedSets' GatedRun) and its sample is the bracket less the
     switch floor, plus however much longer than its fastest the judge's copy of the outputs
     after the bracket took (a run that said "done" before its work was done, and worked on,
-    slows that copy or leaves it unfinished outputs). The floor was measured in a process that
-    ran only kernel-lsp's code; a bracket below it is not the GPU's doing and is reported
-    (`why_suspicious`)."""
+    slows that copy or leaves it unfinished outputs), plus however much longer than the judge's
+    own the preparation before the start mark took, where that is more than a context switch's
+    share (`LATE_PREPARATION`): the accused's process need not wait for `go`, and the GPU can
+    only run its work before the start mark by switching to it there. The floor was measured in
+    a process that ran only kernel-lsp's code; a bracket below it is not the GPU's doing and is
+    reported (`why_suspicious`)."""
 
     def __init__(
         self,
@@ -776,14 +821,17 @@ class GpuClock:
         self.brackets: list[list[float]] = []  # per side (A, B) of the timing
         self.copies: list[float] = []
         self.short = 0  # brackets below the floor
+        self.late: list[float] = []  # the preparations' time counted to the runs
         self._copy_floor = float("inf")
+        # Per side: the least its preparation took, the judge's alone (measured first) or in a run.
+        self._preparation_floor: dict[int, float] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
 
     def start_counting(self) -> None:
         """Called after the warm-up: the samples from here on are the measured ones."""
-        self.fresh, self.brackets, self.copies = [], [], []
+        self.fresh, self.brackets, self.copies, self.late = [], [], [], []
         if self._start is not None:
             self._start()
 
@@ -796,23 +844,43 @@ class GpuClock:
     ) -> list[list[float]]:
         """`runs` are GatedRuns (runner/isolation.py): each prepares its own inputs inside the
         gate, so `prepare` is not used."""
+        gated: list[TimedGatedRun] = runs  # type: ignore[assignment]
         if len(self.fresh) < len(runs):
             self.fresh = [[] for _ in runs]
         if len(self.brackets) < len(runs):
             self.brackets = [[] for _ in runs]
+        for j, run in enumerate(gated):
+            if j not in self._preparation_floor:
+                self._preparation_floor[j] = min(
+                    run.preparation(cold_l2) for _ in range(PREPARATION_CALIBRATION_RUNS)
+                )
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
-                bracket, copy = runs[j].timed(j, cold_l2)  # type: ignore[attr-defined]
-                self._copy_floor = min(self._copy_floor, copy)
-                if bracket < SHORT_BRACKET * self.floor_s:
+                times = gated[j].timed(j, cold_l2)
+                self._copy_floor = min(self._copy_floor, times.copy)
+                self._preparation_floor[j] = min(self._preparation_floor[j], times.preparation)
+                if times.bracket < SHORT_BRACKET * self.floor_s:
                     self.short += 1
-                out[j].append(max(0.0, bracket - self.floor_s) + max(0.0, copy - self._copy_floor))
-                self.brackets[j].append(bracket)
-                self.copies.append(copy)
+                out[j].append(
+                    max(0.0, times.bracket - self.floor_s)
+                    + max(0.0, times.copy - self._copy_floor)
+                    + self._late(times.preparation - self._preparation_floor[j])
+                )
+                self.brackets[j].append(times.bracket)
+                self.copies.append(times.copy)
                 self.fresh[j].append(bool(self._tag(j)) if self._tag is not None else False)
         return out
+
+    def _late(self, over_s: float) -> float:
+        """The part of a preparation's time counted to its run: all of what it took over the
+        judge's own, where that is more than a switch's share of the floor (no context was
+        switched to there otherwise); none on a GPU that switches no context (the fake's)."""
+        if self.floor_s <= 0 or over_s <= LATE_PREPARATION * self.floor_s:
+            return 0.0
+        self.late.append(over_s)
+        return over_s
 
     def why_suspicious(self) -> str | None:
         if not self.short:
@@ -832,15 +900,28 @@ class GpuClock:
             for side, b in zip(["A ", "B "] if len(self.brackets) > 1 else [""], self.brackets, strict=False)
             if b
         )
+        late = (
+            f"; {len(self.late)} of {len(cop)} preparations ran long (the GPU switched contexts "
+            f"before the start mark), by {sorted(self.late)[len(self.late) // 2] * 1e6:.1f} us (median), "
+            "counted to their runs"
+            if self.late
+            else ""
+        )
         return (
             f"the judge's events on the GPU, one gated run a sample: bracket {sides} "
             f"less the switch floor {self.floor_s * 1e6:.1f} us, then its copy of "
             f"the outputs {cop[len(cop) // 2] * 1e6:.1f} us (floor {self._copy_floor * 1e6:.1f} us, not "
             "counted); inputs written, outputs poisoned and the L2 flushed by the judge before each"
+            f"{late}"
         )
 
 
 SHORT_BRACKET = 0.9  # a bracket below this share of the switch floor was not the GPU's doing
+# A preparation longer than the judge's own by more than this share of the switch floor (two
+# switches) had the GPU switch to another context in it (half a switch: on an H100 about 70 us,
+# where the judge's own preparation varies by a few us): counted to the run.
+LATE_PREPARATION = 0.25
+PREPARATION_CALIBRATION_RUNS = 3  # the judge's preparations alone, the least taken as its own
 
 # Runs on repeated inputs this much faster than on new ones: a result kept between runs. On an
 # H200 an honest 4M-element add judged in batches ran its first batch on a new group of sets at

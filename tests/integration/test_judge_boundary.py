@@ -464,6 +464,45 @@ def test_a_candidate_that_ends_its_own_gate_early_gains_nothing(judged, plain, t
     assert check(plain, tmp_path, GATE_DONE_EARLY).ok  # no gate in-process
 
 
+# Its gated run first calls the launcher itself, before the judge's `go` (as a candidate whose
+# stream does not wait for it would run): that call sums the inputs it finds. The real call, inside
+# the gate, gets its output wrong if that sum was this run's inputs: what it computed early would
+# have been right, and outside the judge's bracket.
+SEES_INPUTS_BEFORE_GO = rewrites_its_gated_run(
+    "def gated(self, bindings, gate):",
+    "    os.environ['KLSP_EARLY'] = '1'",
+    "    [call() for b in bindings for call in self.plans[b]]",
+    "    del os.environ['KLSP_EARLY']",
+    "    return real(self, bindings, gate)",
+).replace(
+    "    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];\n}",
+    # (The sum kept in its environment: the judge puts the library's globals back before each run.)
+    """    double sum = 0.0;
+    for (int i = 0; i < n; ++i) sum += x[i];
+    for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+    char text[64];
+    snprintf(text, sizeof text, "%.17g", sum);
+    if (getenv("KLSP_EARLY")) {
+        setenv("KLSP_EARLY_SUM", text, 1);
+        return;
+    }
+    const char* early = getenv("KLSP_EARLY_SUM");
+    if (sum != 0.0 && early && strcmp(early, text) == 0) y[0] += 1.0f;
+    unsetenv("KLSP_EARLY_SUM");
+}""",
+)
+
+
+def test_a_set_s_inputs_are_in_its_buffers_only_inside_the_judge_s_preparation_and_run(judged, tmp_path):
+    """Work an accused does before the judge's `go` finds no inputs, even on a set it ran
+    before (runner/isolation.TimedSets.scrub_set): the judge empties a set's inputs after each
+    gated run. (On a GPU, what it does between the judge's writing the inputs and the start
+    mark costs it a switch of contexts, counted to its run: judge.GpuClock.)"""
+    assert "KLSP_EARLY" in SEES_INPUTS_BEFORE_GO and "y[0] += 1.0f" in SEES_INPUTS_BEFORE_GO
+    result = check(judged, tmp_path, SEES_INPUTS_BEFORE_GO)
+    assert result.ok, words(result)
+
+
 # Honest in verification; in its timed (gated) runs it says "queued" and then hangs, or ends its
 # process, before its run: the judge's own stream must not stay waiting on a flag never raised.
 def gate_fault(fault: str, before_queued: bool = False) -> str:

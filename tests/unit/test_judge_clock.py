@@ -17,18 +17,24 @@ from kernel_lsp.runner.judge import GATE_DONE, GATE_GO, GpuClock, ratio_seen_to_
 FLOOR_S = 280e-6  # the switch floor, as an H100 measured it
 
 
-class Bracketed:
-    """A gated run as the judge sees it (runner/isolation.GatedRun): its bracket and the copy of
-    its outputs after it, in seconds."""
+PREPARATION_S = 40e-6  # the judge's own preparation of a run: inputs, poison, L2 flush
 
-    def __init__(self, bracket_s: float, copy_s: float):
-        self.bracket_s, self.copy_s = bracket_s, copy_s
+
+class Bracketed:
+    """A gated run as the judge sees it (runner/isolation.GatedRun): its bracket, the copy of
+    its outputs after it and the preparation before it, in seconds."""
+
+    def __init__(self, bracket_s: float, copy_s: float, preparation_s: float = PREPARATION_S):
+        self.bracket_s, self.copy_s, self.preparation_s = bracket_s, copy_s, preparation_s
 
     def __call__(self) -> None:
         pass
 
-    def timed(self, side: int, cold_l2: bool) -> tuple[float, float]:
-        return self.bracket_s, self.copy_s
+    def timed(self, side: int, cold_l2: bool) -> judge.GatedTimes:
+        return judge.GatedTimes(self.bracket_s, self.copy_s, self.preparation_s)
+
+    def preparation(self, cold_l2: bool) -> float:
+        return PREPARATION_S
 
 
 def test_a_sample_is_the_bracket_less_the_switch_floor_and_an_early_done_pays_for_its_work():
@@ -42,6 +48,26 @@ def test_a_sample_is_the_bracket_less_the_switch_floor_and_an_early_done_pays_fo
     assert [round(s, 9) for s in samples[1]] == [20e-6] * 6  # the early done saved nothing
     assert clock.why_suspicious() is None
     assert "less the switch floor 280.0 us" in clock.describe(), clock.describe()
+
+
+def test_work_the_gpu_switched_to_before_the_start_mark_is_counted_to_the_run():
+    """An accused whose process does not wait for `go` (it opened the gate itself) can only run
+    before the judge's start mark by the GPU switching to its context inside the judge's
+    preparation: that preparation then takes a switch longer than the judge's own, and all of
+    it is counted. The preparation's own jitter, less than half a switch, is not."""
+    clock = GpuClock(FakeDevice(), FLOOR_S)
+    # Its bracket holds only the rest of its work (5 of 20 us) and the switches; its
+    # preparation held the other 15 us and a switch each way.
+    early = Bracketed(FLOOR_S + 5e-6, 5e-6, PREPARATION_S + FLOOR_S + 15e-6)
+    jitter = Bracketed(FLOOR_S + 20e-6, 5e-6, PREPARATION_S + 3e-6)
+    samples = clock.time_rounds([early, jitter], rounds=4, cold_l2=True)
+    assert [round(s, 9) for s in samples[0]] == [round(FLOOR_S + 20e-6, 9)] * 4  # slower than honest
+    assert [round(s, 9) for s in samples[1]] == [20e-6] * 4
+    assert "4 of 8 preparations ran long" in clock.describe(), clock.describe()
+    # The fake GPU switches no context (its floor is 0): nothing is read into a preparation.
+    fake = GpuClock(FakeDevice(), 0.0)
+    long = Bracketed(20e-6, 5e-6, 10 * PREPARATION_S)
+    assert fake.time_rounds([long], rounds=2, cold_l2=True) == [[20e-6] * 2]
 
 
 def test_a_bracket_shorter_than_the_gpus_own_switch_is_suspicious():
