@@ -21,7 +21,7 @@ import os
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -32,7 +32,6 @@ from kernel_lsp.spec import DTYPES, InOut, Scratch, Spec, eval_shape
 
 if TYPE_CHECKING:
     from .device_protocol import Device
-    from .judge import GatedTimes
 
 GLOBAL_SECTIONS = (".nv.global",)  # .nv.global (zero-initialised) and .nv.global.init
 
@@ -418,6 +417,16 @@ class TimedSets:
             for ptr in s.pristine.values():
                 self.device.free(ptr)
             s.pristine.clear()
+
+
+class GatedTimes(NamedTuple):
+    """One gated run's times, in seconds of the judge's events."""
+
+    bracket: float  # from the start mark (then `go`) to `done` seen
+    copy: float  # the judge's copy of the outputs after it
+    # From the mark before the run's inputs were written to the start mark: the judge's own
+    # preparation (inputs, poison, L2 flush), and any GPU time the accused's context took there.
+    preparation: float
 
 
 class GatedRun:

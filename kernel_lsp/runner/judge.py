@@ -40,7 +40,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from kernel_lsp.child_python import python_module
 from kernel_lsp.fence.sandbox import sandboxed_command
 from kernel_lsp.runner.accused import receive, send
 from kernel_lsp.runner.device import FRIENDLY, STICKY_ERRORS, DeviceFault
+from kernel_lsp.runner.isolation import GatedTimes
 from kernel_lsp.runner.verify import Failed, Problem
 from kernel_lsp.spec import SpecError, case_label, launch_dims
 
@@ -733,16 +734,6 @@ def _preparation(device: Device, prepare: Callable[[], None], cold_l2: bool) -> 
     return before
 
 
-class GatedTimes(NamedTuple):
-    """One gated run's times, in seconds of the judge's events."""
-
-    bracket: float  # from the start mark (then `go`) to `done` seen
-    copy: float  # the judge's copy of the outputs after it
-    # From the mark before the run's inputs were written to the start mark: the judge's own
-    # preparation (inputs, poison, L2 flush), and any GPU time the accused's context took there.
-    preparation: float
-
-
 class GateFault(Exception):
     """A gated run's fault reply (the judge words it: `fault_message`)."""
 
@@ -823,8 +814,10 @@ class GpuClock:
         self.short = 0  # brackets below the floor
         self.late: list[float] = []  # the preparations' time counted to the runs
         self._copy_floor = float("inf")
-        # Per side: the least its preparation took, the judge's alone (measured first) or in a run.
-        self._preparation_floor: dict[int, float] = {}
+        # The least a preparation took, the judge's alone (measured before each side's first
+        # run) or in any side's run: both sides' preparations are the same work.
+        self._preparation_floor = float("inf")
+        self._calibrated: set[int] = set()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.device, name)
@@ -850,23 +843,23 @@ class GpuClock:
         if len(self.brackets) < len(runs):
             self.brackets = [[] for _ in runs]
         for j, run in enumerate(gated):
-            if j not in self._preparation_floor:
-                self._preparation_floor[j] = min(
-                    run.preparation(cold_l2) for _ in range(PREPARATION_CALIBRATION_RUNS)
-                )
+            if j not in self._calibrated:
+                self._calibrated.add(j)
+                for _ in range(PREPARATION_CALIBRATION_RUNS):
+                    self._preparation_floor = min(self._preparation_floor, run.preparation(cold_l2))
         out: list[list[float]] = [[] for _ in runs]
         for r in range(rounds):
             order = range(len(runs)) if r % 2 == 0 else reversed(range(len(runs)))
             for j in order:
                 times = gated[j].timed(j, cold_l2)
                 self._copy_floor = min(self._copy_floor, times.copy)
-                self._preparation_floor[j] = min(self._preparation_floor[j], times.preparation)
+                self._preparation_floor = min(self._preparation_floor, times.preparation)
                 if times.bracket < SHORT_BRACKET * self.floor_s:
                     self.short += 1
                 out[j].append(
                     max(0.0, times.bracket - self.floor_s)
                     + max(0.0, times.copy - self._copy_floor)
-                    + self._late(times.preparation - self._preparation_floor[j])
+                    + self._late(times.preparation - self._preparation_floor)
                 )
                 self.brackets[j].append(times.bracket)
                 self.copies.append(times.copy)
