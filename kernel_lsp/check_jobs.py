@@ -9,15 +9,11 @@ what it imports it holds for its life.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .check import FileCheck, Includer
+from .check import FileCheck
 from .compile.cancel import cancel_scope
-from .compile.compile_commands import Lookup
-from .compile.jobs import WorkerPool
 from .procs import memory_available
 from .workspace import CheckRequest, Workspace
 
@@ -43,19 +39,6 @@ def front_end_job(request: CheckRequest, workspace: Workspace) -> FileCheck | No
     return lean(check) if check is not None else None
 
 
-def lean_analyze(
-    workspace: Workspace,
-    path: str,
-    text: str | None = None,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    project: Lookup | None = None,
-) -> FileCheck:
-    """`Workspace.analyze` for `--check`'s workers: what it prints, not the CUBINs (GPU
-    verification compiles for the device's arch anyway)."""
-    return lean(workspace.analyze(path, text, spec_text, includers, project))
-
-
 @dataclass
 class Prebuilt:
     """A spec'd file compiled for the GPU's arch in its check worker, beside the resource compile
@@ -69,22 +52,15 @@ class Prebuilt:
     library: LibraryBuild | None = None  # for them, built by a job of its own (`prebuild_library`)
 
 
-def analyze_for_gpu(
-    workspace: Workspace,
-    path: str,
-    text: str | None = None,
-    spec_text: str | None = None,
-    includers: tuple[Includer, ...] = (),
-    project: Lookup | None = None,
-    gpu_arch: str | None = None,
-) -> tuple[FileCheck, Prebuilt | None]:
-    """`lean_analyze`, and for a file that compiled cleanly and has a spec, its compile for
-    `gpu_arch` (what `Workspace.verify` would compile in the GPU phase, one file after another),
-    made here in parallel with the other files' checks."""
-    check = workspace.analyze(path, text, spec_text, includers, project)
-    prebuilt = None
-    if gpu_arch and text is None and check.checked and not check.errors:
-        prebuilt = prebuild(workspace, path, gpu_arch)
+def files_job(request: CheckRequest, workspace: Workspace) -> tuple[FileCheck, Prebuilt | None]:
+    """A `kernel-lsp check` run's file (`check_job`), and for one that compiled cleanly and has
+    a spec, its compile for `request.gpu_arch` (what `Workspace.verify` would compile in the GPU
+    phase, one file after another), made here in parallel with the other files' checks."""
+    with cancel_scope(request.cancel_token):
+        check = workspace.check(request)
+        prebuilt = None
+        if request.gpu_arch and request.text is None and check.checked and not check.errors:
+            prebuilt = prebuild(workspace, request.path, request.gpu_arch)
     return lean(check), prebuilt
 
 
@@ -132,62 +108,6 @@ def prebuild_library(prebuilt: Prebuilt, path: str) -> Prebuilt:
 
     prebuilt.library = _build_library(prebuilt.text, path, prebuilt.options, None)
     return prebuilt
-
-
-def check_stream(
-    workspace: Workspace,
-    files: list[str],
-    jobs: int,
-    gpu_arch: str | None = None,
-) -> Iterator[tuple[int, FileCheck | Any, Prebuilt | None]]:
-    """Each file's check in a worker process under its deadline and memory limit, yielded as
-    each finishes: (index in `files`, the FileCheck or a JobFailed, its Prebuilt for `gpu_arch`).
-    The worker processes are forked before this yields anything (no thread of the caller's
-    started yet is copied into them)."""
-    from .check import includers_for, job_deadline
-    from .compile.jobs import JobFailed
-
-    settings = workspace.settings
-    # A header that does not compile alone is checked as the file that includes it sees it.
-    context = includers_for(files, settings)
-    # The database flags here, before the workers fork: they inherit the database read once.
-    args = [
-        (
-            workspace,
-            f,
-            None,
-            None,
-            context.get(f, ()),
-            workspace.settings_for(f).project_flags(f, workspace.root),
-            gpu_arch,
-        )
-        for f in files
-    ]
-    if not files:
-        return
-    pool = WorkerPool(min(jobs, len(files)) or 1)
-    try:
-        deadline, memory = job_deadline(settings), settings.compile_memory_bytes
-        checks = {pool.submit(analyze_for_gpu, a, deadline, memory): i for i, a in enumerate(args)}
-        libraries: dict[Future, tuple[int, FileCheck, Prebuilt]] = {}
-        waiting = set(checks)
-        while waiting:
-            finished, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            for future in finished:
-                result = future.result()
-                if future in libraries:  # a library job: its file is ready for the GPU
-                    i, check, prebuilt = libraries.pop(future)
-                    yield i, check, result if isinstance(result, Prebuilt) else prebuilt
-                elif isinstance(result, JobFailed):
-                    yield checks[future], result, None
-                elif result[1] is not None and result[1].entries:
-                    job = pool.submit(prebuild_library, (result[1], files[checks[future]]), deadline, memory)
-                    libraries[job] = (checks[future], result[0], result[1])
-                    waiting.add(job)
-                else:
-                    yield checks[future], result[0], result[1]
-    finally:
-        pool.close()
 
 
 def lean(check: FileCheck) -> FileCheck:

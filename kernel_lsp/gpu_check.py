@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,9 +249,7 @@ def check_and_verify(
     still compile. `on_file` is called (from one thread at a time) as each file is finished.
     Returns the checks in the order of `files`. Raises RayUnavailable when Ray was asked for
     and cannot serve, RuntimeError when the engine itself failed on a file."""
-    from .check import failed_check
-    from .check_jobs import check_stream
-    from .compile.jobs import JobFailed
+    from .scheduler import CheckScheduler
 
     checks: list[FileCheck | None] = [None] * len(files)
     done = 0
@@ -265,32 +263,37 @@ def check_and_verify(
             if on_file is not None:
                 on_file(FileDone(c, i, done, len(files), gpu, seconds))
 
+    if not files:
+        return []
+    # Its workers are forked when the first check is submitted, before any thread of the
+    # verifier's starts (none is copied into them).
+    scheduler = CheckScheduler(min(jobs, len(files)))
     verifier = _Verifier(workspace, plan) if plan is not None else None
     pending: list[Future] = []
     try:
-        for i, result, prebuilt in check_stream(workspace, files, jobs, plan.arch if plan else None):
-            path = files[i]
-            if isinstance(result, JobFailed):
-                if result.reason == "error":  # the engine raised: the tool failed, not the user's code
-                    raise RuntimeError(f"checking {path}: {result.detail}")
-                result = failed_check(path, result, workspace.settings_for(path))
-            c: FileCheck = result
-            if verifier is None or not awaiting_gpu([c]) or not plan.may_verify(path):  # type: ignore[union-attr]
+        requests = workspace.file_requests(files, plan.arch if plan else None)
+        submitted = {scheduler.check_and_build(r, workspace): i for i, r in enumerate(requests)}
+        for future in as_completed(submitted):
+            i = submitted[future]
+            c, prebuilt = future.result()  # an engine error (RuntimeError) surfaces here
+            if verifier is None or not awaiting_gpu([c]) or not plan.may_verify(files[i]):  # type: ignore[union-attr]
                 finished(i, c)
                 continue
-            future = verifier.submit(c, prebuilt)
-            if future is None:
+            verifying = verifier.submit(c, prebuilt)
+            if verifying is None:
                 finished(i, c)
                 continue
 
             def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
                 finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
 
-            future.add_done_callback(done_verifying)
-            pending.append(future)
+            verifying.add_done_callback(done_verifying)
+            pending.append(verifying)
+        scheduler.close()  # every file is checked: its workers need not wait for the GPUs
         for f in pending:
             f.result()  # an engine error in a verification surfaces here
     finally:
+        scheduler.close()
         if verifier is not None:
             verifier.close()
     return [c for c in checks if c is not None]

@@ -1,5 +1,5 @@
-"""The one road from a front end's CheckRequest to its FileCheck (issue 47): the server, `check
---watch` and `check --stdin` hand a CheckScheduler typed requests and get Futures of plain
+"""The one road from a front end's CheckRequest to its FileCheck (issue 47): the server, `check`
+(its run over files, `--watch` and `--stdin`) hand a CheckScheduler typed requests and get Futures of plain
 results back. It owns what they used to hold each: the compile workers (processes: a compiler or
 a spec that hangs can only be stopped there), each check's deadline and memory limit (the file's
 settings), the first look beside a full check, background checks, cancel tokens, and the
@@ -16,7 +16,15 @@ from concurrent.futures import Future
 from typing import TypeVar
 
 from .check import FileCheck, failed_check, job_deadline
-from .check_jobs import check_job, default_workers, front_end_job, warm_up
+from .check_jobs import (
+    Prebuilt,
+    check_job,
+    default_workers,
+    files_job,
+    front_end_job,
+    prebuild_library,
+    warm_up,
+)
 from .compile.cancel import cancel
 from .compile.jobs import JobFailed, WorkerPool
 from .tempdirs import make as make_temp_folder
@@ -41,6 +49,21 @@ def _then(raw: Future[Raw], convert: Callable[[Raw], Result]) -> Future[Result]:
 
     raw.add_done_callback(done)
     return out
+
+
+def _worded(
+    request: CheckRequest, workspace: Workspace, result: FileCheck | JobFailed, tool_errors: bool
+) -> FileCheck:
+    """A check's result as the front ends get it: a job that did not finish is a FileCheck that
+    says so; where the engine itself raised, with `tool_errors` (the CLI), a RuntimeError."""
+    if not isinstance(result, JobFailed):
+        return result
+    if result.reason == "error" and tool_errors:
+        raise RuntimeError(f"checking {request.path}: {result.detail}")
+    log.error(
+        "checking %s did not finish: %s %s (%s)", request.path, result.reason, result.phase, result.detail
+    )
+    return failed_check(request.path, result, workspace.settings_for(request.path))
 
 
 class CheckScheduler:
@@ -93,22 +116,45 @@ class CheckScheduler:
             on_preview,
             background=request.trigger == "batch",
         )
+        return _then(raw, lambda result: _worded(request, workspace, result, tool_errors))
 
-        def worded(result: FileCheck | JobFailed) -> FileCheck:
-            if not isinstance(result, JobFailed):
-                return result
-            if result.reason == "error" and tool_errors:
-                raise RuntimeError(f"checking {request.path}: {result.detail}")
-            log.error(
-                "checking %s did not finish: %s %s (%s)",
-                request.path,
-                result.reason,
-                result.phase,
-                result.detail,
-            )
-            return failed_check(request.path, result, settings)
+    def check_and_build(
+        self, request: CheckRequest, workspace: Workspace
+    ) -> Future[tuple[FileCheck, Prebuilt | None]]:
+        """A run's file (`check`), as `check` with `tool_errors`, and with `request.gpu_arch`
+        where it has a spec and compiled cleanly: its compile for that arch, made in its worker
+        (`check_jobs.Prebuilt`), and for an entry spec the shared library its entries run, built
+        by one more job (None, or no library, where that did not work out: the GPU phase builds
+        them itself)."""
+        settings = workspace.settings_for(request.path)
+        deadline, memory = job_deadline(settings), settings.compile_memory_bytes
+        pool = self._executor()
+        out: Future[tuple[FileCheck, Prebuilt | None]] = Future()
 
-        return _then(raw, worded)
+        def checked(f: Future[tuple[FileCheck, Prebuilt | None] | JobFailed]) -> None:
+            try:
+                result = f.result()
+                if isinstance(result, JobFailed):
+                    out.set_result((_worded(request, workspace, result, tool_errors=True), None))
+                    return
+                check, prebuilt = result
+                if prebuilt is None or not prebuilt.entries:
+                    out.set_result((check, prebuilt))
+                    return
+                built = prebuilt
+
+                def library(g: Future[Prebuilt | JobFailed]) -> None:
+                    with_library = g.result()
+                    out.set_result((check, with_library if isinstance(with_library, Prebuilt) else built))
+
+                pool.submit(prebuild_library, (prebuilt, request.path), deadline, memory).add_done_callback(
+                    library
+                )
+            except BaseException as e:
+                out.set_exception(e)
+
+        pool.submit(files_job, (request, workspace), deadline, memory).add_done_callback(checked)
+        return out
 
     def first_look(self, request: CheckRequest, workspace: Workspace) -> Future[FileCheck | None]:
         """The first phase of a check whose verdict may be nvcc's (NVRTC's, or nvcc's front end):

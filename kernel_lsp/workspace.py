@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check
+from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check, includers_for
 from .codes import apply_selection
 from .compile import CompileOptions, decode_source, read_source
 from .compile.compile_commands import Lookup, database_stamp
@@ -77,8 +77,8 @@ def _stamp(path: str) -> tuple[int, int] | None:
 # What asked for a check: the editor opening, changing (as the user types) or saving a document,
 # closing one (the file on disk again), a setting changed; a file changed on disk (a watcher);
 # a project-wide walk nobody is looking at yet (`batch`: the server's start-up check, one at a
-# time at a lower priority); `check --stdin`.
-Trigger = Literal["open", "change", "save", "close", "settings", "watch", "batch", "stdin"]
+# time at a lower priority); `check --stdin`; the files of a `kernel-lsp check` run (`files`).
+Trigger = Literal["open", "change", "save", "close", "settings", "watch", "batch", "stdin", "files"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,9 @@ class CheckRequest:
     project: Lookup | None = None
     cancel_token: str | None = None
     trigger: Trigger = "save"
+    # A run that verifies as it goes (`check` with a GPU): a file with a spec that compiles
+    # cleanly is also compiled for this arch in its check's worker (check_jobs.Prebuilt).
+    gpu_arch: str | None = None
 
 
 @dataclass
@@ -329,12 +332,27 @@ class Workspace:
         data = text.encode("utf-8", "surrogatepass")
         return self.reported(check_bytes(data, path, settings, self.root, spec_text, includers, project))
 
+    def file_requests(self, files: list[str], gpu_arch: str | None = None) -> list[CheckRequest]:
+        """The checks of a run over `files` on disk (`kernel-lsp check`): a header that does not
+        compile alone in the context of a file of the run that includes it (else of its
+        compile_commands.json), each file's database flags read here, once, before the workers
+        start (they need not read the database again)."""
+        context = includers_for(files, self.settings)
+        return [
+            CheckRequest(
+                f,
+                includers=context.get(f, ()),
+                project=self.settings_for(f).project_flags(f, self.root),
+                trigger="files",
+                gpu_arch=gpu_arch,
+            )
+            for f in files
+        ]
+
     def text_request(self, path: str, text: str) -> CheckRequest:
         """A check of `text` as the file `path`, which need not exist (`check --stdin`): its
         folder's pyproject.toml and compile_commands.json, its spec, a header's includers on
         disk, as a file of a run sees them."""
-        from .check import includers_for
-
         settings = self.settings_for(os.path.abspath(path))
         includers = includers_for([path], settings).get(path, ())
         return CheckRequest(
@@ -573,7 +591,6 @@ class Workspace:
         from .evaluation.specs import kernel_symbols
 
         return kernel_symbols(artifact, kernels)[1]
-
 
     def gpu_pool(self, sessions: Sequence[GpuSession]) -> GpuPool:
         """The sessions as one pool: each job borrows a free one for its whole run (one

@@ -9,7 +9,7 @@ import os
 import pytest
 from fixture_sources import VADD
 
-from kernel_lsp.check_jobs import check_job, default_workers, lean_analyze
+from kernel_lsp.check_jobs import check_job, default_workers, files_job
 from kernel_lsp.compile import find_toolchain
 from kernel_lsp.compile.jobs import WorkerPool
 from kernel_lsp.config import Settings
@@ -21,7 +21,8 @@ WORKSPACE = Workspace.fixed(Settings(arch=("sm_90",)))
 def test_a_check_comes_back_without_cubin_or_log(tmp_path):
     path = tmp_path / "vadd.cu"
     path.write_text(VADD)
-    for check in (check_job(CheckRequest(str(path), VADD), WORKSPACE), lean_analyze(WORKSPACE, str(path))):
+    on_disk = CheckRequest(str(path), trigger="files", gpu_arch="sm_90")
+    for check in (check_job(CheckRequest(str(path), VADD), WORKSPACE), files_job(on_disk, WORKSPACE)[0]):
         assert check.errors == 0 and [k.name for k in check.kernels] == ["vadd"]
         assert check.kernels[0].registers > 0
         assert all(r.cubin is None and r.log == "" for r in check.results)

@@ -86,10 +86,10 @@ def capture_evaluator(path, spec, options, spec_source, specs):
 class InProcessPool:
     """compile.jobs.WorkerPool's shape, each job run at once in this process."""
 
-    def __init__(self, *args) -> None:
+    def __init__(self, *args, **kwargs) -> None:
         pass
 
-    def submit(self, fn, args, timeout_s, memory_bytes=0):
+    def submit(self, fn, args, timeout_s, memory_bytes=0, on_preview=None, background=False):
         from concurrent.futures import Future
 
         future: Future = Future()
@@ -106,7 +106,7 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     cu = project(tmp_path)
     monkeypatch.chdir(tmp_path / "src")
     # --check runs each file's job in a worker process, out of the spy's sight: here, in process.
-    monkeypatch.setattr("kernel_lsp.check_jobs.WorkerPool", InProcessPool)
+    monkeypatch.setattr("kernel_lsp.scheduler.WorkerPool", InProcessPool)
 
     assert check_main([str(cu), "--no-gpu", "--arch", "sm_90"]) == 0, capsys.readouterr()
     by_check = {_what_matters(o) for o in recorded}

@@ -434,6 +434,49 @@ def test_the_front_ends_name_the_check_machinery_only_where_listed():
     assert gone == [], "no longer named: drop it from FRONT_END_REACH"
 
 
+# Where a pool of compile workers may be built: the scheduler of checks (every front end's
+# checks), the shared pool of compile jobs (compile/pool.py: the tuner's and the optimizer's
+# compiles), and the pool's own module (run_jobs).
+POOL_BUILDERS = {"kernel_lsp.scheduler", "kernel_lsp.compile.pool", "kernel_lsp.compile.jobs"}
+
+
+def _pool_builders(modules: dict[str, Path]) -> set[str]:
+    """The modules that call WorkerPool, under its name or one it was imported as."""
+    found = set()
+    for module, path in modules.items():
+        nodes = list(ast.walk(ast.parse(path.read_text())))
+        names = {"WorkerPool"} | {
+            a.asname
+            for n in nodes
+            if isinstance(n, ast.ImportFrom)
+            for a in n.names
+            if a.name == "WorkerPool" and a.asname
+        }
+        calls = (
+            getattr(n.func, "id", None) or getattr(n.func, "attr", None)
+            for n in nodes
+            if isinstance(n, ast.Call)
+        )
+        if names & set(calls):
+            found.add(module)
+    return found
+
+
+def test_only_the_scheduler_builds_a_pool_of_check_workers():
+    """Issue 47: the server, `check` (its run over files, `--watch`, `--stdin`) and the GPU
+    check schedule their checks through one CheckScheduler, which owns the worker processes."""
+    assert _pool_builders(MODULES) <= POOL_BUILDERS, sorted(_pool_builders(MODULES) - POOL_BUILDERS)
+    assert "kernel_lsp.scheduler" in _pool_builders(MODULES)
+
+
+def test_a_pool_built_elsewhere_is_caught(tmp_path):
+    (tmp_path / "gpu_check.py").write_text("def f(n):\n    return jobs.WorkerPool(n)\n")
+    (tmp_path / "check_jobs.py").write_text("from .compile.jobs import WorkerPool as W\nW(2)\n")
+    (tmp_path / "check.py").write_text("from .compile.jobs import WorkerPool\n")  # named, not built
+    modules = {f"kernel_lsp.{p.stem}": p for p in tmp_path.glob("*.py")}
+    assert _pool_builders(modules) == {"kernel_lsp.gpu_check", "kernel_lsp.check_jobs"}
+
+
 def test_the_graph_reads_function_level_and_relative_imports(tmp_path):
     """The reader of the graph sees the imports a side door would use (a function's, relative)."""
     pkg = tmp_path / "kernel_lsp"
