@@ -36,12 +36,10 @@ from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
 from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
-from .model import (
-    NOT_CHECKED_IN_TIME,
-    OUT_OF_MEMORY,
+from .model import (  # FileCheck: re-exported, defined with the other plain results
     CompileResult,
     Diagnostic,
-    KernelResources,
+    FileCheck,
     Severity,
     files_broken,
     not_checked_in_time,
@@ -55,40 +53,6 @@ if TYPE_CHECKING:
 CUDA_SUFFIXES = (".cu", ".cuh")
 SPEC_SUFFIX = ".spec.py"
 SKIPPED_DIRS = frozenset({"node_modules", "build", "__pycache__", "dist", ".git"})
-
-
-@dataclass
-class FileCheck:
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    results: list[CompileResult] = field(default_factory=list)
-    checked: bool = True  # False: skipped (binary, too large, not UTF-8, gone)
-    missing: bool = False  # the file no longer exists
-    gpu_checks: list = field(default_factory=list)  # kernel_lsp.gpu.KernelCheck, when verified
-    unverified: str = ""  # why its spec'd kernels were not verified on a GPU ("--no-gpu", "no GPU found")
-
-    @property
-    def kernels(self) -> list[KernelResources]:
-        return [k for r in self.results for k in r.kernels]
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == Severity.ERROR)
-
-    @property
-    def warnings(self) -> int:
-        return sum(1 for d in self.diagnostics if d.severity == Severity.WARNING)
-
-    @property
-    def incomplete(self) -> bool:
-        """The check was cut short (a deadline, the memory limit): no verdict on the code; it
-        fails `--check --strict` as a warning does."""
-        return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
-
-    @property
-    def front_end_only(self) -> bool:
-        """A first look (NVRTC's, or nvcc's front end only): the full check's verdict replaces it."""
-        return bool(self.results) and all(r.stage == "front-end" for r in self.results)
 
 
 def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:

@@ -29,7 +29,6 @@ from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
 from kernel_lsp.evaluation.local import LocalBackend, fake_from_env, local_gpu_absence
-from kernel_lsp.evaluation.results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
     SpecArg,
@@ -42,6 +41,7 @@ from kernel_lsp.evaluation.specs import (
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 from kernel_lsp.gpu_reports import GPU_OFF_IN_EDITOR, ProfileReport, SanitizerReport, no_gpu_message
 from kernel_lsp.gpu_reports import TOOLS as SANITIZER_TOOLS
+from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity
 from kernel_lsp.runner.hardware import DeviceInfo

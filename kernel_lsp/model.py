@@ -255,6 +255,43 @@ def ran_out_of_memory(path: str, limit_bytes: int, setting_name: str, detail: st
 FALLBACK_ARCH = "sm_90"
 
 
+@dataclass
+class FileCheck:
+    """One file's check: its findings, its compiles (resources per kernel), and where verified,
+    its spec'd kernels' GPU checks; what every front end reports."""
+
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    results: list[CompileResult] = field(default_factory=list)
+    checked: bool = True  # False: skipped (binary, too large, not UTF-8, gone)
+    missing: bool = False  # the file no longer exists
+    gpu_checks: list = field(default_factory=list)  # kernel_lsp.gpu.KernelCheck, when verified
+    unverified: str = ""  # why its spec'd kernels were not verified on a GPU ("--no-gpu", "no GPU found")
+
+    @property
+    def kernels(self) -> list[KernelResources]:
+        return [k for r in self.results for k in r.kernels]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == Severity.ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == Severity.WARNING)
+
+    @property
+    def incomplete(self) -> bool:
+        """The check was cut short (a deadline, the memory limit): no verdict on the code; it
+        fails `--check --strict` as a warning does."""
+        return any(d.code in (NOT_CHECKED_IN_TIME, OUT_OF_MEMORY) for d in self.diagnostics)
+
+    @property
+    def front_end_only(self) -> bool:
+        """A first look (NVRTC's, or nvcc's front end only): the full check's verdict replaces it."""
+        return bool(self.results) and all(r.stage == "front-end" for r in self.results)
+
+
 @dataclass(frozen=True)
 class CompileOptions:
     """Backend-neutral: each backend turns these into its own flags."""

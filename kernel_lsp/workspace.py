@@ -39,10 +39,10 @@ if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they a
     from collections.abc import Sequence
 
     from .evaluation.pool import BackendPool
-    from .evaluation.results import KernelCheck
     from .evaluation.worker_process import ProgressFn
     from .fence import Finding
     from .gpu import GpuSession
+    from .gpu_results import KernelCheck
     from .runner.timing import TimingSettings
     from .spec import Spec, SpecLoad
 
@@ -104,7 +104,7 @@ class CheckRequest:
 @dataclass
 class Verification:
     """One file verified on one GPU: the options and artifact it ran, and each spec'd kernel's
-    check (kernel_lsp.evaluation.results.KernelCheck)."""
+    check (kernel_lsp.gpu_results.KernelCheck)."""
 
     path: str
     text: str | None  # the source it compiled (None: the file is gone)

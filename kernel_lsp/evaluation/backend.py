@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from kernel_lsp.gpu_reports import ProfileReport
+from kernel_lsp.gpu_results import Comparison, KernelCheck
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.spec import Spec
 
-from .results import Comparison, KernelCheck
 from .worker_process import ProgressFn
 
 Built = tuple[bytes, list[dict[str, Any]]]  # (CUBIN, launch steps)

@@ -22,6 +22,7 @@ from kernel_lsp.gpu_reports import (
     SanitizerReport,
     no_gpu_message,
 )
+from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.model import CheckStatus
 from kernel_lsp.procs import ToolRuns, env_flag
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
@@ -33,7 +34,6 @@ from kernel_lsp.spec import In, InOut, Spec, distributions
 from kernel_lsp.stats import Measurement, bootstrap_ratio, summarize
 
 from .backend import Built
-from .results import CaseTiming, Comparison, KernelCheck
 from .specs import spec_desc
 from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 

@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from kernel_lsp.gpu_reports import ProfileReport
+from kernel_lsp.gpu_results import Comparison, KernelCheck
 from kernel_lsp.model import CheckStatus, RayUnavailable  # RayUnavailable: re-exported
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.timing import TimingSettings
@@ -38,7 +39,6 @@ from kernel_lsp.spec import Spec
 
 from .backend import Built
 from .local import fake_from_env, no_gpu_message
-from .results import Comparison, KernelCheck
 from .worker_process import ProgressFn
 
 INSTALL_HINT = 'install it with `pip install "kernel-lsp[ray]"`'

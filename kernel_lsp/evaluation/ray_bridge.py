@@ -30,10 +30,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kernel_lsp.gpu_reports import ProfileReport
+from kernel_lsp.gpu_results import Comparison, KernelCheck
 from kernel_lsp.model import CheckStatus
 from kernel_lsp.runner.verify import Problem
-
-from .results import Comparison, KernelCheck
 
 # Ray's own wait for a lost GCS before it ends the process (default 60 s): the bridge's end is
 # what tells the requests in flight, so it comes sooner.

@@ -18,8 +18,9 @@ import json
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from kernel_lsp.gpu_results import DeviceInfo  # re-exported: defined with the other plain results
 
 if TYPE_CHECKING:
     from .device_protocol import Device
@@ -97,49 +98,6 @@ FMA_PEAK_SYMBOL = "klsp_fma_peak"
 FMA_FLOP_PER_ITER = 2 * 8 * 16
 # symbol -> (streams read, streams written): the bytes counted per element moved.
 STREAM_KERNELS = {"klsp_stream_copy": (1, 1), "klsp_stream_add": (2, 1), "klsp_stream_read": (1, 0)}
-
-
-@dataclass
-class DeviceInfo:
-    name: str
-    index: int = 0
-    arch: str = "sm_90"
-    sm_count: int = 0
-    sm_clock_mhz: int = 0
-    mem_clock_mhz: int = 0
-    l2_bytes: int = 0
-    smem_per_sm: int = 0
-    regs_per_sm: int = 0
-    max_threads_per_sm: int = 0
-    total_mem_bytes: int = 0
-    driver_version: int = 0
-    pci_bus_id: int = 0
-    copy_bandwidth_Bps: float = 0.0  # measured device-to-device copy, bytes read + written per s
-    # The memory bound's rate: the best of the copy and the klsp_stream_* kernels (bytes per s).
-    memory_bandwidth_Bps: float = 0.0
-    memory_bandwidth_source: str = ""  # which measurement gave it, e.g. "klsp_stream_add"
-    peak_flops: dict[str, float] = field(default_factory=dict)  # per dtype, FLOP/s
-    peak_source: dict[str, str] = field(default_factory=dict)  # "measured" or "derived"
-    measured_at: float = 0.0
-    fake: bool = False
-
-    @property
-    def short_name(self) -> str:
-        """ "H200" from "NVIDIA H200", "H100" from "NVIDIA H100 80GB HBM3"."""
-        words = self.name.replace("NVIDIA", "").split()
-        return words[0] if words else self.name
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> DeviceInfo:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
-
-    @property
-    def bandwidth_Bps(self) -> float:
-        """The rate of the memory bound (device descriptions cached before it existed: the copy)."""
-        return self.memory_bandwidth_Bps or self.copy_bandwidth_Bps
 
 
 def derived_peaks(arch: str, sm_count: int, sm_clock_mhz: int) -> dict[str, float]:

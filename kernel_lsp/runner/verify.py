@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kernel_lsp.gpu_results import Problem  # re-exported: the runner's modules name it here
 from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.spec import (
     DTYPES,
@@ -54,18 +55,6 @@ POISONS = (0xFF, 0x7F)  # per run: NaN in every float type, then a huge value
 RERUN_POISON = 0xA5
 
 Progress = Callable[[str, str, float | None], None]  # (phase, case, timeout_s or None=long)
-
-
-@dataclass
-class Problem:
-    kind: str  # mismatch, unwritten, guard, input_modified, race, baseline_mismatch, crash,
-    # timeout, launch_error, spec_error, suspicious
-    case: str
-    message: str
-    output: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
 
 
 @dataclass

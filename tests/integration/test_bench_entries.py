@@ -14,8 +14,8 @@ import pytest
 
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import find_toolchain
-from kernel_lsp.evaluation.results import KernelCheck
 from kernel_lsp.gpu_reports import KernelProfile, ProfileReport
+from kernel_lsp.gpu_results import KernelCheck
 from kernel_lsp.spec import Spec
 from kernel_lsp.workspace import launched_kernels
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.compile.options import CompileOptions
-from kernel_lsp.evaluation.results import KernelCheck
+from kernel_lsp.gpu_results import KernelCheck
 from kernel_lsp.model import CheckStatus, Diagnostic, Severity
 from kernel_lsp.workspace import CheckRequest, Workspace
 

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "child_python": 0,  # Python children that do not import from the current folder
     "elf": 0,
     "gpu_reports": 0,  # what ncu and compute-sanitizer said, as plain results
+    "gpu_results": 0,  # what a GPU check answers (KernelCheck, Comparison, DeviceInfo), plain
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     "settings_shape": 0,  # a settings object's keys, read before the settings module loads
     # reading sources and compiling them
@@ -343,9 +344,10 @@ CHECK_MACHINERY = (
 )
 FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.bench", "kernel_lsp.runner.timing"): "TimingSettings",
-    ("kernel_lsp.cli.check", "kernel_lsp.check"): (
-        "CUDA_SUFFIXES, FileCheck, archs_checked, collect_files, prepare_report, unknown_codes"
-    ),
+    (
+        "kernel_lsp.cli.check",
+        "kernel_lsp.check",
+    ): "CUDA_SUFFIXES, archs_checked, collect_files, prepare_report, unknown_codes",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.files"): "MAX_FILE_BYTES",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.nvrtc"): "check_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
@@ -353,45 +355,41 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_from_env, local_gpu_absence",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.pool"): "gpus_arg",
-    ("kernel_lsp.cli.check", "kernel_lsp.gpu_check"): (
-        "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified"
-    ),
-    ("kernel_lsp.cli.formats", "kernel_lsp.check"): "FileCheck",
+    (
+        "kernel_lsp.cli.check",
+        "kernel_lsp.gpu_check",
+    ): "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified",
     ("kernel_lsp.cli.formats", "kernel_lsp.compile.versions"): "CudaVersions",
-    ("kernel_lsp.cli.optimize", "kernel_lsp.compile.files"): (
-        "FileProblem, MAX_FILE_BYTES, read_regular, read_text_file"
-    ),
+    (
+        "kernel_lsp.cli.optimize",
+        "kernel_lsp.compile.files",
+    ): "FileProblem, MAX_FILE_BYTES, read_regular, read_text_file",
     ("kernel_lsp.cli.optimize", "kernel_lsp.evaluation.pool"): "gpus_arg",
     ("kernel_lsp.cli.serve", "kernel_lsp.compile.versions"): "cuda_versions",
     ("kernel_lsp.cli.spec", "kernel_lsp.compile.files"): "read_source",
-    ("kernel_lsp.cli.watch", "kernel_lsp.check"): (
-        "FileCheck, INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, "
-        "project_include_dirs, rank_includers"
-    ),
+    (
+        "kernel_lsp.cli.watch",
+        "kernel_lsp.check",
+    ): "INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, project_include_dirs, rank_includers",
     ("kernel_lsp.cli.watch", "kernel_lsp.compile.versions"): "CudaVersions, cuda_versions",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
-    (
-        "kernel_lsp.server.analysis",
-        "kernel_lsp.check",
-    ): "CUDA_SUFFIXES, FileCheck, Includer, SPEC_SUFFIX, spec_owners",
-    ("kernel_lsp.server.app", "kernel_lsp.check"): "FileCheck",
+    ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
     ("kernel_lsp.server.app", "kernel_lsp.compile.files"): "MAX_FILE_BYTES, read_text_prefix",
     ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.pool"): "parse_gpus",
-    ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.results"): "KernelCheck",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
-    ("kernel_lsp.server.notifications.initialized", "kernel_lsp.compile.nvrtc"): (
-        "ask_nvrtc_in_child, check_arch"
-    ),
+    (
+        "kernel_lsp.server.notifications.initialized",
+        "kernel_lsp.compile.nvrtc",
+    ): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.requests.execute_command", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.server.requests.execute_command", "kernel_lsp.evaluation.local"): "local_gpu_absence",
-    ("kernel_lsp.server.snapshot", "kernel_lsp.check"): "FileCheck",
-    ("kernel_lsp.server.snapshot", "kernel_lsp.evaluation.results"): "KernelCheck",
     ("kernel_lsp.server.tcp", "kernel_lsp.compile.files"): "FileProblem, read_regular",
-    ("kernel_lsp.server.watching", "kernel_lsp.check"): (
-        "INCLUDERS_CONSIDERED, Includer, project_include_dirs, rank_includers"
-    ),
+    (
+        "kernel_lsp.server.watching",
+        "kernel_lsp.check",
+    ): "INCLUDERS_CONSIDERED, Includer, project_include_dirs, rank_includers",
     ("kernel_lsp.server.watching", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
 }
 

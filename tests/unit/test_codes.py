@@ -40,9 +40,9 @@ def emitted_codes() -> set[str]:
         codes |= set(re.findall(r'\bcode="([a-z][a-z0-9-]*)"', text))
         codes |= set(re.findall(r'"(spec-[a-z-]+)"', text))
         codes |= set(re.findall(r'CODE = "([a-z][a-z0-9-]*)"', text))
-        if path.name == "verify.py":
+        if path.name == "gpu_results.py":
             kinds = re.search(r"kind: str  # (.*?)\n\s+case:", text, re.S)
-            assert kinds, "runner/verify.py lists its problem kinds in a comment"
+            assert kinds, "gpu_results.py lists Problem's kinds in a comment"
             words = re.findall(r"[a-z_]+", kinds.group(1))
             codes |= {"gpu-" + w.replace("_", "-") for w in words}
     return codes

@@ -6,8 +6,8 @@ from __future__ import annotations
 from lsprotocol import types
 
 from kernel_lsp.check import FileCheck
-from kernel_lsp.evaluation.results import KernelCheck
 from kernel_lsp.gpu_reports import HotLine, ProfileReport
+from kernel_lsp.gpu_results import KernelCheck
 from kernel_lsp.model import CompileResult, Diagnostic, KernelResources, LaunchOccupancy, Occupancy, Severity
 from kernel_lsp.server.requests.code_action import code_actions
 from kernel_lsp.server.requests.code_lens import code_lenses

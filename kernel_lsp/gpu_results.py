@@ -1,16 +1,72 @@
-"""What an evaluation backend answers: plain dataclasses, each saying the host and GPU it came
-from (several backends may serve one run)."""
+"""What a GPU check answers, as plain results: each spec'd kernel's verdict and figures
+(`KernelCheck`, with its `CaseTiming`s and the `Problem`s found), an A/B (`Comparison`), and the
+device it ran on (`DeviceInfo`). The runner and the evaluation backends produce them; the
+Workspace, the optimizer and the front ends read them without reaching into the machinery
+(issue 47). Each says the host and GPU it came from (several backends may serve one run)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kernel_lsp.gpu_reports import OccupancyFigure, ProfileReport
 from kernel_lsp.model import CheckStatus, Diagnostic
-from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.verify import Problem
 from kernel_lsp.stats import Measurement, format_seconds
+
+
+@dataclass
+class Problem:
+    kind: str  # mismatch, unwritten, guard, input_modified, race, baseline_mismatch, crash,
+    # timeout, launch_error, spec_error, suspicious
+    case: str
+    message: str
+    output: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class DeviceInfo:
+    name: str
+    index: int = 0
+    arch: str = "sm_90"
+    sm_count: int = 0
+    sm_clock_mhz: int = 0
+    mem_clock_mhz: int = 0
+    l2_bytes: int = 0
+    smem_per_sm: int = 0
+    regs_per_sm: int = 0
+    max_threads_per_sm: int = 0
+    total_mem_bytes: int = 0
+    driver_version: int = 0
+    pci_bus_id: int = 0
+    copy_bandwidth_Bps: float = 0.0  # measured device-to-device copy, bytes read + written per s
+    # The memory bound's rate: the best of the copy and the klsp_stream_* kernels (bytes per s).
+    memory_bandwidth_Bps: float = 0.0
+    memory_bandwidth_source: str = ""  # which measurement gave it, e.g. "klsp_stream_add"
+    peak_flops: dict[str, float] = field(default_factory=dict)  # per dtype, FLOP/s
+    peak_source: dict[str, str] = field(default_factory=dict)  # "measured" or "derived"
+    measured_at: float = 0.0
+    fake: bool = False
+
+    @property
+    def short_name(self) -> str:
+        """ "H200" from "NVIDIA H200", "H100" from "NVIDIA H100 80GB HBM3"."""
+        words = self.name.replace("NVIDIA", "").split()
+        return words[0] if words else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeviceInfo:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    @property
+    def bandwidth_Bps(self) -> float:
+        """The rate of the memory bound (device descriptions cached before it existed: the copy)."""
+        return self.memory_bandwidth_Bps or self.copy_bandwidth_Bps
 
 
 @dataclass
