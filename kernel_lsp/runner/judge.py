@@ -10,9 +10,9 @@ the candidate's launches or entry on them. Everything that decides lives here, i
   is checked is what was there when the accused said "done", whatever it writes later;
 - the clock is the judge's, on the GPU (`GpuClock`): a timed run is gated (`Gate`). The accused
   queues the run behind a wait for the judge's `go` flag and writes `done` after it; the
-  judge writes the run's inputs, poisons its outputs and flushes the L2 in its own context,
-  then marks (a CUDA event), writes `go`, waits for `done`, marks again and copies the outputs
-  into memory of its own. Its two marks bracket the run and the two switches between the
+  judge writes the run's inputs and poisons its outputs in its own context, writes `go`,
+  flushes the L2, then marks (a CUDA event), waits for `done`, marks again and copies the
+  outputs into memory of its own. Its two marks bracket the run and the two switches between the
   processes' contexts (about 140 us each way on an H100, the same to 0.5 us), which a run of
   nothing in a process that ran only kernel-lsp's code measured beforehand
   (`SwitchFloor`). So the figure is the kernel's own, as `bench` takes it (cold L2, one run
@@ -66,6 +66,9 @@ GATE_BYTES, GATE_GO, GATE_DONE = 4096, 0, 256
 # the poison, the flush, the marks) and the accused's (its launches, an entry's host code) are
 # queued before the GPU reaches them, so no host time lands between the marks.
 GATED_HEAD_START_S = 300e-6
+# Where no L2 flush follows `go`, GPU time of the judge's between `go` and its start mark: the
+# accused's wait passes there, in every run alike (the switch floor's runs of nothing too).
+GATE_LEAD_S = 20e-6
 SWITCH_CALIBRATION_RUNS = 16  # gated runs of nothing whose least time is the switch floor
 # The CUDA runtime's error names a verdict may quote (a name-shaped string is not enough: an
 # all-letter secret is name-shaped); the driver's are STICKY_ERRORS and FRIENDLY.
@@ -603,9 +606,10 @@ class RemotePipeline:
             return self.gate(device).run(
                 device,
                 [bound.binding],
-                _preparation(device, prepare, cold_l2),
+                prepare,
                 lambda: bound.bufs.settle(outputs_only=True, wait=False),
                 self.timeout_s,
+                flush=device.flush_l2 if cold_l2 else None,
             )
         except GateFault as e:
             self._fail(e.reply, case)
@@ -620,7 +624,11 @@ class RemotePipeline:
         accused's queued: the same head start, marks and work, in the judge's context alone."""
         device.head_start(GATED_HEAD_START_S)
         ready = device.mark()
-        _preparation(device, prepare, cold_l2)()
+        prepare()
+        if cold_l2:
+            device.flush_l2()
+        else:
+            device.head_start(GATE_LEAD_S)
         start = device.mark()
         device.sync()
         return device.seconds_between(ready, start)
@@ -681,6 +689,7 @@ class Gate:
         settle: Callable[[], None],
         timeout_s: float,
         null: bool = False,
+        flush: Callable[[], None] | None = None,
     ) -> GatedTimes:
         """One gated run of `bindings` (none: a run of nothing), in seconds of the judge's
         events (`GatedTimes`). AccusedGone or a fault reply (`GateFault`) when the run did not
@@ -698,8 +707,17 @@ class Gate:
             device.head_start(GATED_HEAD_START_S)
             ready = device.mark()  # before the run's inputs reach the buffers the accused maps
             prepare()
-            start = device.mark()
+            # `go` before the flush, not after the start mark: the accused's wait for it passes
+            # while the judge's context still has the GPU, so its run is queued and ready when
+            # the GPU switches to it, as a run that never waited for `go` would be (waking on
+            # the flag inside the bracket cost an honest run 1.7-2.9 us on an H100 that such a
+            # run did not pay). Work it starts before the start mark is counted (`GpuClock`).
             device.gate_write(self.ptr + GATE_GO, seq)
+            if flush is not None:
+                flush()
+            else:
+                device.head_start(GATE_LEAD_S)
+            start = device.mark()
             if device.fake:  # its wait polls on this host: the answer first, so a death shows at once
                 reply = accused.receive(timeout_s)
             device.gate_wait(self.ptr + GATE_DONE, seq, timeout_s=timeout_s)
@@ -721,17 +739,6 @@ class Gate:
             device.seconds_between(end, copied),
             device.seconds_between(ready, start),
         )
-
-
-def _preparation(device: Device, prepare: Callable[[], None], cold_l2: bool) -> Callable[[], None]:
-    """A gated run's preparation: the set's (`prepare`), then the L2 flush (`cold_l2`)."""
-
-    def before() -> None:
-        prepare()
-        if cold_l2:
-            device.flush_l2()
-
-    return before
 
 
 class GateFault(Exception):
