@@ -144,7 +144,11 @@ class CheckScheduler:
                 built = prebuilt
 
                 def library(g: Future[Prebuilt | JobFailed]) -> None:
-                    with_library = g.result()
+                    try:
+                        with_library = g.result()
+                    except BaseException as e:  # the pool closed under it
+                        out.set_exception(e)
+                        return
                     out.set_result((check, with_library if isinstance(with_library, Prebuilt) else built))
 
                 pool.submit(prebuild_library, (prebuilt, request.path), deadline, memory).add_done_callback(

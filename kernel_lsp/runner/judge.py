@@ -622,14 +622,7 @@ class RemotePipeline:
     def preparation(device: Device, prepare: Callable[[], None], cold_l2: bool) -> float:
         """What a gated run's preparation (`GatedTimes.preparation`) takes with no run of the
         accused's queued: the same head start, marks and work, in the judge's context alone."""
-        device.head_start(GATED_HEAD_START_S)
-        ready = device.mark()
-        prepare()
-        if cold_l2:
-            device.flush_l2()
-        else:
-            device.head_start(GATE_LEAD_S)
-        start = device.mark()
+        ready, start = prepared(device, prepare, device.flush_l2 if cold_l2 else None)
         device.sync()
         return device.seconds_between(ready, start)
 
@@ -704,20 +697,9 @@ class Gate:
         if first.get("status") != "queued":  # failed before anything was queued on either side
             raise GateFault(first)
         try:
-            device.head_start(GATED_HEAD_START_S)
-            ready = device.mark()  # before the run's inputs reach the buffers the accused maps
-            prepare()
-            # `go` before the flush, not after the start mark: the accused's wait for it passes
-            # while the judge's context still has the GPU, so its run is queued and ready when
-            # the GPU switches to it, as a run that never waited for `go` would be (waking on
-            # the flag inside the bracket cost an honest run 1.7-2.9 us on an H100 that such a
-            # run did not pay). Work it starts before the start mark is counted (`GpuClock`).
-            device.gate_write(self.ptr + GATE_GO, seq)
-            if flush is not None:
-                flush()
-            else:
-                device.head_start(GATE_LEAD_S)
-            start = device.mark()
+            ready, start = prepared(
+                device, prepare, flush, lambda: device.gate_write(self.ptr + GATE_GO, seq)
+            )
             if device.fake:  # its wait polls on this host: the answer first, so a death shows at once
                 reply = accused.receive(timeout_s)
             device.gate_wait(self.ptr + GATE_DONE, seq, timeout_s=timeout_s)
@@ -739,6 +721,36 @@ class Gate:
             device.seconds_between(end, copied),
             device.seconds_between(ready, start),
         )
+
+
+def prepared(
+    device: Device,
+    prepare: Callable[[], None],
+    flush: Callable[[], None] | None,
+    open_gate: Callable[[], None] | None = None,
+) -> tuple[Any, Any]:
+    """A gated run's preparation, queued in the judge's context between two marks (returned):
+    a head start (no host call of either process lands between the marks), the mark before the
+    run's inputs reach the buffers the accused maps, the set's `prepare`, `open_gate` (a run's
+    `go`; none when the judge times its preparation alone: `RemotePipeline.preparation`), the
+    L2 `flush` or a short lead of the judge's GPU time, then the start mark. One function for
+    both, so that the judge's own preparation is the same work as a run's.
+
+    `go` comes before the flush, not after the start mark: the accused's wait for it passes while
+    the judge's context still has the GPU, so its run is queued and ready when the GPU switches to
+    it, as a run that never waited for `go` would be (waking on the flag inside the bracket cost
+    an honest run 1.7-2.9 us on an H100 that such a run did not pay). Work it starts before the
+    start mark is counted to it (`GpuClock`)."""
+    device.head_start(GATED_HEAD_START_S)
+    ready = device.mark()
+    prepare()
+    if open_gate is not None:
+        open_gate()
+    if flush is not None:
+        flush()
+    else:
+        device.head_start(GATE_LEAD_S)
+    return ready, device.mark()
 
 
 class GateFault(Exception):
