@@ -51,19 +51,23 @@ FAKE_REWRITE = """extern "C" void padded_add(const float* a, const float* b, con
 
 def one_round(session, original: str, candidate_source: str, options) -> tuple[bool, str]:
     """(offered, what decided it): the optimizer's gates after the fence, for one answer."""
+    from kernel_lsp.gpu import GpuCheckRequest
+
     path = str(FOLDER / "padded_add.cu")
     spec = str(FOLDER / "padded_add.spec.py")
     base = session.build_library(original, path, options)
     # These are this benchmark's own files: built as the user's code is (as past the fence).
     candidate = session.build_library(candidate_source, path, options)
     checked = session.check(  # verification; the A/B below times both sides
-        candidate_source,
-        path,
-        spec,
-        "padded_add",
-        candidate,
-        measure=False,
-        reference_outputs_from=(original, base),
+        GpuCheckRequest(
+            candidate_source,
+            path,
+            kernel="padded_add",
+            spec=spec,
+            artifact=candidate,
+            measure=False,
+            reference=(original, base),
+        )
     )
     if not checked.ok:
         return False, f"refused: {checked.problems[0].kind if checked.problems else checked.status}"

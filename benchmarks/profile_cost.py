@@ -94,7 +94,7 @@ class PhaseClock:
 
 
 def live(paths: list[str], n: int, concurrent: int) -> int:
-    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu import GpuCheckRequest, GpuSession
     from kernel_lsp.runner.profile import find_ncu, profile_kernels
     from kernel_lsp.spec import load_specs, spec_path_for
 
@@ -113,7 +113,7 @@ def live(paths: list[str], n: int, concurrent: int) -> int:
         for _ in range(n):
             with GpuSession() as gpu:
                 device = gpu.device.name if gpu.device else "?"
-                check = gpu.check(source, path, loaded, spec.kernel)
+                check = gpu.check(GpuCheckRequest(source, path, kernel=spec.kernel, spec=loaded))
                 if not check.ok:
                     print(f"{rel}: {check.message}", file=sys.stderr)
                     break

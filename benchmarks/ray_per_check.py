@@ -20,7 +20,7 @@ from test_multi_gpu import SPEC, with_behaviour
 
 from kernel_lsp.evaluation.local import LocalBackend
 from kernel_lsp.evaluation.ray_backend import RayBackend
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec.isolated import load_specs_isolated
 
@@ -41,7 +41,9 @@ def main() -> None:
         times = []
         for _ in range(21):
             s = time.perf_counter()
-            k = gpu.check(src, str(cu), loaded, "vadd", art, measure=False)
+            k = gpu.check(
+                GpuCheckRequest(src, str(cu), kernel="vadd", spec=loaded, artifact=art, measure=False)
+            )
             times.append(time.perf_counter() - s)
             assert k.ok, k.message
         print(

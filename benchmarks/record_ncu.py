@@ -90,7 +90,7 @@ EXTRA_METRICS = [
 
 def main(argv: list[str]) -> int:
     from kernel_lsp.compile import CompileOptions
-    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu import GpuCheckRequest, GpuSession
     from kernel_lsp.runner.limiter import ACHIEVED, THEORETICAL
     from kernel_lsp.runner.profile import SECTIONS, find_ncu
     from kernel_lsp.runner.timing import TimingSettings
@@ -125,7 +125,9 @@ def main(argv: list[str]) -> int:
             spec = loaded.specs[0]
             options = CompileOptions()
             t0 = time.perf_counter()
-            check = gpu.check(source, path, loaded, spec.kernel, options)
+            check = gpu.check(
+                GpuCheckRequest(source, path, kernel=spec.kernel, spec=loaded, artifact=options)
+            )
             check_s = time.perf_counter() - t0
             print(f"  check {check.status} {check.headline} ({check_s:.1f}s)", flush=True)
             entry: dict = {"check": check.status, "headline": check.headline, "check_s": check_s}

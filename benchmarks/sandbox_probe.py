@@ -125,7 +125,7 @@ def entry_through_worker(mechanism: str) -> str:
 def sanitizer_inside(mechanism: str) -> str:
     """compute-sanitizer attached to a sandboxed one-launch process (an untrusted candidate)."""
     from kernel_lsp.compile import CompileOptions
-    from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.gpu import GpuCheckRequest, GpuSession
     from kernel_lsp.runner.sanitizer import find_sanitizer
 
     if find_sanitizer() is None:
@@ -134,7 +134,7 @@ def sanitizer_inside(mechanism: str) -> str:
     text = cu.read_text()
     with GpuSession(sandboxed=True) as gpu:
         build = gpu.build_library(text, str(cu), CompileOptions(), candidate_of=text)
-        report = gpu.prove(text, str(cu), artifact=build, tools=("memcheck",))
+        report = gpu.prove(GpuCheckRequest(text, str(cu), artifact=build), tools=("memcheck",))
     return f"tools {report.tools} findings {[f.describe() for f in report.findings]} note {report.note!r}"
 
 

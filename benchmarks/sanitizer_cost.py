@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions  # noqa: E402
-from kernel_lsp.gpu import GpuSession, check_file  # noqa: E402
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file  # noqa: E402
 from kernel_lsp.gpu_reports import TOOLS  # noqa: E402
 from kernel_lsp.runner.sanitizer import find_sanitizer  # noqa: E402
 from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
             check_file(gpu, str(path), compile_options=options, measure=False)
             verify_s = time.perf_counter() - start
             start = time.perf_counter()
-            report = gpu.prove(path.read_text(), str(path), artifact=library)
+            report = gpu.prove(GpuCheckRequest(path.read_text(), str(path), artifact=library))
             gate_s = time.perf_counter() - start
             found = "; ".join(f.describe() for f in report.findings) or report.note or "none"
             cells = [

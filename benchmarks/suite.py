@@ -361,9 +361,11 @@ def verify(
     module state, rotating input sets and poisoned outputs (issue 12). A time over the roofline
     fails the check, so an honest point that the bound called suspicious shows here as FAILED."""
     from kernel_lsp.compile import CompileOptions as Opts
+    from kernel_lsp.gpu import GpuCheckRequest
 
     defines = tuple(f"{k}={v}" for k, v in config.items())
-    check = gpu.check(source, str(path), spec_path, None, Opts(defines=defines), measure=True)
+    request = GpuCheckRequest(source, str(path), spec=spec_path, artifact=Opts(defines=defines), measure=True)
+    check = gpu.check(request)
     same = [t for t in check.timings if t.sizes == sizes]
     if not same and len(check.timings) == 1:
         same = check.timings

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions, compile_source  # noqa: E402
-from kernel_lsp.gpu import GpuSession, entry_symbols  # noqa: E402
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, entry_symbols  # noqa: E402
 from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
 from kernel_lsp.source import find_kernels, parse_directives  # noqa: E402
 from kernel_lsp.spec import (  # noqa: E402
@@ -214,7 +215,7 @@ def ncu_median(cu: Path, spec: Path, arch: str) -> float | None:
 
 def ours_once(cu: Path, spec: Path, cold: bool = True) -> float:
     with GpuSession(timing=TimingSettings(cold_l2=cold)) as gpu:
-        r = gpu.check(cu.read_text(), str(cu), str(spec))
+        r = gpu.check(GpuCheckRequest(cu.read_text(), str(cu), spec=str(spec)))
         assert r.ok, r.message
         return r.timings[-1].measurement.median_s
 
@@ -226,16 +227,16 @@ def fmt_us(s: float | None) -> str:
 def check_costs(gpu: GpuSession, cu: Path, spec: Path, repeats: int = 2) -> tuple[float, float]:
     """(seconds of a whole check, seconds of its timing part), medians over `repeats` on a warm
     session: the timing part is a check with timing minus one without."""
-    source = cu.read_text()
-    gpu.check(source, str(cu), str(spec))  # compiles and warms up
+    request = GpuCheckRequest(cu.read_text(), str(cu), spec=str(spec))
+    gpu.check(request)  # compiles and warms up
     whole, verify_only = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        r = gpu.check(source, str(cu), str(spec))
+        r = gpu.check(request)
         whole.append(time.perf_counter() - t0)
         assert r.ok, r.message
         t0 = time.perf_counter()
-        gpu.check(source, str(cu), str(spec), measure=False)
+        gpu.check(replace(request, measure=False))
         verify_only.append(time.perf_counter() - t0)
     return statistics.median(whole), statistics.median(whole) - statistics.median(verify_only)
 
@@ -276,9 +277,9 @@ def main() -> int:
         arch = dev.arch
         # Verify-and-measure wall time on a warm session (the first call pays compile + device).
         small = (FIXTURES / "good.cu", FIXTURES / "vadd.spec.py")
-        gpu.check(small[0].read_text(), str(small[0]), str(small[1]))
+        gpu.check(GpuCheckRequest(small[0].read_text(), str(small[0]), spec=str(small[1])))
         t0 = time.perf_counter()
-        r = gpu.check(small[0].read_text(), str(small[0]), str(small[1]))
+        r = gpu.check(GpuCheckRequest(small[0].read_text(), str(small[0]), spec=str(small[1])))
         per_check = time.perf_counter() - t0
         notes.append(
             f"verify-and-measure, warm session, fixture vadd (4 cases + timing n=4194304): "

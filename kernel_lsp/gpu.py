@@ -9,7 +9,8 @@ APIs, and its backend restarts a worker after a hang or a crash.
     with GpuSession() as gpu:
         if gpu.available:
             built = compile_source(source, "vadd.cu", gpu.compile_options_for_device(options))
-            check = gpu.check(source, "vadd.cu", "vadd.spec.py", "vadd", built)
+            request = GpuCheckRequest(source, "vadd.cu", kernel="vadd", spec="vadd.spec.py", artifact=built)
+            check = gpu.check(request)
             print(check.ok, check.message, check.headline)
 
 Without a GPU (no driver, no device, CUDA_VISIBLE_DEVICES empty) `available` is False and
@@ -41,6 +42,7 @@ from kernel_lsp.evaluation.specs import (
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 from kernel_lsp.gpu_reports import GPU_OFF_IN_EDITOR, ProfileReport, SanitizerReport, no_gpu_message
 from kernel_lsp.gpu_reports import TOOLS as SANITIZER_TOOLS
+from kernel_lsp.gpu_request import Artifact, GpuCheckRequest
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity
@@ -57,6 +59,7 @@ __all__ = [
     "GPU_SOURCE",
     "CaseTiming",
     "Comparison",
+    "GpuCheckRequest",
     "GpuSession",
     "KernelCheck",
     "ProgressFn",
@@ -70,9 +73,6 @@ __all__ = [
     "no_gpu_message",
 ]
 
-# What a caller passes for the code to run: the compiled artifact (the one road), or compile
-# options / None, which compile here first (through the same compile_source and its cache).
-Artifact = CompileResult | Any
 PROFILES_KEPT = 64  # profiles of recent source versions, a few KB each
 
 
@@ -260,25 +260,15 @@ class GpuSession:
 
     # --- checking -------------------------------------------------------------------------------
 
-    def check(
-        self,
-        source: str,
-        path: str,
-        specs_or_spec_path: SpecArg = None,
-        kernel: str | None = None,
-        artifact: Artifact = None,
-        measure: bool = True,
-        reference_outputs_from: str | tuple[str, Artifact] | None = None,
-        spec_source: str | None = None,
-        on_progress: ProgressFn | None = None,
-        defines: tuple[str, ...] | None = None,
-    ) -> KernelCheck:
-        """Verify `kernel` of the compiled `artifact` against its spec (and, with
-        `reference_outputs_from` = (original source, its artifact), against the outputs of the
-        original's kernel on the same inputs), then time it unless `measure` is False. `defines`:
-        the -D values the launch lines may use (default: those of compile options passed as
-        `artifact`). Never raises. Achieved occupancy comes after, from `add_occupancy`."""
+    def check(self, request: GpuCheckRequest, on_progress: ProgressFn | None = None) -> KernelCheck:
+        """Verify `request.kernel` of `request.artifact` against its spec (and, with
+        `request.reference`, against the outputs of the original's kernel on the same inputs),
+        then time it unless `request.measure` is False. `on_progress` hears the worker's progress
+        (not part of the request: it is the caller's, not what is checked). Never raises.
+        Achieved occupancy comes after, from `add_occupancy`."""
         start = time.perf_counter()
+        source, path, kernel, artifact = request.source, request.path, request.kernel, request.artifact
+        spec_source, defines, reference = request.spec_source, request.defines, request.reference
         kernel_line = _kernel_line(source, kernel)
         entry = False
 
@@ -306,7 +296,7 @@ class GpuSession:
             return done(
                 KernelCheck(kernel or "", CheckStatus.UNAVAILABLE, message=no_gpu_message(self.reason))
             )
-        spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
+        spec, diags = resolve_spec(request.spec, path, kernel, spec_source)
         if spec is None:
             status = (
                 CheckStatus.SPEC_ERROR
@@ -331,7 +321,7 @@ class GpuSession:
                 status = CheckStatus.FENCED  # host code an LLM wrote that may not run
             return done(KernelCheck(kernel, status, message=problems[0].message, diagnostics=problems))
         baseline = None
-        if reference_outputs_from is None and spec.is_entry and spec.baseline:
+        if reference is None and spec.is_entry and spec.baseline:
             baseline, problems = self._entry_baseline(spec, path, artifact)
             if baseline is None:
                 return done(
@@ -339,11 +329,11 @@ class GpuSession:
                         kernel, CheckStatus.SPEC_ERROR, message=problems[0].message, diagnostics=problems
                     )
                 )
-        if reference_outputs_from is not None:
+        if reference is not None:
             ref_source, ref_artifact = (
-                reference_outputs_from
-                if isinstance(reference_outputs_from, tuple)
-                else (reference_outputs_from, artifact if not isinstance(artifact, CompileResult) else None)
+                reference
+                if isinstance(reference, tuple)
+                else (reference, artifact if not isinstance(artifact, CompileResult) else None)
             )
             baseline, _ = self._built(ref_source, path, spec, ref_artifact, defines)
             if baseline is None:
@@ -351,7 +341,7 @@ class GpuSession:
                     KernelCheck(kernel, CheckStatus.ERROR, message="the original kernel does not build")
                 )
         asked = time.perf_counter()
-        check = self.backend.check(spec, spec_source, built, measure, baseline, on_progress)
+        check = self.backend.check(spec, spec_source, built, request.measure, baseline, on_progress)
         if check.phases:
             request_s = time.perf_counter() - asked
             check.phases = {
@@ -387,21 +377,13 @@ class GpuSession:
             ]
         return built, []
 
-    def prove(
-        self,
-        source: str,
-        path: str,
-        specs_or_spec_path: SpecArg = None,
-        kernel: str | None = None,
-        artifact: Artifact = None,
-        spec_source: str | None = None,
-        defines: tuple[str, ...] | None = None,
-        tools: tuple[str, ...] = SANITIZER_TOOLS,
-    ) -> SanitizerReport:
-        """Proof before an offer: the spec's smallest non-trivial case launched once under each
-        compute-sanitizer tool; a finding (`report.blocks_offer`) blocks the offer, with the
-        sanitizer's message at the source line. Without compute-sanitizer the gate is skipped and
-        `report.note` says so. Never raises."""
+    def prove(self, request: GpuCheckRequest, tools: tuple[str, ...] = SANITIZER_TOOLS) -> SanitizerReport:
+        """Proof before an offer: the spec's smallest non-trivial case of `request` launched once
+        under each compute-sanitizer tool in `tools`; a finding (`report.blocks_offer`) blocks the
+        offer, with the sanitizer's message at the source line. The same request as `check`'s, so
+        the gate runs what was verified: `request.measure` and `request.reference` are ignored
+        here (one untimed launch, and no outputs compared). Without compute-sanitizer the gate is
+        skipped and `report.note` says so. Never raises."""
         sanitizer = find_sanitizer()
         if sanitizer is None:
             return SanitizerReport(note="compute-sanitizer is not installed here: the proof gate was skipped")
@@ -409,15 +391,15 @@ class GpuSession:
         if run is None or not self.available:
             why = "this evaluation backend runs no sanitizer" if run is None else no_gpu_message(self.reason)
             return SanitizerReport(note=f"the proof gate was skipped: {why}")
-        spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
+        spec, diags = resolve_spec(request.spec, request.path, request.kernel, request.spec_source)
         if spec is None:
             return SanitizerReport(note=diags[0].message if diags else "no spec")
-        built, problems = self._built(source, path, spec, artifact, defines)
+        built, problems = self._built(request.source, request.path, spec, request.artifact, request.defines)
         if built is None:
             return SanitizerReport(note=f"does not build: {problems[0].message if problems else '?'}")
         sizes = smallest_case(spec.sizes)
         job = {
-            "spec": spec_desc(spec, spec_source),
+            "spec": spec_desc(spec, request.spec_source),
             "steps": built[1],
             "sizes": sizes,
             "case": case_label(sizes),
@@ -636,15 +618,17 @@ def check_file(
         library = session.build_library(source, cu_path, compile_options)
     return [
         session.check(
-            source,
-            cu_path,
-            loaded,
-            s.kernel,
-            library if s.is_entry else artifact,
-            measure,
-            spec_source=spec_source,
+            GpuCheckRequest(
+                source,
+                cu_path,
+                kernel=s.kernel,
+                spec=loaded,
+                spec_source=spec_source,
+                artifact=library if s.is_entry else artifact,
+                defines=_defines(compile_options),
+                measure=measure,
+            ),
             on_progress=on_progress,
-            defines=_defines(compile_options),
         )
         for s in loaded.specs
     ]

@@ -519,6 +519,8 @@ class Workspace:
         compile for the device's exact arch, a shared library for entry specs, with the file's
         options), verified and timed; with `profile`, the ncu profile of each (occupancy, and each
         launched kernel's share of the time). Each check's launched kernels are in `launched`."""
+        from .gpu import GpuCheckRequest
+
         options = self.device_options(path, session.device, text)
         chosen = [s for s in specs.specs if names is None or s.kernel in names or s.name in names]
         artifact = library = None
@@ -530,7 +532,10 @@ class Workspace:
         defines = tuple(options.defines or ())
         for spec in chosen:
             built = library if spec.is_entry else artifact
-            check = session.check(text, path, specs, spec.kernel, built, defines=defines)
+            request = GpuCheckRequest(
+                text, path, kernel=spec.kernel, spec=specs, artifact=built, defines=defines
+            )
+            check = session.check(request)
             if profile:
                 session.add_occupancy(check, text, path, specs, built, defines=defines)
             out.checks.append(check)

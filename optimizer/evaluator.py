@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kernel_lsp import archs
 from kernel_lsp.config import Settings
 from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
+from kernel_lsp.gpu_request import GpuCheckRequest
 from kernel_lsp.model import CompileOptions, CompileResult, LibraryBuild, Severity
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
@@ -443,6 +444,21 @@ class GpuEvaluator(Evaluator):
         text = launch_ready(source, self.options.defines)
         return text, self._device_compile(session, text)
 
+    def _request(self, text: str, artifact: Any, reference: tuple[str, Any] | None = None) -> GpuCheckRequest:
+        """What a session verifies (check) or proves: `text` run from `artifact`, this target's
+        kernel, spec and defines; with `reference` (the original's text and artifact), its
+        outputs compared with the original's too."""
+        return GpuCheckRequest(
+            text,
+            self.path,
+            kernel=self.spec.kernel,
+            spec=self.specs,
+            spec_source=self.spec_source,
+            artifact=artifact,
+            defines=self.options.defines,
+            reference=reference,
+        )
+
     def _device_compile(self, session: Any, text: str) -> CompileResult:
         """`session.compile(text)`, once per text and device options in this run (concurrent
         callers wait for the first); a failed compile is not kept."""
@@ -486,17 +502,7 @@ class GpuEvaluator(Evaluator):
         def on(session: Any) -> Any:
             text, artifact = self._artifact(session, source, original, trusted)
             reference = self._artifact(session, original) if original != source else None
-            return session.check(
-                text,
-                self.path,
-                self.specs,
-                self.spec.kernel,
-                artifact,
-                measure=True,
-                reference_outputs_from=reference,
-                spec_source=self.spec_source,
-                defines=self.options.defines,
-            )
+            return session.check(self._request(text, artifact, reference=reference))
 
         kc = pool.run(on)
         problems = [f"{p.kind}" + (f" ({p.case})" if p.case else "") + f": {p.message}" for p in kc.problems]
@@ -556,15 +562,7 @@ class GpuEvaluator(Evaluator):
         ready, artifact = self._artifact(session, source, self.original, trusted)
         kc = self._verified.get(self._key(source))
         if kc is None:  # its check came from the result cache: verify and time it here once
-            kc = session.check(
-                ready,
-                self.path,
-                self.specs,
-                self.spec.kernel,
-                artifact,
-                spec_source=self.spec_source,
-                defines=self.options.defines,
-            )
+            kc = session.check(self._request(ready, artifact))
             if not (kc.ok and kc.timings):
                 return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
         session.add_occupancy(
@@ -611,15 +609,7 @@ class GpuEvaluator(Evaluator):
 
         def on(session: Any) -> SanitizerReport:
             text, artifact = self._artifact(session, source, original, trusted)
-            return session.prove(
-                text,
-                self.path,
-                self.specs,
-                self.spec.kernel,
-                artifact,
-                spec_source=self.spec_source,
-                defines=self.options.defines,
-            )
+            return session.prove(self._request(text, artifact))
 
         return pool.run(on)
 

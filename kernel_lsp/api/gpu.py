@@ -1,9 +1,17 @@
-"""GPU sessions (opened through the Workspace) and what they return: checks, profiles, why no GPU."""
+"""GPU sessions (opened through the Workspace), what they are asked (GpuCheckRequest) and what they
+return: checks, profiles, why no GPU."""
 
 from ..evaluation.choose import RayUnavailable, wants_ray
 from ..evaluation.local import fake_from_env
 from ..evaluation.pool import BackendPool, gpus_arg, parse_gpus
-from ..gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, local_gpu_absence, no_gpu_message
+from ..gpu import (
+    GPU_OFF_IN_EDITOR,
+    GpuCheckRequest,
+    GpuSession,
+    KernelCheck,
+    local_gpu_absence,
+    no_gpu_message,
+)
 from ..gpu_check import (
     FileDone,
     GpuPlan,
@@ -21,6 +29,7 @@ __all__ = [
     "GPU_OFF_IN_EDITOR",
     "BackendPool",
     "FileDone",
+    "GpuCheckRequest",
     "GpuPlan",
     "GpuSession",
     "HotLine",

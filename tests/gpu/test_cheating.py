@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernels
 
@@ -28,7 +28,7 @@ def gpu():
 
 def check(gpu: GpuSession, name: str):
     path = FIXTURES / f"{name}.cu"
-    return gpu.check(path.read_text(), str(path), SPEC, "vadd")
+    return gpu.check(GpuCheckRequest(path.read_text(), str(path), kernel="vadd", spec=SPEC))
 
 
 # fixture -> (accepted problem kinds, words the message must contain)
@@ -71,7 +71,13 @@ def test_cheat_is_rejected_and_session_survives(gpu, name):
     assert result.diagnostics and result.diagnostics[0].line == kernel_line  # at the kernel
     # The session still answers: the control kernel verifies right after.
     after = gpu.check(
-        (FIXTURES / "good.cu").read_text(), str(FIXTURES / "good.cu"), SPEC, "vadd", measure=False
+        GpuCheckRequest(
+            (FIXTURES / "good.cu").read_text(),
+            str(FIXTURES / "good.cu"),
+            kernel="vadd",
+            spec=SPEC,
+            measure=False,
+        )
     )
     assert after.ok, f"after {name}: {after.message}"
 
@@ -79,16 +85,20 @@ def test_cheat_is_rejected_and_session_survives(gpu, name):
 def test_candidate_checked_against_original_outputs(gpu):
     original = (FIXTURES / "good.cu").read_text()
     result = gpu.check(
-        original, str(FIXTURES / "good.cu"), SPEC, "vadd", measure=False, reference_outputs_from=original
+        GpuCheckRequest(
+            original, str(FIXTURES / "good.cu"), kernel="vadd", spec=SPEC, measure=False, reference=original
+        )
     )
     assert result.ok, result.message
     bad = gpu.check(
-        (FIXTURES / "half_work.cu").read_text(),
-        str(FIXTURES / "half_work.cu"),
-        SPEC,
-        "vadd",
-        measure=False,
-        reference_outputs_from=original,
+        GpuCheckRequest(
+            (FIXTURES / "half_work.cu").read_text(),
+            str(FIXTURES / "half_work.cu"),
+            kernel="vadd",
+            spec=SPEC,
+            measure=False,
+            reference=original,
+        )
     )
     assert not bad.ok
 
@@ -113,7 +123,8 @@ def test_state_between_launches_buys_no_speed(gpu, name):
 def test_time_below_the_compute_bound_is_suspicious(gpu):
     """A spec whose work claims far more flops than the time allows: flagged, not a figure."""
     path = FIXTURES / "good.cu"
-    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "vadd_overclaimed.spec.py"), "vadd")
+    spec = str(FIXTURES / "vadd_overclaimed.spec.py")
+    result = gpu.check(GpuCheckRequest(path.read_text(), str(path), kernel="vadd", spec=spec))
     assert not result.ok and result.problems[0].kind == "suspicious", result.message
     assert "below the compute bound" in result.message and "float32 peak" in result.message
     t = result.timings[-1]
@@ -124,7 +135,8 @@ def test_time_below_the_compute_bound_is_suspicious(gpu):
 
 def test_constant_output_named_under_a_loose_tolerance(gpu):
     path = FIXTURES / "softmax_zeros.cu"
-    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "softmax_loose.spec.py"), "softmax")
+    spec = str(FIXTURES / "softmax_loose.spec.py")
+    result = gpu.check(GpuCheckRequest(path.read_text(), str(path), kernel="softmax", spec=spec))
     assert not result.ok and result.problems[0].kind == "mismatch", result.message
     assert "the output is constant: every element is 0 (all zeros)" in result.message, result.message
 
@@ -136,7 +148,7 @@ def test_constant_output_named_under_a_loose_tolerance(gpu):
 def test_honest_kernels_stay_accepted(gpu, name, spec):
     path = FIXTURES / f"{name}.cu"
     kernel = "sum" if spec == "sum.spec.py" else "vadd"
-    result = gpu.check(path.read_text(), str(path), str(FIXTURES / spec), kernel)
+    result = gpu.check(GpuCheckRequest(path.read_text(), str(path), kernel=kernel, spec=str(FIXTURES / spec)))
     assert result.ok, f"{name}: {result.message}"
     t = result.timings[-1]
     assert t.suspicious is None and t.measurement.n >= 10
@@ -157,7 +169,7 @@ TUNED = [
 def test_fastest_tuned_samples_stay_under_the_memory_bound(gpu, sample, defines):
     path = Path(__file__).parents[2] / "samples" / sample
     source = "".join(f"#define {k} {v}\n" for k, v in defines.items()) + path.read_text()
-    result = gpu.check(source, str(path), str(path.with_suffix(".spec.py")))
+    result = gpu.check(GpuCheckRequest(source, str(path), spec=str(path.with_suffix(".spec.py"))))
     assert result.ok, f"{sample}: {result.message}"
     t = result.timings[-1]
     assert t.suspicious is None and t.over_bound is None and t.roofline <= 1.0, result.headline

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scripted_llm import rewrite, scripted_proposer
 
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.runner.sanitizer import find_sanitizer
@@ -92,7 +92,8 @@ def test_a_fused_layernorm_written_as_a_complete_file_is_accepted_and_the_race_i
         boxed = gpu.sandboxed_session()
         try:
             library = boxed.build_library(race.source, result.path, None, candidate_of=result.original)
-            report = boxed.prove(race.source, result.path, artifact=library, tools=("racecheck",))
+            request = GpuCheckRequest(race.source, result.path, artifact=library)
+            report = boxed.prove(request, tools=("racecheck",))
         finally:
             boxed.close()
         print("FSR-ENTRY race under racecheck:", [f.describe() for f in report.findings][:2], report.note)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.cli.bench import bench_main
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.timing import TimingSettings
 
@@ -38,7 +38,9 @@ def test_device_description(gpu):
 
 def test_vadd_verified_and_timed(gpu):
     path = FIXTURES / "good.cu"
-    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "vadd.spec.py"), "vadd")
+    result = gpu.check(
+        GpuCheckRequest(path.read_text(), str(path), kernel="vadd", spec=str(FIXTURES / "vadd.spec.py"))
+    )
     assert result.ok, result.message
     labels = [c["case"] for c in result.cases]
     assert labels == ["n=1", "n=1000", "n=1000003", "n=97"]  # the spec's sizes plus an edge size
@@ -52,7 +54,9 @@ def test_vadd_verified_and_timed(gpu):
 
 def test_bf16_2d_grid_dynamic_smem(gpu):
     path = FIXTURES / "bf16_scale.cu"
-    result = gpu.check(path.read_text(), str(path), str(FIXTURES / "bf16_scale.spec.py"))
+    result = gpu.check(
+        GpuCheckRequest(path.read_text(), str(path), spec=str(FIXTURES / "bf16_scale.spec.py"))
+    )
     assert result.ok, result.message
 
 

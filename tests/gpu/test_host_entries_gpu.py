@@ -6,12 +6,13 @@ read caught by verification and an uninitialized global read blocked by the proo
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from kernel_lsp.compile import CompileOptions
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.sanitizer import find_sanitizer
 from kernel_lsp.runner.timing import TimingSettings
@@ -54,13 +55,12 @@ def test_a_rewritten_launcher_agrees_with_the_original_and_is_compared_on_one_gp
     candidate = gpu.build_library(rewrite, path, options, candidate_of=original)
     assert candidate.fence == [] and not candidate.trusted
     # Outside a sandbox the candidate's host code is refused.
-    refused = gpu.check(rewrite, path, spec, "vector_add_bf16", candidate)
+    request = GpuCheckRequest(rewrite, path, kernel="vector_add_bf16", spec=spec, artifact=candidate)
+    refused = gpu.check(request)
     assert refused.problems[0].kind == "sandbox", refused.message
     with GpuSession(timing=FAST, sandboxed=True) as boxed:
         print("sandbox:", boxed.backend.available and boxed.backend.sandbox)
-        checked = boxed.check(
-            rewrite, path, spec, "vector_add_bf16", candidate, reference_outputs_from=(original, base)
-        )
+        checked = boxed.check(dataclasses.replace(request, reference=(original, base)))
         assert checked.ok, checked.message
         ab = boxed.compare(original, rewrite, path, "vector_add_bf16", base, spec, candidate)
     # Compared, not how well: beside other tests' GPU work the A/B's budget ends sooner (n=7 on an
@@ -121,7 +121,7 @@ def test_the_proof_gate_blocks_an_uninitialized_global_read(gpu):
     if find_sanitizer() is None:
         pytest.skip("compute-sanitizer not installed: the proof gate is skipped")
     path = ENTRIES / "planted_global.cu"
-    report = gpu.prove(path.read_text(), str(path), artifact=CompileOptions())
+    report = gpu.prove(GpuCheckRequest(path.read_text(), str(path), artifact=CompileOptions()))
     print("proof gate:", {t: round(s, 2) for t, s in report.tools.items()}, report.note)
     for f in report.findings:
         print("  ", f.describe())

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_cheating import CHEATS, SPEC, STATEFUL
 
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
 from kernel_lsp.runner.timing import TimingSettings
 
 pytestmark = pytest.mark.gpu
@@ -40,7 +40,9 @@ def judged():
 
 def check(session: GpuSession, name: str, measure: bool = True):
     path = FIXTURES / f"{name}.cu"
-    return session.check(path.read_text(), str(path), SPEC, "vadd", measure=measure)
+    return session.check(
+        GpuCheckRequest(path.read_text(), str(path), kernel="vadd", spec=SPEC, measure=measure)
+    )
 
 
 def entry(session: GpuSession, name: str):
@@ -179,13 +181,17 @@ def test_the_published_reduction_reading_warp_sums_nothing_wrote_is_refused_judg
 
 def test_scratch_nothing_zeroed_is_refused_judged(judged):
     path = FIXTURES / "sum_scratch_unzeroed.cu"
-    result = judged.check(path.read_text(), str(path), str(FIXTURES / "sum.spec.py"), "sum", measure=False)
+    spec = str(FIXTURES / "sum.spec.py")
+    result = judged.check(
+        GpuCheckRequest(path.read_text(), str(path), kernel="sum", spec=spec, measure=False)
+    )
     assert not result.ok and result.problems[0].kind == "mismatch", result.message
 
 
 def test_a_constant_output_under_a_loose_tolerance_is_refused_judged(judged):
     path = FIXTURES / "softmax_zeros.cu"
-    result = judged.check(path.read_text(), str(path), str(FIXTURES / "softmax_loose.spec.py"), "softmax")
+    spec = str(FIXTURES / "softmax_loose.spec.py")
+    result = judged.check(GpuCheckRequest(path.read_text(), str(path), kernel="softmax", spec=spec))
     assert not result.ok and result.problems[0].kind == "mismatch", result.message
     assert "the output is constant" in result.message, result.message
 
@@ -196,10 +202,14 @@ def test_a_candidate_that_disagrees_with_the_original_is_refused_judged(judged):
     spec = str(FIXTURES / "vadd_differential.spec.py")
     original = (FIXTURES / "good.cu").read_text()
     path = str(FIXTURES / "good.cu")
-    same = judged.check(original, path, spec, "vadd", measure=False, reference_outputs_from=original)
+    same = judged.check(
+        GpuCheckRequest(original, path, kernel="vadd", spec=spec, measure=False, reference=original)
+    )
     assert same.ok, same.message
     half = (FIXTURES / "half_work.cu").read_text()
-    bad = judged.check(half, path, spec, "vadd", measure=False, reference_outputs_from=original)
+    bad = judged.check(
+        GpuCheckRequest(half, path, kernel="vadd", spec=spec, measure=False, reference=original)
+    )
     assert not bad.ok and bad.problems[0].kind == "baseline_mismatch", bad.message
 
 

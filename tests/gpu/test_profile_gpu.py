@@ -49,13 +49,14 @@ def gpu():
 @pytest.mark.long(28)
 @pytest.mark.parametrize(("rel", "kernel", "hottest"), SAMPLES)
 def test_profile_of_a_sample(gpu, rel, kernel, hottest):
+    from kernel_lsp.gpu import GpuCheckRequest
     from kernel_lsp.profile_text import profile_lines
     from kernel_lsp.spec import load_specs, spec_path_for
 
     path = REPO / "samples" / rel
     source = path.read_text()
     loaded = load_specs(spec_path_for(str(path)))
-    check = gpu.check(source, str(path), loaded, kernel)
+    check = gpu.check(GpuCheckRequest(source, str(path), kernel=kernel, spec=loaded))
     assert check.ok, check.message
     t0 = time.perf_counter()
     gpu.add_occupancy(check, source, str(path), loaded)

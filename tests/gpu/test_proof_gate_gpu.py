@@ -15,7 +15,7 @@ import pytest
 from escape_targets import Targets, nothing_got_out
 from escape_targets import hostile as aimed_at
 
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.runner.sanitizer import find_sanitizer
 
 pytestmark = [
@@ -74,7 +74,8 @@ def prove(tmp_path, source: str, tools: tuple[str, ...] | None = None):
         build = dataclasses.replace(gpu.build_library(source, str(path)), trusted=False)
         assert build.library is not None, build.result.diagnostics
         extra = {"tools": tools} if tools else {}
-        return gpu.prove(source, str(path), str(spec), "saxpy", build, **extra)
+        request = GpuCheckRequest(source, str(path), kernel="saxpy", spec=str(spec), artifact=build)
+        return gpu.prove(request, **extra)
 
 
 @pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])

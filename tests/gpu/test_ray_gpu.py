@@ -13,7 +13,7 @@ import pytest
 
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.evaluation.choose import open_backends
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.runner.timing import TimingSettings
 
 ray = pytest.importorskip(
@@ -47,7 +47,9 @@ def actor_gpu(cluster):
 def test_vadd_verified_and_timed_through_a_ray_actor(actor_gpu):
     path = FIXTURES / "good.cu"
     source = path.read_text()
-    result = actor_gpu.check(source, str(path), str(FIXTURES / "vadd.spec.py"), "vadd")
+    result = actor_gpu.check(
+        GpuCheckRequest(source, str(path), kernel="vadd", spec=str(FIXTURES / "vadd.spec.py"))
+    )
     assert result.ok, result.message
     assert result.timings and result.timings[0].measurement.median_s > 0
     assert result.host == socket.gethostname() and result.device_index == 0

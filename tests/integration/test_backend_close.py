@@ -16,7 +16,7 @@ import pytest
 from test_evaluation import _fake_compile
 from test_multi_gpu import SPEC, with_behaviour
 
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
@@ -95,7 +95,11 @@ def test_closing_a_session_cuts_a_hung_check_short(tmp_path, monkeypatch):
     source = with_behaviour("hang")
     results: list = []
     thread = threading.Thread(
-        target=lambda: results.append(session.check(source, cu, loaded, "vadd", session.compile(source, cu)))
+        target=lambda: results.append(
+            session.check(
+                GpuCheckRequest(source, cu, kernel="vadd", spec=loaded, artifact=session.compile(source, cu))
+            )
+        )
     )
     thread.start()
     time.sleep(2.0)  # the worker is inside the hung launch (its timeout: 120 s)

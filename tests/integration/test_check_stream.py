@@ -77,9 +77,9 @@ def test_each_file_is_reported_before_later_files_are_verified(fake_gpus, tmp_pa
     checks_so_far: list[FileCheck] = []
     real_verify = GpuSession.check
 
-    def check_and_note(self, source, path, *args, **kwargs):
-        result = real_verify(self, source, path, *args, **kwargs)
-        checks_so_far.append(FileCheck(path, gpu_checks=[result]))
+    def check_and_note(self, request, *args, **kwargs):
+        result = real_verify(self, request, *args, **kwargs)
+        checks_so_far.append(FileCheck(request.path, gpu_checks=[result]))
         return result
 
     monkeypatch.setattr(GpuSession, "check", check_and_note)
@@ -184,14 +184,14 @@ def test_lanes_verify_files_side_by_side_on_one_gpu_with_the_serial_verdicts(
     lock = threading.Lock()
     real_check = GpuSession.check
 
-    def held_check(self, source, path, *args, **kwargs):
+    def held_check(self, request, *args, **kwargs):
         nonlocal most
         with lock:
             in_flight.append(1)
             most = max(most, len(in_flight))
             workers.add((self.device_index, self.worker_pid))
         try:
-            result = real_check(self, source, path, *args, **kwargs)
+            result = real_check(self, request, *args, **kwargs)
             time.sleep(0.8)  # a file's verification that lasts: the next one starts on the other lane
             return result
         finally:

@@ -21,7 +21,7 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings, settings_from_dict
 from kernel_lsp.evaluation.local import LocalBackend
 from kernel_lsp.evaluation.ray_backend import RayBackend
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.gpu_check import verify_checks
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.runner.timing import TimingSettings
@@ -137,7 +137,11 @@ def test_a_busy_actor_still_says_what_it_is(fake_gpus, tmp_path):
         result: list = []
         checking = threading.Thread(
             target=lambda: result.append(
-                gpu.check(source, str(cu), loaded, "vadd", gpu.compile(source, str(cu)))
+                gpu.check(
+                    GpuCheckRequest(
+                        source, str(cu), kernel="vadd", spec=loaded, artifact=gpu.compile(source, str(cu))
+                    )
+                )
             )
         )
         checking.start()
@@ -219,7 +223,8 @@ def test_a_killed_actor_costs_only_its_request_and_is_replaced(fake_gpus, tmp_pa
 
     def check(gpu: GpuSession, behaviour: str):
         source = with_behaviour(behaviour)
-        return gpu.check(source, str(cu), loaded, "vadd", gpu.compile(source, str(cu)))
+        built = gpu.compile(source, str(cu))
+        return gpu.check(GpuCheckRequest(source, str(cu), kernel="vadd", spec=loaded, artifact=built))
 
     result: list = []
     # A kernel that never returns (launch timeout 120 s): the actor is mid-request when killed.

@@ -19,7 +19,7 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings
 from kernel_lsp.evaluation import choose
 from kernel_lsp.evaluation.ray_backend import RayBackend
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.gpu_check import verify_checks
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.runner.timing import TimingSettings
@@ -180,7 +180,8 @@ def test_a_client_through_the_bridge_names_the_cluster_gpus_and_outlives_the_bri
 
     def check(behaviour: str):
         source = with_behaviour(behaviour)
-        return gpu.check(source, str(cu), loaded, "vadd", gpu.compile(source, str(cu)))
+        built = gpu.compile(source, str(cu))
+        return gpu.check(GpuCheckRequest(source, str(cu), kernel="vadd", spec=loaded, artifact=built))
 
     answers: list = []
     hung = threading.Thread(target=lambda: answers.append(check("hang")))

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.runner.protocol import ProtocolError, read_message, write_message
 from kernel_lsp.spec import load_specs
@@ -145,7 +145,7 @@ def test_unavailable_without_gpu(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     s = GpuSession(fake=False)
     assert not s.available and "CUDA_VISIBLE_DEVICES" in s.reason
-    check = s.check("__global__ void k() {}", "k.cu", None, "k")
+    check = s.check(GpuCheckRequest("__global__ void k() {}", "k.cu", kernel="k"))
     assert check.status == "unavailable" and "no GPU" in check.message
 
 

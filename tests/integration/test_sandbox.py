@@ -22,7 +22,7 @@ from escape_targets import hostile as aimed_at
 
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import SINGLE_THREADED, SandboxUnavailable, enter_sandbox, in_process_available
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
 from kernel_lsp.runner.timing import TimingSettings
 
 needs_sandbox = pytest.mark.skipif(
@@ -209,7 +209,8 @@ def test_code_the_user_did_not_write_runs_only_sandboxed(tmp_path, sandboxed):
     with GpuSession(fake=True, timing=FAST, sandboxed=sandboxed) as gpu:
         build = gpu.build_library(CANDIDATE, str(path), OPTIONS, candidate_of=PROBE)
         assert build.fence == [] and not build.trusted
-        check = gpu.check(CANDIDATE, str(path), str(tmp_path / "probe.spec.py"), "saxpy", build)
+        spec = str(tmp_path / "probe.spec.py")
+        check = gpu.check(GpuCheckRequest(CANDIDATE, str(path), kernel="saxpy", spec=spec, artifact=build))
     if sandboxed:
         assert check.ok, check.message
     else:
@@ -304,11 +305,12 @@ def test_the_proof_gate_runs_a_candidate_confined_as_its_worker_is(tmp_path, mon
     with GpuSession(fake=True, timing=FAST, sandboxed=True) as gpu:
         build = gpu.build_library(candidate, str(path), OPTIONS, candidate_of=path.read_text())
         assert build.fence == [] and not build.trusted
-        check = gpu.check(candidate, str(path), spec, "saxpy", build)
+        request = GpuCheckRequest(candidate, str(path), kernel="saxpy", spec=spec, artifact=build)
+        check = gpu.check(request)
         assert check.ok, check.message
         assert gpu.backend.sandbox["files"].startswith("bwrap") is (mechanism == "bwrap")
         assert gpu.backend._sandbox_kind() == ("bwrap" if mechanism == "bwrap" else "")
-        report = gpu.prove(candidate, str(path), spec, "saxpy", build)
+        report = gpu.prove(request)
     assert report.note == "" and report.findings == [], report.note
     assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"]
 
@@ -936,7 +938,9 @@ def test_the_proof_gates_launch_gets_nothing_out(tmp_path, monkeypatch, mechanis
             # Built as the user's own (no fence), then marked as an LLM's: as if past the fence.
             build = dataclasses.replace(gpu.build_library(hostile, str(path), OPTIONS), trusted=False)
             assert build.library is not None, build.result.diagnostics
-            report = gpu.prove(hostile, str(path), str(spec), "saxpy", build)
+            report = gpu.prove(
+                GpuCheckRequest(hostile, str(path), kernel="saxpy", spec=str(spec), artifact=build)
+            )
         assert sorted(report.tools) == ["initcheck", "memcheck", "racecheck", "synccheck"], report.note
         assert report.note == "" and not report.blocks_offer, report.note
         assert nothing_got_out(targets) == []

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
-from kernel_lsp.gpu import GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.gpu_reports import TOOLS
 from kernel_lsp.runner.sanitizer import parse_findings, smallest_case
 
@@ -93,7 +93,7 @@ SPEC = Spec(entry="saxpy", sizes=[{"n": 1}, {"n": 300}, {"n": 4096}],
 def test_without_compute_sanitizer_the_gate_says_it_was_skipped(monkeypatch, tmp_path):
     monkeypatch.setenv("KERNEL_LSP_COMPUTE_SANITIZER", str(tmp_path / "missing"))
     with GpuSession(fake=True) as gpu:
-        report = gpu.prove(LAUNCHER, str(tmp_path / "saxpy.cu"))
+        report = gpu.prove(GpuCheckRequest(LAUNCHER, str(tmp_path / "saxpy.cu")))
     assert not report.ran and not report.blocks_offer
     assert report.note == "compute-sanitizer is not installed here: the proof gate was skipped"
 
@@ -108,7 +108,7 @@ def test_every_tool_runs_the_case_once_and_a_finding_blocks_the_offer(monkeypatc
     options = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())
     with GpuSession(fake=True) as gpu:
         library = gpu.build_library(LAUNCHER, str(tmp_path / "saxpy.cu"), options)
-        clean = gpu.prove(LAUNCHER, str(tmp_path / "saxpy.cu"), artifact=library)
+        clean = gpu.prove(GpuCheckRequest(LAUNCHER, str(tmp_path / "saxpy.cu"), artifact=library))
         assert clean.note == "" and clean.findings == [] and not clean.blocks_offer
         assert sorted(clean.tools) == sorted(TOOLS) and clean.case == "n=300"
         assert log.read_text().split() == list(TOOLS)
@@ -116,7 +116,7 @@ def test_every_tool_runs_the_case_once_and_a_finding_blocks_the_offer(monkeypatc
             "FAKE_SANITIZER_FINDING",
             f"initcheck:{tmp_path / 'saxpy.cu'}:3:Uninitialized __shared__ memory read of size 4 bytes",
         )
-        found = gpu.prove(LAUNCHER, str(tmp_path / "saxpy.cu"), artifact=library)
+        found = gpu.prove(GpuCheckRequest(LAUNCHER, str(tmp_path / "saxpy.cu"), artifact=library))
     assert found.blocks_offer
     (f,) = found.findings
     assert (f.tool, Path(f.path).name, f.line) == ("initcheck", "saxpy.cu", 3)
@@ -139,6 +139,6 @@ def test_what_the_launch_prints_is_never_a_finding_nor_a_note(monkeypatch, tmp_p
     options = CompileOptions(arch="sm_90", include_dirs=cuda_include_dirs())
     with GpuSession(fake=True) as gpu:
         library = gpu.build_library(planted, str(tmp_path / "saxpy.cu"), options)
-        report = gpu.prove(planted, str(tmp_path / "saxpy.cu"), artifact=library)
+        report = gpu.prove(GpuCheckRequest(planted, str(tmp_path / "saxpy.cu"), artifact=library))
     assert report.ran and report.findings == [] and not report.blocks_offer, report.findings
     assert "KLSP-PLANTED" not in report.note

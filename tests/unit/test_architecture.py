@@ -59,6 +59,7 @@ LAYERS: dict[str, int] = {
     "entry_skeleton": 3,
     "profile_text": 3,
     "evaluation": 4,
+    "gpu_request": 4,  # what a GPU check is asked (GpuCheckRequest), plain: the optimizer builds it
     "check": 5,
     "gpu": 5,
     "watch": 5,

@@ -1,0 +1,57 @@
+"""What a GPU check is asked, as plain data: `GpuCheckRequest`, the one argument of
+`GpuSession.check` and `GpuSession.prove` (kernel_lsp/gpu.py, which re-exports it). Here rather
+than in gpu.py so that the optimizer, which reaches none of the GPU machinery itself
+(tests/unit/test_architecture.py), can build the requests it hands its pooled sessions, as it
+reads their answers from gpu_results (issue 47)."""
+
+from __future__ import annotations
+
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING, Any
+
+from kernel_lsp.model import CompileResult
+
+if TYPE_CHECKING:
+    from kernel_lsp.evaluation.specs import SpecArg
+
+__all__ = ["Artifact", "GpuCheckRequest"]
+
+# What a caller passes for the code to run: the compiled artifact (the one road), or compile
+# options / None, which GpuSession compiles first (through the same compile_source and its cache).
+Artifact = CompileResult | Any
+
+
+@dataclass(frozen=True)
+class GpuCheckRequest:
+    """What to verify (and time) on the GPU: one kernel, or one host entry, of a file against its
+    spec; what `GpuSession.check` takes (and `GpuSession.prove`, which reads all but `measure` and
+    `reference`). One typed value rather than ten loose parameters, several of them optional and
+    of the same type, so that a caller names what it passes (issue 47): `source` and `path` by
+    position, the rest only by name. Frozen: a request is data, handed on (to a pool's GPU, to
+    the sanitizer after the check) and never changed under a check that runs it."""
+
+    source: str  # the text to run: an editor's unsaved buffer, or a candidate an LLM wrote
+    path: str  # where it lives: the diagnostics name it, and its sidecar spec when `spec` is None
+    _: KW_ONLY
+    # The kernel (or host entry) the spec describes; None: the spec's first.
+    kernel: str | None = None
+    # The spec: a .spec.py path, a SpecLoad, a Spec or a sequence of them; None: the sidecar
+    # spec beside `path` (kernel_lsp.spec.spec_path_for).
+    spec: SpecArg = None
+    # The spec file's text where it differs from the disk (an unsaved buffer); None: read it.
+    spec_source: str | None = None
+    # What runs: the compiled artifact (a CompileResult for the device's exact arch, or a
+    # LibraryBuild for an entry spec), or compile options / None, which the session compiles
+    # (builds) first, through the same cache.
+    artifact: Artifact = None
+    # The -D values the launch lines may use; None: those of compile options passed as
+    # `artifact` (a CompileResult does not carry them to the launch lines).
+    defines: tuple[str, ...] | None = None
+    # Time it once verified; False: verify only.
+    measure: bool = True
+    # Also compare the outputs with the original's on the same inputs: (original source, its
+    # artifact), or the original's source alone, run from `artifact` where that is compile
+    # options (None: the defaults) or a LibraryBuild, and compiled with the default options where
+    # it is a CompileResult. None: the spec's checks alone (and an entry spec's `baseline` file,
+    # where the spec names one).
+    reference: str | tuple[str, Artifact] | None = None
