@@ -1,10 +1,12 @@
 """`kernel-lsp check samples/` on the GPU: wall time with 1, 2, ... GPUs, and each kernel's
 verification time (median, p90, max), one table row printed as each run is measured.
 
-    python3 benchmarks/check_gpu.py --gpus 1,2            # a machine with 2 GPUs
-    KERNEL_LSP_FAKE_GPU=1 python3 benchmarks/check_gpu.py  # no GPU: the fake one (CI, a laptop)
+    python3 benchmarks/check_gpu.py --gpus 1,2    # a machine with 2 GPUs
+    python3 benchmarks/check_gpu.py --fake        # no GPU: the fake one (CI, a laptop)
 
-Each row is one `python -m kernel_lsp check PATH -v --specs run` in a fresh process, its GPUs
+Each row is one `python -m kernel_lsp check PATH -v --specs run` in a fresh process (with
+--fake, `python tests/kernel_lsp_on_fake_gpu.py check ...`: the tests' launcher, which selects
+the fake GPU in its process; kernel-lsp reads no setting for it), its GPUs
 chosen with CUDA_VISIBLE_DEVICES (the first N of those visible; the fake GPU takes the same
 variable as its device count). The per-kernel times are the `-v` lines' (`dot ok (4.21 s)`: the
 kernel's verification and timing on its GPU, its compile not included); `GPUs used` counts the
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+ON_FAKE_GPU = ROOT / "tests" / "kernel_lsp_on_fake_gpu.py"  # `python -m kernel_lsp` on the fake GPU
 # `kernel-lsp: [4/39] samples/dot/dot_bf16.cu: GPU 0: dot ok (4.21 s), ...`
 FILE_LINE = re.compile(r"^kernel-lsp: \[(\d+)/(\d+)\] (\S+): (?:((?:\S+ )?GPU \d+): )?(.*)$")
 # The targets are 90 s on one H200 and 55 s on two; 110 s each leaves room to see by how much a
@@ -81,14 +84,16 @@ def run_check(
     extra: list[str],
     timeout_s: float,
     echo: Callable[[str], None] | None = None,
+    fake: bool = False,
 ) -> dict:
-    """One `kernel-lsp check` run: its per-file lines read as they come (a thread reads the
-    child's stderr, so the timeout holds however quiet or chatty the child is), each echoed
-    through `echo` with the seconds since the start; killed at `timeout_s`, what it streamed by
-    then still counts (`timed_out`)."""
+    """One `kernel-lsp check` run (`fake`: on the fake GPU): its per-file lines read as they come
+    (a thread reads the child's stderr, so the timeout holds however quiet or chatty the child
+    is), each echoed through `echo` with the seconds since the start; killed at `timeout_s`, what
+    it streamed by then still counts (`timed_out`)."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices), PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    command = [sys.executable, "-m", "kernel_lsp", "check", path, "-v", "--specs", "run", *extra]
+    kernel_lsp = [str(ON_FAKE_GPU)] if fake else ["-m", "kernel_lsp"]
+    command = [sys.executable, *kernel_lsp, "check", path, "-v", "--specs", "run", *extra]
     start = time.perf_counter()
     proc = subprocess.Popen(
         command,
@@ -200,12 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         " a 1- and a 2-GPU run fit in about 4 minutes)",
     )
     p.add_argument("--quiet", action="store_true", help="no per-file progress on stderr")
+    p.add_argument("--fake", action="store_true", help="the fake GPU (no GPU needed: CI, a laptop)")
     p.add_argument("extra", nargs="*", help="more arguments for `kernel-lsp check` (after --)")
     args = p.parse_args(argv)
-    fake = os.environ.get("KERNEL_LSP_FAKE_GPU", "") not in ("", "0")
+    fake = args.fake
     devices = visible_devices(fake)
     if not devices:
-        print("no GPU visible (set KERNEL_LSP_FAKE_GPU=1 for the fake one)", file=sys.stderr)
+        print("no GPU visible (--fake for the fake one)", file=sys.stderr)
         return 2
     name = device_name(fake, devices[0])
     print(f"# `kernel-lsp check {args.path} -v --specs run`; device: {name}; visible: {','.join(devices)}")
@@ -219,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for run in range(1, args.repeat + 1):
             echo = None if args.quiet else progress_printer(f"[{count} GPU(s), run {run}]")
-            r = run_check(args.path, devices[:count], args.extra, args.timeout, echo)
+            r = run_check(args.path, devices[:count], args.extra, args.timeout, echo, fake)
             print(row(count, run, r), flush=True)
             if r["phases"]:
                 spent = ", ".join(

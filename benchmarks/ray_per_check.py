@@ -13,7 +13,6 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 sys.path.insert(0, os.path.join(os.getcwd(), "tests", "integration"))
-os.environ["KERNEL_LSP_FAKE_GPU"] = "1"
 import ray
 from test_evaluation import _fake_compile
 from test_multi_gpu import SPEC, with_behaviour
@@ -33,7 +32,10 @@ def main() -> None:
     (tmp / "vadd.spec.py").write_text(SPEC)
     loaded = load_specs_isolated(str(tmp / "vadd.spec.py"))
     t = TimingSettings(cold_l2=False, budget_s=0.05)
-    for name, backend in (("local", LocalBackend(0, 5.0, t)), ("ray", RayBackend(5.0, t))):
+    for name, backend in (
+        ("local", LocalBackend(0, 5.0, t, fake=True)),
+        ("ray", RayBackend(5.0, t, fake=True)),
+    ):
         gpu = GpuSession(backend=backend)
         assert gpu.available
         src = with_behaviour("vadd")

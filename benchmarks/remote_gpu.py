@@ -44,23 +44,28 @@ def first_cu(path: str) -> str:
     return path
 
 
-def client_main(argv: list[str]) -> int:
-    """A client: kernel-lsp's CLI in this process (fake compiles where there is no GPU)."""
-    if os.environ.get("KERNEL_LSP_FAKE_GPU") == "1":
-        from scaling import use_fake_gpus
+def fake_client(argv: list[str]) -> list[str]:
+    """A client's arguments less a leading `--fake`, which selects fake GPUs (and fake compiles)
+    in this process: its backends tell the Ray actors so themselves."""
+    if argv[:1] != ["--fake"]:
+        return argv
+    from scaling import use_fake_gpus
 
-        sys.path.insert(0, str(REPO / "tests" / "integration"))
-        use_fake_gpus()
+    sys.path.insert(0, str(REPO / "tests" / "integration"))
+    use_fake_gpus()
+    return argv[1:]
+
+
+def client_main(argv: list[str]) -> int:
+    """A client: kernel-lsp's CLI in this process (`--fake` first: fake GPUs, fake compiles)."""
+    argv = fake_client(argv)
     from kernel_lsp.cli.main import main
 
     return main(argv)
 
 
-def head_env(fake: bool) -> dict[str, str]:
-    env = dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
-    if fake:
-        env["KERNEL_LSP_FAKE_GPU"] = "1"
-    return env
+def head_env() -> dict[str, str]:
+    return dict(os.environ, RAY_DISABLE_USAGE_STATS="1")
 
 
 def start_head(port: int, gpus: int, fake: bool) -> subprocess.Popen:
@@ -68,9 +73,7 @@ def start_head(port: int, gpus: int, fake: bool) -> subprocess.Popen:
            f"--port={port}", f"--num-gpus={gpus}", "--include-dashboard=false", "--disable-usage-stats",
            "--block"]  # fmt: skip
     log = open(Path(tempfile.gettempdir()) / f"kernel-lsp-ray-head-{port}.log", "w")  # noqa: SIM115
-    head = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, env=head_env(fake), start_new_session=True
-    )
+    head = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=head_env(), start_new_session=True)
     deadline = time.monotonic() + 90
     import socket
 
@@ -109,8 +112,8 @@ def client(args: list[str], address: str, fake: bool, timeout: float) -> tuple[i
     """A no-GPU client's run of `kernel-lsp ARGS` through the head at `address`."""
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
     env.pop("RAY_ADDRESS", None)
-    env["KERNEL_LSP_FAKE_GPU"] = "1" if fake else env.get("KERNEL_LSP_FAKE_GPU", "")
-    cmd = [sys.executable, __file__, "--client", *args, "--backend", "ray", "--ray-address", address]
+    cmd = [sys.executable, __file__, "--client", *(["--fake"] if fake else []), *args]
+    cmd += ["--backend", "ray", "--ray-address", address]
     start = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
@@ -145,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--client"]:
         return client_main(argv[1:])
     if argv[:1] == ["--client-hold"]:
-        return hold_main(argv[1])
+        return hold_main(fake_client(argv[1:])[0])
     if argv[:1] == ["--client-loop"]:
-        return loop_main(argv[1], argv[2:])
+        rest = fake_client(argv[1:])
+        return loop_main(rest[0], rest[1:])
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--files", default=FILES, help="samples to check (comma-separated)")
     p.add_argument("--fake", action="store_true")
@@ -242,11 +246,6 @@ def loop_main(address: str, files: list[str]) -> int:
     import contextlib
     import io
 
-    if os.environ.get("KERNEL_LSP_FAKE_GPU") == "1":
-        from scaling import use_fake_gpus
-
-        sys.path.insert(0, str(REPO / "tests" / "integration"))
-        use_fake_gpus()
     from kernel_lsp.cli.main import main
 
     lost_at = None
@@ -271,10 +270,10 @@ def loop_main(address: str, files: list[str]) -> int:
 def failure_cases(args: argparse.Namespace, address: str, fake: bool, files: list[str], gpus: int) -> int:
     """Every GPU of the head held by another client: this one is told so, in seconds."""
     env = dict(
-        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), KERNEL_LSP_FAKE_GPU="1" if fake else ""
+        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     )
     holder = subprocess.Popen(
-        [sys.executable, __file__, "--client-hold", address],
+        [sys.executable, __file__, "--client-hold", *(["--fake"] if fake else []), address],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -298,10 +297,10 @@ def lost_connection(address: str, fake: bool, files: list[str], head: subprocess
     """The head stopped under a client mid-run: the client's answer says the connection was
     lost, it goes on (no hang, no exit), and its next request is answered in seconds."""
     env = dict(
-        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]), KERNEL_LSP_FAKE_GPU="1" if fake else ""
+        os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     )
     victim = subprocess.Popen(
-        [sys.executable, __file__, "--client-loop", address, *files],
+        [sys.executable, __file__, "--client-loop", *(["--fake"] if fake else []), address, *files],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

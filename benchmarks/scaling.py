@@ -144,14 +144,16 @@ def with_defines(source: str, **values: int) -> str:
 
 
 def use_fake_gpus() -> None:
-    """Fake GPU workers everywhere; a source's fake image follows its BLOCK (or `// fake: X`)."""
+    """Fake GPU workers everywhere; a source's fake image follows its BLOCK (or `// fake: X`).
+    The backends this process opens are fake (the engine's default, set here as a test sets it)
+    and tell their workers and Ray actors so themselves."""
     from test_evaluation import VADD_MANGLED, artifact
 
-    from kernel_lsp.evaluation import choose
+    from kernel_lsp.evaluation import choose, local
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.runner.timing import TimingSettings
 
-    os.environ["KERNEL_LSP_FAKE_GPU"] = "1"
+    local.FAKE_GPU_DEFAULT = True
 
     def fake_compile(self: Any, source: str, path: str, options: Any = None) -> Any:
         m = re.search(r"// fake: (\w+)", source)
@@ -601,8 +603,6 @@ def main(argv: list[str] | None = None) -> int:
 
     args.fake = args.fake or visible_gpu_count() == 0
     n = args.gpus or (2 if args.fake else visible_gpu_count())
-    if args.fake:
-        os.environ["KERNEL_LSP_FAKE_GPU"] = "1"  # the Ray head's workers inherit it
     if not args.tools:
         tools_off()
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]

@@ -29,7 +29,7 @@ from typing import Any
 from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
-from kernel_lsp.evaluation.local import LocalBackend, fake_from_env, local_gpu_absence
+from kernel_lsp.evaluation.local import LocalBackend, fake_gpu_default, local_gpu_absence
 from kernel_lsp.evaluation.specs import (
     GPU_SOURCE,
     SpecArg,
@@ -150,7 +150,7 @@ class GpuSession:
 
     @property
     def fake(self) -> bool:
-        return bool(getattr(self.backend, "fake", fake_from_env()))
+        return bool(getattr(self.backend, "fake", fake_gpu_default()))
 
     @property
     def timing(self) -> TimingSettings:

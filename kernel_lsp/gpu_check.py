@@ -161,11 +161,11 @@ class _Verifier:
         self._closing = False
 
     def _open(self) -> None:
-        from .evaluation.local import fake_from_env
+        from .evaluation.local import fake_gpu_default
         from .evaluation.pool import parse_gpus
 
         wanted = len(parse_gpus(self.plan.gpus)[0])
-        lanes = self.plan.lanes or check_lanes(wanted, fake_from_env(), self.plan.profile)
+        lanes = self.plan.lanes or check_lanes(wanted, fake_gpu_default(), self.plan.profile)
         sessions, reason = self.workspace.open_gpus(self.plan.gpus, self.plan.log, lanes=lanes)
         if not sessions:
             self.reason = no_gpu_message(reason)

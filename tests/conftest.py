@@ -127,3 +127,14 @@ def server_env(**extra: str) -> dict[str, str]:
     env.setdefault("PYTHONPATH", str(REPO))
     env.update(extra)
     return env
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """GPU backends opened in this process without `fake=` run on the fake GPU (runner/fake.py),
+    and hand that to their worker processes (`--fake`, a job's "fake", a Ray actor's argument).
+    kernel-lsp reads no setting that selects it: the test sets the engine's default here. A
+    front end started as a process: tests/kernel_lsp_on_fake_gpu.py."""
+    from kernel_lsp.evaluation import local
+
+    monkeypatch.setattr(local, "FAKE_GPU_DEFAULT", True)

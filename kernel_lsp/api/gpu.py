@@ -2,7 +2,7 @@
 return: checks, profiles, why no GPU."""
 
 from ..evaluation.choose import RayUnavailable, wants_ray
-from ..evaluation.local import fake_from_env
+from ..evaluation.local import fake_gpu_default
 from ..evaluation.pool import BackendPool, gpus_arg, parse_gpus
 from ..gpu import (
     GPU_OFF_IN_EDITOR,
@@ -39,7 +39,7 @@ __all__ = [
     "TimingSettings",
     "check_and_verify",
     "expected_arch",
-    "fake_from_env",
+    "fake_gpu_default",
     "file_line",
     "gpus_arg",
     "local_gpu_absence",

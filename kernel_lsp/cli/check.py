@@ -306,14 +306,14 @@ def _gpu_off_reason(args: argparse.Namespace, settings, stdin_text: str | None) 
     """Why this run verifies nothing on a GPU (None: it does). With Ray the GPUs are the
     cluster's: this machine may have none."""
     from ..api.checks import local_gpu_arch
-    from ..api.gpu import fake_from_env, wants_ray
+    from ..api.gpu import fake_gpu_default, wants_ray
 
     if not settings.gpu_enabled:
         return "--no-gpu" if args.no_gpu else "gpu.enabled is false"
     if not (
         wants_ray(settings.evaluation_backend, settings.cluster_address)
         or local_gpu_arch()
-        or fake_from_env()
+        or fake_gpu_default()
     ):
         from ..api.gpu import local_gpu_absence, no_gpu_message
 

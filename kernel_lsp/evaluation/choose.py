@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .local import LocalBackend, fake_from_env
+from .local import LocalBackend, fake_gpu_default
 from .pool import parse_gpus, visible_gpu_count
 from .ray_backend import RayUnavailable, cluster_address, open_ray_backends
 from .ray_bridge import open_bridged_backends
@@ -54,7 +54,7 @@ def open_backends(
     """The backends of a run, one per GPU (not yet checked for availability). Raises
     RayUnavailable only when Ray was asked for explicitly. `lanes`: the worker processes a
     local run will have on each GPU (each local backend is told; a Ray actor is one)."""
-    fake = fake if fake is not None else fake_from_env()
+    fake = fake if fake is not None else fake_gpu_default()
     opts = {
         "launch_timeout_s": launch_timeout_s,
         "timing": timing,

@@ -24,7 +24,7 @@ from kernel_lsp.gpu_reports import (
 )
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.model import CheckStatus
-from kernel_lsp.procs import ToolRuns, env_flag
+from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import profile_kernels
 from kernel_lsp.runner.sanitizer import sanitize
@@ -64,8 +64,17 @@ def _hidden_by_env() -> str | None:
     return None
 
 
-def fake_from_env() -> bool:
-    return env_flag("KERNEL_LSP_FAKE_GPU")
+# Whether a backend opened without `fake=` runs on the fake GPU (runner/fake.py) instead of this
+# machine's: False. kernel-lsp never sets it and reads no setting for it; a test sets it in its own
+# process (tests/conftest.py's `fake_gpu` fixture, tests/kernel_lsp_on_fake_gpu.py for the CLI or
+# the server started as a process). A backend hands its choice on explicitly: its worker's
+# `--fake`, a one-launch job's "fake", a Ray actor's constructor, the Ray bridge's options.
+FAKE_GPU_DEFAULT = False
+
+
+def fake_gpu_default() -> bool:
+    """The fake-or-real choice of a backend opened without `fake=` (FAKE_GPU_DEFAULT)."""
+    return FAKE_GPU_DEFAULT
 
 
 class LocalBackend:
@@ -92,7 +101,7 @@ class LocalBackend:
         self.host = socket.gethostname()
         self.launch_timeout_s = launch_timeout_s
         self.timing = timing or TimingSettings()
-        self.fake = fake if fake is not None else fake_from_env()
+        self.fake = fake if fake is not None else fake_gpu_default()
         self.start_timeout_s = start_timeout_s
         self.use_device_cache = use_device_cache
         self.restarts = 0

@@ -38,7 +38,7 @@ from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec
 
 from .backend import Built
-from .local import fake_from_env, no_gpu_message
+from .local import fake_gpu_default, no_gpu_message
 from .worker_process import ProgressFn
 
 INSTALL_HINT = 'install it with `pip install "kernel-lsp[ray]"`'
@@ -290,7 +290,7 @@ class RayBackend:
         self._ray = connect(address)
         self.launch_timeout_s = launch_timeout_s
         self.timing = timing or TimingSettings()
-        self.fake = fake if fake is not None else fake_from_env()
+        self.fake = fake if fake is not None else fake_gpu_default()
         self.start_timeout_s = start_timeout_s
         self.host = ""
         self.device_index = 0

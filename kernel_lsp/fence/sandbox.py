@@ -1062,7 +1062,6 @@ KEPT_ENVIRONMENT = (
     "CUDA_HOME",
     "CUDA_PATH",
     "CUDA_MODULE_LOADING",
-    "KERNEL_LSP_FAKE_GPU",
     "KERNEL_LSP_CTX_SCHED",  # how the accused waits for its GPU (runner/device.context_sched_flag)
     "LANG",
     "LC_ALL",

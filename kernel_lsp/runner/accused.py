@@ -31,8 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernel_lsp.procs import env_flag
-
 if TYPE_CHECKING:
     from .device_protocol import Device
 
@@ -267,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernel_lsp.fence.sandbox import SandboxUnavailable, close_after_start, enter_sandbox, limit_memory
 
     sock = socket.socket(fileno=args.fd)
-    fake = args.fake or env_flag("KERNEL_LSP_FAKE_GPU")
+    fake = args.fake  # as its worker's (runner/judge.py)
     hello: dict[str, Any] = {"status": "ok", "pid": os.getpid(), "available": False}
     accused: Accused | None = None
     try:  # before CUDA starts, and before any thread: every thread inherits the confinement

@@ -1,6 +1,6 @@
 """A pretend GPU for CI: same methods as CudaDevice, memory in numpy, kernels from a fixed menu.
 
-Selected with `KERNEL_LSP_FAKE_GPU=1` or the worker's `--fake` flag. A fake "CUBIN" is
+Selected by the worker's `--fake` flag (a backend's `fake=True`). A fake "CUBIN" is
 `b"FAKE\\n"` followed by JSON `{"<symbol>": "<behaviour>"}`. Every behaviour takes a vadd-shaped
 parameter list (two float32 inputs, one float32 output, then the element count) so the whole
 verifier can be exercised on a CPU:
@@ -13,9 +13,9 @@ verifier can be exercised on a CPU:
     clobber  correct, but also overwrites a[0]
     flaky    correct, but a different element is wrong on every launch (a race)
     hang     never returns (the client's launch timeout must fire)
-    stall    correct, but its first launch on this machine never returns (marked by creating the
-             file $KERNEL_LSP_FAKE_STALL_MARK): a launch that waited on a GPU stalled by another
-             process's fault
+    stall:PATH  correct, but its first launch on this machine never returns (marked by creating
+             the file PATH; `stall` without one never stalls): a launch that waited on a GPU
+             stalled by another process's fault
     crash    an illegal memory access (sticky: the worker must exit)
     slow     correct, and takes 2 ms
     counter  counts its launches in a module global and computes only on the first one (a
@@ -68,15 +68,18 @@ STATE_BYTES = 64
 
 
 class FakeFunction(str):
-    """A behaviour name, with the address of its module global where it has one."""
+    """A behaviour name, with the address of its module global where it has one, and what
+    followed its `:` in the image (`stall`'s mark)."""
 
     state: int | None = None
+    argument: str = ""
 
 
 def fake_cubin(symbols: dict[str, str]) -> bytes:
-    """The fake image that maps each entry symbol to a behaviour of the menu above."""
+    """The fake image that maps each entry symbol to a behaviour of the menu above (`name` or
+    `name:argument`)."""
     for b in symbols.values():
-        if b not in BEHAVIOURS:
+        if b.partition(":")[0] not in BEHAVIOURS:
             raise ValueError(f"unknown fake behaviour {b!r}")
     return FAKE_MAGIC + json.dumps(symbols).encode()
 
@@ -208,8 +211,10 @@ class FakeDevice:
             raise DeviceFault("the CUBIN image is invalid", "CUDA_ERROR_INVALID_IMAGE")
         module = {}
         for symbol, behaviour in json.loads(cubin[len(FAKE_MAGIC) :]).items():
-            fn = FakeFunction(behaviour)
-            if behaviour in STATEFUL:
+            name, _, argument = behaviour.partition(":")
+            fn = FakeFunction(name)
+            fn.argument = argument
+            if name in STATEFUL:
                 fn.state = self.alloc(STATE_BYTES)  # zero-initialised, like a `__device__` int
             module[symbol] = fn
         return module
@@ -236,7 +241,7 @@ class FakeDevice:
             while True:
                 time.sleep(3600)
         if fn == "stall":
-            mark = os.environ.get("KERNEL_LSP_FAKE_STALL_MARK", "")
+            mark = fn.argument
             if mark and not os.path.exists(mark):
                 with open(mark, "w", encoding="utf-8"):
                     pass

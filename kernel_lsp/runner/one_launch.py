@@ -180,13 +180,12 @@ def run_job(job_dir: str, outer: str = "") -> int:
         except SandboxUnavailable:
             return SANDBOX_EXIT
 
-    from kernel_lsp.procs import env_flag
     from kernel_lsp.runner.device import CudaDevice
     from kernel_lsp.runner.fake import FakeDevice
     from kernel_lsp.runner.loading import build_steps
     from kernel_lsp.runner.verify import Buffers, launcher
 
-    fake = job.get("fake") or env_flag("KERNEL_LSP_FAKE_GPU")
+    fake = job.get("fake")  # the backend's, set in every job it hands a tool (evaluation/local.py)
     device = FakeDevice(job["device"]) if fake else CudaDevice(job["device"])
     if confined:
         from kernel_lsp.fence.sandbox import close_after_start, limit_memory

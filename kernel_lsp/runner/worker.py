@@ -6,7 +6,7 @@ times launches. Started by kernel_lsp.gpu.GpuSession as
 and driven through kernel_lsp.runner.protocol frames on stdin/stdout (the request and reply
 fields are listed in `handle`). A hang is the client's business (it kills this process); a sticky
 CUDA error makes this process report (`"fatal": true`) and exit, because its context is gone.
-`--fake` (or KERNEL_LSP_FAKE_GPU=1) uses runner/fake.py instead of a GPU, for CI. `--judge`: the
+`--fake` uses runner/fake.py instead of a GPU, for CI. `--judge`: the
 worker of a sandboxed session, which loads no code it judges: each request's candidate (and the
 original beside it) runs in an accused process of its own (runner/judge.py, runner/accused.py).
 """
@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     # the worker itself runs the user's spec and the user's code, unconfined.
     parser.add_argument("--judge", action="store_true", help="run candidates in confined processes")
     args = parser.parse_args(argv)
-    fake = args.fake or procs.env_flag("KERNEL_LSP_FAKE_GPU")
+    fake = args.fake  # the backend that started this worker says so (evaluation/worker_process.py)
     # Ends with the server or CLI that started it (a killed editor too), with whatever a spec
     # started. No memory limit: CUDA reserves far more address space than it uses.
     procs.become_worker(die_with_thread=False)

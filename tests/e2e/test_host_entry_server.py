@@ -44,10 +44,15 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+# The server and the CLI on the fake GPU, injected by the tests' launcher (kernel-lsp reads no
+# setting that selects it).
+ON_FAKE_GPU = str(REPO / "tests" / "kernel_lsp_on_fake_gpu.py")
+
+
 @pytest_lsp.fixture(
     config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "kernel_lsp"],
-        server_env={**server_env(), "KERNEL_LSP_FAKE_GPU": "1"},
+        server_command=[sys.executable, ON_FAKE_GPU],
+        server_env=server_env(),
     )
 )
 async def fake_gpu(lsp_client: LanguageClient):
@@ -84,9 +89,9 @@ async def test_hover_and_lens_on_a_host_entry(fake_gpu: LanguageClient, project:
 
 
 def test_check_cli_verifies_a_host_entry(project: Path):
-    env = {**os.environ, "KERNEL_LSP_FAKE_GPU": "1", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "check", "-v", "--arch", "sm_90", str(project / "saxpy.cu")],
+        [sys.executable, ON_FAKE_GPU, "check", "-v", "--arch", "sm_90", str(project / "saxpy.cu")],
         capture_output=True,
         text=True,
         timeout=300,

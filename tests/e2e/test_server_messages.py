@@ -78,7 +78,7 @@ async def test_hover_on_a_file_over_the_size_limit_says_why(client: LanguageClie
 @pytest_lsp.fixture(
     config=ClientServerConfig(
         server_command=[sys.executable, "-m", "kernel_lsp"],
-        server_env={**server_env(), "PATH": "/usr/bin:/bin", "KERNEL_LSP_FAKE_GPU": ""},
+        server_env={**server_env(), "PATH": "/usr/bin:/bin"},
     )
 )
 async def gpu_on(lsp_client: LanguageClient):

@@ -81,7 +81,6 @@ def test_a_tool_past_its_timeout_is_killed_with_its_child(tmp_path):
 
 
 def test_closing_a_session_cuts_a_hung_check_short(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     monkeypatch.setattr(GpuSession, "compile", _fake_compile)
     (tmp_path / "vadd.spec.py").write_text(SPEC)
     loaded = load_specs(str(tmp_path / "vadd.spec.py"))

@@ -38,10 +38,9 @@ def bench_json(path: Path, *flags: str) -> tuple[int, dict]:
 
 @needs_nvcc
 @pytest.mark.parametrize("name", sorted(LAUNCHED))
-def test_bench_builds_each_sample_entry_as_a_library(name, tmp_path, monkeypatch):
+def test_bench_builds_each_sample_entry_as_a_library(name, tmp_path, fake_gpu):
     """The fake GPU runs no kernel, so a sample's check fails on its outputs (or the launch's
     status): past the build, which is what failed before on every entry spec."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     for f in ENTRIES.glob(f"{name}.*"):
         shutil.copy(f, tmp_path / f.name)
     _, doc = bench_json(tmp_path / f"{name}.cu")
@@ -53,10 +52,9 @@ def test_bench_builds_each_sample_entry_as_a_library(name, tmp_path, monkeypatch
 
 
 @needs_nvcc
-def test_bench_verifies_and_times_an_entry_and_names_its_kernels(tmp_path, monkeypatch):
+def test_bench_verifies_and_times_an_entry_and_names_its_kernels(tmp_path, fake_gpu):
     """layernorm_fp32's spec over a launcher that does the work on the CPU under the fake GPU and
     launches the sample's three kernels on a real one."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     shutil.copy(ROOT / "tests" / "fixtures" / "bench_entries" / "layernorm_cpu.cu", tmp_path / "ln.cu")
     spec = (ENTRIES / "layernorm_fp32.spec.py").read_text()
     (tmp_path / "ln.spec.py").write_text(

@@ -4,12 +4,14 @@ in the document, and when nothing could run the document says why."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 from fixture_sources import VADD
+
+# `python -m kernel_lsp` on the fake GPU: kernel-lsp reads no setting that selects it.
+ON_FAKE_GPU = str(Path(__file__).resolve().parents[1] / "kernel_lsp_on_fake_gpu.py")
 
 SPEC = """\
 from kernel_lsp.spec import In, Out, Scalar, Spec
@@ -23,14 +25,13 @@ SPEC = Spec(
 
 
 def bench(folder: Path, *args: str, fake: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KERNEL_LSP_FAKE_GPU": "1" if fake else "0"}
+    kernel_lsp = [ON_FAKE_GPU] if fake else ["-m", "kernel_lsp"]
     return subprocess.run(
-        [sys.executable, "-m", "kernel_lsp", "bench", "--json", "--no-occupancy", *args],
+        [sys.executable, *kernel_lsp, "bench", "--json", "--no-occupancy", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=folder,
-        env=env,
         check=False,
     )
 

@@ -42,8 +42,7 @@ def fake_compile(self, source: str, path: str, options=None) -> CompileResult:
 
 
 @pytest.fixture
-def fake_gpus(monkeypatch):
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
+def fake_gpus(monkeypatch, fake_gpu):
     monkeypatch.setattr(GpuSession, "compile", fake_compile)
 
 
@@ -121,11 +120,10 @@ def test_files_spread_over_two_gpus_with_the_serial_verdicts(fake_gpus, tmp_path
     assert all(d.verify_s > 0 for d in done)
 
 
-def test_the_check_workers_build_for_the_gpu_and_verification_reuses_it(monkeypatch, tmp_path):
+def test_the_check_workers_build_for_the_gpu_and_verification_reuses_it(fake_gpu, monkeypatch, tmp_path):
     """With the real compilers (the fake GPU, sm_90, cannot load their CUBINs: the kernels'
     verdicts are the same load failure), the prebuilt path compiles nothing and builds no entry
     library in the GPU phase, and gives the verdicts of the path that does."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     paths = [*project(tmp_path, ["vadd", "vadd"]), str(SAMPLES / "entries" / "vector_add_bf16.cu")]
     assert expected_arch() is None  # no nvidia-smi here: the CLI compiles in the GPU phase
     built_there: list[str] = []
@@ -206,7 +204,7 @@ def test_lanes_verify_files_side_by_side_on_one_gpu_with_the_serial_verdicts(
     assert {d.gpu for d in done} == {"GPU 0"}
     assert len({pid for index, pid in workers if index == 0}) == 2  # a worker process per lane
     monkeypatch.undo()
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
+    monkeypatch.setattr("kernel_lsp.evaluation.local.FAKE_GPU_DEFAULT", True)  # undone above
     monkeypatch.setattr(GpuSession, "compile", fake_compile)
     one = check_and_verify(
         Workspace.fixed(Settings()), paths, 2, GpuPlan(gpus="1", log=lambda _: None, lanes=1)

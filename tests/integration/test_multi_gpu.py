@@ -28,9 +28,8 @@ SPEC = FAKE_VADD_SPEC
 
 
 @pytest.fixture
-def fake_gpus(monkeypatch):
+def fake_gpus(monkeypatch, fake_gpu):
     """Every GpuSession is a fake-GPU worker; `compile` makes the fake image the source names."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     monkeypatch.setattr(GpuSession, "compile", _fake_compile)
 
 

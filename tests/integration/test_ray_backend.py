@@ -44,10 +44,9 @@ def cluster():
 
 
 @pytest.fixture
-def fake_gpus(cluster, monkeypatch):
+def fake_gpus(cluster, monkeypatch, fake_gpu):
     from test_evaluation import _fake_compile
 
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     monkeypatch.setattr(GpuSession, "compile", _fake_compile)
     return cluster
 

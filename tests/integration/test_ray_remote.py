@@ -48,10 +48,9 @@ def cluster():
 
 
 @pytest.fixture
-def fake_gpus(cluster, monkeypatch):
+def fake_gpus(cluster, monkeypatch, fake_gpu):
     from test_evaluation import _fake_compile
 
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     monkeypatch.setattr(GpuSession, "compile", _fake_compile)
     return cluster
 
@@ -89,13 +88,14 @@ def test_an_optimize_round_runs_candidates_on_both_gpus(fake_gpus, tmp_path, mon
 # --- an LLM's host code on Ray: the actor's judge ----------------------------------------------
 
 
-def test_llm_host_code_runs_judged_in_the_ray_actor_with_the_local_verdicts(cluster, tmp_path, monkeypatch):
+def test_llm_host_code_runs_judged_in_the_ray_actor_with_the_local_verdicts(
+    cluster, fake_gpu, tmp_path, monkeypatch
+):
     entry = pytest.importorskip("test_entry_optimizer_fake_gpu")
     from scripted_llm import scripted_proposer
 
     from kernel_lsp.optimizer.session import RunRequest, run
 
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     monkeypatch.delenv("KERNEL_LSP_COMPUTE_SANITIZER", raising=False)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no compute-sanitizer: the proof gate is skipped
     script = {

@@ -108,24 +108,23 @@ def test_hang_times_out_and_worker_restarts(session, spec):
     assert again.ok and session.worker_pid != before
 
 
-def test_a_launch_that_outlived_its_timeout_once_is_checked_again(spec, tmp_path, monkeypatch):
+def test_a_launch_that_outlived_its_timeout_once_is_checked_again(spec, tmp_path):
     """A launch that waited on a GPU another process's fault stalled is no hang: checked once more
     in a fresh worker, it passes."""
     mark = tmp_path / "stalled"
-    monkeypatch.setenv("KERNEL_LSP_FAKE_STALL_MARK", str(mark))
     with GpuSession(fake=True, launch_timeout_s=1.5) as s:
         first = s.worker_pid
-        r = run(s, spec, "stall")
+        r = run(s, spec, f"stall:{mark}")
         assert r.ok, r.message
         assert mark.exists() and s.worker_pid != first  # it did stall, and a new worker ran it
 
 
-def test_an_ab_that_outlived_its_timeout_once_is_timed_again(spec, tmp_path, monkeypatch):
+def test_an_ab_that_outlived_its_timeout_once_is_timed_again(spec, tmp_path):
     """The same for an A/B: a stall is no error; a hang is, said as twice."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_STALL_MARK", str(tmp_path / "stalled"))
     fast = (fake_cubin({"k": "vadd"}), STEPS)
     with GpuSession(fake=True, launch_timeout_s=1.5) as s:
-        stalled = s.compare_compiled(fast, (fake_cubin({"k": "stall"}), STEPS), spec)
+        stall = fake_cubin({"k": f"stall:{tmp_path / 'stalled'}"})
+        stalled = s.compare_compiled(fast, (stall, STEPS), spec)
         assert stalled.error is None and stalled.n > 0, stalled
         assert (tmp_path / "stalled").exists()
         hung = s.compare_compiled(fast, (fake_cubin({"k": "hang"}), STEPS), spec)

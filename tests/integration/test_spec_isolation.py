@@ -71,9 +71,8 @@ def test_a_spec_that_crashes_or_hangs_its_process_is_a_diagnostic_and_the_next_l
     assert load_specs_isolated(str(good)).ok
 
 
-def test_gpu_verification_never_runs_the_spec_in_the_calling_process(tmp_path, monkeypatch):
+def test_gpu_verification_never_runs_the_spec_in_the_calling_process(tmp_path, monkeypatch, fake_gpu):
     """The whole GPU path (fake GPU): the spec runs in the spec worker and the GPU worker only."""
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
     _, marker = write_spec(tmp_path)
     engine = Workspace.fixed(Settings(arch=("sm_90",)))
     sessions, reason = engine.open_gpus("1", log=lambda line: None)

@@ -73,11 +73,10 @@ def test_a_run_that_raised_raises_when_taken(spec, monkeypatch):
         prepared[1]()
 
 
-def test_a_large_case_verifies_on_the_fake_gpu(spec, monkeypatch):
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
+def test_a_large_case_verifies_on_the_fake_gpu(spec):
     steps = [{"kernel": "vadd", "symbol": "vadd", "params": ["a", "b", "c", "n"], "grid": [1, 1, 1]}]
     steps[0].update(block=[256, 1, 1], smem=0)
-    with GpuSession(launch_timeout_s=30.0) as gpu:
+    with GpuSession(launch_timeout_s=30.0, fake=True) as gpu:
         check = gpu.check_compiled(fake_cubin({"vadd": "vadd"}), steps, spec, measure=False)
     assert check.ok, check.message
     assert {"case": f"n={N}", "ok": True} in check.cases  # its 2 runs were made side by side

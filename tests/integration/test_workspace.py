@@ -118,7 +118,7 @@ def test_check_bench_optimize_and_server_compile_a_file_with_the_same_options(
     # A file with a spec: bench and optimize load it in a worker process too.
     (cu.parent / "scale.spec.py").write_text(SPEC)
     recorded.clear()
-    monkeypatch.setenv("KERNEL_LSP_FAKE_GPU", "1")
+    monkeypatch.setattr("kernel_lsp.evaluation.local.FAKE_GPU_DEFAULT", True)  # the fake GPU
     bench_main([str(cu), "--no-occupancy", "--budget", "0.01"])
     assert {_what_matters(o) for o in recorded} == by_check
 

@@ -354,7 +354,7 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.versions"): "cuda_versions",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
-    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_from_env, local_gpu_absence",
+    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_gpu_default, local_gpu_absence",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.pool"): "gpus_arg",
     (
         "kernel_lsp.cli.check",
@@ -870,3 +870,48 @@ def test_lsp_handlers_and_their_registration_are_small():
         and node.end_lineno - node.lineno + 1 > HANDLER_LINES
     )
     assert long == []
+
+
+# --- test hooks: injected by the tests, never read by kernel-lsp ---------------------------------
+# A test selects the fake GPU in its own process (tests/conftest.py's `fake_gpu` fixture, or
+# tests/kernel_lsp_on_fake_gpu.py for the CLI or the server started as a process), and the engine
+# hands that choice to its worker processes as an argument; the fake's stall mark travels in the
+# fake image. No module of the package names the variables that once selected them (issue 47),
+# but the optimizer's test stand-in, which only a test's launcher injects
+# (tests/e2e/server_with_test_evaluator.py).
+TEST_HOOK_VARIABLES = ("KERNEL_LSP_FAKE_GPU", "KERNEL_LSP_FAKE_STALL_MARK")
+INJECTED_TEST_SUPPORT = ("kernel_lsp.optimizer.testing",)
+
+
+def hook_variable_readers(modules: dict[str, Path]) -> list[str]:
+    """`module: VARIABLE` for each test-hook variable a module of the package names."""
+    return sorted(
+        f"{module}: {variable}"
+        for module, path in modules.items()
+        if module not in INJECTED_TEST_SUPPORT
+        for variable in TEST_HOOK_VARIABLES
+        if variable in path.read_text()
+    )
+
+
+def test_no_module_reads_a_test_hook_variable():
+    assert INJECTED_TEST_SUPPORT[0] in MODULES, "the test support moved: follow it here"
+    assert hook_variable_readers(MODULES) == []
+
+
+def test_a_module_that_reads_a_test_hook_variable_is_caught(tmp_path):
+    worker = tmp_path / "worker.py"
+    worker.write_text('fake = args.fake or os.environ.get("KERNEL_LSP_FAKE_GPU") == "1"\n')
+    fake = tmp_path / "fake.py"
+    fake.write_text('mark = os.environ.get("KERNEL_LSP_FAKE_STALL_MARK", "")\n')
+    testing = tmp_path / "testing.py"
+    testing.write_text("# a stand-in that may say KERNEL_LSP_FAKE_GPU\n")
+    modules = {
+        "kernel_lsp.runner.worker": worker,
+        "kernel_lsp.runner.fake": fake,
+        "kernel_lsp.optimizer.testing": testing,
+    }
+    assert hook_variable_readers(modules) == [
+        "kernel_lsp.runner.fake: KERNEL_LSP_FAKE_STALL_MARK",
+        "kernel_lsp.runner.worker: KERNEL_LSP_FAKE_GPU",
+    ]
