@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 ENTRIES = Path(__file__).resolve().parents[1] / "tests" / "gpu" / "fixtures" / "judge"
 

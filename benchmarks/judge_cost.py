@@ -62,7 +62,7 @@ def main() -> int:
 
     import kernel_lsp
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.runner.timing import TimingSettings
+    from kernel_lsp.model import TimingSettings
 
     print(f"tree: {os.path.dirname(os.path.dirname(os.path.abspath(kernel_lsp.__file__)))}", flush=True)
     rows = []

@@ -103,7 +103,7 @@ def main() -> int:
     os.environ.setdefault("KERNEL_LSP_JUDGE_CLOCKS", str(Path(tempfile.mkdtemp()) / "clocks.txt"))
     from kernel_lsp.compile import CompileOptions, cuda_include_dirs
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.runner.timing import TimingSettings
+    from kernel_lsp.model import TimingSettings
 
     original = FAKE_ORIGINAL if args.fake else (FOLDER / "original.cu").read_text()
     rewrite = FAKE_REWRITE if args.fake else (FOLDER / "rewrite.cu").read_text()

@@ -122,7 +122,7 @@ def main() -> int:
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")  # no occupancy profiles here
     os.environ.setdefault("KERNEL_LSP_JUDGE_CLOCKS", str(Path(tempfile.mkdtemp()) / "clocks.txt"))
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.runner.timing import TimingSettings
+    from kernel_lsp.model import TimingSettings
 
     folder = CASES / "fake" if args.fake else CASES
     names = sorted(p.name.removesuffix(".rewrite.cu") for p in folder.glob("*.rewrite.cu"))

@@ -113,8 +113,8 @@ def candidate_side(walk: Walk) -> None:
     from kernel_lsp.compile import cuda_include_dirs
     from kernel_lsp.config import Settings
     from kernel_lsp.gpu import GpuSession
+    from kernel_lsp.model import TimingSettings
     from kernel_lsp.optimizer.session import RunRequest, run
-    from kernel_lsp.runner.timing import TimingSettings
 
     folder = Path(tempfile.mkdtemp())
     for suffix in (".cu", ".spec.py"):

@@ -20,7 +20,7 @@ from test_multi_gpu import SPEC, with_behaviour
 from kernel_lsp.evaluation.local import LocalBackend
 from kernel_lsp.evaluation.ray_backend import RayBackend
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.spec.isolated import load_specs_isolated
 
 

@@ -91,9 +91,9 @@ EXTRA_METRICS = [
 def main(argv: list[str]) -> int:
     from kernel_lsp.compile import CompileOptions
     from kernel_lsp.gpu import GpuCheckRequest, GpuSession
+    from kernel_lsp.model import TimingSettings
     from kernel_lsp.runner.limiter import ACHIEVED, THEORETICAL
     from kernel_lsp.runner.profile import SECTIONS, find_ncu
-    from kernel_lsp.runner.timing import TimingSettings
     from kernel_lsp.spec import load_specs, spec_path_for
 
     out = os.path.abspath(argv[0])

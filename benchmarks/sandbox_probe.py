@@ -106,7 +106,7 @@ def entry_through_worker(mechanism: str) -> str:
     """The real path: GpuSession(sandboxed=True) checks a bf16 launcher (nvcc shared library)."""
     from kernel_lsp.compile import CompileOptions
     from kernel_lsp.gpu import GpuSession, check_file
-    from kernel_lsp.runner.timing import TimingSettings
+    from kernel_lsp.model import TimingSettings
 
     os.environ["KERNEL_LSP_SANDBOX"] = mechanism
     cu = REPO / "tests" / "gpu" / "fixtures" / "entries" / "vector_add_bf16.cu"

@@ -20,8 +20,8 @@ sys.path.insert(0, str(REPO))
 from kernel_lsp.compile import CompileOptions  # noqa: E402
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file  # noqa: E402
 from kernel_lsp.gpu_reports import TOOLS  # noqa: E402
+from kernel_lsp.model import TimingSettings  # noqa: E402
 from kernel_lsp.runner.sanitizer import find_sanitizer  # noqa: E402
-from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
 
 ENTRIES = REPO / "tests" / "gpu" / "fixtures" / "entries"
 

@@ -151,7 +151,7 @@ def use_fake_gpus() -> None:
 
     from kernel_lsp.evaluation import choose, local
     from kernel_lsp.gpu import GpuSession
-    from kernel_lsp.runner.timing import TimingSettings
+    from kernel_lsp.model import TimingSettings
 
     local.FAKE_GPU_DEFAULT = True
 

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from kernel_lsp.compile import CompileOptions, compile_source  # noqa: E402
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, entry_symbols  # noqa: E402
-from kernel_lsp.runner.timing import TimingSettings  # noqa: E402
+from kernel_lsp.model import TimingSettings  # noqa: E402
 from kernel_lsp.source import find_kernels, parse_directives  # noqa: E402
 from kernel_lsp.spec import (  # noqa: E402
     DTYPES,

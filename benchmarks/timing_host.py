@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from kernel_lsp.gpu import GpuSession
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.fake import fake_cubin
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 STEPS = [

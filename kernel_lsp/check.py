@@ -17,9 +17,7 @@ from .compile import (
     CompileOptions,
     compile_front_end,
     compile_source,
-    decode_source,
     known_diagnostic_number,
-    read_source,
     torch_ext,
 )
 from .compile.compile_commands import (
@@ -34,6 +32,7 @@ from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.nvcc_args import macro_name
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
+from .files import decode_source, read_source
 from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
 from .model import (  # FileCheck: re-exported, defined with the other plain results

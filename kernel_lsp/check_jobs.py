@@ -74,7 +74,8 @@ class _Arch:
 def prebuild(workspace: Workspace, path: str, arch: str) -> Prebuilt | None:
     """`path` compiled as `Workspace.verify` compiles it for a device of `arch` (None: no spec,
     an entry spec's library, or a compile that failed: the GPU phase does it as before)."""
-    from .compile import compile_source, read_source
+    from .compile import compile_source
+    from .files import read_source
     from .spec import spec_path_for
 
     if not os.path.exists(spec_path_for(path)):

@@ -15,15 +15,14 @@ from .codes import unknown_selectors
 from .compile import (
     COMPILE_MEMORY_MB,
     JOB_TIMEOUT_S,
-    MAX_FILE_BYTES,
     CompileOptions,
     check_arch,
     resolve_arch,
 )
 from .compile.compile_commands import MAX_DATABASE_BYTES, CommandFlags, Lookup, flags_for
-from .compile.files import read_regular
 from .compile.nvcc_args import macro_name
 from .compile.options import define_problem
+from .files import MAX_FILE_BYTES, read_regular
 from .settings_shape import flatten_settings
 
 if sys.version_info >= (3, 11):

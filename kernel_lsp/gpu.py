@@ -26,7 +26,6 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from kernel_lsp.compile.files import read_text_file
 from kernel_lsp.compile.shared_lib import LibraryBuild, compile_library
 from kernel_lsp.evaluation.backend import Built, EvaluationBackend
 from kernel_lsp.evaluation.local import LocalBackend, fake_gpu_default, local_gpu_absence
@@ -40,16 +39,16 @@ from kernel_lsp.evaluation.specs import (
     spec_desc,
 )
 from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
+from kernel_lsp.files import read_text_file
 from kernel_lsp.gpu_reports import GPU_OFF_IN_EDITOR, ProfileReport, SanitizerReport, no_gpu_message
 from kernel_lsp.gpu_reports import TOOLS as SANITIZER_TOOLS
 from kernel_lsp.gpu_request import Artifact, GpuCheckRequest
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.host_entry import find_host_function
-from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity
+from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity, TimingSettings
 from kernel_lsp.runner.hardware import DeviceInfo
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.sanitizer import find_sanitizer, smallest_case
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernel, find_kernels
 from kernel_lsp.spec import Spec, case_label, spec_path_for
 from kernel_lsp.spec.isolated import load_specs_isolated

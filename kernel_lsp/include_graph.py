@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
-from .compile import MAX_FILE_BYTES, resolve_include
-from .compile.files import read_text_prefix
+from .compile import resolve_include
+from .files import MAX_FILE_BYTES, read_text_prefix
 from .source import find_includes
 
 Reader = Callable[[str], "str | None"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 
 class Severity(enum.IntEnum):
@@ -337,6 +338,25 @@ class CompileOptions:
         return self if self.build_output == "ptx" else replace(self, build_output="device")
 
 
+@dataclass(frozen=True)
+class TimingSettings:
+    """How a GPU check times each case (runner/timing.py measures by it): cold L2 or warm, the
+    warm-up, the sampling budget and when the median is known well enough."""
+
+    cold_l2: bool = True
+    warmup_s: float = 0.025  # Triton's do_bench warms up for 25 ms too
+    budget_s: float = 0.4  # wall time for sampling one case, after warm-up
+    target_noise: float = 0.005  # stop when the median's relative standard error is <= 0.5%
+    min_samples: int = 15
+    max_samples: int = 5000
+    batch_s: float = 0.01  # queue about this much GPU time between synchronisations
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> TimingSettings:
+        d = d or {}
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
 @dataclass
 class LibraryBuild:
     """A `.cu` as a shared library. `fence`: None for the user's own file (trusted as the user's
@@ -368,6 +388,51 @@ class LibraryBuild:
             )
             for f in self.fence
         ]
+
+
+# Where an nvcc was found, in the words of `--version`.
+_NVCC_FROM = {"CUDA_HOME": "CUDA_HOME/CUDA_PATH", "wheel": "the nvidia-cuda-nvcc wheel", "PATH": "PATH"}
+
+
+@dataclass(frozen=True)
+class CudaVersions:
+    """Which CUDA a check in this environment compiles with: NVRTC's version and nvcc's, with
+    where that nvcc comes from (compile/versions.py asks them: `cuda_versions`)."""
+
+    nvrtc: str | None  # "13.5"; None: NVRTC could not be loaded
+    nvcc: str | None  # "13.5.37"; None: no nvcc, or it did not say
+    nvcc_path: str | None = None
+    nvcc_from: str = ""  # "CUDA_HOME", "wheel", "PATH"
+    # Why the nvcc the environment names cannot be used (CUDA_HOME without bin/nvcc).
+    nvcc_problem: str | None = None
+
+    def summary(self) -> str:
+        """`CUDA: NVRTC 13.5, nvcc 13.5.37`: the check summary's words."""
+        nvcc = f"nvcc {self.nvcc}" if self.nvcc else "no nvcc" if not self.nvcc_path else "nvcc ?"
+        if self.nvcc_problem:
+            nvcc = f"no nvcc ({self.nvcc_problem})"
+        return f"CUDA: NVRTC {self.nvrtc or 'unavailable'}, {nvcc}"
+
+    def describe(self) -> str:
+        """`--version`'s lines: each compiler's version and where it comes from."""
+        nvrtc = f"NVRTC {self.nvrtc}" if self.nvrtc else "NVRTC: unavailable (install cuda-python[all])"
+        if self.nvcc_problem:
+            nvcc = f"nvcc: {self.nvcc_problem}"
+        elif not self.nvcc_path:
+            nvcc = "nvcc: not found (CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH)"
+        else:
+            where = _NVCC_FROM.get(self.nvcc_from, self.nvcc_from)
+            nvcc = f"nvcc {self.nvcc or '(version unknown)'}: {self.nvcc_path} (from {where})"
+        return f"{nvrtc}\n{nvcc}"
+
+    def to_dict(self) -> dict:
+        found = {
+            "nvrtc": self.nvrtc,
+            "nvcc": self.nvcc,
+            "nvccPath": self.nvcc_path,
+            "nvccFrom": self.nvcc_from or None,
+        }
+        return found | ({"nvccProblem": self.nvcc_problem} if self.nvcc_problem else {})
 
 
 class RayUnavailable(RuntimeError):

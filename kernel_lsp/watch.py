@@ -44,7 +44,7 @@ from watchdog.observers.api import BaseObserver
 
 from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, spec_owners
 from .compile.compile_commands import MAX_DATABASE_BYTES
-from .compile.files import read_regular, read_text_file
+from .files import read_regular, read_text_file
 from .include_graph import IncludeGraph, normalize
 
 log = logging.getLogger(__name__)

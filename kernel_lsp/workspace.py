@@ -29,11 +29,13 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check, includers_for
 from .codes import apply_selection
-from .compile import CompileOptions, decode_source, read_source
+from .compile import CompileOptions
 from .compile.compile_commands import Lookup, database_stamp
 from .compile.includes import header_stamps, include_closure
+from .compile.versions import cuda_versions
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
-from .model import CompileResult, Diagnostic, LibraryBuild
+from .files import decode_source, read_source
+from .model import CompileResult, CudaVersions, Diagnostic, LibraryBuild, TimingSettings
 
 if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they are used, not in every worker
     from collections.abc import Sequence
@@ -43,7 +45,6 @@ if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they a
     from .fence import Finding
     from .gpu import GpuSession
     from .gpu_results import KernelCheck
-    from .runner.timing import TimingSettings
     from .spec import Spec, SpecLoad
 
 _Log = Callable[[str], None]
@@ -255,6 +256,13 @@ class Workspace:
 
     # --- compile options --------------------------------------------------------------------------
 
+    @staticmethod
+    def cuda_versions() -> CudaVersions:
+        """The NVRTC and nvcc a check compiles with (and where that nvcc comes from): the same for
+        every workspace of this environment, so `--version` asks it before any Workspace exists.
+        Asked on each call (nvcc's answer cached by its stamp); never raises."""
+        return cuda_versions()
+
     def archs(self, path: str, source: str | None = None) -> list[str]:
         settings = self.settings_for(path)
         found, _ = file_options(path, source or "", settings, self.root)
@@ -409,7 +417,7 @@ class Workspace:
         """A regular file's text (a spec, a document the editor has not opened) through the
         engine's one reader: OSError for a FIFO, a device or a file over the size limit;
         UnicodeDecodeError, unless `errors` says how to decode bytes that are not UTF-8."""
-        from .compile.files import read_text_file
+        from .files import read_text_file
 
         return read_text_file(path, self.settings_for(path).max_file_bytes, errors)
 

@@ -16,17 +16,9 @@ from ..check import (
     spec_owners,
     unknown_codes,
 )
-from ..compile import (
-    MAX_FILE_BYTES,
-    ask_nvrtc_in_child,
-    check_arch,
-    local_gpu_arch,
-    read_source,
-)
+from ..compile import ask_nvrtc_in_child, check_arch, local_gpu_arch
 from ..compile.compile_commands import Lookup
-from ..compile.files import read_text_prefix
 from ..compile.options import CompileOptions, cuda_include_dirs
-from ..compile.versions import CudaVersions, cuda_versions
 from ..config import Settings, SettingsOverrides, parse_overrides
 from ..procs import release_memory
 from ..scheduler import CheckScheduler
@@ -36,12 +28,10 @@ from ..workspace import CheckRequest, Trigger, Workspace
 __all__ = [
     "CUDA_SUFFIXES",
     "INCLUDERS_CONSIDERED",
-    "MAX_FILE_BYTES",
     "SPEC_SUFFIX",
     "CheckRequest",
     "CheckScheduler",
     "CompileOptions",
-    "CudaVersions",
     "FileCheck",
     "Includer",
     "Lookup",
@@ -54,15 +44,12 @@ __all__ = [
     "check_arch",
     "collect_files",
     "cuda_include_dirs",
-    "cuda_versions",
     "local_gpu_arch",
     "make_temp_folder",
     "parse_overrides",
     "prepare_report",
     "project_include_dirs",
     "rank_includers",
-    "read_source",
-    "read_text_prefix",
     "release_memory",
     "spec_owners",
     "unknown_codes",

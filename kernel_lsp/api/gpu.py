@@ -22,8 +22,8 @@ from ..gpu_check import (
     verify_checks,
 )
 from ..gpu_reports import HotLine, ProfileReport
+from ..model import TimingSettings
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
-from ..runner.timing import TimingSettings
 
 __all__ = [
     "GPU_OFF_IN_EDITOR",

@@ -5,6 +5,7 @@ from ..codes import DESCRIPTIONS, describe, is_number, rule_id
 from ..model import (
     CheckStatus,
     CompileResult,
+    CudaVersions,
     Diagnostic,
     KernelResources,
     Severity,
@@ -17,6 +18,7 @@ __all__ = [
     "DESCRIPTIONS",
     "CheckStatus",
     "CompileResult",
+    "CudaVersions",
     "Diagnostic",
     "KernelResources",
     "Severity",

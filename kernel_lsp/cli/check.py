@@ -13,7 +13,6 @@ import sys
 
 from ..api.checks import (
     CUDA_SUFFIXES,
-    MAX_FILE_BYTES,
     CheckScheduler,
     FileCheck,
     archs_checked,
@@ -23,7 +22,7 @@ from ..api.checks import (
 )
 from ..api.gpu import gpus_arg
 from ..api.model import DESCRIPTIONS, is_number
-from ..api.sources import spec_path_for
+from ..api.sources import MAX_FILE_BYTES, spec_path_for
 from ..workspace import Workspace
 from .flags import (
     EXIT_CLEAN,
@@ -286,12 +285,11 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         workspace.reported(c)
     # JSON and SARIF list a header's error under every file it breaks; text says it once.
     prepare_report(checks, per_file=args.format in ("json", "sarif"))
-    from ..api.checks import cuda_versions
     from .formats import FORMATTERS, View
 
     errors = sum(c.errors for c in checks)
     warnings = sum(c.warnings for c in checks)
-    view = View(resources=args.show_resources, summary=not args.quiet, cuda=cuda_versions())
+    view = View(resources=args.show_resources, summary=not args.quiet, cuda=workspace.cuda_versions())
     # Files with a compile_commands.json entry are checked for its archs: name what was used.
     report = FORMATTERS[args.format](checks, archs_checked(checks, archs), view)
     if not write_report(report, args.output_file):

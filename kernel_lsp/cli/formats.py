@@ -15,8 +15,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .. import __version__
-from ..api.checks import CudaVersions, FileCheck
-from ..api.model import Diagnostic, KernelResources, Severity, describe, format_bytes, rule_id
+from ..api.checks import FileCheck
+from ..api.model import CudaVersions, Diagnostic, KernelResources, Severity, describe, format_bytes, rule_id
 from ..api.sources import occupancy_summary
 
 

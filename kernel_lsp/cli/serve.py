@@ -54,9 +54,9 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from ..api.checks import cuda_versions
+        from ..workspace import Workspace
 
-        print(f"kernel-lsp {__version__}\n{cuda_versions().describe()}", flush=True)
+        print(f"kernel-lsp {__version__}\n{Workspace.cuda_versions().describe()}", flush=True)
         parser.exit()
 
 

@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 
-from ..api.checks import read_source
 from ..api.skeletons import (
     entry_skeleton,
     files_pipeline,
@@ -29,6 +28,7 @@ from ..api.sources import (
     find_kernel,
     find_kernels,
     parse_directives,
+    read_source,
     replace_file,
     spec_path_for,
 )

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TextIO
 
-from ..api.checks import CheckRequest, CheckScheduler, CudaVersions, FileCheck, cuda_versions
+from ..api.checks import CheckRequest, CheckScheduler, FileCheck
+from ..api.model import CudaVersions
 from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher, is_cuda, normalize, plan_batch
 from ..workspace import Workspace
 
@@ -117,7 +118,7 @@ class _WatchSession:
         shown = self.shown_checks()
         self.last = {c.path: _block(c) for c in shown}
         # --watch's later blocks show each file's resources: its first report does too.
-        self.cuda = cuda_versions()  # asked once: each later report names the same
+        self.cuda = self.workspace.cuda_versions()  # asked once: each later report names the same
         view = View(resources=True, cuda=self.cuda)
         print(FORMATTERS[self.fmt](shown, self.archs_used(), view), file=self.out, flush=True)
 

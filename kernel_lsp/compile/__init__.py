@@ -13,8 +13,8 @@ import re
 from dataclasses import replace
 
 from .. import procs
+from ..files import read_source
 from ..model import FAULT_CODES, CompileResult, Diagnostic, Severity, ran_out_of_memory
-from .files import MAX_FILE_BYTES, decode_source, read_source
 from .includes import blocked_includes, header_stamps, include_closure, resolve_include
 from .jobs import report_preview
 from .nvcc import FRONT_END, FULL, SKIPPED, compile_nvcc
@@ -38,7 +38,6 @@ __all__ = [
     "FRONT_END",
     "FULL",
     "JOB_TIMEOUT_S",
-    "MAX_FILE_BYTES",
     "SKIPPED",
     "CompileOptions",
     "CompileResult",
@@ -51,7 +50,6 @@ __all__ = [
     "compile_pool",
     "compile_source",
     "cuda_include_dirs",
-    "decode_source",
     "end_pool",
     "find_toolchain",
     "header_stamps",
@@ -59,7 +57,6 @@ __all__ = [
     "known_diagnostic_number",
     "local_gpu_arch",
     "nvrtc_version",
-    "read_source",
     "resolve_arch",
     "resolve_include",
     "supported_archs",

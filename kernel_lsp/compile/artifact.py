@@ -11,11 +11,11 @@ from dataclasses import replace
 from .. import archs
 from ..advice import INCLUDE_DIRS, library_advice, missing_package, nvidia_library
 from ..constants import read_constants
+from ..files import MAX_FILE_BYTES, read_text_prefix
 from ..hostcode import find_host_code, host_code_message
 from ..model import CompileResult, Diagnostic, KernelResources, Severity
 from ..source import KernelSignature, find_includes, find_kernels, parse_directives
 from .demangle import Demangled, demangle, fallback_name
-from .files import MAX_FILE_BYTES, read_text_prefix
 from .includes import include_closure
 from .logparse import parse_log, source_name
 from .options import CompileOptions

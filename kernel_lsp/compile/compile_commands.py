@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .files import FileProblem, read_regular
+from ..files import FileProblem, read_regular
 from .nvcc_args import macro_name
 
 DATABASE_NAME = "compile_commands.json"

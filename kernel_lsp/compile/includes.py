@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import stat
 
+from ..files import MAX_FILE_BYTES, MAX_HEADER_BYTES, read_text_prefix, regular_file_problem
 from ..model import Diagnostic, Severity
 from ..source import find_includes
-from .files import MAX_FILE_BYTES, MAX_HEADER_BYTES, read_text_prefix, regular_file_problem
 from .options import CompileOptions
 
 

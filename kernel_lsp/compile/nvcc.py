@@ -21,11 +21,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .. import procs, tempdirs
+from ..files import MAX_FILE_BYTES, read_regular
 from ..model import CompileResult, Diagnostic, Severity, not_checked_in_time
 from .artifact import build_result
 from .cache import CompileCache
 from .cancel import cancelled
-from .files import MAX_FILE_BYTES, read_regular
 from .nvcc_args import NvccArgs
 from .options import CompileOptions
 from .toolchain import Toolchain, find_toolchain

@@ -31,10 +31,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..files import MAX_FILE_BYTES, read_text_prefix
 from ..hostcode import find_host_code, find_unannotated
 from ..lexer import blank_comments
 from ..source import find_includes
-from .files import MAX_FILE_BYTES, read_text_prefix
 from .host_names import host_name_clashes
 from .includes import include_closure, resolve_include
 from .options import CompileOptions, cuda_include_dirs

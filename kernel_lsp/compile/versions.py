@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
-from dataclasses import dataclass
 
+from ..model import CudaVersions
 from .stamped import by_stamp
 from .toolchain import find_toolchain
 
@@ -19,45 +19,6 @@ from .toolchain import find_toolchain
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+), V(\d+(?:\.\d+)+)")
 # nvcc --version prints at once; a wrapper that hangs must not hold a report up.
 _VERSION_TIMEOUT_S = 10.0
-_WHERE = {"CUDA_HOME": "CUDA_HOME/CUDA_PATH", "wheel": "the nvidia-cuda-nvcc wheel", "PATH": "PATH"}
-
-
-@dataclass(frozen=True)
-class CudaVersions:
-    nvrtc: str | None  # "13.5"; None: NVRTC could not be loaded
-    nvcc: str | None  # "13.5.37"; None: no nvcc, or it did not say
-    nvcc_path: str | None = None
-    nvcc_from: str = ""  # "CUDA_HOME", "wheel", "PATH"
-    # Why the nvcc the environment names cannot be used (CUDA_HOME without bin/nvcc).
-    nvcc_problem: str | None = None
-
-    def summary(self) -> str:
-        """`CUDA: NVRTC 13.5, nvcc 13.5.37`: the check summary's words."""
-        nvcc = f"nvcc {self.nvcc}" if self.nvcc else "no nvcc" if not self.nvcc_path else "nvcc ?"
-        if self.nvcc_problem:
-            nvcc = f"no nvcc ({self.nvcc_problem})"
-        return f"CUDA: NVRTC {self.nvrtc or 'unavailable'}, {nvcc}"
-
-    def describe(self) -> str:
-        """`--version`'s lines: each compiler's version and where it comes from."""
-        nvrtc = f"NVRTC {self.nvrtc}" if self.nvrtc else "NVRTC: unavailable (install cuda-python[all])"
-        if self.nvcc_problem:
-            nvcc = f"nvcc: {self.nvcc_problem}"
-        elif not self.nvcc_path:
-            nvcc = "nvcc: not found (CUDA_HOME/CUDA_PATH, the nvidia-cuda-nvcc wheel, PATH)"
-        else:
-            where = _WHERE.get(self.nvcc_from, self.nvcc_from)
-            nvcc = f"nvcc {self.nvcc or '(version unknown)'}: {self.nvcc_path} (from {where})"
-        return f"{nvrtc}\n{nvcc}"
-
-    def to_dict(self) -> dict:
-        found = {
-            "nvrtc": self.nvrtc,
-            "nvcc": self.nvcc,
-            "nvccPath": self.nvcc_path,
-            "nvccFrom": self.nvcc_from or None,
-        }
-        return found | ({"nvccProblem": self.nvcc_problem} if self.nvcc_problem else {})
 
 
 @functools.cache

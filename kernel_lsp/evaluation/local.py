@@ -23,12 +23,11 @@ from kernel_lsp.gpu_reports import (
     no_gpu_message,
 )
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
-from kernel_lsp.model import CheckStatus
+from kernel_lsp.model import CheckStatus, TimingSettings
 from kernel_lsp.procs import ToolRuns
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import profile_kernels
 from kernel_lsp.runner.sanitizer import sanitize
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import In, InOut, Spec, distributions
 from kernel_lsp.stats import Measurement, bootstrap_ratio, summarize

@@ -31,9 +31,8 @@ from typing import Any
 
 from kernel_lsp.gpu_reports import ProfileReport
 from kernel_lsp.gpu_results import Comparison, KernelCheck
-from kernel_lsp.model import CheckStatus, RayUnavailable  # RayUnavailable: re-exported
+from kernel_lsp.model import CheckStatus, RayUnavailable, TimingSettings  # RayUnavailable: re-exported
 from kernel_lsp.runner.hardware import DeviceInfo
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.runner.verify import Problem
 from kernel_lsp.spec import Spec
 
@@ -263,7 +262,7 @@ class EvaluationActor:
 
 
 def _read(path: str) -> str | None:
-    from kernel_lsp.compile.files import read_text_file
+    from kernel_lsp.files import read_text_file
 
     try:
         return read_text_file(path)  # regular, bounded, never blocking on a FIFO

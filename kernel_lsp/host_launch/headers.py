@@ -18,9 +18,9 @@ import functools
 import os
 from collections.abc import Sequence
 
-from ..compile.files import MAX_FILE_BYTES, read_text_prefix
 from ..compile.includes import resolve_include
 from ..constants import Constants, read_constants
+from ..files import MAX_FILE_BYTES, read_text_prefix
 from ..source import find_includes
 
 MAX_HEADERS = 64

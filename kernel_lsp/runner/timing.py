@@ -9,31 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.stats import median_noise
 
 if TYPE_CHECKING:
     from .device_protocol import Clock
 
 Run = Callable[[], None]
-
-
-@dataclass(frozen=True)
-class TimingSettings:
-    cold_l2: bool = True
-    warmup_s: float = 0.025  # Triton's do_bench warms up for 25 ms too
-    budget_s: float = 0.4  # wall time for sampling one case, after warm-up
-    target_noise: float = 0.005  # stop when the median's relative standard error is <= 0.5%
-    min_samples: int = 15
-    max_samples: int = 5000
-    batch_s: float = 0.01  # queue about this much GPU time between synchronisations
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any] | None) -> TimingSettings:
-        d = d or {}
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def _warm_up(device: Clock, runs: list[Run], settings: TimingSettings, prepare: Run | None) -> float:

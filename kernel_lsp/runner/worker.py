@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from kernel_lsp import procs, tempdirs
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner import case_memo, turns
 from kernel_lsp.runner.device import CudaDevice, DeviceFault, NoDevice
 from kernel_lsp.runner.entry import EntryLibrary, EntryStep, check_leaks, memory_in_use
@@ -51,7 +52,7 @@ from kernel_lsp.runner.judge import (
 from kernel_lsp.runner.loading import build_steps
 from kernel_lsp.runner.protocol import read_message, write_message
 from kernel_lsp.runner.roofline import figures
-from kernel_lsp.runner.timing import TimingSettings, measure, measure_interleaved
+from kernel_lsp.runner.timing import measure, measure_interleaved
 from kernel_lsp.runner.verify import (
     WAITING_FOR_THE_GPU,
     CaseRunner,

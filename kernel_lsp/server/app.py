@@ -468,7 +468,7 @@ class KernelLanguageServer(LanguageServer):
 
 
 def _read_lines(path: str) -> list[str] | None:
-    from ..api.checks import MAX_FILE_BYTES, read_text_prefix
+    from ..api.sources import MAX_FILE_BYTES, read_text_prefix
 
     text = read_text_prefix(path, MAX_FILE_BYTES)  # never blocks on a FIFO
     return text.splitlines(keepends=True) if text is not None else None

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compile.files import read_text_file
+from ..files import read_text_file
 from ..model import Diagnostic, Severity
 from .dtypes import DTYPES
 from .expressions import SpecError, eval_shape, user_line

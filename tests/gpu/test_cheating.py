@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.source import find_kernels
 
 pytestmark = pytest.mark.gpu

@@ -18,7 +18,7 @@ from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.evaluation.pool import visible_gpu_count
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 pytestmark = pytest.mark.gpu
 

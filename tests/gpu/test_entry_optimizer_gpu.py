@@ -13,10 +13,10 @@ import pytest
 from scripted_llm import rewrite, scripted_proposer
 
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.optimizer.session import RunRequest, run
 from kernel_lsp.runner.sanitizer import find_sanitizer
-from kernel_lsp.runner.timing import TimingSettings
 
 # A/B timings, one at a time, in a lane of their own beside the other A/B tests (.ci/gpu-run runs
 # the groups side by side: each comparison interleaves its two kernels, so the load of the other

@@ -8,8 +8,8 @@ import pytest
 
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.profile import find_ncu
-from kernel_lsp.runner.timing import TimingSettings
 
 pytestmark = pytest.mark.gpu
 

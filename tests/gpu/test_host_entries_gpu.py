@@ -13,9 +13,9 @@ import pytest
 
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.sanitizer import find_sanitizer
-from kernel_lsp.runner.timing import TimingSettings
 
 pytestmark = pytest.mark.gpu
 

@@ -21,7 +21,7 @@ import pytest
 from test_cheating import CHEATS, SPEC, STATEFUL
 
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 pytestmark = pytest.mark.gpu
 

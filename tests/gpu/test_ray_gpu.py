@@ -14,7 +14,7 @@ import pytest
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.evaluation.choose import open_backends
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 ray = pytest.importorskip(
     "ray", reason="Ray is not installed (pip install kernel-lsp[ray], or RAY=1 .ci/gpu-run)"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 pytestmark = pytest.mark.gpu
 

@@ -17,8 +17,8 @@ from test_evaluation import _fake_compile
 from test_multi_gpu import SPEC, with_behaviour
 
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.procs import ToolRuns
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 # A tool that starts a child of its own (as ncu starts the profiled launch) and waits for it.

@@ -14,11 +14,10 @@ from kernel_lsp.compile import (
     compile_file,
     compile_source,
     cuda_include_dirs,
-    decode_source,
     include_closure,
-    read_source,
 )
 from kernel_lsp.config import Settings
+from kernel_lsp.files import decode_source, read_source
 from kernel_lsp.model import Severity
 
 SM90 = CompileOptions(arch="sm_90")

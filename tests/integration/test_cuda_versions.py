@@ -17,7 +17,9 @@ from sarif_shape import sarif_problems
 
 from kernel_lsp.cli import main
 from kernel_lsp.compile import find_toolchain
-from kernel_lsp.compile.versions import CudaVersions, cuda_versions, nvcc_version
+from kernel_lsp.compile.versions import cuda_versions, nvcc_version
+from kernel_lsp.model import CudaVersions
+from kernel_lsp.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLCHAIN = find_toolchain()
@@ -67,6 +69,7 @@ def test_an_nvcc_under_cuda_home_is_the_one_named(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda-12.9"))
     versions = cuda_versions()
     assert (versions.nvcc, versions.nvcc_path, versions.nvcc_from) == ("12.9.86", str(nvcc), "CUDA_HOME")
+    assert Workspace.cuda_versions() == versions  # what the front ends ask: the front door's
     assert versions.summary().endswith("nvcc 12.9.86")
     assert f"nvcc 12.9.86: {nvcc} (from CUDA_HOME/CUDA_PATH)" in versions.describe()
 
@@ -178,7 +181,6 @@ def test_watch_names_the_archs_it_checks_for_and_the_cuda(tmp_path):
 
     from kernel_lsp.cli.watch import _WatchSession
     from kernel_lsp.config import Settings
-    from kernel_lsp.workspace import Workspace
 
     (tmp_path / "k.cu").write_text(CLEAN)
     command = "nvcc -arch=sm_80 -c k.cu"

@@ -16,9 +16,9 @@ from scripted_llm import scripted_proposer
 from kernel_lsp.compile import cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import in_process_available
 from kernel_lsp.gpu import GpuSession
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.optimizer.session import RunRequest, run
-from kernel_lsp.runner.timing import TimingSettings
 
 pytestmark = [
     pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing"),

@@ -11,7 +11,7 @@ import pytest
 
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 pytestmark = pytest.mark.skipif(find_toolchain().problem is not None, reason="nvcc or g++ missing")
 

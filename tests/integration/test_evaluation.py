@@ -13,9 +13,8 @@ import pytest
 from kernel_lsp.evaluation.pool import BackendPool, parse_gpus
 from kernel_lsp.evaluation.specs import instance_name, kernel_symbols, launch_steps
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.model import CompileResult, KernelResources
+from kernel_lsp.model import CompileResult, KernelResources, TimingSettings
 from kernel_lsp.runner.fake import fake_cubin
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 HOST_DEVICE = """\

@@ -20,8 +20,8 @@ from fault_inputs import KERNEL, alive, sleep_in_phase, wait_gone
 from kernel_lsp.compile import CompileOptions, compile_source
 from kernel_lsp.compile import compile_commands as cc
 from kernel_lsp.compile.cache import CompileCache
-from kernel_lsp.compile.files import FileProblem, read_regular, read_source
 from kernel_lsp.compile.jobs import JobFailed, WorkerPool, run_jobs
+from kernel_lsp.files import FileProblem, read_regular, read_source
 from kernel_lsp.model import CompileResult, not_checked_in_time
 
 REPO = Path(__file__).resolve().parents[2]

@@ -212,7 +212,7 @@ def test_the_gpu_backends_probe_compiles_in_a_worker(monkeypatch):
 
 @pytest.mark.parametrize("relative", ["gpu.py", "evaluation/ray_backend.py", "evaluation/local.py"])
 def test_the_gpu_paths_read_files_through_the_bounded_reader(relative):
-    """read_text_file (compile/files.py): regular files only, a size limit, never blocking on a
+    """read_text_file (kernel_lsp/files.py): regular files only, a size limit, never blocking on a
     FIFO. A plain open() of a user's path has none of those."""
     tree = ast.parse((PACKAGE / relative).read_text())
     plain = [
@@ -225,7 +225,7 @@ def test_the_gpu_paths_read_files_through_the_bounded_reader(relative):
 
 def test_a_fifo_as_a_baseline_is_an_error_not_a_hang(tmp_path):
     """What the bounded reader buys where gpu.py reads a spec's baseline file."""
-    from kernel_lsp.compile.files import read_text_file
+    from kernel_lsp.files import read_text_file
 
     fifo = tmp_path / "baseline.cu"
     os.mkfifo(fifo)

@@ -13,9 +13,9 @@ from fixture_sources import FAKE_VADD_SPEC, FAKE_VADD_STEPS
 
 from kernel_lsp.fence.sandbox import in_process_available
 from kernel_lsp.gpu import GpuSession
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.accused import Accused
 from kernel_lsp.runner.fake import FakeDevice, fake_cubin
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 needs_sandbox = pytest.mark.skipif(

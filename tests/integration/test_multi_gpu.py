@@ -16,11 +16,11 @@ from kernel_lsp.compile import CompileOptions
 from kernel_lsp.config import Settings, settings_from_dict
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.gpu_check import verify_checks
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.optimizer.evaluator import GpuEvaluator
 from kernel_lsp.optimizer.loop import LoopSettings, Target, optimize
 from kernel_lsp.optimizer.model import Proposal, Status
 from kernel_lsp.optimizer.proposers.base import Proposer
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 from kernel_lsp.workspace import Workspace
 

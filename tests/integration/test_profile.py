@@ -16,11 +16,11 @@ from test_runner_protocol import SPEC, STEPS
 from kernel_lsp.cli.formats import format_gpu_check
 from kernel_lsp.gpu import GpuSession
 from kernel_lsp.gpu_reports import ProfileReport
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.runner.limiter import SHARED_WAVEFRONTS, kernel_profile
 from kernel_lsp.runner.ncu_pages import parse_raw_page, parse_source_page
 from kernel_lsp.runner.profile import build_report
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

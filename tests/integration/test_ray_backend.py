@@ -23,8 +23,8 @@ from kernel_lsp.evaluation.local import LocalBackend
 from kernel_lsp.evaluation.ray_backend import RayBackend
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession
 from kernel_lsp.gpu_check import verify_checks
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.optimizer.model import Status
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 from kernel_lsp.workspace import Workspace
 

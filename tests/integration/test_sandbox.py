@@ -23,7 +23,7 @@ from escape_targets import hostile as aimed_at
 from kernel_lsp.compile import CompileOptions, cuda_include_dirs, find_toolchain
 from kernel_lsp.fence.sandbox import SINGLE_THREADED, SandboxUnavailable, enter_sandbox, in_process_available
 from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
-from kernel_lsp.runner.timing import TimingSettings
+from kernel_lsp.model import TimingSettings
 
 needs_sandbox = pytest.mark.skipif(
     in_process_available() is not None, reason=f"no Landlock/seccomp here: {in_process_available()}"

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from kernel_lsp.gpu import GpuSession, check_file
-from kernel_lsp.model import CompileResult, KernelResources, Severity
+from kernel_lsp.model import CompileResult, KernelResources, Severity, TimingSettings
 from kernel_lsp.runner.fake import fake_cubin
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.source import find_kernels, parse_directives
 from kernel_lsp.spec import In, Out, Scalar, Spec, SpecError, check_spec, load_specs, make_inputs
 

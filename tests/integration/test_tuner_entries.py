@@ -17,12 +17,12 @@ from kernel_lsp.entry_skeleton import launcher_entries
 from kernel_lsp.gpu import GpuSession, build_library
 from kernel_lsp.host_launch.launcher import entry_kernels
 from kernel_lsp.host_launch.tunables import launch_constants, static_shared_bytes
+from kernel_lsp.model import TimingSettings
 from kernel_lsp.optimizer.loop import Target
 from kernel_lsp.optimizer.model import Status
 from kernel_lsp.optimizer.proposers.tuner import TunerProposer, tune_space
 from kernel_lsp.optimizer.session import OptimizeError, RunRequest, choose_proposer, run
 from kernel_lsp.optimizer.tunables import apply_config
-from kernel_lsp.runner.timing import TimingSettings
 from kernel_lsp.spec import load_specs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

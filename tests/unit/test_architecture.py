@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "gpu_results": 0,  # what a GPU check answers (KernelCheck, Comparison, DeviceInfo), plain
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     "settings_shape": 0,  # a settings object's keys, read before the settings module loads
+    "files": 0,  # a user's file read safely: regular, bounded, never blocking on a FIFO
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
@@ -344,15 +345,12 @@ CHECK_MACHINERY = (
     "watch",
 )
 FRONT_END_REACH: dict[tuple[str, str], str] = {
-    ("kernel_lsp.cli.bench", "kernel_lsp.runner.timing"): "TimingSettings",
     (
         "kernel_lsp.cli.check",
         "kernel_lsp.check",
     ): "CUDA_SUFFIXES, archs_checked, collect_files, prepare_report, unknown_codes",
-    ("kernel_lsp.cli.check", "kernel_lsp.compile.files"): "MAX_FILE_BYTES",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.nvrtc"): "check_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
-    ("kernel_lsp.cli.check", "kernel_lsp.compile.versions"): "cuda_versions",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_gpu_default, local_gpu_absence",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.pool"): "gpus_arg",
@@ -360,22 +358,13 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
         "kernel_lsp.cli.check",
         "kernel_lsp.gpu_check",
     ): "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified",
-    ("kernel_lsp.cli.formats", "kernel_lsp.compile.versions"): "CudaVersions",
-    (
-        "kernel_lsp.cli.optimize",
-        "kernel_lsp.compile.files",
-    ): "FileProblem, MAX_FILE_BYTES, read_regular, read_text_file",
     ("kernel_lsp.cli.optimize", "kernel_lsp.evaluation.pool"): "gpus_arg",
-    ("kernel_lsp.cli.serve", "kernel_lsp.compile.versions"): "cuda_versions",
-    ("kernel_lsp.cli.spec", "kernel_lsp.compile.files"): "read_source",
     (
         "kernel_lsp.cli.watch",
         "kernel_lsp.check",
     ): "INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, project_include_dirs, rank_includers",
-    ("kernel_lsp.cli.watch", "kernel_lsp.compile.versions"): "CudaVersions, cuda_versions",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
     ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
-    ("kernel_lsp.server.app", "kernel_lsp.compile.files"): "MAX_FILE_BYTES, read_text_prefix",
     ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.pool"): "parse_gpus",
@@ -386,7 +375,6 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.requests.execute_command", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.server.requests.execute_command", "kernel_lsp.evaluation.local"): "local_gpu_absence",
-    ("kernel_lsp.server.tcp", "kernel_lsp.compile.files"): "FileProblem, read_regular",
     (
         "kernel_lsp.server.watching",
         "kernel_lsp.check",
@@ -726,7 +714,7 @@ def fine(text):
     assert bracket_counters(ast.parse(counters)) == {"_split_params", "_closing", "_matching_paren"}
 
 
-# --- front ends read files through the engine's reader -------------------------------------------
+# --- front ends read files through the regular-file reader ---------------------------------------
 
 
 def _mode(call: ast.Call, position: int) -> str | None:
@@ -739,10 +727,11 @@ def _mode(call: ast.Call, position: int) -> str | None:
 
 
 def plain_reads(tree: ast.AST) -> list[str]:
-    """Reads of a file that go around the engine's regular-file reader (`read_text_file`,
-    `read_regular`): `open()`, `io.open`, `os.fdopen` to read, `os.open` without a write flag,
-    `Path.read_text`/`read_bytes`/`open`. Such a read blocks on a FIFO and reads a device or a
-    huge file to its end. (The engine's own `read_text` of the include graph is not a Path's.)"""
+    """Reads of a file that go around the regular-file reader (kernel_lsp/files.py: `read_text_file`,
+    `read_regular`, `read_source`, `read_text_prefix`): `open()`, `io.open`, `os.fdopen` to read,
+    `os.open` without a write flag, `Path.read_text`/`read_bytes`/`open`. Such a read blocks on a
+    FIFO and reads a device or a huge file to its end. (The engine's own `read_text` of the
+    include graph is not a Path's.)"""
     found = []
     for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: n.lineno):
         func = node.func
@@ -763,7 +752,7 @@ def plain_reads(tree: ast.AST) -> list[str]:
     return found
 
 
-def test_front_ends_read_files_only_through_the_engines_reader():
+def test_front_ends_read_files_only_through_the_regular_file_reader():
     reads = [
         f"{module}:{where}"
         for module in MODULES

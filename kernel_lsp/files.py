@@ -1,4 +1,7 @@
-"""Reading CUDA files: text that cannot be read (binary, too large, gone) is a Diagnostic."""
+"""Reading a user's file safely, for the engine and the front ends alike: a regular file only,
+under a size limit, opened without blocking (a FIFO or a device is a FileProblem, never a hang).
+A source that cannot be read (binary, too large, gone) is a Diagnostic. Core: standard library
+and model.py only."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import os
 import stat
 from collections.abc import Callable
 
-from ..model import Diagnostic, Severity
+from .model import Diagnostic, Severity
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # A header the compiler would read: larger ones (a 2 GiB sparse file) are not handed to it.
