@@ -137,7 +137,11 @@ def test_llm_host_code_runs_judged_in_the_ray_actor_with_the_local_verdicts(
     # The A/B ran in the actor's judge too. (Its verdict is a timing on a fake GPU: on two busy
     # CPU cores the caching probe can read noise as a kept result, locally as on Ray.)
     assert local.accepted is not None and local.accepted.id == "r1c3", local.verdict
-    ab_ran = on_ray.accepted is not None or on_ray.verdict.startswith("nothing offered: the A/B of r1c3")
+    # (It ran where the verdict is an offer, a failed A/B, or one whose lower bound did not clear
+    # the bar: 1.41-1.72x with lower bounds of 0.73-0.98 in 1 run of 3, at d765cfb as after it.)
+    ab_ran = on_ray.accepted is not None or on_ray.verdict.startswith(
+        ("nothing offered: the A/B of r1c3", "nothing offered: the fastest correct candidate (r1c3) measured")
+    )
     assert ab_ran and (on_ray.accepted is None or on_ray.accepted.id == "r1c3"), on_ray.verdict
     # The same figures' sense: the fast file is faster by a like margin on both.
     assert on_ray.outcomes[2].speedup > 1.5 and local.outcomes[2].speedup > 1.5, why
