@@ -265,6 +265,13 @@ class SettingsOverrides:
         return f"SettingsOverrides({shown!r})"
 
 
+def gpus_value(value: object) -> str | None:
+    """`--gpus` and `gpu.devices` as written (`all` or a positive number of GPUs), normalized;
+    None when it is neither. Syntax only: how many GPUs `all` means is asked when they open."""
+    text = str(value).strip().lower()
+    return text if text == "all" or (text.isdigit() and int(text) > 0) else None
+
+
 def parse_overrides(raw: Any) -> SettingsOverrides:
     """Read a settings object (camelCase, nested or dotted; a `kernelLsp` wrapper is allowed):
     the front ends' one parser of their settings. Never raises: what cannot be read is a problem."""
@@ -343,8 +350,7 @@ def _coerce(name: str, value: Any) -> Any:
             raise ValueError("expected a positive number of seconds")
         return value
     if name == "gpu_devices":
-        text = str(value).strip().lower()
-        if isinstance(value, bool) or not (text == "all" or (text.isdigit() and int(text) > 0)):
+        if isinstance(value, bool) or (text := gpus_value(value)) is None:
             raise ValueError('expected "all" or a positive number of GPUs')
         return text
     if name == "compile_timeout_s":

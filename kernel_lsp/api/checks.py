@@ -19,7 +19,7 @@ from ..check import (
 from ..compile import ask_nvrtc_in_child, check_arch, local_gpu_arch
 from ..compile.compile_commands import Lookup
 from ..compile.options import CompileOptions, cuda_include_dirs
-from ..config import Settings, SettingsOverrides, parse_overrides
+from ..config import Settings, SettingsOverrides, gpus_value, parse_overrides
 from ..procs import release_memory
 from ..scheduler import CheckScheduler
 from ..tempdirs import make as make_temp_folder
@@ -44,6 +44,7 @@ __all__ = [
     "check_arch",
     "collect_files",
     "cuda_include_dirs",
+    "gpus_value",
     "local_gpu_arch",
     "make_temp_folder",
     "parse_overrides",

@@ -3,7 +3,7 @@ return: checks, profiles, why no GPU."""
 
 from ..evaluation.choose import RayUnavailable, wants_ray
 from ..evaluation.local import fake_gpu_default
-from ..evaluation.pool import BackendPool, gpus_arg, parse_gpus
+from ..evaluation.pool import BackendPool
 from ..gpu import (
     GPU_OFF_IN_EDITOR,
     GpuCheckRequest,
@@ -41,12 +41,10 @@ __all__ = [
     "expected_arch",
     "fake_gpu_default",
     "file_line",
-    "gpus_arg",
     "local_gpu_absence",
     "mark_unverified",
     "memory_text",
     "no_gpu_message",
-    "parse_gpus",
     "profile_lines",
     "sol_text",
     "stall_text",

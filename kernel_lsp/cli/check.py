@@ -20,7 +20,6 @@ from ..api.checks import (
     prepare_report,
     unknown_codes,
 )
-from ..api.gpu import gpus_arg
 from ..api.model import DESCRIPTIONS, is_number
 from ..api.sources import MAX_FILE_BYTES, spec_path_for
 from ..workspace import Workspace
@@ -31,6 +30,7 @@ from .flags import (
     add_backend_flags,
     add_compile_flags,
     add_specs_flag,
+    gpus_arg,
     specs_not_run_reason,
     specs_overrides,
     workspace_from_args,

@@ -9,11 +9,19 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from ..api.checks import Settings, parse_overrides
+from ..api.checks import Settings, gpus_value, parse_overrides
 from ..workspace import Workspace
 from .exit_codes import EXIT_CLEAN as EXIT_CLEAN  # the commands import them from here
 from .exit_codes import EXIT_FINDINGS as EXIT_FINDINGS
 from .exit_codes import EXIT_TOOL_FAILED as EXIT_TOOL_FAILED
+
+
+def gpus_arg(value: str) -> str:
+    """argparse type of `--gpus`: `all` or a positive number, else a usage error. Syntax only:
+    nothing is asked of the machine while the command line is read."""
+    if (text := gpus_value(value)) is None:
+        raise argparse.ArgumentTypeError(f"takes `all` or a number of GPUs, not `{value}`")
+    return text
 
 
 def add_compile_flags(p: argparse.ArgumentParser) -> None:

@@ -38,7 +38,7 @@ from ..api.sources import (
     read_text_file,
     replace_file,
 )
-from .flags import add_backend_flags, backend_overrides
+from .flags import add_backend_flags, backend_overrides, gpus_arg
 from .spec import pick_kernel
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_FAILED = 0, 1, 2
@@ -87,8 +87,6 @@ def parser() -> argparse.ArgumentParser:
     add_backend_flags(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON instead of text")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    from kernel_lsp.api.gpu import gpus_arg
-
     p.add_argument(
         "--gpus",
         metavar="all|N",

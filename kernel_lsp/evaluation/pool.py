@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
+from ..config import gpus_value
+
 T = TypeVar("T")  # what the pool holds: a backend, or a GpuSession over one
 J = TypeVar("J")
 R = TypeVar("R")
@@ -43,23 +45,13 @@ def parse_gpus(value: str | int | None, first: int | None = None) -> tuple[list[
     start = 0 if first is None else first
     if value is None or value == "":
         return [start], None
-    text = str(value).strip().lower()
+    text = gpus_value(value)
+    if text is None:
+        return [start], f"--gpus takes `all` or a number of GPUs, not `{value}`"
     if text == "all":
         count = visible_gpu_count()
         return (list(range(count)) if count else [start]), None
-    if text.isdigit() and int(text) > 0:
-        return list(range(start, start + int(text))), None
-    return [start], f"--gpus takes `all` or a number of GPUs, not `{value}`"
-
-
-def gpus_arg(value: str) -> str:
-    """argparse type of `--gpus`: `all` or a positive number, else a usage error."""
-    _, problem = parse_gpus(value)
-    if problem:
-        import argparse
-
-        raise argparse.ArgumentTypeError(problem.removeprefix("--gpus "))
-    return value.strip().lower()
+    return list(range(start, start + int(text))), None
 
 
 class BackendPool(Generic[T]):

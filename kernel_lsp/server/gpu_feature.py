@@ -12,7 +12,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from ..api.gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message, parse_gpus
+from ..api.gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
 from ..api.sources import spec_path_for
 from ..workspace import gpu_label
 
@@ -42,9 +42,6 @@ class GpuFeature:
             self.server.gpu_down(no_gpu_message(GPU_OFF_IN_EDITOR))
             return
         loop = asyncio.get_running_loop()
-        _, problem = parse_gpus(settings.gpu_devices, settings.gpu_device)
-        if problem:
-            log.warning("gpu.devices: %s", problem)
         try:
             sessions, reason = await loop.run_in_executor(
                 self._thread, functools.partial(self.server.engine.open_gpus, None, log.info)

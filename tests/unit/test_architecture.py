@@ -353,12 +353,10 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_gpu_default, local_gpu_absence",
-    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.pool"): "gpus_arg",
     (
         "kernel_lsp.cli.check",
         "kernel_lsp.gpu_check",
     ): "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified",
-    ("kernel_lsp.cli.optimize", "kernel_lsp.evaluation.pool"): "gpus_arg",
     (
         "kernel_lsp.cli.watch",
         "kernel_lsp.check",
@@ -367,7 +365,6 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
     ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
-    ("kernel_lsp.server.gpu_feature", "kernel_lsp.evaluation.pool"): "parse_gpus",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
     (
         "kernel_lsp.server.notifications.initialized",

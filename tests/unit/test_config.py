@@ -165,3 +165,27 @@ def test_every_vs_code_setting_reaches_the_server_without_a_problem():
         "all",
         "ray://h:1",
     )
+
+
+def test_the_gpus_flag_is_read_without_asking_the_machine(monkeypatch, tmp_path):
+    """`--gpus all` is syntax when the command line is read: the GPUs are counted when they
+    open. An nvidia-smi on the PATH: running it (a process) would fail this unit-tier test."""
+    import argparse
+
+    import pytest
+
+    from kernel_lsp.cli.flags import gpus_arg
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: fake'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpus_arg(" All ") == "all" and gpus_arg("2") == "2"
+    for bad in ("0", "two", "-1", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="`all` or a number of GPUs"):
+            gpus_arg(bad)
+    s, problems = settings_from_dict({"gpu.devices": "ALL"})
+    assert problems == [] and s.gpu_devices == "all"
+    _, problems = settings_from_dict({"gpu.devices": True})
+    assert problems and "positive number of GPUs" in problems[0]
