@@ -263,6 +263,22 @@ class Workspace:
         Asked on each call (nvcc's answer cached by its stamp); never raises."""
         return cuda_versions()
 
+    @staticmethod
+    def compile_only_in_children() -> None:
+        """For a process that compiles nothing itself (the server: its workers compile): what the
+        compiler supports is asked of a child with NVRTC loaded, never loaded here (issue 33);
+        asked now (once a process), so that the first settings do not wait for it."""
+        from .compile.nvrtc import ask_nvrtc_in_child, supported_archs
+
+        ask_nvrtc_in_child()
+        supported_archs()
+
+    def arch_problems(self, path: str | None = None) -> list[str]:
+        """Why the compiler cannot compile for an arch the settings name, one message each."""
+        from .compile.nvrtc import check_arch
+
+        return [m for arch in self.settings_for(path).archs() if (m := check_arch(arch))]
+
     def archs(self, path: str, source: str | None = None) -> list[str]:
         settings = self.settings_for(path)
         found, _ = file_options(path, source or "", settings, self.root)
@@ -468,6 +484,25 @@ class Workspace:
                 log(f"kernel-lsp: {gpu_label(session)} skipped: {no_gpu_message(session.reason)}")
             session.close()
         return usable, reason
+
+    def gpu_absence(self, path: str | None = None) -> str | None:
+        """Why no GPU can verify `path`'s kernels, in hover's and the editor's words
+        (`gpu_reports.no_gpu_message`); None when one can: a GPU on this machine, the cluster of
+        the settings' Ray backend, or the tests' fake GPU. Asks nvidia-smi, never CUDA: no
+        context is created in the caller's process."""
+        from .compile.options import local_gpu_arch
+        from .evaluation.choose import wants_ray
+        from .evaluation.local import fake_gpu_default, local_gpu_absence
+        from .gpu_reports import no_gpu_message
+
+        settings = self.settings_for(path)  # gpu.enabled is the front end's to word
+        if (
+            wants_ray(settings.evaluation_backend, settings.cluster_address)
+            or local_gpu_arch()
+            or fake_gpu_default()
+        ):
+            return None
+        return no_gpu_message(local_gpu_absence())
 
     def gpu_session(self, path: str | None = None) -> GpuSession:
         """A GpuSession on this machine's GPU that `path`'s settings name (`gpu.device`; None:

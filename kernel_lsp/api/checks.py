@@ -16,7 +16,6 @@ from ..check import (
     spec_owners,
     unknown_codes,
 )
-from ..compile import ask_nvrtc_in_child, check_arch, local_gpu_arch
 from ..compile.compile_commands import Lookup
 from ..compile.options import CompileOptions, cuda_include_dirs
 from ..config import Settings, SettingsOverrides, gpus_value, parse_overrides
@@ -40,12 +39,9 @@ __all__ = [
     "Trigger",
     "Workspace",
     "archs_checked",
-    "ask_nvrtc_in_child",
-    "check_arch",
     "collect_files",
     "cuda_include_dirs",
     "gpus_value",
-    "local_gpu_arch",
     "make_temp_folder",
     "parse_overrides",
     "prepare_report",

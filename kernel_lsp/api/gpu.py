@@ -2,14 +2,12 @@
 return: checks, profiles, why no GPU."""
 
 from ..evaluation.choose import RayUnavailable, wants_ray
-from ..evaluation.local import fake_gpu_default
 from ..evaluation.pool import BackendPool
 from ..gpu import (
     GPU_OFF_IN_EDITOR,
     GpuCheckRequest,
     GpuSession,
     KernelCheck,
-    local_gpu_absence,
     no_gpu_message,
 )
 from ..gpu_check import (
@@ -39,9 +37,7 @@ __all__ = [
     "TimingSettings",
     "check_and_verify",
     "expected_arch",
-    "fake_gpu_default",
     "file_line",
-    "local_gpu_absence",
     "mark_unverified",
     "memory_text",
     "no_gpu_message",

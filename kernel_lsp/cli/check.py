@@ -208,15 +208,12 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     settings = workspace.settings_for(os.path.abspath(args.paths[0]))
     for problem in problems:
         print(f"kernel-lsp: config: {problem}", file=sys.stderr)
-    from ..api.checks import check_arch
-
     archs = settings.archs()
-    bad_arch = [m for a in archs if (m := check_arch(a))]
-    if bad_arch:
+    if bad_arch := workspace.arch_problems(os.path.abspath(args.paths[0])):
         print(f"kernel-lsp: {bad_arch[0]}", file=sys.stderr)
         return EXIT_TOOL_FAILED
     if stdin_text is not None:
-        gpu_off = _gpu_off_reason(args, settings, stdin_text)
+        gpu_off = _gpu_off_reason(args, workspace, stdin_text)
         checks = _check_stdin(args.paths[0], stdin_text, workspace)
         if checks is None:
             return EXIT_TOOL_FAILED
@@ -246,7 +243,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
             return EXIT_TOOL_FAILED
         from ..api.gpu import GpuPlan, RayUnavailable, expected_arch, wants_ray
 
-        gpu_off = _gpu_off_reason(args, settings, None)  # None: verify on the GPUs
+        gpu_off = _gpu_off_reason(args, workspace, None)  # None: verify on the GPUs
         plan = None
         if gpu_off is None:  # verified as each file compiles; local: every visible GPU by default
             local = not wants_ray(settings.evaluation_backend, settings.cluster_address)
@@ -300,22 +297,13 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     return EXIT_FINDINGS if errors or (args.strict and (warnings or incomplete)) else EXIT_CLEAN
 
 
-def _gpu_off_reason(args: argparse.Namespace, settings, stdin_text: str | None) -> str | None:
+def _gpu_off_reason(args: argparse.Namespace, workspace: Workspace, stdin_text: str | None) -> str | None:
     """Why this run verifies nothing on a GPU (None: it does). With Ray the GPUs are the
     cluster's: this machine may have none."""
-    from ..api.checks import local_gpu_arch
-    from ..api.gpu import fake_gpu_default, wants_ray
-
-    if not settings.gpu_enabled:
+    if not workspace.settings_for(os.path.abspath(args.paths[0])).gpu_enabled:
         return "--no-gpu" if args.no_gpu else "gpu.enabled is false"
-    if not (
-        wants_ray(settings.evaluation_backend, settings.cluster_address)
-        or local_gpu_arch()
-        or fake_gpu_default()
-    ):
-        from ..api.gpu import local_gpu_absence, no_gpu_message
-
-        return no_gpu_message(local_gpu_absence())  # hover's and the editor's words
+    if absent := workspace.gpu_absence(os.path.abspath(args.paths[0])):
+        return absent  # hover's and the editor's words
     if stdin_text is not None:
         return "read from stdin"
     return None

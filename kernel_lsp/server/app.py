@@ -423,12 +423,12 @@ class KernelLanguageServer(LanguageServer):
         if raw is not None and not isinstance(raw, dict):
             self.show_warning(f"kernel-lsp: {origin}: settings must be an object, got {type(raw).__name__}")
             raw = {}
-        from ..api.checks import ask_nvrtc_in_child, parse_overrides
+        from ..api.checks import parse_overrides
         from ..workspace import Workspace
 
         # The server compiles nothing (its workers do): the arch checks below ask NVRTC in a child
         # rather than keep its library resident here (issue 33).
-        ask_nvrtc_in_child()
+        Workspace.compile_only_in_children()
 
         before = self.engine.settings
         # The editor's settings parsed here, by the front end; the Workspace gets them typed.
@@ -436,11 +436,8 @@ class KernelLanguageServer(LanguageServer):
         settings = self.engine.settings
         for problem in self.engine.problems():
             self.show_warning(f"kernel-lsp: {origin}: {problem}")
-        from ..api.checks import check_arch
-
-        for arch in settings.archs():
-            if message := check_arch(arch):
-                self.show_warning(f"kernel-lsp: {origin}: {message}")
+        for message in self.engine.arch_problems():
+            self.show_warning(f"kernel-lsp: {origin}: {message}")
         changed = settings != before
         if changed or not self._settings_logged:  # once a start, and again when they change
             self._settings_logged = True

@@ -122,7 +122,9 @@ def test_the_cli_optimize_says_both(monkeypatch, capsys, samples_dir):
 def test_no_gpu_reads_the_same_in_the_cli_check_hover_and_the_action(capsys, samples_dir):
     from kernel_lsp.cli import main
     from kernel_lsp.compile import local_gpu_arch
+    from kernel_lsp.config import Settings
     from kernel_lsp.gpu import LocalBackend, local_gpu_absence
+    from kernel_lsp.workspace import Workspace
 
     if local_gpu_arch() is not None:
         pytest.skip("this machine has a GPU")
@@ -131,7 +133,10 @@ def test_no_gpu_reads_the_same_in_the_cli_check_hover_and_the_action(capsys, sam
         hover_words = no_gpu_message(probe.reason)
     finally:
         probe.close()
-    assert hover_words == no_gpu_message(local_gpu_absence())  # the CLI and the editor's action
+    assert hover_words == no_gpu_message(local_gpu_absence())
+    # The CLI and the editor's action ask the Workspace; Ray's GPUs are the cluster's, not this machine's.
+    assert Workspace.fixed(Settings()).gpu_absence() == hover_words
+    assert Workspace.fixed(Settings(evaluation_backend="ray")).gpu_absence() is None
     assert main(["check", "--arch", "sm_90", str(samples_dir / "vector_add" / "vector_add_fp32.cu")]) == 0
     summary = capsys.readouterr().out.splitlines()[-1]
     assert summary.endswith(f"not verified on a GPU ({hover_words})"), summary

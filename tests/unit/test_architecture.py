@@ -349,10 +349,7 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
         "kernel_lsp.cli.check",
         "kernel_lsp.check",
     ): "CUDA_SUFFIXES, archs_checked, collect_files, prepare_report, unknown_codes",
-    ("kernel_lsp.cli.check", "kernel_lsp.compile.nvrtc"): "check_arch",
-    ("kernel_lsp.cli.check", "kernel_lsp.compile.options"): "local_gpu_arch",
     ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
-    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.local"): "fake_gpu_default, local_gpu_absence",
     (
         "kernel_lsp.cli.check",
         "kernel_lsp.gpu_check",
@@ -363,15 +360,8 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
     ): "INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, project_include_dirs, rank_includers",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
     ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
-    ("kernel_lsp.server.app", "kernel_lsp.compile.nvrtc"): "ask_nvrtc_in_child, check_arch",
     ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
-    (
-        "kernel_lsp.server.notifications.initialized",
-        "kernel_lsp.compile.nvrtc",
-    ): "ask_nvrtc_in_child, check_arch",
-    ("kernel_lsp.server.requests.execute_command", "kernel_lsp.compile.options"): "local_gpu_arch",
-    ("kernel_lsp.server.requests.execute_command", "kernel_lsp.evaluation.local"): "local_gpu_absence",
     (
         "kernel_lsp.server.watching",
         "kernel_lsp.check",

@@ -97,9 +97,8 @@ def _import_engine() -> None:
 
     for name in ("kernel_lsp.workspace", "kernel_lsp.server.analysis", "kernel_lsp.server.gpu_feature"):
         importlib.import_module(name)
-    from ...api.checks import ask_nvrtc_in_child, check_arch
+    from ...workspace import Workspace
 
     # The server keeps NVRTC out of its process and asks a child for its archs (issue 33): asked
     # here, off the event loop (100-190 ms more than loading NVRTC), before the settings need it.
-    ask_nvrtc_in_child()
-    check_arch("sm_90")
+    Workspace.compile_only_in_children()

@@ -45,13 +45,7 @@ def gpu_absent_reason(ls) -> str | None:
         return no_gpu_message(GPU_OFF_IN_EDITOR)
     if ls.gpu is not None:
         return None
-    from ...api.checks import local_gpu_arch
-
-    if local_gpu_arch() is None:
-        from ...api.gpu import local_gpu_absence
-
-        return no_gpu_message(local_gpu_absence())
-    return None
+    return ls.engine.gpu_absence()
 
 
 def fsr_unavailable_message(ls, no_gpu: str) -> str:
