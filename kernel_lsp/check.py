@@ -219,7 +219,9 @@ def check_source(
     """`includers`: files that include this one (a header), best first; a header is compiled with
     the first one's flags when it has no compile_commands.json entry of its own, and a header
     that fails on its own is checked in its context (see `in_includer_context`)."""
-    check = compile_all_archs(source, path, settings, base_dir, project, _first(includers), launchers=includers)
+    check = compile_all_archs(
+        source, path, settings, base_dir, project, _first(includers), launchers=includers
+    )
     assert check is not None  # only the front end has nothing to say
     full = _with_file_findings(check, source, path, settings, base_dir, spec_text, includers)
     assert full is not None
@@ -858,3 +860,17 @@ def unknown_codes(selectors: list[str]) -> list[str]:
         for s in selectors
         if s in names or ((n := number_of(s)) is not None and not known_diagnostic_number(n))
     ]
+
+
+def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
+    """The files whose spec'd kernels a GPU would verify: compiled cleanly and have a spec."""
+    from .spec import spec_path_for
+
+    return [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
+
+
+def mark_unverified(checks: list[FileCheck], reason: str) -> None:
+    """Say on each file that has a spec that its kernels were not verified, and why, so that a
+    compile-only run is never mistaken for a verified one."""
+    for c in awaiting_gpu(checks):
+        c.unverified = reason

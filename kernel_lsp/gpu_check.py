@@ -10,15 +10,13 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .check import FileCheck
+from .check import FileCheck, awaiting_gpu, mark_unverified
 from .evaluation.pool import BackendPool
 from .gpu import GpuSession, no_gpu_message
-from .spec import spec_path_for
+from .gpu_request import GpuPlan
 from .workspace import Workspace, gpu_label
 
 
@@ -40,18 +38,6 @@ def verify_file(
         workspace.profile(gpu, verification)
     for k in c.gpu_checks:
         c.diagnostics.extend(k.diagnostics)
-
-
-def awaiting_gpu(checks: list[FileCheck]) -> list[FileCheck]:
-    """The files whose spec'd kernels a GPU would verify: compiled cleanly and have a spec."""
-    return [c for c in checks if c.checked and not c.errors and os.path.exists(spec_path_for(c.path))]
-
-
-def mark_unverified(checks: list[FileCheck], reason: str) -> None:
-    """Say on each file that has a spec that its kernels were not verified, and why, so that a
-    compile-only run is never mistaken for a verified one."""
-    for c in awaiting_gpu(checks):
-        c.unverified = reason
 
 
 def verify_checks(
@@ -95,36 +81,6 @@ def verify_checks(
 # --- a whole run, streamed: the compile checks and the GPU verification in one pipeline ---------
 
 
-@dataclass
-class FileDone:
-    """One file finished (its compile check, and its GPU verification where it had one):
-    `done` of `total` files so far; `gpu` the label of the GPU that verified it ("" none)."""
-
-    check: FileCheck
-    index: int
-    done: int
-    total: int
-    gpu: str = ""
-    verify_s: float = 0.0
-
-
-@dataclass
-class GpuPlan:
-    """How a run verifies: `gpus` (`--gpus`, None: every visible GPU on this machine, the
-    setting's on Ray), `may_verify(path)` (False: its spec is only read), the ncu `profile`,
-    and `log` for the one-off lines (GPU skipped, a device that did not answer)."""
-
-    gpus: str | None = None
-    may_verify: Callable[[str], bool] = lambda _path: True
-    profile: bool = False
-    log: Callable[[str], None] = _stderr
-    arch: str | None = None  # the GPU's arch when known before the GPUs open (to prebuild for)
-    # Files verified at once on each local GPU, each in a worker process of its own (timed
-    # launches still have the GPU alone: runner/turns.py). None: `check_lanes()`'s choice.
-    lanes: int | None = None
-    device: str | None = field(default=None, init=False)  # what verified, once known
-
-
 MAX_LANES = 4  # worker processes per GPU at most (each holds a CUDA context and its case's arrays)
 CPUS_PER_LANE = 4  # a lane's worker makes inputs and references in threads of its own
 
@@ -147,7 +103,7 @@ def check_lanes(gpus: int, fake: bool, profile: bool = False) -> int:
     return max(1, min(MAX_LANES, cpus // (CPUS_PER_LANE * max(1, gpus))))
 
 
-class _Verifier:
+class Verifier:
     """Opens the GPUs when the first file needs one, and verifies each file on whichever is
     free (one worker process per GPU, kept across files)."""
 
@@ -237,68 +193,6 @@ class _Verifier:
             self._pool.close()
 
 
-def check_and_verify(
-    workspace: Workspace,
-    files: list[str],
-    jobs: int,
-    plan: GpuPlan | None = None,
-    on_file: Callable[[FileDone], None] | None = None,
-) -> list[FileCheck]:
-    """Check `files` (compile, findings, resources: `jobs` worker processes) and, with a `plan`,
-    verify each spec'd file on the GPUs as soon as its compile check is done, while the others
-    still compile. `on_file` is called (from one thread at a time) as each file is finished.
-    Returns the checks in the order of `files`. Raises RayUnavailable when Ray was asked for
-    and cannot serve, RuntimeError when the engine itself failed on a file."""
-    from .scheduler import CheckScheduler
-
-    checks: list[FileCheck | None] = [None] * len(files)
-    done = 0
-    report_lock = threading.Lock()
-
-    def finished(i: int, c: FileCheck, gpu: str = "", seconds: float = 0.0) -> None:
-        nonlocal done
-        with report_lock:
-            checks[i] = c
-            done += 1
-            if on_file is not None:
-                on_file(FileDone(c, i, done, len(files), gpu, seconds))
-
-    if not files:
-        return []
-    # Its workers are forked when the first check is submitted, before any thread of the
-    # verifier's starts (none is copied into them).
-    scheduler = CheckScheduler(min(jobs, len(files)))
-    verifier = _Verifier(workspace, plan) if plan is not None else None
-    pending: list[Future] = []
-    try:
-        requests = workspace.file_requests(files, plan.arch if plan else None)
-        submitted = {scheduler.check_and_build(r, workspace): i for i, r in enumerate(requests)}
-        for future in as_completed(submitted):
-            i = submitted[future]
-            c, prebuilt = future.result()  # an engine error (RuntimeError) surfaces here
-            if verifier is None or not awaiting_gpu([c]) or not plan.may_verify(files[i]):  # type: ignore[union-attr]
-                finished(i, c)
-                continue
-            verifying = verifier.submit(c, prebuilt)
-            if verifying is None:
-                finished(i, c)
-                continue
-
-            def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
-                finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
-
-            verifying.add_done_callback(done_verifying)
-            pending.append(verifying)
-        scheduler.close()  # every file is checked: its workers need not wait for the GPUs
-        for f in pending:
-            f.result()  # an engine error in a verification surfaces here
-    finally:
-        scheduler.close()
-        if verifier is not None:
-            verifier.close()
-    return [c for c in checks if c is not None]
-
-
 def expected_arch() -> str | None:
     """The arch of this machine's first GPU, known before any GPU worker starts (nvidia-smi), so
     that the check workers can compile spec'd files for it (None: unknown; the fake GPU, which
@@ -306,27 +200,3 @@ def expected_arch() -> str | None:
     from .compile import local_gpu_arch
 
     return local_gpu_arch()
-
-
-def kernel_seconds(k: Any) -> str:
-    """`4.21 s: inputs+reference 2.03, verify 0.61, ...`: a kernel's verification time and the
-    phases it went to (the larger ones, in the order they ran)."""
-    total = float(getattr(k, "duration_s", 0.0) or 0.0)
-    phases = getattr(k, "phases", None) or {}
-    shown = [f"{name} {s:.2f}" for name, s in phases.items() if s >= 0.005]
-    return f"{total:.2f} s" + (f": {', '.join(shown)}" if shown else "")
-
-
-def file_line(d: FileDone) -> str:
-    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s: inputs+reference
-    2.03, verify 0.61, ...)`, or its
-    compile findings when nothing ran on a GPU."""
-    head = f"kernel-lsp: [{d.done}/{d.total}] {os.path.relpath(d.check.path)}"
-    c = d.check
-    if c.gpu_checks:
-        kernels = ", ".join(f"{k.kernel or '?'} {k.status} ({kernel_seconds(k)})" for k in c.gpu_checks)
-        return f"{head}: {d.gpu}: {kernels}" if d.gpu else f"{head}: {kernels}"
-    if not c.checked:
-        return f"{head}: not checked"
-    found = f"{c.errors} error(s), {c.warnings} warning(s), {len(c.kernels)} kernel(s)"
-    return f"{head}: {found}" + (f"; not verified: {c.unverified}" if c.unverified else "")

@@ -6,15 +6,18 @@ reads their answers from gpu_results (issue 47)."""
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+import sys
+from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernel_lsp.model import CompileResult
 
 if TYPE_CHECKING:
     from kernel_lsp.evaluation.specs import SpecArg
+    from kernel_lsp.model import FileCheck
 
-__all__ = ["Artifact", "GpuCheckRequest"]
+__all__ = ["Artifact", "FileDone", "GpuCheckRequest", "GpuPlan"]
 
 # What a caller passes for the code to run: the compiled artifact (the one road), or compile
 # options / None, which GpuSession compiles first (through the same compile_source and its cache).
@@ -55,3 +58,39 @@ class GpuCheckRequest:
     # it is a CompileResult. None: the spec's checks alone (and an entry spec's `baseline` file,
     # where the spec names one).
     reference: str | tuple[str, Artifact] | None = None
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+# What a run of `check` over many files asks of the GPUs (GpuPlan) and what it reports as each file
+# ends (FileDone): Workspace.check_files takes the one and calls back with the other.
+@dataclass
+class FileDone:
+    """One file finished (its compile check, and its GPU verification where it had one):
+    `done` of `total` files so far; `gpu` the label of the GPU that verified it ("" none)."""
+
+    check: FileCheck
+    index: int
+    done: int
+    total: int
+    gpu: str = ""
+    verify_s: float = 0.0
+
+
+@dataclass
+class GpuPlan:
+    """How a run verifies: `gpus` (`--gpus`, None: every visible GPU on this machine, the
+    setting's on Ray), `may_verify(path)` (False: its spec is only read), the ncu `profile`,
+    and `log` for the one-off lines (GPU skipped, a device that did not answer)."""
+
+    gpus: str | None = None
+    may_verify: Callable[[str], bool] = lambda _path: True
+    profile: bool = False
+    log: Callable[[str], None] = _stderr
+    arch: str | None = None  # the GPU's arch when known before the GPUs open (to prebuild for)
+    # Files verified at once on each local GPU, each in a worker process of its own (timed
+    # launches still have the GPU alone: runner/turns.py). None: `check_lanes()`'s choice.
+    lanes: int | None = None
+    device: str | None = field(default=None, init=False)  # what verified, once known

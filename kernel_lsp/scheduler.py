@@ -12,10 +12,10 @@ import os
 import shutil
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
-from typing import TypeVar
+from concurrent.futures import Future, as_completed
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .check import FileCheck, failed_check, job_deadline
+from .check import FileCheck, awaiting_gpu, failed_check, job_deadline
 from .check_jobs import (
     Prebuilt,
     check_job,
@@ -27,8 +27,12 @@ from .check_jobs import (
 )
 from .compile.cancel import cancel
 from .compile.jobs import JobFailed, WorkerPool
+from .gpu_request import FileDone, GpuPlan
 from .tempdirs import make as make_temp_folder
 from .workspace import CheckRequest, Workspace
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -211,3 +215,80 @@ class CheckScheduler:
             folder, self._cancel_dir = self._cancel_dir, None
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _with_defaults(plan: GpuPlan, settings: Settings) -> None:
+    """A plan's GPUs default to the settings' (`gpu.devices`), else every GPU of this machine;
+    on this machine their arch is asked first (nvidia-smi, no CUDA context), so that the check
+    workers compile spec'd files for it."""
+    from .evaluation.choose import wants_ray
+    from .gpu_check import expected_arch
+
+    local = not wants_ray(settings.evaluation_backend, settings.cluster_address)
+    plan.gpus = plan.gpus or settings.gpu_devices or ("all" if local else None)
+    if local and plan.arch is None:
+        plan.arch = expected_arch()
+
+
+def check_files(
+    workspace: Workspace,
+    files: list[str],
+    jobs: int,
+    plan: GpuPlan | None = None,
+    on_file: Callable[[FileDone], None] | None = None,
+) -> list[FileCheck]:
+    """Check `files` (compile, findings, resources: `jobs` worker processes) and, with a `plan`,
+    verify each spec'd file on the GPUs as soon as its compile check is done, while the others
+    still compile. `on_file` is called (from one thread at a time) as each file is finished.
+    Returns the checks in the order of `files`. Raises RayUnavailable when Ray was asked for
+    and cannot serve, RuntimeError when the engine itself failed on a file."""
+    from .gpu_check import Verifier
+
+    checks: list[FileCheck | None] = [None] * len(files)
+    done = 0
+    report_lock = threading.Lock()
+
+    def finished(i: int, c: FileCheck, gpu: str = "", seconds: float = 0.0) -> None:
+        nonlocal done
+        with report_lock:
+            checks[i] = c
+            done += 1
+            if on_file is not None:
+                on_file(FileDone(c, i, done, len(files), gpu, seconds))
+
+    if not files:
+        return []
+    if plan is not None:
+        _with_defaults(plan, workspace.settings_for(files[0]))
+    # Its workers are forked when the first check is submitted, before any thread of the
+    # verifier's starts (none is copied into them).
+    scheduler = CheckScheduler(min(jobs, len(files)))
+    verifier = Verifier(workspace, plan) if plan is not None else None
+    pending: list[Future] = []
+    try:
+        requests = workspace.file_requests(files, plan.arch if plan else None)
+        submitted = {scheduler.check_and_build(r, workspace): i for i, r in enumerate(requests)}
+        for future in as_completed(submitted):
+            i = submitted[future]
+            c, prebuilt = future.result()  # an engine error (RuntimeError) surfaces here
+            if verifier is None or not awaiting_gpu([c]) or not plan.may_verify(files[i]):  # type: ignore[union-attr]
+                finished(i, c)
+                continue
+            verifying = verifier.submit(c, prebuilt)
+            if verifying is None:
+                finished(i, c)
+                continue
+
+            def done_verifying(f: Future[Any], i: int = i, c: FileCheck = c) -> None:
+                finished(i, c, *(f.result() if f.exception() is None else ("", 0.0)))
+
+            verifying.add_done_callback(done_verifying)
+            pending.append(verifying)
+        scheduler.close()  # every file is checked: its workers need not wait for the GPUs
+        for f in pending:
+            f.result()  # an engine error in a verification surfaces here
+    finally:
+        scheduler.close()
+        if verifier is not None:
+            verifier.close()
+    return [c for c in checks if c is not None]

@@ -27,7 +27,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
-from .check import FileCheck, Includer, check_bytes, check_path, file_options, front_end_check, includers_for
+from .check import (
+    FileCheck,
+    Includer,
+    check_bytes,
+    check_path,
+    file_options,
+    front_end_check,
+    includers_for,
+    mark_unverified,
+)
 from .codes import apply_selection
 from .compile import CompileOptions
 from .compile.compile_commands import Lookup, database_stamp
@@ -264,6 +273,14 @@ class Workspace:
         return cuda_versions()
 
     @staticmethod
+    def cuda_include_dirs() -> tuple[str, ...]:
+        """The cudart and CCCL header folders of NVIDIA's wheels that every compile gets (NVRTC adds
+        none itself): what clangd, behind the server, is given as its CUDA root."""
+        from .compile.options import cuda_include_dirs
+
+        return cuda_include_dirs()
+
+    @staticmethod
     def compile_only_in_children() -> None:
         """For a process that compiles nothing itself (the server: its workers compile): what the
         compiler supports is asked of a child with NVRTC loaded, never loaded here (issue 33);
@@ -387,6 +404,12 @@ class Workspace:
         """`analyze` for a CheckRequest (the server's save walk, the CLI's workers)."""
         r = request
         return self.analyze(r.path, r.text, r.spec_text, r.includers, r.project)
+
+    @staticmethod
+    def unverified(checks: Sequence[FileCheck], reason: str) -> None:
+        """Say on each file that has a spec and compiled cleanly that its kernels were not verified,
+        and why, so that a compile-only run is never mistaken for a verified one."""
+        mark_unverified(list(checks), reason)
 
     def first_look_at(self, request: CheckRequest) -> FileCheck | None:
         """`first_look` for a CheckRequest."""

@@ -17,10 +17,10 @@ from ..check import (
     unknown_codes,
 )
 from ..compile.compile_commands import Lookup
-from ..compile.options import CompileOptions, cuda_include_dirs
+from ..compile.options import CompileOptions
 from ..config import Settings, SettingsOverrides, gpus_value, parse_overrides
 from ..procs import release_memory
-from ..scheduler import CheckScheduler
+from ..scheduler import CheckScheduler, check_files
 from ..tempdirs import make as make_temp_folder
 from ..workspace import CheckRequest, Trigger, Workspace
 
@@ -39,8 +39,8 @@ __all__ = [
     "Trigger",
     "Workspace",
     "archs_checked",
+    "check_files",
     "collect_files",
-    "cuda_include_dirs",
     "gpus_value",
     "make_temp_folder",
     "parse_overrides",

@@ -1,7 +1,7 @@
 """GPU sessions (opened through the Workspace), what they are asked (GpuCheckRequest) and what they
 return: checks, profiles, why no GPU."""
 
-from ..evaluation.choose import RayUnavailable, wants_ray
+from ..evaluation.choose import RayUnavailable
 from ..evaluation.pool import BackendPool
 from ..gpu import (
     GPU_OFF_IN_EDITOR,
@@ -10,16 +10,9 @@ from ..gpu import (
     KernelCheck,
     no_gpu_message,
 )
-from ..gpu_check import (
-    FileDone,
-    GpuPlan,
-    check_and_verify,
-    expected_arch,
-    file_line,
-    mark_unverified,
-    verify_checks,
-)
+from ..gpu_check import verify_checks
 from ..gpu_reports import HotLine, ProfileReport
+from ..gpu_request import FileDone, GpuPlan
 from ..model import TimingSettings
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
 
@@ -35,15 +28,10 @@ __all__ = [
     "ProfileReport",
     "RayUnavailable",
     "TimingSettings",
-    "check_and_verify",
-    "expected_arch",
-    "file_line",
-    "mark_unverified",
     "memory_text",
     "no_gpu_message",
     "profile_lines",
     "sol_text",
     "stall_text",
     "verify_checks",
-    "wants_ray",
 ]

@@ -10,12 +10,14 @@ import argparse
 import difflib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ..api.checks import (
     CUDA_SUFFIXES,
     CheckScheduler,
     FileCheck,
     archs_checked,
+    check_files,
     collect_files,
     prepare_report,
     unknown_codes,
@@ -37,16 +39,14 @@ from .flags import (
     write_stdout,
 )
 
+if TYPE_CHECKING:
+    from ..api.gpu import FileDone, KernelCheck
+
 
 def run_checks(files: list[str], workspace: Workspace, jobs: int, gpu=None, on_file=None) -> list[FileCheck]:
-    """Each file in a worker process under its deadline and memory limit (NVRTC serialises
-    compiles within a process; a compiler or a spec that hangs can only be stopped there); with
-    `gpu` (gpu_check.GpuPlan), each spec'd file verified on a GPU as soon as it compiled.
-    `on_file(gpu_check.FileDone)` as each file is finished."""
+    """scheduler.check_files, with the rest of the engine loaded first (`_load_the_rest`)."""
     _load_the_rest()
-    from ..api.gpu import check_and_verify
-
-    return check_and_verify(workspace, files, jobs, gpu, on_file)
+    return check_files(workspace, files, jobs, gpu, on_file)
 
 
 def _load_the_rest() -> None:
@@ -241,18 +241,16 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
                 return EXIT_CLEAN
             print(f"kernel-lsp: no .cu or .cuh files found under {' '.join(args.paths)}", file=sys.stderr)
             return EXIT_TOOL_FAILED
-        from ..api.gpu import GpuPlan, RayUnavailable, expected_arch, wants_ray
+        from ..api.gpu import GpuPlan, RayUnavailable
 
         gpu_off = _gpu_off_reason(args, workspace, None)  # None: verify on the GPUs
         plan = None
         if gpu_off is None:  # verified as each file compiles; local: every visible GPU by default
-            local = not wants_ray(settings.evaluation_backend, settings.cluster_address)
             plan = GpuPlan(
-                args.gpus or settings.gpu_devices or ("all" if local else None),
+                args.gpus,
                 lambda path: not specs_not_run_reason(workspace.settings_for(path), specs_asked),
                 args.occupancy,
                 _quiet if args.quiet else _stderr,
-                expected_arch() if local else None,
             )
         progress = _Progress(args.show_resources, args.quiet)
         try:
@@ -271,12 +269,10 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
     if full := next((d for c in checks for d in c.diagnostics if d.code == "disk-full"), None):
         print(f"kernel-lsp: {full.message.removeprefix('not checked: ')}", file=sys.stderr)
         return EXIT_TOOL_FAILED
-    from ..api.gpu import mark_unverified
-
     # Files whose specs were only read (--specs static, CI, their pyproject.toml) are not verified.
     rest = _specs_read_only(checks, workspace, specs_asked)
     if gpu_off is not None:
-        mark_unverified(rest, gpu_off)
+        workspace.unverified(rest, gpu_off)
     # GPU findings pass the same selection; then each finding once (a header's at the header).
     for c in checks:
         workspace.reported(c)
@@ -318,9 +314,7 @@ class _Progress:
         self.live = not quiet and not verbose and sys.stderr.isatty()
         self.shown = False
 
-    def __call__(self, done) -> None:
-        from ..api.gpu import file_line
-
+    def __call__(self, done: FileDone) -> None:
         if self.verbose:
             print(file_line(done), file=sys.stderr, flush=True)
         elif self.live:
@@ -375,14 +369,12 @@ def _quiet(_line: str) -> None:
 def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) -> list[FileCheck]:
     """Mark the files whose specs were read and not run as unverified, saying why (once on
     stderr too); return the others, which a GPU may verify."""
-    from ..api.gpu import mark_unverified
-
     rest, reasons = [], set()
     for c in checks:
         why = specs_not_run_reason(workspace.settings_for(c.path), asked)
         if why and os.path.exists(spec_path_for(c.path)):
             reasons.add(why)
-            mark_unverified([c], f"specs not run: {why}")
+            workspace.unverified([c], f"specs not run: {why}")
         else:
             rest.append(c)
     for why in sorted(reasons):
@@ -392,3 +384,27 @@ def _specs_read_only(checks: list[FileCheck], workspace: Workspace, asked: str) 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
+
+
+def kernel_seconds(k: KernelCheck) -> str:
+    """`4.21 s: inputs+reference 2.03, verify 0.61, ...`: a kernel's verification time and the
+    phases it went to (the larger ones, in the order they ran)."""
+    total = float(getattr(k, "duration_s", 0.0) or 0.0)
+    phases = getattr(k, "phases", None) or {}
+    shown = [f"{name} {s:.2f}" for name, s in phases.items() if s >= 0.005]
+    return f"{total:.2f} s" + (f": {', '.join(shown)}" if shown else "")
+
+
+def file_line(d: FileDone) -> str:
+    """`-v`'s line for a finished file: `[7/39] dot/dot_bf16.cu: GPU 1: dot ok (4.21 s: inputs+reference
+    2.03, verify 0.61, ...)`, or its
+    compile findings when nothing ran on a GPU."""
+    head = f"kernel-lsp: [{d.done}/{d.total}] {os.path.relpath(d.check.path)}"
+    c = d.check
+    if c.gpu_checks:
+        kernels = ", ".join(f"{k.kernel or '?'} {k.status} ({kernel_seconds(k)})" for k in c.gpu_checks)
+        return f"{head}: {d.gpu}: {kernels}" if d.gpu else f"{head}: {kernels}"
+    if not c.checked:
+        return f"{head}: not checked"
+    found = f"{c.errors} error(s), {c.warnings} warning(s), {len(c.kernels)} kernel(s)"
+    return f"{head}: {found}" + (f"; not verified: {c.unverified}" if c.unverified else "")

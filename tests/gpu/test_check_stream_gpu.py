@@ -1,4 +1,4 @@
-"""`check` on a real GPU as one pipeline (gpu_check.check_and_verify): samples verify with the
+"""`check` on a real GPU as one pipeline (scheduler.check_files): samples verify with the
 compile their check worker made for the GPU's arch (no compile in the GPU phase), each file is
 reported as it finishes, the verdicts equal the serial path's, and with two GPUs visible both
 verify files."""
@@ -13,7 +13,9 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings
 from kernel_lsp.evaluation.pool import visible_gpu_count
 from kernel_lsp.gpu import GpuSession
-from kernel_lsp.gpu_check import FileDone, GpuPlan, check_and_verify, expected_arch, verify_checks
+from kernel_lsp.gpu_check import expected_arch, verify_checks
+from kernel_lsp.gpu_request import FileDone, GpuPlan
+from kernel_lsp.scheduler import check_files
 from kernel_lsp.workspace import Workspace
 
 pytestmark = pytest.mark.gpu
@@ -53,7 +55,7 @@ def test_samples_stream_verify_with_their_prebuilt_compile_and_match_the_serial_
     monkeypatch.setattr(GpuSession, "build_library", library_counted)
     done: list[FileDone] = []
     plan = GpuPlan(gpus="all", log=lambda _: None, arch=arch)
-    streamed = check_and_verify(Workspace.fixed(Settings()), FILES, 4, plan, done.append)
+    streamed = check_files(Workspace.fixed(Settings()), FILES, 4, plan, done.append)
     assert compiled_there == []  # every file ran the compile its check worker made
     assert [d.done for d in done] == [1, 2, 3, 4, 5]
     assert all(k.ok for c in streamed for k in c.gpu_checks), verdicts(streamed)

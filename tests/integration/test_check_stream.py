@@ -1,4 +1,4 @@
-"""`check` as one pipeline on fake GPUs (gpu_check.check_and_verify): each file is reported as it
+"""`check` as one pipeline on fake GPUs (scheduler.check_files): each file is reported as it
 finishes, before later files are verified; spec'd files are spread over every GPU; the verdicts
 equal the serial path's (compile everything, then verify file after file on one GPU); a spec'd
 file's compile for the GPU's arch, made in its check worker, is what verification runs."""
@@ -17,16 +17,11 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.cli.check import check_main
 from kernel_lsp.config import Settings
 from kernel_lsp.gpu import GpuSession
-from kernel_lsp.gpu_check import (
-    FileDone,
-    GpuPlan,
-    check_and_verify,
-    check_lanes,
-    expected_arch,
-    verify_checks,
-)
+from kernel_lsp.gpu_check import check_lanes, expected_arch, verify_checks
+from kernel_lsp.gpu_request import FileDone, GpuPlan
 from kernel_lsp.model import CompileResult, KernelResources
 from kernel_lsp.runner.fake import fake_cubin
+from kernel_lsp.scheduler import check_files
 from kernel_lsp.workspace import Workspace
 
 SPEC = FAKE_VADD_SPEC
@@ -82,7 +77,7 @@ def test_each_file_is_reported_before_later_files_are_verified(fake_gpus, tmp_pa
         return result
 
     monkeypatch.setattr(GpuSession, "check", check_and_note)
-    checks = check_and_verify(
+    checks = check_files(
         Workspace.fixed(Settings()), paths, 2, GpuPlan(gpus="1", log=lambda _: None), on_file
     )
     assert [Path(c.path).name for c in checks] == [Path(p).name for p in paths]  # the files' order
@@ -101,7 +96,7 @@ def test_files_spread_over_two_gpus_with_the_serial_verdicts(fake_gpus, tmp_path
     assert verify_checks(serial, Workspace.fixed(Settings()), gpus="1", progress=lambda _: None)
     done: list[FileDone] = []
     plan = GpuPlan(gpus="2", log=lambda _: None)
-    parallel = check_and_verify(Workspace.fixed(Settings()), paths, 2, plan, done.append)
+    parallel = check_files(Workspace.fixed(Settings()), paths, 2, plan, done.append)
     assert plan.device is not None and plan.device.startswith("2 GPUs")
     assert [(n, s, ok) for n, s, ok, _ in verdicts(parallel)] == [
         ("k0.cu", "ok", True),
@@ -140,9 +135,9 @@ def test_the_check_workers_build_for_the_gpu_and_verification_reuses_it(fake_gpu
     monkeypatch.setattr(GpuSession, "compile", compile_counted)
     monkeypatch.setattr(GpuSession, "build_library", library_counted)
     workspace = Workspace.fixed(Settings())
-    reused = check_and_verify(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_90"))
+    reused = check_files(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_90"))
     assert built_there == []
-    again = check_and_verify(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_80"))
+    again = check_files(workspace, paths, 2, GpuPlan(gpus="1", log=lambda _: None, arch="sm_80"))
     # Another arch than the device's: compiled and built in the GPU phase, as before.
     assert sorted(built_there) == ["k0.cu", "k1.cu", "library of vector_add_bf16.cu", "vector_add_bf16.cu"]
     assert [v[:3] for v in verdicts(reused)] == [v[:3] for v in verdicts(again)]
@@ -199,16 +194,14 @@ def test_lanes_verify_files_side_by_side_on_one_gpu_with_the_serial_verdicts(
     monkeypatch.setattr(GpuSession, "check", held_check)
     plan = GpuPlan(gpus="1", log=lambda _: None, lanes=2)
     done: list[FileDone] = []
-    laned = check_and_verify(Workspace.fixed(Settings()), paths, 2, plan, done.append)
+    laned = check_files(Workspace.fixed(Settings()), paths, 2, plan, done.append)
     assert most == 2  # two files in flight on GPU 0, never more
     assert {d.gpu for d in done} == {"GPU 0"}
     assert len({pid for index, pid in workers if index == 0}) == 2  # a worker process per lane
     monkeypatch.undo()
     monkeypatch.setattr("kernel_lsp.evaluation.local.FAKE_GPU_DEFAULT", True)  # undone above
     monkeypatch.setattr(GpuSession, "compile", fake_compile)
-    one = check_and_verify(
-        Workspace.fixed(Settings()), paths, 2, GpuPlan(gpus="1", log=lambda _: None, lanes=1)
-    )
+    one = check_files(Workspace.fixed(Settings()), paths, 2, GpuPlan(gpus="1", log=lambda _: None, lanes=1))
     assert [(n, s, ok) for n, s, ok, _ in verdicts(laned)] == [(n, s, ok) for n, s, ok, _ in verdicts(one)]
     assert [s for _, s, _, _ in verdicts(laned)] == ["ok", "failed", "ok", "failed", "ok", "ok"]
 

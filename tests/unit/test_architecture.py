@@ -349,18 +349,12 @@ FRONT_END_REACH: dict[tuple[str, str], str] = {
         "kernel_lsp.cli.check",
         "kernel_lsp.check",
     ): "CUDA_SUFFIXES, archs_checked, collect_files, prepare_report, unknown_codes",
-    ("kernel_lsp.cli.check", "kernel_lsp.evaluation.choose"): "wants_ray",
-    (
-        "kernel_lsp.cli.check",
-        "kernel_lsp.gpu_check",
-    ): "GpuPlan, check_and_verify, expected_arch, file_line, mark_unverified",
     (
         "kernel_lsp.cli.watch",
         "kernel_lsp.check",
     ): "INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, project_include_dirs, rank_includers",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
     ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
-    ("kernel_lsp.server.clangd.flags", "kernel_lsp.compile.options"): "cuda_include_dirs",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
     (
         "kernel_lsp.server.watching",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from ...api.checks import CompileOptions, cuda_include_dirs
+from ...api.checks import CompileOptions, Workspace
 
 # What argv[0] says in the database: clangd never runs it (no --query-driver is passed).
 COMPILER_NAME = "clang++"
@@ -31,7 +31,7 @@ COMPILER_NAME = "clang++"
 def cuda_root() -> tuple[str | None, str | None]:
     """(the CUDA root clang takes as --cuda-path, the CCCL include folder) from NVIDIA's wheels."""
     cudart, cccl = None, None
-    for d in cuda_include_dirs():
+    for d in Workspace.cuda_include_dirs():
         if d.rstrip(os.sep).endswith(os.path.join("include", "cccl")):
             cccl = d
         elif cudart is None:
