@@ -32,15 +32,15 @@ from .compile.jobs import SPEC_PHASE, JobFailed, report_phase
 from .compile.nvcc_args import macro_name
 from .compile.torch_ext import extension_defines, torch_flags, torch_include
 from .config import Settings
-from .files import decode_source, read_source
+from .files import CUDA_SUFFIXES, SKIPPED_DIRS, decode_source, read_source, same_file
 from .host_launch.occupancy import with_launch_occupancy
 from .include_graph import IncludeGraph
-from .model import (  # FileCheck: re-exported, defined with the other plain results
+from .model import (  # FileCheck, Includer: re-exported, defined with the other plain results
     CompileResult,
     Diagnostic,
     FileCheck,
+    Includer,
     Severity,
-    files_broken,
     not_checked_in_time,
     ran_out_of_memory,
 )
@@ -48,20 +48,6 @@ from .source import find_kernels
 
 if TYPE_CHECKING:
     from .spec import Spec
-
-CUDA_SUFFIXES = (".cu", ".cuh")
-SPEC_SUFFIX = ".spec.py"
-SKIPPED_DIRS = frozenset({"node_modules", "build", "__pycache__", "dist", ".git"})
-
-
-def archs_checked(checks: list[FileCheck], default: list[str]) -> list[str]:
-    """The archs the checks really compiled for (a file with a compile_commands.json entry is
-    checked for its database's archs, not the default), in the default's order, then the rest;
-    the default when nothing was compiled (every file skipped)."""
-    used = {r.arch for c in checks for r in c.results}
-    if not used:
-        return list(default)
-    return [a for a in default if a in used] + sorted(used - set(default))
 
 
 def job_deadline(settings: Settings) -> float:
@@ -78,110 +64,6 @@ def job_deadline(settings: Settings) -> float:
     if raised is None:
         return base
     return max(base, raised * 2 * len(settings.archs()) + 30)
-
-
-def spec_owners(spec_path: str) -> list[str]:
-    """`dir/vadd.spec.py` -> the kernel files it checks (`dir/vadd.cu`, `dir/vadd.cuh`) that exist."""
-    stem = spec_path[: -len(SPEC_SUFFIX)]
-    return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
-
-
-def report_once(checks: list[FileCheck], per_file: bool = False) -> None:
-    """Each finding once, for reports and their counts (the CLI's formats, --watch). A header's
-    finding is reported at the header, once, however many checked files include it (and whether
-    or not the header is checked itself), with the `#include` lines that lead to it as its related
-    locations. Those lines are findings of their own only with `per_file` (JSON and SARIF, which
-    a script reads file by file: each file the header breaks lists the error; the editor keeps
-    them too, it shows each file's); the text formats show the header's finding alone."""
-    # (header, line, col) -> (the finding's message, the #include line that leads to it)
-    includes: dict[tuple, list[tuple[str, tuple[str, int, int, str]]]] = {}
-    for c in checks:
-        kept = []
-        for d in c.diagnostics:
-            if d.header_copy and d.related:
-                header, line, col, message = d.related[0]
-                where = (d.path, d.line, d.col, f"includes {os.path.basename(header)} here")
-                includes.setdefault((os.path.abspath(header), line, col), []).append((message, where))
-            if per_file or not (d.header_copy and d.related):
-                kept.append(d)
-        c.diagnostics = kept
-    _drop_header_repeats(checks)
-    attached: set[tuple] = set()
-    for c in checks:
-        for i, d in enumerate(c.diagnostics):
-            pos = (os.path.abspath(d.path), d.line, d.col)
-            lines = [w for m, w in includes.get(pos, ()) if d.message.startswith(m)]
-            if lines and pos not in attached:
-                attached.add(pos)
-                more = tuple(dict.fromkeys(w for w in lines if w not in d.related))
-                c.diagnostics[i] = replace(d, related=d.related + more)
-
-
-def prepare_report(checks: list[FileCheck], per_file: bool) -> None:
-    """The checks as a report shows them: `report_once`, then for the text formats (not
-    `per_file`) `one_per_package`."""
-    broken = packages_broken(checks)
-    report_once(checks, per_file)
-    if not per_file:
-        one_per_package(checks, broken)
-
-
-def packages_broken(checks: list[FileCheck]) -> dict[str, list[str]]:
-    """package -> the checked files with a finding of it missing (through a header included)."""
-    broken: dict[str, list[str]] = {}
-    for c in checks:
-        for package in dict.fromkeys(d.package for d in c.diagnostics if d.package):
-            broken.setdefault(package, []).append(c.path)
-    return broken
-
-
-def one_per_package(checks: list[FileCheck], broken: dict[str, list[str]]) -> None:
-    """A missing package once, for the text formats (after `report_once`; `broken` from
-    `packages_broken` before it): the first finding of each package stays, worded with the files
-    it breaks, and its other findings go (in another file, or another of its headers). Without
-    this, a library every file includes gave one identical error per file."""
-    kept_one: set[str] = set()
-    for c in checks:
-        kept = []
-        for d in c.diagnostics:
-            if not d.package or len(broken.get(d.package, ())) < 2:
-                kept.append(d)
-            elif d.package not in kept_one:
-                kept_one.add(d.package)
-                kept.append(replace(d, message=f"{d.message} {files_broken(broken[d.package])}"))
-        c.diagnostics = kept
-
-
-def _drop_header_repeats(checks: list[FileCheck]) -> None:
-    """A header's own findings appear once even when it is checked alone and through each file
-    that includes it."""
-    seen: set[tuple] = set()
-    for c in checks:
-        kept = []
-        for d in c.diagnostics:
-            key = (os.path.abspath(d.path), d.line, d.col, d.message) if not _same(d.path, c.path) else None
-            if key is None or key not in seen:
-                kept.append(d)
-            if key:
-                seen.add(key)
-        c.diagnostics = kept
-    # Then drop foreign copies of findings that the header's own check already reported.
-    own = {
-        (os.path.abspath(d.path), d.line, d.col, d.message)
-        for c in checks
-        for d in c.diagnostics
-        if _same(d.path, c.path)
-    }
-    for c in checks:
-        c.diagnostics = [
-            d
-            for d in c.diagnostics
-            if _same(d.path, c.path) or (os.path.abspath(d.path), d.line, d.col, d.message) not in own
-        ]
-
-
-def _same(a: str, b: str) -> bool:
-    return os.path.abspath(a) == os.path.abspath(b)
 
 
 def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
@@ -202,9 +84,6 @@ def merge_arch_diagnostics(results: list[CompileResult]) -> list[Diagnostic]:
             d = replace(d, message=f"{d.message} [{', '.join(found_in)}]")
         out.append(d)
     return out
-
-
-Includer = tuple[str, "str | None"]  # (path, editor text; None: read it from disk)
 
 
 def check_source(
@@ -404,7 +283,7 @@ def launcher_texts(includers: tuple[Includer, ...], max_bytes: int) -> list[tupl
 def _alone_artifact(d: Diagnostic, header: str) -> bool:
     """A finding that only says the header was compiled as a file of its own: the host compiler's
     `#pragma once in main file` (nvcc hands it the header as the main file)."""
-    return d.message.strip() == "#pragma once in main file" and _same(d.path, header)
+    return d.message.strip() == "#pragma once in main file" and same_file(d.path, header)
 
 
 def in_includer_context(
@@ -430,7 +309,7 @@ def in_includer_context(
     context = compile_all_archs(includer_text, includer_path, settings, base_dir, front_end=front_end)
     if context is None:
         return None
-    mine = [d for d in context.diagnostics if _same(d.path, alone.path)]
+    mine = [d for d in context.diagnostics if same_file(d.path, alone.path)]
     includer_errors = sum(1 for d in context.diagnostics if d.severity == Severity.ERROR and d not in mine)
     if includer_errors and not any(d.severity == Severity.ERROR for d in mine):
         return alone
@@ -454,12 +333,12 @@ def in_includer_context(
         replace(
             r,
             path=alone.path,
-            diagnostics=[d for d in r.diagnostics if _same(d.path, alone.path)],
+            diagnostics=[d for d in r.diagnostics if same_file(d.path, alone.path)],
             kernels=[
                 replace(
                     k,
                     line=k.defined_at
-                    if k.defined_in and _same(k.defined_in, alone.path)
+                    if k.defined_in and same_file(k.defined_in, alone.path)
                     else lines[_base_name(k.name)],
                     defined_in="",
                     defined_at=0,
@@ -753,9 +632,8 @@ def includers_for(files: list[str], settings: Settings) -> dict[str, tuple[Inclu
             graph = graphs[(dirs, tuple(candidates))] = IncludeGraph(dirs)
             for unit in candidates:
                 graph.update(unit)
-        found = {f for f in graph.dependents(header) if f.endswith(".cu")}
-        if found:
-            out[header] = tuple((p, None) for p in rank_includers(header, found)[:INCLUDERS_CONSIDERED])
+        if found := includers_in(graph, header):
+            out[header] = tuple((p, None) for p in found)
     return out
 
 
@@ -773,6 +651,13 @@ def rank_includers(header: str, dependents: set[str]) -> list[str]:
         return len(os.path.relpath(os.path.dirname(p), folder).split(os.sep))
 
     return sorted(dependents, key=lambda p: (not p.endswith(".cu"), distance(p), p))
+
+
+def includers_in(graph: IncludeGraph, header: str, limit: int | None = INCLUDERS_CONSIDERED) -> list[str]:
+    """The `.cu` files of `graph` that include `header`, directly or not, in `rank_includers`'
+    order, at most `limit` (None: all): what a header is checked through, in every front end."""
+    ranked = rank_includers(header, {f for f in graph.dependents(header) if f.endswith(".cu")})
+    return ranked if limit is None else ranked[:limit]
 
 
 def _with_note(check: FileCheck, note: Diagnostic | None) -> FileCheck:

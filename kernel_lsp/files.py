@@ -18,6 +18,10 @@ MAX_HEADER_BYTES = 64 * 1024 * 1024
 # A NUL in the first block means a binary file; one further on is reported at its line.
 BINARY_PROBE_BYTES = 8192
 UTF8_BOM = "\ufeff"
+CUDA_SUFFIXES = (".cu", ".cuh")  # the files kernel-lsp checks
+SPEC_SUFFIX = ".spec.py"  # `vadd.spec.py` beside `vadd.cu`: what its kernels must compute
+# Folders a walk for CUDA files never enters (nor any whose name starts with a dot).
+SKIPPED_DIRS = frozenset({"node_modules", "build", "__pycache__", "dist", ".git"})
 
 
 # One "?" per byte that is not UTF-8: a Latin-1 `é` in a comment stays one column wide, so the
@@ -193,3 +197,14 @@ def decode_source(
             source="kernel-lsp",
         )
     return text.removeprefix(UTF8_BOM), note
+
+
+def spec_owners(spec_path: str) -> list[str]:
+    """`dir/vadd.spec.py` -> the kernel files it checks (`dir/vadd.cu`, `dir/vadd.cuh`) that exist."""
+    stem = spec_path[: -len(SPEC_SUFFIX)]
+    return [stem + s for s in CUDA_SUFFIXES if os.path.isfile(stem + s)]
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two paths name the same file, as written (relative ones from the current folder)."""
+    return os.path.abspath(a) == os.path.abspath(b)

@@ -57,7 +57,7 @@ class Diagnostic:
     # repeated at the #include line): (path, line, col).
     related: tuple[tuple[str, int, int, str], ...] = ()
     # A header's finding repeated at the `#include` line that leads to it (`related` holds the
-    # header's own): the editor shows it there; reports show the header's once (check.report_once).
+    # header's own): the editor shows it there; reports show the header's once (report.report_once).
     header_copy: bool = False
     # The pip package whose header is missing (`nvidia-cublas`), when installing it is the fix:
     # text reports and the editor show one such finding per package, with the files it breaks.
@@ -254,6 +254,10 @@ def ran_out_of_memory(path: str, limit_bytes: int, setting_name: str, detail: st
 
 
 FALLBACK_ARCH = "sm_90"
+
+
+# A file a header is checked through: (its path, the editor's text; None: read it from disk).
+Includer = tuple[str, "str | None"]
 
 
 @dataclass

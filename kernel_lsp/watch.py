@@ -42,9 +42,8 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from .check import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, spec_owners
 from .compile.compile_commands import MAX_DATABASE_BYTES
-from .files import read_regular, read_text_file
+from .files import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, read_regular, read_text_file, spec_owners
 from .include_graph import IncludeGraph, normalize
 
 log = logging.getLogger(__name__)

@@ -28,14 +28,20 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 from .check import (
+    INCLUDERS_CONSIDERED,
     FileCheck,
+    FileSelection,
     Includer,
     check_bytes,
     check_path,
+    collect_files,
     file_options,
     front_end_check,
     includers_for,
+    includers_in,
     mark_unverified,
+    project_include_dirs,
+    unknown_codes,
 )
 from .codes import apply_selection
 from .compile import CompileOptions
@@ -44,6 +50,7 @@ from .compile.includes import header_stamps, include_closure
 from .compile.versions import cuda_versions
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .files import decode_source, read_source
+from .include_graph import IncludeGraph
 from .model import CompileResult, CudaVersions, Diagnostic, LibraryBuild, TimingSettings
 
 if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they are used, not in every worker
@@ -295,6 +302,36 @@ class Workspace:
         from .compile.nvrtc import check_arch
 
         return [m for arch in self.settings_for(path).archs() if (m := check_arch(arch))]
+
+    def graph_include_dirs(self, folders: list[str], path: str | None = None) -> tuple[str, ...]:
+        """Where an include graph of `folders` looks for `#include`d files: the include folders of
+        `path`'s settings (None: the workspace's), then those of every entry of the
+        compile_commands.json governing each folder (the graph resolves includes without a
+        file's own flags)."""
+        settings = self.settings_for(path)
+        archs = settings.archs()
+        dirs = settings.compile_options(archs[0], self.root).include_dirs if archs else ()
+        return dirs + project_include_dirs(settings, folders)
+
+    @staticmethod
+    def includers(graph: IncludeGraph, header: str, limit: int | None = INCLUDERS_CONSIDERED) -> list[str]:
+        """The `.cu` files that include `header`, directly or not, nearest first, at most `limit`
+        (None: all): the first is the context a header that fails alone is checked in, and their
+        launches give its kernels' blocks."""
+        return includers_in(graph, header, limit)
+
+    def select_files(self, paths: list[str], force_exclude: bool = False) -> FileSelection:
+        """The CUDA files under `paths` (folders walked, sorted; each file once), less what the
+        `exclude` setting of the first path's settings matches; with `force_exclude` also the
+        files named (check.collect_files)."""
+        settings = self.settings_for(os.path.abspath(paths[0]) if paths else None)
+        return collect_files(paths, settings.exclude, force_exclude)
+
+    @staticmethod
+    def unknown_codes(selectors: list[str]) -> list[str]:
+        """The `--select`/`--ignore` selectors that can match no finding: a name no code starts
+        with, a number the compiler has no diagnostic for."""
+        return unknown_codes(selectors)
 
     def archs(self, path: str, source: str | None = None) -> list[str]:
         settings = self.settings_for(path)

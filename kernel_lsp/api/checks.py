@@ -2,31 +2,19 @@
 hands them to (CheckScheduler: its workers, deadlines, first looks and cancel tokens), the results,
 and the settings and options they ran with."""
 
-from ..check import (
-    CUDA_SUFFIXES,
-    INCLUDERS_CONSIDERED,
-    SPEC_SUFFIX,
-    FileCheck,
-    Includer,
-    archs_checked,
-    collect_files,
-    prepare_report,
-    project_include_dirs,
-    rank_includers,
-    spec_owners,
-    unknown_codes,
-)
 from ..compile.compile_commands import Lookup
 from ..compile.options import CompileOptions
 from ..config import Settings, SettingsOverrides, gpus_value, parse_overrides
+from ..files import CUDA_SUFFIXES, SPEC_SUFFIX, spec_owners
+from ..model import FileCheck, Includer
 from ..procs import release_memory
+from ..report import archs_checked, prepare_report
 from ..scheduler import CheckScheduler, check_files
 from ..tempdirs import make as make_temp_folder
 from ..workspace import CheckRequest, Trigger, Workspace
 
 __all__ = [
     "CUDA_SUFFIXES",
-    "INCLUDERS_CONSIDERED",
     "SPEC_SUFFIX",
     "CheckRequest",
     "CheckScheduler",
@@ -40,14 +28,10 @@ __all__ = [
     "Workspace",
     "archs_checked",
     "check_files",
-    "collect_files",
     "gpus_value",
     "make_temp_folder",
     "parse_overrides",
     "prepare_report",
-    "project_include_dirs",
-    "rank_includers",
     "release_memory",
     "spec_owners",
-    "unknown_codes",
 ]

@@ -18,9 +18,7 @@ from ..api.checks import (
     FileCheck,
     archs_checked,
     check_files,
-    collect_files,
     prepare_report,
-    unknown_codes,
 )
 from ..api.model import DESCRIPTIONS, is_number
 from ..api.sources import MAX_FILE_BYTES, spec_path_for
@@ -198,7 +196,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         more["maxFileBytes"] = max(0, args.max_file_bytes)
     select, ignore = _codes(args.select), _codes(args.ignore)
     for flag, codes in (("--select", select), ("--ignore", ignore)):
-        if unknown := unknown_codes(codes or []):
+        if unknown := Workspace.unknown_codes(codes or []):
             p.error(_unknown_codes_message(flag, unknown))  # exit 2, as ruff does for a bad selector
     if select is not None:
         more["select"] = select
@@ -218,7 +216,7 @@ def check_main(argv: list[str], prog: str = "kernel-lsp check") -> int:
         if checks is None:
             return EXIT_TOOL_FAILED
     else:
-        selection = collect_files(args.paths, settings.exclude, args.force_exclude)
+        selection = workspace.select_files(args.paths, args.force_exclude)
         for m in selection.missing:
             print(f"kernel-lsp: no such file or folder: {m}", file=sys.stderr)
         for m in selection.not_cuda:

@@ -1,6 +1,6 @@
 """Printing check results: text (path:line:col: severity: message [code]), json, sarif, github.
 
-Each formatter takes the checks after `check.prepare_report` (a header's finding once, with the
+Each formatter takes the checks after `report.prepare_report` (a header's finding once, with the
 `#include` lines that lead to it as related locations; text: a missing package once; JSON and
 SARIF: also each `#include` line a header's finding breaks, under its file) and a `View` (what
 the text formats show besides findings: resources, the summary line)."""

@@ -38,22 +38,17 @@ class _WatchSession:
     """The state of `--check --watch`: the files followed, their last output, the include graph."""
 
     def __init__(self, paths: list[str], workspace: Workspace, fmt: str, out: TextIO) -> None:
-        from ..api.checks import collect_files
-
         self.workspace = workspace
         self.settings = settings = workspace.settings_for(os.path.abspath(paths[0]))
         self.fmt = fmt
         self.out = out
         self.archs = settings.archs()
-        files = collect_files(paths, settings.exclude).files
+        files = workspace.select_files(paths).files
         self.files = {normalize(f) for f in files}
         self.explicit = {normalize(p) for p in paths if os.path.isfile(p)}
         self.folders = sorted({normalize(p) for p in paths if os.path.isdir(p)})
-        from ..api.checks import project_include_dirs
-
-        dirs = settings.compile_options(self.archs[0]).include_dirs if self.archs else ()
         roots = self.folders or sorted({os.path.dirname(p) for p in self.explicit})
-        self.graph = IncludeGraph(dirs + project_include_dirs(settings, roots))
+        self.graph = IncludeGraph(workspace.graph_include_dirs(roots, os.path.abspath(paths[0])))
         self.last: dict[str, list[str]] = {}
         self.state: dict[str, FileCheck] = {}
         self.batches: queue.Queue[Batch | None] = queue.Queue()
@@ -90,12 +85,9 @@ class _WatchSession:
     def _includers(self, path: str) -> tuple:
         """The `.cu` files that include a header, nearest first: the first is the context it is
         checked in when it fails on its own, and their launches give its kernels' blocks."""
-        from ..api.checks import INCLUDERS_CONSIDERED, rank_includers
-
         if path.endswith(".cu"):
             return ()
-        found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        return tuple((p, None) for p in rank_includers(path, found)[:INCLUDERS_CONSIDERED])
+        return tuple((p, None) for p in self.workspace.includers(self.graph, path))
 
     def shown_checks(self) -> list[FileCheck]:
         """The checks as --check prints them: a header's findings once, not once per includer

@@ -106,34 +106,24 @@ class Watching:
         return read_text(path)
 
     def _include_dirs(self) -> tuple[str, ...]:
-        from ..api.checks import project_include_dirs
-
-        settings = self.server.settings
-        archs = settings.archs()
-        dirs = settings.compile_options(archs[0], self.server.root_path()).include_dirs if archs else ()
-        return dirs + project_include_dirs(settings, self.folders())
+        return self.server.engine.graph_include_dirs(self.folders())
 
     def includers_of(self, path: str) -> tuple[Includer, ...]:
         """The `.cu` files that include a header, nearest first, with their editor text when
         open: the first is the context it is checked in, the first that launches one of its
         kernels gives that kernel's block."""
-        from ..api.checks import INCLUDERS_CONSIDERED, rank_includers
-
         with self.graph_lock:
-            found = {f for f in self.graph.dependents(path) if f.endswith(".cu")}
-        ranked = rank_includers(path, found)[:INCLUDERS_CONSIDERED]
+            ranked = self.server.engine.includers(self.graph, path)
         return tuple((p, self.server.snapshot(p).text) for p in ranked)
 
     def check_instances(self, header: str) -> int:
         """Check the `.cu` files that include `header` and have no result yet (nearest first, at
         most INSTANCE_CHECK_LIMIT): their template instances get their resources at the header's
         definitions. Returns how many were queued."""
-        from ..api.checks import rank_includers
-
         with self.graph_lock:
-            found = {f for f in self.graph.dependents(header) if f.endswith(".cu")}
+            ranked = self.server.engine.includers(self.graph, header, limit=None)
         results = self.server.analysis.results
-        todo = [f for f in rank_includers(header, found) if f not in results][:INSTANCE_CHECK_LIMIT]
+        todo = [f for f in ranked if f not in results][:INSTANCE_CHECK_LIMIT]
         self._enqueue(todo)
         return len(todo)
 

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "early_initialize": 0,  # the `initialize` answer before pygls loads (stdlib only)
     "settings_shape": 0,  # a settings object's keys, read before the settings module loads
     "files": 0,  # a user's file read safely: regular, bounded, never blocking on a FIFO
+    "report": 0,  # what a report of many checks shows: each finding once, a missing package once
     # reading sources and compiling them
     "source": 1,
     "compile": 1,
@@ -345,21 +346,8 @@ CHECK_MACHINERY = (
     "watch",
 )
 FRONT_END_REACH: dict[tuple[str, str], str] = {
-    (
-        "kernel_lsp.cli.check",
-        "kernel_lsp.check",
-    ): "CUDA_SUFFIXES, archs_checked, collect_files, prepare_report, unknown_codes",
-    (
-        "kernel_lsp.cli.watch",
-        "kernel_lsp.check",
-    ): "INCLUDERS_CONSIDERED, archs_checked, collect_files, prepare_report, project_include_dirs, rank_includers",
     ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
-    ("kernel_lsp.server.analysis", "kernel_lsp.check"): "CUDA_SUFFIXES, Includer, SPEC_SUFFIX, spec_owners",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
-    (
-        "kernel_lsp.server.watching",
-        "kernel_lsp.check",
-    ): "INCLUDERS_CONSIDERED, Includer, project_include_dirs, rank_includers",
     ("kernel_lsp.server.watching", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
 }
 
