@@ -52,6 +52,10 @@ class FakeServer:
     def root_path(self) -> str | None:
         return self.root
 
+    @property
+    def engine(self) -> Workspace:
+        return Workspace.fixed(self.settings, self.root)
+
     def open_document(self, path: str):
         return object() if path in self.open else None
 
