@@ -95,6 +95,8 @@ def _serve_jobs(conn: Connection, stderr_path: str, nice: int = 0) -> None:
             return
         if job is None:
             return
+        with contextlib.suppress(OSError, ValueError):  # the job's time starts now (`_Worker.give`)
+            conn.send(("started",))
         fn, args, memory_bytes = job
         procs.limit_memory(memory_bytes)
         try:
@@ -116,6 +118,10 @@ def _serve_jobs(conn: Connection, stderr_path: str, nice: int = 0) -> None:
 
 
 IDLE_LEAVE_S = 2.0  # an idle worker asked to leave gets this long before it is killed
+# How long a worker may take, beyond a job's own time, to start and read the job (a new worker
+# imports the engine first: 1 s of CPU, 6 to 8 s on 2 loaded cores). The job's time starts when
+# the worker has it; a worker that never gets that far is killed at this bound.
+START_ALLOWANCE_S = 60.0
 # How much lower a background worker's CPU priority is (nice 10: a foreground compile beside it
 # gets the cores it needs).
 BACKGROUND_NICE = 10
@@ -149,7 +155,12 @@ class _Worker:
     def give(self, job: _Job) -> None:
         self.job, self.phase = job, ""
         self.conn.send((job.fn, job.args, job.memory_bytes))
-        self.deadline = time.monotonic() + job.timeout_s
+        self.deadline = time.monotonic() + job.timeout_s + START_ALLOWANCE_S
+
+    def started(self) -> None:
+        """The worker has the job (it has started and read it): the job's own time starts."""
+        if self.job is not None:
+            self.deadline = time.monotonic() + self.job.timeout_s
 
     def stderr_tail(self, limit: int = 600) -> str:
         try:
@@ -260,7 +271,8 @@ class WorkerPool:
         on_preview: Callable[[Any], None] | None = None,
         background: bool = False,
     ) -> Future:
-        """`fn(*args)` in a worker, killed after `timeout_s` from when a worker got it, with an
+        """`fn(*args)` in a worker, killed after `timeout_s` from when a worker started it (a
+        worker's own start does not count: START_ALLOWANCE_S bounds it), with an
         address-space limit of `memory_bytes` (0: none). `fn` must be importable (a module-level
         function). `on_preview`: called on the pool's thread with what the job reports
         (`report_preview`) before its result, which comes after it. `background`: after every
@@ -421,6 +433,9 @@ class WorkerPool:
             job.future.set_result(JobFailed("error", f"its result could not be read: {e}", w.phase))
             w.kill()
             return
+        if message[0] == "started":
+            w.started()
+            return
         if message[0] == "phase":
             w.phase = message[1]
             return
@@ -501,7 +516,7 @@ def run_jobs(
     memory_bytes: int = 0,
 ) -> list[Any | JobFailed]:
     """`fn(*args)` for each args in `jobs` in up to `workers` processes; results in the order of
-    `jobs`; a job that outlives `timeout_s` from when its worker got it, raises or kills its
+    `jobs`; a job that outlives `timeout_s` from when its worker started it, raises or kills its
     worker yields a JobFailed."""
     pool = WorkerPool(min(workers, len(jobs)) or 1)
     try:
