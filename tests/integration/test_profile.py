@@ -187,6 +187,18 @@ def fake_session() -> GpuSession:
     return GpuSession(fake=True, launch_timeout_s=2.0, timing=TimingSettings(cold_l2=False))
 
 
+@pytest.fixture(autouse=True)
+def _own_profile_lock(monkeypatch, tmp_path):
+    """This process's profiles take a lock of the test's own, not the machine's
+    (`profile.PROFILE_LOCK`): a test beside it (another pytest-xdist worker, another checkout's
+    suite) holding the machine's lock made a 1 s profile say "another profile held this
+    machine's GPU" instead of what the test asks about. The lock itself:
+    test_one_profile_at_a_time_on_a_machine."""
+    from kernel_lsp.runner import profile
+
+    monkeypatch.setattr(profile, "PROFILE_LOCK", str(tmp_path / "kernel-lsp-ncu.lock"))
+
+
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
     path = tmp_path_factory.mktemp("spec") / "vadd.spec.py"
