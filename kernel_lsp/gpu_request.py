@@ -65,7 +65,7 @@ def _stderr(line: str) -> None:
 
 
 # What a run of `check` over many files asks of the GPUs (GpuPlan) and what it reports as each file
-# ends (FileDone): Workspace.check_files takes the one and calls back with the other.
+# ends (FileDone): scheduler.check_files takes the one and calls back with the other.
 @dataclass
 class FileDone:
     """One file finished (its compile check, and its GPU verification where it had one):
