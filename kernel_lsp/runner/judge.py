@@ -978,7 +978,11 @@ def seen_inputs_faster(
     ratios = sorted(_local_ratios(samples, fresh))
     if len(ratios) < 2:
         return None
-    ratio = ratios[len(ratios) // 2]
+    # Read at the three-quarter point, not the median: a result kept makes every run on new
+    # inputs slow, where a busy host slows one now and then. With 3 runs on new inputs (a short
+    # timing) the median took two preempted ones: the fake GPU's honest 4096-element add read
+    # 0.43x in CI on 2 busy cores (3.1 ms seen against 7.1 ms new); the cheats read 0.17x on all.
+    ratio = ratios[-(-3 * len(ratios) // 4) - 1]
     if ratio >= CACHE_RATIO * min(1.0, calibration):
         return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
