@@ -20,6 +20,13 @@ BINARY_PROBE_BYTES = 8192
 UTF8_BOM = "\ufeff"
 CUDA_SUFFIXES = (".cu", ".cuh")  # the files kernel-lsp checks
 SPEC_SUFFIX = ".spec.py"  # `vadd.spec.py` beside `vadd.cu`: what its kernels must compute
+
+
+def is_cuda(path: str) -> bool:
+    """A file kernel-lsp checks (by its name)."""
+    return path.endswith(CUDA_SUFFIXES)
+
+
 # Folders a walk for CUDA files never enters (nor any whose name starts with a dot).
 SKIPPED_DIRS = frozenset({"node_modules", "build", "__pycache__", "dist", ".git"})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 
 class Severity(enum.IntEnum):
@@ -437,6 +437,66 @@ class CudaVersions:
             "nvccFrom": self.nvcc_from or None,
         }
         return found | ({"nvccProblem": self.nvcc_problem} if self.nvcc_problem else {})
+
+
+# --- watching a folder (the engine's watch.py; check --watch and the server take these) -------
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What changed on disk in one folder over a debounce window: distinct paths."""
+
+    changed: frozenset[str] = frozenset()  # created, modified or moved here
+    deleted: frozenset[str] = frozenset()  # deleted or moved away
+    deleted_dirs: frozenset[str] = frozenset()  # folders deleted or moved away (files unknown)
+    rules_changed: bool = False  # a .gitignore changed
+    database_changed: bool = False  # a compile_commands.json was written, moved or deleted
+    events: int = 0  # raw events folded into this batch
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.changed or self.deleted or self.deleted_dirs or self.rules_changed or self.database_changed
+        )
+
+
+@dataclass
+class ChangePlan:
+    """What a batch means for checks (the include graph's reading of it: Workspace.plan_changes)."""
+
+    changed: set[str] = field(default_factory=set)  # watched CUDA files that changed themselves
+    dependents: set[str] = field(default_factory=set)  # files that read a changed header or spec
+    forget: set[str] = field(default_factory=set)  # deleted files
+
+    @property
+    def check(self) -> set[str]:
+        return (self.changed | self.dependents) - self.forget
+
+
+@dataclass
+class Scan:
+    """The watched files under a folder, as a walk found them."""
+
+    files: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # folders that could not be read
+    truncated: bool = False
+
+
+class FolderWatch(Protocol):
+    """A folder watched for CUDA and spec files that change on disk (Workspace.watch_folder):
+    started and stopped by the front end that asked, its batches handed to that front end's
+    callback from the watcher's own thread."""
+
+    @property
+    def root(self) -> str: ...
+
+    @property
+    def exclude(self) -> tuple[str, ...]: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def scan(self, limit: int = ...) -> Scan: ...
 
 
 class RayUnavailable(RuntimeError):

@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pathspec
 from watchdog.events import (
@@ -43,8 +43,9 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from .compile.compile_commands import MAX_DATABASE_BYTES
-from .files import CUDA_SUFFIXES, SKIPPED_DIRS, SPEC_SUFFIX, read_regular, read_text_file, spec_owners
+from .files import SKIPPED_DIRS, SPEC_SUFFIX, is_cuda, read_regular, read_text_file, spec_owners
 from .include_graph import IncludeGraph, normalize
+from .model import Batch, ChangePlan, Scan
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,6 @@ DEBOUNCE_S = 0.2
 MAX_DELAY_S = 2.0
 # Folder names that hold build output or tools' state rather than the user's sources.
 BUILD_DIRS = frozenset(SKIPPED_DIRS | {"_build", "out", "target", "site-packages", "CMakeFiles"})
-
-
-def is_cuda(path: str) -> bool:
-    return path.endswith(CUDA_SUFFIXES)
 
 
 def is_spec(path: str) -> bool:
@@ -144,13 +141,6 @@ class IgnoreRules:
 # --- walking a tree ---------------------------------------------------------------------------
 
 
-@dataclass
-class Scan:
-    files: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # folders that could not be read
-    truncated: bool = False
-
-
 def scan_tree(root: str, rules: IgnoreRules, limit: int = 100_000) -> Scan:
     """The watched files under `root` (symlinked folders not followed, so loops are harmless)."""
     out = Scan()
@@ -172,21 +162,6 @@ def scan_tree(root: str, rules: IgnoreRules, limit: int = 100_000) -> Scan:
 
 
 # --- batches ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Batch:
-    changed: frozenset[str] = frozenset()  # created, modified or moved here
-    deleted: frozenset[str] = frozenset()  # deleted or moved away
-    deleted_dirs: frozenset[str] = frozenset()  # folders deleted or moved away (files unknown)
-    rules_changed: bool = False  # a .gitignore changed
-    database_changed: bool = False  # a compile_commands.json was written, moved or deleted
-    events: int = 0  # raw events folded into this batch
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.changed or self.deleted or self.deleted_dirs or self.rules_changed or self.database_changed
-        )
 
 
 class BatchCollector:
@@ -314,6 +289,10 @@ class WorkspaceWatcher:
         self.events_seen = 0
         self._databases: dict[str, str | None] = {}  # path -> digest of its last text seen
 
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        return self.rules.exclude
+
     def start(self) -> None:
         if not os.path.isdir(self.root):
             raise OSError(f"not a folder: {self.root}")
@@ -426,21 +405,10 @@ class _Handler(FileSystemEventHandler):
 # --- from a batch to work ---------------------------------------------------------------------
 
 
-@dataclass
-class Plan:
-    changed: set[str] = field(default_factory=set)  # watched CUDA files that changed themselves
-    dependents: set[str] = field(default_factory=set)  # files that read a changed header or spec
-    forget: set[str] = field(default_factory=set)  # deleted files
-
-    @property
-    def check(self) -> set[str]:
-        return (self.changed | self.dependents) - self.forget
-
-
-def plan_batch(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> Plan:
+def plan_batch(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> ChangePlan:
     """What a batch means for checks, updating `graph` on the way. `known` lists files the
     caller tracks beyond the graph (for folders deleted or moved away)."""
-    plan = Plan()
+    plan = ChangePlan()
     deleted = set(batch.deleted)
     for folder in batch.deleted_dirs:
         prefix = folder + os.sep

@@ -23,7 +23,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
@@ -51,7 +51,16 @@ from .compile.versions import cuda_versions
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .files import decode_source, read_source
 from .include_graph import IncludeGraph
-from .model import CompileResult, CudaVersions, Diagnostic, LibraryBuild, TimingSettings
+from .model import (
+    Batch,
+    ChangePlan,
+    CompileResult,
+    CudaVersions,
+    Diagnostic,
+    FolderWatch,
+    LibraryBuild,
+    TimingSettings,
+)
 
 if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they are used, not in every worker
     from collections.abc import Sequence
@@ -319,6 +328,29 @@ class Workspace:
         (None: all): the first is the context a header that fails alone is checked in, and their
         launches give its kernels' blocks."""
         return includers_in(graph, header, limit)
+
+    @staticmethod
+    def watch_folder(
+        root: str,
+        on_batch: Callable[[Batch], None],
+        exclude: Iterable[str] = (),
+        accept: Callable[[str], bool] | None = None,
+    ) -> FolderWatch:
+        """A watcher of `root`'s CUDA and spec files (watch.py; not started): debounced batches
+        to `on_batch` from its own thread, less `exclude` (absolute globs) and what `accept`
+        turns down. `start` raises OSError when the folder cannot be watched."""
+        from .watch import WorkspaceWatcher
+
+        return WorkspaceWatcher(root, on_batch, exclude, accept=accept)
+
+    @staticmethod
+    def plan_changes(batch: Batch, graph: IncludeGraph, known: Iterable[str] = ()) -> ChangePlan:
+        """What a batch means for checks: the files to check again (changed ones, and those that
+        include a changed header or own a changed spec) and those to forget, `graph` updated on
+        the way; `known`: files the caller tracks beyond the graph (a deleted folder's)."""
+        from .watch import plan_batch
+
+        return plan_batch(batch, graph, known)
 
     def select_files(self, paths: list[str], force_exclude: bool = False) -> FileSelection:
         """The CUDA files under `paths` (folders walked, sorted; each file once), less what the

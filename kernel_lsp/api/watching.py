@@ -1,6 +1,8 @@
-"""The file watcher and the include graph (who includes whom), for `check --watch` and the server."""
+"""The file watcher's plain types and the include graph (who includes whom), for `check --watch`
+and the server; the watcher itself comes from `Workspace.watch_folder`."""
 
+from ..files import is_cuda
 from ..include_graph import IncludeGraph, normalize, read_text
-from ..watch import Batch, WorkspaceWatcher, is_cuda, plan_batch
+from ..model import Batch, ChangePlan, FolderWatch, Scan
 
-__all__ = ["Batch", "IncludeGraph", "WorkspaceWatcher", "is_cuda", "normalize", "plan_batch", "read_text"]
+__all__ = ["Batch", "ChangePlan", "FolderWatch", "IncludeGraph", "Scan", "is_cuda", "normalize", "read_text"]

@@ -1,5 +1,5 @@
-"""`kernel-lsp --check --watch`: one full check, then only what changed (the engine's
-WorkspaceWatcher and include graph decide what that is)."""
+"""`kernel-lsp --check --watch`: one full check, then only what changed (the Workspace's folder
+watchers and the include graph decide what that is)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TextIO
 
 from ..api.checks import CheckRequest, CheckScheduler, FileCheck
 from ..api.model import CudaVersions
-from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher, is_cuda, normalize, plan_batch
+from ..api.watching import Batch, FolderWatch, IncludeGraph, is_cuda, normalize
 from ..workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class _WatchSession:
         self.batches: queue.Queue[Batch | None] = queue.Queue()
         # Each file under its deadline and memory limit, in workers that die with this process.
         self.scheduler = CheckScheduler(max(1, min(len(self.files) or 1, os.cpu_count() or 1)))
-        self.watchers: list[WorkspaceWatcher] = []
+        self.watchers: list[FolderWatch] = []
         self.cuda: CudaVersions | None = None  # the CUDA the first report named
 
     def follows(self, path: str) -> bool:
@@ -120,14 +120,16 @@ class _WatchSession:
         # A folder inside another watched folder needs no observer of its own.
         roots = [r for r in roots if not any(r.startswith(o + os.sep) for o in roots if o != r)]
         for root in roots:
-            w = WorkspaceWatcher(root, self.batches.put, self.settings.exclude, accept=self.follows)
+            w = self.workspace.watch_folder(
+                root, self.batches.put, self.settings.exclude, accept=self.follows
+            )
             w.start()
             self.watchers.append(w)
 
     def apply(self, batch: Batch) -> None:
         from .formats import FORMATTERS, View, _rel
 
-        plan = plan_batch(batch, self.graph, self.files)
+        plan = self.workspace.plan_changes(batch, self.graph, self.files)
         for p in plan.changed:
             if is_cuda(p) and (p in self.explicit or any(p.startswith(f + os.sep) for f in self.folders)):
                 self.files.add(p)

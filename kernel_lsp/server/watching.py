@@ -1,10 +1,10 @@
 """Keeps diagnostics true when files change on disk outside the editor (git checkouts, code
 generators, another editor).
 
-- A `WorkspaceWatcher` (watchdog, inotify) runs per workspace folder: started on `initialized`
+- A folder watcher (`Workspace.watch_folder`: watchdog, inotify) runs per workspace folder: started on `initialized`
   and on `workspace/didChangeWorkspaceFolders`, stopped on `shutdown`. Its debounced batches
   cross to the event loop with `call_soon_threadsafe`.
-- A batch becomes work through the include graph (`kernel_lsp.watch.plan_batch`): changed files
+- A batch becomes work through the include graph (`Workspace.plan_changes`): changed files
   and every file that includes a changed header, directly or transitively, are re-checked
   (closed files from disk, their diagnostics published); deleted files are forgotten.
 - A `compile_commands.json` written anywhere under a folder (build folders included, ignored or
@@ -42,7 +42,7 @@ from .uris import uri_to_path
 
 if TYPE_CHECKING:
     from ..api.checks import Includer
-    from ..api.watching import Batch, IncludeGraph, WorkspaceWatcher
+    from ..api.watching import Batch, FolderWatch, IncludeGraph
 
 # The engine's modules (the include graph, the checker, watchdog) are imported where they are
 # used: registering the feature must not slow the server's answer to `initialize` (app.py).
@@ -60,7 +60,7 @@ class Watching:
     def __init__(self, server) -> None:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.watchers: dict[str, WorkspaceWatcher] = {}
+        self.watchers: dict[str, FolderWatch] = {}
         # The graph is filled by the start-up walk (a thread) and by the loop: one lock.
         self._graph: IncludeGraph | None = None
         self.graph_lock = threading.Lock()
@@ -169,7 +169,7 @@ class Watching:
 
     async def settings_changed(self) -> None:
         """Watchers built with other `exclude` globs start again with the new ones."""
-        stale = [r for r, w in self.watchers.items() if w.rules.exclude != self._exclude_for(r)]
+        stale = [r for r, w in self.watchers.items() if w.exclude != self._exclude_for(r)]
         for root in stale:
             self.watchers.pop(root).stop()
             self.ready.discard(root)
@@ -177,9 +177,7 @@ class Watching:
             await self.sync_folders()
 
     async def _start(self, root: str) -> None:
-        from ..api.watching import WorkspaceWatcher
-
-        watcher = WorkspaceWatcher(root, self._from_thread, self._exclude_for(root))
+        watcher = self.server.engine.watch_folder(root, self._from_thread, self._exclude_for(root))
         self.watchers[root] = watcher
         loop = asyncio.get_running_loop()
         try:
@@ -231,7 +229,7 @@ class Watching:
         finally:
             self._starting = False
 
-    def _scan(self, watcher: WorkspaceWatcher):
+    def _scan(self, watcher: FolderWatch):
         from ..api.watching import is_cuda, read_text
 
         scan = watcher.scan(SCAN_LIMIT)
@@ -282,8 +280,6 @@ class Watching:
 
     def handle_batch(self, batch: Batch, include_dirs: tuple[str, ...] | None = None) -> None:
         """On the loop: turn a batch into re-checks and forgotten files."""
-        from ..api.watching import plan_batch
-
         if self._stopped:
             return
         self.batches += 1
@@ -292,7 +288,7 @@ class Watching:
         with self.graph_lock:
             if include_dirs is not None:
                 self.graph.include_dirs = include_dirs
-            plan = plan_batch(batch, self.graph, list(analysis.results))
+            plan = self.server.engine.plan_changes(batch, self.graph, list(analysis.results))
         for path in sorted(plan.forget):
             if not self._is_open(path):  # an open buffer still holds the text
                 analysis.forget(path)

@@ -360,9 +360,7 @@ CHECK_MACHINERY = (
     "watch",
 )
 FRONT_END_REACH: dict[tuple[str, str], str] = {
-    ("kernel_lsp.cli.watch", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
     ("kernel_lsp.server.gpu_feature", "kernel_lsp.gpu"): "GpuSession",
-    ("kernel_lsp.server.watching", "kernel_lsp.watch"): "Batch, WorkspaceWatcher, is_cuda, plan_batch",
 }
 
 
