@@ -9,15 +9,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernel_lsp.model import CompileResult
 
 if TYPE_CHECKING:
     from kernel_lsp.evaluation.specs import SpecArg
+    from kernel_lsp.gpu_results import DeviceInfo
     from kernel_lsp.model import FileCheck
 
-__all__ = ["Artifact", "FileDone", "GpuCheckRequest", "GpuPlan"]
+__all__ = ["Artifact", "FileDone", "GpuCheckRequest", "GpuPlan", "OpenGpu"]
 
 # What a caller passes for the code to run: the compiled artifact (the one road), or compile
 # options / None, which GpuSession compiles first (through the same compile_source and its cache).
@@ -77,6 +78,21 @@ class FileDone:
     total: int
     gpu: str = ""
     verify_s: float = 0.0
+
+
+class OpenGpu(Protocol):
+    """A GPU the Workspace opened (`Workspace.open_gpus`: a `GpuSession`), as a front end holds
+    it: where it is and what it is, for the names it shows; the front end hands it back to the
+    Workspace's `verify`, `bench` and `profile`, and reaches no GPU machinery itself."""
+
+    @property
+    def device(self) -> DeviceInfo | None: ...
+
+    @property
+    def device_index(self) -> int: ...
+
+    @property
+    def host(self) -> str: ...
 
 
 @dataclass

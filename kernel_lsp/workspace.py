@@ -50,6 +50,7 @@ from .compile.includes import header_stamps, include_closure
 from .compile.versions import cuda_versions
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .files import decode_source, read_source
+from .gpu_request import OpenGpu
 from .include_graph import IncludeGraph
 from .model import (
     Batch,
@@ -69,7 +70,7 @@ if TYPE_CHECKING:  # the spec package (numpy) and the GPU side load where they a
     from .evaluation.worker_process import ProgressFn
     from .fence import Finding
     from .gpu import GpuSession
-    from .gpu_results import KernelCheck
+    from .gpu_results import DeviceInfo, KernelCheck
     from .spec import Spec, SpecLoad
 
 _Log = Callable[[str], None]
@@ -605,7 +606,7 @@ class Workspace:
 
     def verify(
         self,
-        session: GpuSession,
+        gpu: OpenGpu,
         path: str,
         text: str | None = None,
         spec_text: str | None = None,
@@ -619,6 +620,7 @@ class Workspace:
         the ones this would compile."""
         from .gpu import check_file
 
+        session = _session(gpu)
         if text is None:
             # The text the compile check reads (BOM dropped, bytes that are not UTF-8 as "?").
             text, _ = read_source(path, self.settings_for(path).max_file_bytes)
@@ -642,7 +644,7 @@ class Workspace:
 
     def bench(
         self,
-        session: GpuSession,
+        gpu: OpenGpu,
         path: str,
         text: str,
         specs: SpecLoad,
@@ -656,6 +658,7 @@ class Workspace:
         launched kernel's share of the time). Each check's launched kernels are in `launched`."""
         from .gpu import GpuCheckRequest
 
+        session = _session(gpu)
         options = self.device_options(path, session.device, text)
         chosen = [s for s in specs.specs if names is None or s.kernel in names or s.name in names]
         artifact = library = None
@@ -679,11 +682,12 @@ class Workspace:
                 out.shares_note[spec.kernel] = note
         return out
 
-    def profile(self, session: GpuSession, verification: Verification) -> None:
+    def profile(self, gpu: OpenGpu, verification: Verification) -> None:
         """Add the ncu profile (limiter, stalls, hot lines, achieved occupancy) to each verified
         and timed check of `verification`, in place (seconds: after the verdict is shown)."""
         if verification.text is None:
             return
+        session = _session(gpu)
         for check in verification.checks:
             session.add_occupancy(
                 check,
@@ -740,7 +744,26 @@ class Workspace:
         return BackendPool(sessions)
 
 
-def gpu_label(session: GpuSession) -> str:
+def _session(gpu: OpenGpu) -> GpuSession:
+    """The session behind a front end's `OpenGpu` (one that `open_gpus` or `gpu_session` gave)."""
+    from .gpu import GpuSession
+
+    if not isinstance(gpu, GpuSession):
+        raise TypeError(f"not a GPU the Workspace opened: {type(gpu).__name__}")
+    return gpu
+
+
+def gpu_name(device: DeviceInfo | None, host: str, unnamed: str = "GPU") -> str:
+    """The device's name (`unnamed` when it has none), and the host when another machine holds it
+    (a Ray cluster's GPU, for an editor on a machine without one): what hover, lenses and the
+    status bar show."""
+    import socket
+
+    name = device.name if device else unnamed
+    return name if not host or host == socket.gethostname() or host in name else f"{name} on {host}"
+
+
+def gpu_label(session: OpenGpu) -> str:
     """`GPU 1` on this machine, `node-7 GPU 1` on another node of a cluster."""
     import socket
 

@@ -12,7 +12,7 @@ from ..gpu import (
 )
 from ..gpu_check import verify_checks
 from ..gpu_reports import HotLine, ProfileReport
-from ..gpu_request import FileDone, GpuPlan
+from ..gpu_request import FileDone, GpuPlan, OpenGpu
 from ..model import TimingSettings
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
 
@@ -25,6 +25,7 @@ __all__ = [
     "GpuSession",
     "HotLine",
     "KernelCheck",
+    "OpenGpu",
     "ProfileReport",
     "RayUnavailable",
     "TimingSettings",

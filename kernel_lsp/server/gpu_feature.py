@@ -12,9 +12,9 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from ..api.gpu import GPU_OFF_IN_EDITOR, GpuSession, KernelCheck, no_gpu_message
+from ..api.gpu import GPU_OFF_IN_EDITOR, KernelCheck, OpenGpu, no_gpu_message
 from ..api.sources import spec_path_for
-from ..workspace import gpu_label
+from ..workspace import gpu_label, gpu_name
 
 if TYPE_CHECKING:
     from ..workspace import GpuPool
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 class GpuFeature:
     def __init__(self, server) -> None:
         self.server = server
-        self.session: GpuSession | None = None  # the first GPU's (device name, the optimizer)
+        self.session: OpenGpu | None = None  # the first GPU's (device name, the optimizer)
         self.pool: GpuPool | None = None  # one session per GPU of gpu.devices
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-gpu")
         self.results: dict[str, list[KernelCheck]] = {}
@@ -59,7 +59,7 @@ class GpuFeature:
         self._thread = ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="kernel-lsp-gpu")
         session = sessions[0]
         self.session = session
-        self.server.gpu_up(self, remote_name(session, session.device.name if session.device else "GPU"))
+        self.server.gpu_up(self, gpu_name(session.device, session.host))
         log.info(
             "GPU checks on %s",
             ", ".join(f"{gpu_label(s)} ({s.device.name if s.device else '?'})" for s in sessions),
@@ -144,7 +144,7 @@ class GpuFeature:
             self.server.send_status(None)
 
     @staticmethod
-    def _verify_on(engine, path: str, text: str, spec_text: str | None, session: GpuSession):
+    def _verify_on(engine, path: str, text: str, spec_text: str | None, session: OpenGpu):
         """The whole file on one GPU: compiled once for its exact arch, then every spec'd kernel
         verified and timed on that artifact."""
         return session, engine.verify(session, path, text, spec_text)
@@ -153,12 +153,3 @@ class GpuFeature:
         caps = self.server.client_capabilities.workspace
         if caps and caps.code_lens and caps.code_lens.refresh_support:
             self.server.workspace_code_lens_refresh(None)
-
-
-def remote_name(session: GpuSession, name: str) -> str:
-    """The device's name, and the host when another machine holds it (a Ray cluster's GPU, for
-    an editor on a machine without one): what hover, lenses and the status bar show."""
-    import socket
-
-    host = session.host
-    return name if host in ("", socket.gethostname()) else f"{name} on {host}"

@@ -7,16 +7,17 @@ import socket
 from types import SimpleNamespace
 
 from kernel_lsp.optimizer.session import _where as optimize_where
-from kernel_lsp.server.gpu_feature import remote_name
 from kernel_lsp.server.requests.hover import _where as hover_where
+from kernel_lsp.workspace import gpu_name
 
 
 def test_a_remote_gpu_is_named_with_its_host_and_a_local_one_as_before():
     here = socket.gethostname()
-    assert remote_name(SimpleNamespace(host="gpu-host"), "NVIDIA H200") == "NVIDIA H200 on gpu-host"
-    assert remote_name(SimpleNamespace(host=here), "NVIDIA H200") == "NVIDIA H200"
-    assert remote_name(SimpleNamespace(host=""), "NVIDIA H200") == "NVIDIA H200"
     device = SimpleNamespace(name="NVIDIA H200")
+    assert gpu_name(device, "gpu-host") == "NVIDIA H200 on gpu-host"
+    assert gpu_name(device, here) == "NVIDIA H200"
+    assert gpu_name(device, "") == "NVIDIA H200"
+    assert gpu_name(None, "gpu-host") == "GPU on gpu-host"  # a device that did not say its name
     assert hover_where(SimpleNamespace(device=device, host="gpu-host"), "GPU") == "NVIDIA H200 on gpu-host"
     assert hover_where(SimpleNamespace(device=device, host=here), "GPU") == "NVIDIA H200"
     assert (

@@ -292,8 +292,6 @@ def gpu_sections(snapshot: DocumentSnapshot, kernel: str) -> list[str]:
 
 def _where(k, device: str) -> str:
     """The device that measured `k`, and its host when that is another machine (a Ray cluster's)."""
-    import socket
+    from ...workspace import gpu_name
 
-    name = k.device.name if k.device else device
-    host = getattr(k, "host", "")
-    return name if not host or host == socket.gethostname() or host in name else f"{name} on {host}"
+    return gpu_name(k.device, getattr(k, "host", ""), device)
