@@ -736,6 +736,14 @@ class Workspace:
 
         return kernel_symbols(artifact, kernels)[1]
 
+    @staticmethod
+    def load_gpu_side() -> None:
+        """Import the GPU side now (GpuSession, the evaluation backends, numpy: about 0.2 s): a
+        front end that forks check workers calls it first, so that they inherit it rather than
+        each importing it again."""
+        from . import gpu  # noqa: F401
+        from .evaluation import choose, pool  # noqa: F401
+
     def gpu_pool(self, sessions: Sequence[GpuSession]) -> GpuPool:
         """The sessions as one pool: each job borrows a free one for its whole run (one
         candidate per GPU at a time)."""

@@ -2,7 +2,6 @@
 hands them to (CheckScheduler: its workers, deadlines, first looks and cancel tokens), the results,
 and the settings and options they ran with."""
 
-from ..compile.compile_commands import Lookup
 from ..compile.options import CompileOptions
 from ..config import Settings, SettingsOverrides, gpus_value, parse_overrides
 from ..files import CUDA_SUFFIXES, SPEC_SUFFIX, spec_owners
@@ -21,7 +20,6 @@ __all__ = [
     "CompileOptions",
     "FileCheck",
     "Includer",
-    "Lookup",
     "Settings",
     "SettingsOverrides",
     "Trigger",

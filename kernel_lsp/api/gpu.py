@@ -1,28 +1,16 @@
-"""GPU sessions (opened through the Workspace), what they are asked (GpuCheckRequest) and what they
-return: checks, profiles, why no GPU."""
+"""What a front end holds of the GPUs the Workspace opened (`OpenGpu`), what it asks of them
+(`GpuPlan`), what they return (checks, profiles, a file's verdicts) and why no GPU verifies."""
 
-from ..evaluation.choose import RayUnavailable
-from ..evaluation.pool import BackendPool
-from ..gpu import (
-    GPU_OFF_IN_EDITOR,
-    GpuCheckRequest,
-    GpuSession,
-    KernelCheck,
-    no_gpu_message,
-)
-from ..gpu_check import verify_checks
-from ..gpu_reports import HotLine, ProfileReport
+from ..gpu_reports import GPU_OFF_IN_EDITOR, HotLine, ProfileReport, no_gpu_message
 from ..gpu_request import FileDone, GpuPlan, OpenGpu
-from ..model import TimingSettings
+from ..gpu_results import KernelCheck
+from ..model import RayUnavailable, TimingSettings
 from ..profile_text import memory_text, profile_lines, sol_text, stall_text
 
 __all__ = [
     "GPU_OFF_IN_EDITOR",
-    "BackendPool",
     "FileDone",
-    "GpuCheckRequest",
     "GpuPlan",
-    "GpuSession",
     "HotLine",
     "KernelCheck",
     "OpenGpu",
@@ -34,5 +22,4 @@ __all__ = [
     "profile_lines",
     "sol_text",
     "stall_text",
-    "verify_checks",
 ]

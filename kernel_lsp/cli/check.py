@@ -51,7 +51,7 @@ def _load_the_rest() -> None:
     """What the checks and check_main need (numpy for specs and GPU verification: ~0.2 s), loaded
     before the workers fork: they inherit it, where they and this process each imported it
     before, and a one-file check costs what it did in process."""
-    from ..api import gpu  # noqa: F401  (check's GPU pass, the backends)
+    Workspace.load_gpu_side()
     from . import formats  # noqa: F401
 
 
