@@ -416,11 +416,21 @@ class Analysis:
         if previews or os.path.normpath(found.path) != os.path.normpath(path):
             return
         previews.append(found)
-        current = self._snapshot(path)
-        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+        if self._superseded(path, snap):
             return
         self.first_looks += 1
         self.set_findings(path, found.diagnostics)
+
+    def _superseded(self, path: str, snap: Snapshot) -> bool:
+        """Whether an early word of the check of `snap` would be stale: the editor's text moved
+        on, or the file was asked for again since that check began (a save after its
+        compile_commands.json was fixed: the check in flight still compiles with the old flags,
+        and its NVRTC errors, published without the database's warning, read as the new verdict;
+        CI, 2026-12-07). The check's full result still lands, then the next check's."""
+        current = self._snapshot(path)
+        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+            return True
+        return path in self._again
 
     def _first_look_pays(self, path: str) -> bool:
         """A first look is worth a worker and a core when it is well under the full check
@@ -443,10 +453,7 @@ class Analysis:
     def _publish_first_look(self, path: str, snap: Snapshot, preview: FileCheck) -> None:
         """The front end's findings, while the full compile goes on; only for the text the editor
         still has."""
-        if any(r.cancelled for r in preview.results):
-            return
-        current = self._snapshot(path)
-        if current.version != snap.version or (snap.text is not None and current.text != snap.text):
+        if any(r.cancelled for r in preview.results) or self._superseded(path, snap):
             return
         self.first_looks += 1
         self.set_findings(path, preview.diagnostics)

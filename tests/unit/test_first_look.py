@@ -65,3 +65,29 @@ def test_nothing_starts_after_shutdown(tmp_path):
         assert not a.workers_running and a.compiles == 0
 
     asyncio.run(run())
+
+
+def test_a_check_asked_for_again_publishes_no_early_word():
+    """CI, 2026-12-07: a compile_commands.json fixed and the file saved while the check with the
+    broken database ran; that check's NVRTC errors (which carry no database warning) were
+    published after the save and read as the new verdict. Its full result still lands."""
+    published: list[list[Diagnostic]] = []
+    a = Analysis(
+        publish=lambda path, diagnostics: published.append(list(diagnostics)),
+        snapshot=lambda path: Snapshot("text", 1),
+        workspace=lambda: Workspace.fixed(Settings()),
+        workers=1,
+    )
+    path = "/w/k.cu"
+    error = Diagnostic(path, 1, 1, Severity.ERROR, 'cannot open source file "scale.cuh"')
+    nvrtc = CompileResult(path, "sm_90", False, [error], compiler="nvrtc")
+    a._again.add(path)  # a save came while the check ran
+    a._publish_preview(path, Snapshot("text", 1), nvrtc, [])
+    a._publish_first_look(path, Snapshot("text", 1), FileCheck(path, [error], [nvrtc]))
+    assert published == [] and a.first_looks == 0
+    a._again.clear()  # nothing asked since: the early word is the newest there is
+    a._publish_preview(path, Snapshot("text", 1), nvrtc, [])
+    assert published and published[-1] == [error] and a.first_looks == 1
+    # The editor's text moved on: stale either way.
+    a._publish_first_look(path, Snapshot("older", 0), FileCheck(path, [error], [nvrtc]))
+    assert a.first_looks == 1
