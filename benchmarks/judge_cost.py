@@ -55,7 +55,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path[:0] = [os.path.abspath(args.tree), str(REPO / "tests")]
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")  # profiles are not the question
-    # Each judged timing's clock (batch size, request and copy times, seen/new ratios), printed
+    # Each judged timing's clock (batch size, request and copy times, figure/new-inputs ratios), printed
     # as `#` lines under its row (runner/worker._note_clock; ignored by trees that lack it).
     clocks = Path(tempfile.mkdtemp(prefix="klsp-judge-clocks-")) / "clocks.txt"
     os.environ["KERNEL_LSP_JUDGE_CLOCKS"] = str(clocks)

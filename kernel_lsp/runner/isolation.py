@@ -40,7 +40,9 @@ MAX_SETS = 3  # distinct input sets for timed launches (one of them a verificati
 # the judge's gates (`GatedRun`), on sets it has not seen in verification; each set's inputs
 # live in the judge's own memory and are written into the buffers the accused maps only inside
 # the gate, right before its `go`. Now and then a side runs on a set new to it (at its 2nd, 4th,
-# 8th... measured run): those runs are the yardstick for the runs on inputs seen before.
+# 8th... measured run): those runs are the yardstick for the figure its runs give, and the
+# outputs of each side's first run on each set are checked, so a run on new inputs cannot skip
+# its work.
 JUDGED_SETS = 9
 SETS_MEMORY_FRACTION = 0.25  # of the device's memory, for all sets of one case together
 CHECKED_SETS = 2  # sets whose final outputs are checked after timing (chosen at random)
@@ -183,6 +185,10 @@ class TimedSets:
         self._calls: dict[int, int] = {}  # per side: gated runs measured
         self._used = 1  # sets some side has run on
         self._new = False  # whether the last gated run's set was new to its side
+        self._first = False  # whether it was that side's first run on that set (warm-up too)
+        # The outputs of each side's first run on each set (side, set, output -> a copy on the
+        # device), checked with the rest (`check_outputs`).
+        self.first_outputs: list[tuple[int, int, dict[str, int]]] = []
         self.seed = seed
         # Judge-private copies of every input of a gated set, written into its buffers inside
         # the gate: set k -> name -> pointer.
@@ -271,21 +277,32 @@ class TimedSets:
     def choose(self, side: int) -> int:
         """The set of side `side`'s next gated run: set 0 while warming up; at a side's 2nd, 4th,
         8th... measured run, a set new to it (the one the other side last moved to, or the next
-        unused one), so runs on new inputs are spread over the measurement and each can be set
-        against the runs on seen inputs just around it; otherwise the set in use."""
+        unused one), so runs on new inputs are spread over the measurement; otherwise the set
+        in use."""
+        seen = self._seen.setdefault(side, set())
         if self.warming:
             self.current = 0
+            self._first = 0 not in seen
+            seen.add(0)
             return 0
         calls = self._calls[side] = self._calls.get(side, 0) + 1
-        seen = self._seen.setdefault(side, {0})
+        seen.add(0)
         k = max(0, self.current)
         if calls >= 2 and calls & (calls - 1) == 0 and k in seen and self._used < len(self.sets):
             k = self._used
             self._used += 1
-        self._new = k not in seen
+        self._new = self._first = k not in seen
         seen.add(k)
         self.current = k
         return k
+
+    def keep_first_outputs(self, side: int, k: int) -> None:
+        """After a gated run of set k (its outputs in the judge's copy): where it was the side's
+        first run on that set, its outputs kept for `check_outputs`. The last run's outputs of
+        a set alone would let a candidate skip the work on inputs it sees for the first time and
+        do it on the next runs, which then look no slower than the runs on new inputs."""
+        if self._first:
+            self.first_outputs.append((side, k, self.sets[k].bufs.keep_outputs()))
 
     def scrub_set(self, k: int) -> None:
         """After a gated run of set k, its inputs emptied from the buffers the accused maps
@@ -350,7 +367,8 @@ class TimedSets:
         """The outputs left by the last timed launch on each set whose reference is known, on
         set `include`, on every set of the last judged batch (a batch could skip the work of one
         set in it), and on sets chosen at random until CHECKED_SETS are checked, must match the
-        reference of that set's inputs (no fast path while timed)."""
+        reference of that set's inputs (no fast path while timed); so must the outputs of each
+        side's first gated run on each set (`keep_first_outputs`)."""
         with turns.shared():
             self.device.sync()
         launched = [k for k, s in enumerate(self.sets) if s.launched]
@@ -358,12 +376,21 @@ class TimedSets:
         chosen = {k for k in launched if k in last or self.sets[k].reference is not None or k == include}
         rest = [k for k in launched if k not in chosen]
         chosen.update(self.rng.sample(rest, max(0, min(CHECKED_SETS - len(chosen), len(rest)))))
-        order = sorted(chosen)
+        firsts: dict[int, list[dict[str, int]]] = {}
+        for _side, k, kept in self.first_outputs:
+            firsts.setdefault(k, []).append(kept)
+        order = sorted(chosen | set(firsts))
         progress("checking timed outputs", label, None)
         references = self._references(order)
         try:
             for k, reference in zip(order, references, strict=True):
-                self._check_set(k, reference(), label, progress)
+                expected = reference()
+                for kept in firsts.get(k, []):
+                    with turns.shared():
+                        outs = {n: self.sets[k].bufs.read_kept(n, ptr) for n, ptr in kept.items()}
+                    self._check_set(k, expected, label, progress, outs, "its first timed launch on it")
+                if k in chosen:
+                    self._check_set(k, expected, label, progress)
         finally:
             for reference in references:
                 reference.cancel()
@@ -386,13 +413,17 @@ class TimedSets:
         reference: dict[str, np.ndarray],
         label: str,
         progress: Callable[[str, str, float | None], None],
+        outs: dict[str, np.ndarray] | None = None,
+        launch: str = "its last timed launch on it",
     ) -> None:
-        """Set k's outputs, as its last timed launch left them, against its reference."""
+        """Set k's outputs, as its last timed launch left them (or `outs`, as `launch` left
+        them), against its reference."""
         s = self.sets[k]
         progress("checking timed outputs", label, None)
-        with turns.shared():
-            outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
-        where = f"{label}, input set {k + 1} of {len(self.sets)}"
+        if outs is None:
+            with turns.shared():
+                outs = {n: s.bufs.read(n) for n in self.spec.outputs()}
+        where = f"{label}, input set {k + 1} of {len(self.sets)}, {launch}"
         try:
             CaseRunner(self.device, self.spec, lambda c: None).check_against(
                 outs, reference, where, "timing_mismatch", "expected (timing inputs)"
@@ -408,6 +439,10 @@ class TimedSets:
             ) from None
 
     def free(self) -> None:
+        for _side, _k, kept in self.first_outputs:
+            for ptr in kept.values():
+                self.device.free(ptr)
+        self.first_outputs.clear()
         for private in self._private.values():
             for ptr in private.values():
                 self.device.free(ptr)
@@ -446,11 +481,13 @@ class GatedRun:
         """One gated run's times (judge.Gate.run), its set's inputs emptied after it."""
         k = self.sets.choose(side)
         try:
-            return self.pipeline.run_gated(
+            times = self.pipeline.run_gated(
                 self.sets.device, self.bound[k], lambda: self.sets.prepare_set(k), cold_l2
             )
         finally:
             self.sets.scrub_set(k)
+        self.sets.keep_first_outputs(side, k)
+        return times
 
     def preparation(self, cold_l2: bool) -> float:
         """The judge's preparation of a run alone, no run queued (judge.RemotePipeline)."""

@@ -942,40 +942,40 @@ PREPARATION_CALIBRATION_RUNS = 3  # the judge's preparations alone, the least ta
 CACHE_RATIO = 0.5
 
 
-NEIGHBOURS = 4  # runs on seen inputs on each side of a run on new inputs that it is set against
+def _figure_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
+    """For each run on new inputs: the figure the samples give (their median, as
+    runner/timing.summarize reports it) over that run's own time.
 
-
-def _local_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
-    """For each run on new inputs: the median of the runs on seen inputs just around it, over
-    its own time (a drift of the machine hits both alike)."""
-    ratios = []
-    for p, (sample, new) in enumerate(zip(samples, fresh, strict=False)):
-        if not new or sample <= 0:
-            continue
-        lo, hi = max(0, p - NEIGHBOURS), min(len(samples), p + NEIGHBOURS + 1)
-        around = sorted(samples[k] for k in range(lo, hi) if k != p and not fresh[k])
-        if around:
-            ratios.append(around[len(around) // 2] / sample)
-    return ratios
+    The figure, not the runs on seen inputs just around it (as until the eleventh session): a
+    candidate knows a run on new inputs when it sees one, and one that did the work again on
+    the 4 runs after each (where it would copy a kept answer) made the median of the seen runs
+    around it a slow run and hid its cache, while its figure was the copy's, 10x the work's
+    (tests/integration/test_judge_boundary.py). Against the figure, the runs it slows to hide
+    count in the figure too. A run on new inputs cannot be made fast without the work: its
+    outputs are checked (runner/isolation.TimedSets.keep_first_outputs)."""
+    ordered = sorted(samples)
+    figure = ordered[len(ordered) // 2] if ordered else 0.0
+    return [figure / s for s, new in zip(samples, fresh, strict=False) if new and s > 0]
 
 
 def ratio_seen_to_new(samples: list[float], fresh: list[bool]) -> float:
-    """How much faster runs on seen inputs are than the runs on new inputs around them (the
-    median of those ratios; 1.0 when there is nothing to compare)."""
-    ratios = sorted(_local_ratios(samples, fresh))
+    """How much faster the figure is than the runs on new inputs (the median of those ratios;
+    1.0 when there is nothing to compare)."""
+    ratios = sorted(_figure_ratios(samples, fresh))
     return ratios[len(ratios) // 2] if ratios else 1.0
 
 
 def seen_inputs_faster(
     samples: list[float], fresh: list[bool], calibration: float = 1.0, noise_s: float = 0.0
 ) -> str | None:
-    """Why the samples look like a result kept between launches, or None: runs on inputs the
-    candidate had seen before must not be much faster than the runs on new inputs among them.
-    `calibration`: the same ratio for the trusted original in an A/B (an honest kernel's own
-    cost of new inputs, such as cold TLBs), which the candidate's is judged against. `noise_s`:
-    a gap between the medians that the device's own first use of new inputs can make (the fake
+    """Why the samples look like a result kept between launches, or None: the figure its runs
+    give must not be much faster than its runs on inputs it had not seen, which must do the
+    work. `calibration`: the same ratio for the trusted original in an A/B (an honest kernel's
+    own cost of new inputs, such as cold TLBs, and a drift of the machine over the measurement,
+    which hits both sides' runs alike), which the candidate's is judged against. `noise_s`: a
+    gap between the medians that the device's own first use of new inputs can make (the fake
     GPU's: the host's caches, which nothing flushes), below which nothing is read into it."""
-    ratios = sorted(_local_ratios(samples, fresh))
+    ratios = sorted(_figure_ratios(samples, fresh))
     if len(ratios) < 2:
         return None
     # Read at the three-quarter point, not the median: a result kept makes every run on new
@@ -986,11 +986,12 @@ def seen_inputs_faster(
     if ratio >= CACHE_RATIO * min(1.0, calibration):
         return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
-    old = sorted(s for s, f in zip(samples, fresh, strict=False) if not f)
-    if new[len(new) // 2] - old[len(old) // 2] <= noise_s:
+    ordered = sorted(samples)
+    figure = ordered[len(ordered) // 2]
+    if new[len(new) // 2] - figure <= noise_s:
         return None
     return (
-        f"runs on inputs it had already seen took {ratio:.2f}x the time of runs on new inputs "
-        f"around them ({old[len(old) // 2] * 1e6:.1f} us, median of {len(old)}, against "
-        f"{new[len(new) // 2] * 1e6:.1f} us, median of {len(new)}): a result kept between launches?"
+        f"its runs on inputs it had already seen give {figure * 1e6:.1f} us (the median of all "
+        f"{len(samples)} runs), {ratio:.2f}x the time of its runs on new inputs "
+        f"({new[len(new) // 2] * 1e6:.1f} us, median of {len(new)}): a result kept between launches?"
     )

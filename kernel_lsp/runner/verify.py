@@ -147,6 +147,25 @@ class Buffers:
             self.device.sync()
         self._settled = True
 
+    def keep_outputs(self) -> dict[str, int]:
+        """The outputs as they are now (the judge's copy where a run settled them), copied into
+        new allocations of the judge's own, queued with no wait (between two timed runs, the
+        judge's rhythm stays as it is): name -> pointer, which the caller frees."""
+        kept: dict[str, int] = {}
+        for name in self.spec.outputs():
+            ptr, nbytes = self.ptrs[name], self.nbytes[name]
+            base = self.base_of(ptr)
+            if self._settled and base in self._mirror:
+                ptr = self._mirror[base] + (ptr - base)
+            kept[name] = self.device.alloc(nbytes)
+            self.device.copy_async(kept[name], ptr, nbytes)
+        return kept
+
+    def read_kept(self, name: str, ptr: int) -> np.ndarray:
+        """Output `name` as `keep_outputs` kept it at `ptr`."""
+        dtype = DTYPES[self.spec.buffer(name).dtype]
+        return self.device.download(ptr, self.nbytes[name]).view(dtype).reshape(self.shapes[name])
+
     def _download(self, ptr: int, nbytes: int) -> np.ndarray:
         if self._settled:
             base = self.base_of(ptr)

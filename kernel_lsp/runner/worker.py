@@ -320,9 +320,10 @@ class Worker:
         # Several workers on one GPU (`check`'s lanes) share its memory: each counts its share.
         memory = int(self.device.info().get("total_mem_bytes", 0)) // gpu_lanes()
         if judged:
-            # Judged sets each get a mirror of their outputs too, and the GPU is shared with the
-            # accused processes: count from what is free now, halved.
-            memory = min(memory, int(self.device.free_memory()) // 2)
+            # Judged sets each get a mirror of their outputs too, and a copy of the outputs of
+            # each side's first run on them (isolation.TimedSets.keep_first_outputs), and the GPU
+            # is shared with the accused processes: count from what is free now, a third.
+            memory = min(memory, int(self.device.free_memory()) // 3)
         host = procs.memory_available() // gpu_lanes()
         count = set_count(spec, sizes, memory, most or MAX_SETS, host)
         # A judged candidate is timed on inputs it never saw in verification.
@@ -550,12 +551,12 @@ def _profiler() -> Any:
 
 
 def _note_clock(label: str, how: str, *seen_to_new: float) -> None:
-    """Each judged timing's clock, and per side how much faster its runs on inputs it had seen
-    were than its runs on new ones (the reading of runner/judge.seen_inputs_faster), appended to
+    """Each judged timing's clock, and per side how much faster its figure was than its runs on
+    new inputs (the reading of runner/judge.seen_inputs_faster), appended to
     KERNEL_LSP_JUDGE_CLOCKS (a file) or DIR/clocks.txt with KERNEL_LSP_WORKER_PROFILE=DIR: a
     developer's figures (benchmarks/judge_cost.py prints them)."""
     ratios = ", ".join(f"{r:.2f}" for r in seen_to_new)
-    _note(f"{label}: {how}; seen/new time per side: {ratios}")
+    _note(f"{label}: {how}; figure/new inputs time per side: {ratios}")
 
 
 def _note_phases(request: str, phase_s: dict[str, float]) -> None:

@@ -15,6 +15,7 @@ runs each one in a confined process of its own, as the optimizer runs an LLM's a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,38 @@ def test_an_entry_that_keeps_results_between_calls_is_suspicious(judged):
     assert not result.ok and result.problems[0].kind == "suspicious", result.message
     assert "already seen" in result.message
     print(f"JUDGE caches: {result.message[:200]}")
+
+
+@pytest.fixture(scope="module")
+def judged_long():
+    """At least 200 samples a timing: a cache that does the work again on the 4 runs after each
+    run on new inputs (8 in 200) still copies its kept answer in most runs, so it would gain."""
+    timing = TimingSettings(budget_s=1.0, min_samples=200)
+    with GpuSession(launch_timeout_s=3.0, timing=timing, sandboxed=True) as session:
+        assert session.available, session.reason
+        yield session
+
+
+@pytest.mark.xdist_group("timing")
+@pytest.mark.parametrize(
+    ("name", "kinds", "words"),
+    [
+        ("caches_slows_after_new", ("suspicious",), "already seen"),
+        # Its first sight launches no kernel: its bracket is shorter than the GPU's switch
+        # (suspicious), or, where it is not, its outputs are the judge's poison.
+        ("skips_new_inputs", ("suspicious", "timing_mismatch"), "first timed launch|switches to its process"),
+    ],
+)
+def test_an_entry_that_keeps_results_and_hides_it_is_refused(judged_long, name, kinds, words):
+    """A cache that does the work again on the 4 runs after each run on new inputs (which hid it
+    from the probe of the tenth session), and one that skips the work on first sight (its last
+    run on each set, the one checked then, is right): refused, on a GPU as on the fake one
+    (tests/integration/test_judge_boundary.py)."""
+    result = entry(judged_long, name)
+    figure = result.timings[-1].measurement.median_s * 1e6 if result.timings else None
+    print(f"JUDGE {name}: ok={result.ok} figure={figure} us: {result.message[:300]}")
+    assert not result.ok and result.problems[0].kind in kinds, result.message
+    assert re.search(words, result.message), result.message
 
 
 @pytest.mark.quiet  # two medians taken one after the other, as the clock patch's

@@ -559,3 +559,158 @@ def test_a_candidate_runs_on_no_gpu_when_one_of_them_has_no_sandbox():
     assert evaluator.judged_sessions == []  # no judged pool was opened, on any GPU
     assert evaluator._sessions(trusted=True) is evaluator.pool  # the user's code: the plain GPUs
     assert ran == ["local twin asked", "ray twin asked"]
+
+
+# Remembers its answers between calls by a fingerprint of the inputs (as CACHES), and hides the
+# cache from the judge's probe (runner/judge.seen_inputs_faster), which sets each run on new
+# inputs against the runs on seen inputs around it: on the 4 calls after each run on inputs new
+# to it, it does the slow honest work again, so the runs just after a new one are slow as well.
+# Most of its runs still copy a kept answer.
+CACHE_STATE = r"""
+struct entry { float key[4]; int n; int state; float* out; };  // state 1: seen once, 2: kept
+struct kept { entry table[64]; int slow_left; };
+static kept* kept_state()
+{
+    const char* where = getenv("KLSP_CACHE");
+    kept* s = where ? (kept*)strtoull(where, 0, 16) : 0;
+    if (!s) {
+        s = (kept*)calloc(1, sizeof(kept));
+        char text[32];
+        snprintf(text, sizeof text, "%llx", (unsigned long long)s);
+        setenv("KLSP_CACHE", text, 1);
+    }
+    return s;
+}
+static entry* find(kept* s, const float* x, int n)
+{
+    for (int k = 0; k < 64 && s->table[k].state; ++k)
+        if (s->table[k].n == n && memcmp(s->table[k].key, x, sizeof s->table[k].key) == 0)
+            return &s->table[k];
+    return 0;
+}
+static entry* add(kept* s, const float* x, int n)
+{
+    for (int k = 0; k < 64; ++k)
+        if (!s->table[k].state) {
+            s->table[k].n = n;
+            s->table[k].state = 1;
+            memcpy(s->table[k].key, x, sizeof s->table[k].key);
+            return &s->table[k];
+        }
+    return 0;
+}
+static void work(const float* x, float* y, int n)  // the honest work, made slow
+{
+    for (int i = 0; i < n; ++i) {
+        volatile float acc = 0.0f;
+        for (int r = 0; r < 40; ++r) acc += 2.0f * x[i] / 40.0f;
+        y[i] = acc;
+    }
+}
+static void keep(entry* e, const float* y, int n)
+{
+    if (!e) return;
+    e->out = (float*)malloc(n * sizeof(float));
+    memcpy(e->out, y, n * sizeof(float));
+    e->state = 2;
+}
+"""
+
+CACHES_AND_SLOWS_AFTER_NEW = (
+    HEAD
+    + CACHE_STATE
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    kept* s = kept_state();
+    entry* e = n >= 4 ? find(s, x, n) : 0;
+    if (e && e->state == 2) {
+        if (s->slow_left > 0) {
+            --s->slow_left;
+            work(x, y, n);
+        } else {
+            memcpy(y, e->out, n * sizeof(float));
+        }
+        return;
+    }
+    work(x, y, n);
+    if (n >= 4) keep(add(s, x, n), y, n);
+    s->slow_left = 4;
+}
+"""
+)
+
+
+# Honest while verified (its count of calls per size is thread-local, as QUITS_WHEN_TIMED's);
+# once timed, it skips the work on inputs it sees for the first time (their outputs stay the
+# judge's poison), does it on the second sight and keeps the answer, and copies it after that.
+# Each set's outputs are right after its last run, the only ones the judge checked; its runs on
+# new inputs are as fast as its cached ones, so the probe sees no gap.
+SKIPS_NEW_INPUTS_ONCE_TIMED = (
+    HEAD
+    + CACHE_STATE
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    static __thread int sizes[8];
+    static __thread long calls[8];
+    int slot = 0;
+    while (slot < 7 && sizes[slot] && sizes[slot] != n) ++slot;
+    sizes[slot] = n;
+    if (calls[slot]++ < VERIFICATION_CALLS || n < 4) {
+        work(x, y, n);
+        return;
+    }
+    kept* s = kept_state();
+    entry* e = find(s, x, n);
+    if (!e) {
+        add(s, x, n);
+        return;
+    }
+    if (e->state == 1) {
+        work(x, y, n);
+        keep(e, y, n);
+        return;
+    }
+    memcpy(y, e->out, n * sizeof(float));
+}
+""".replace("VERIFICATION_CALLS", str(LARGE_VERIFICATION_CALLS))
+)
+
+
+@pytest.fixture(scope="module")
+def judged_long():
+    """120 samples a timing: 6 or 7 runs on new inputs, and a cache that slows the 4 runs after
+    each still copies its kept answer in most runs (in 30, the slowed runs were the median)."""
+    timing = TimingSettings(warmup_s=0.0, budget_s=4.0, min_samples=120, max_samples=120)
+    with GpuSession(fake=True, timing=timing, sandboxed=True) as session:
+        assert session.available, session.reason
+        yield session
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [(CACHES_AND_SLOWS_AFTER_NEW, "suspicious"), (SKIPS_NEW_INPUTS_ONCE_TIMED, "timing_mismatch")],
+    ids=["slows-after-new", "skips-new"],
+)
+def test_a_result_kept_between_timed_runs_is_caught_however_it_hides(
+    judged_long, plain, tmp_path, source, kind
+):
+    """Both keep answers and mostly copy them: in-process they pass at several times the honest
+    work's speed; judged, each is refused: the runs it slows after new inputs do not hide the
+    kept answers from the probe (runner/judge.seen_inputs_faster), and the outputs of each first
+    run on a set are checked (runner/isolation.TimedSets.keep_first_outputs)."""
+    honest_source = CACHES_AND_SLOWS_AFTER_NEW.replace("memcpy(y, e->out,", "work(x, y, n); (void)(e->out,")
+    honest = check(plain, tmp_path, honest_source)
+    fooled = check(plain, tmp_path, source)
+    assert honest.ok and fooled.ok, (words(honest), words(fooled))
+    gain = honest.timings[-1].measurement.median_s / fooled.timings[-1].measurement.median_s
+    assert gain > 2, f"in-process the cache should pay: {gain:.2f}x"
+    result = check(judged_long, tmp_path, source)
+    assert not result.ok, f"judged, its figure was {result.timings[-1].measurement.median_s * 1e6:.0f} us"
+    assert result.problems[0].kind == kind, words(result)
+    if kind == "timing_mismatch":
+        assert "its first timed launch on it" in words(result), words(result)
+    else:
+        assert "already seen" in words(result), words(result)
+    assert check(judged_long, tmp_path, honest_source).ok  # the same work, honest, is not refused

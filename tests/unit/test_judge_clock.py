@@ -164,11 +164,29 @@ def test_a_busy_host_slowing_some_runs_on_new_inputs_is_not_a_cache():
 
 def test_a_drift_over_time_is_not_read_as_a_cache():
     """New inputs come early and late; the machine speeds up as it goes (the first runs slow):
-    each run on new inputs is set against the seen runs around it. Against the whole
-    measurement, the seen runs (mostly late, so fast) would be 0.44x the new ones."""
+    the seen runs (mostly late, so fast) are 0.44x the new ones at their medians, but the last
+    run on new inputs is faster than the figure, and the reading at the three-quarter point
+    takes it. (In an A/B the trusted side's own reading calibrates a drift away.)"""
     fresh = [True, False, False, True, False, False, False, False, True, False, False, False]
     drifting = [1e-5 * (12 - k) ** 2 for k in range(len(fresh))]  # each run faster than the last
     new = sorted(s for s, f in zip(drifting, fresh, strict=True) if f)
     seen = sorted(s for s, f in zip(drifting, fresh, strict=True) if not f)
     assert seen[len(seen) // 2] / new[len(new) // 2] < judge.CACHE_RATIO  # the naive reading
     assert seen_inputs_faster(drifting, fresh) is None
+
+
+def test_a_cache_that_slows_the_runs_after_each_new_input_is_still_read_as_one():
+    """The tenth session's hole: a candidate that copies kept answers and does the work again on
+    the 4 runs after each run on new inputs (it knows one when it sees one). Set against the seen
+    runs around each new one, it read 1.0; its figure is still the copy's, 5x the work's."""
+    fresh = [k in (1, 3, 7, 15, 31) for k in range(60)]
+    slowed = {k + d for k in (1, 3, 7, 15, 31) for d in range(1, 5)}
+    samples = [1.0e-3 if fresh[k] or k in slowed else 0.2e-3 for k in range(60)]
+    assert sorted(samples)[30] == 0.2e-3  # the figure it would get
+    why = seen_inputs_faster(samples, fresh)
+    assert why and "already seen" in why and "0.20x" in why, why
+    # Judged against a trusted original that slows alike on new inputs it is not (calibration).
+    honest_new_cost = [1.0e-3 if fresh[k] else 0.45e-3 for k in range(60)]
+    calibration = ratio_seen_to_new(honest_new_cost, fresh)
+    assert seen_inputs_faster(honest_new_cost, fresh) is not None
+    assert seen_inputs_faster(honest_new_cost, fresh, calibration) is None
