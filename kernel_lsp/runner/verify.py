@@ -14,7 +14,8 @@ least two, each with a fresh seed, in the SAME buffers so a result cached by poi
 - optionally the original kernel runs on the same inputs and the candidate must agree with it.
 Before every launch the modules' mutable globals go back to their loaded image, so no run sees
 what an earlier one left there. Timing cases use other inputs, several sets in turn, and their
-outputs are checked too (runner/isolation.py: no fast path while timed).
+outputs are checked too (runner/isolation.py: no fast path while timed); a judged candidate's
+first run on each set as well as its last.
 """
 
 from __future__ import annotations
