@@ -953,12 +953,16 @@ def _figure_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
     (tests/integration/test_judge_boundary.py). Against the figure, the runs it slows to hide
     count in the figure too. A run on new inputs cannot be made fast without the work: its
     outputs are checked (runner/isolation.TimedSets.keep_first_outputs)."""
-    ordered = sorted(samples)
-    figure = ordered[len(ordered) // 2] if ordered else 0.0
+    figure = _figure(samples)
     return [figure / s for s, new in zip(samples, fresh, strict=False) if new and s > 0]
 
 
-def ratio_seen_to_new(samples: list[float], fresh: list[bool]) -> float:
+def _figure(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def ratio_figure_to_new(samples: list[float], fresh: list[bool]) -> float:
     """How much faster the figure is than the runs on new inputs (the median of those ratios;
     1.0 when there is nothing to compare)."""
     ratios = sorted(_figure_ratios(samples, fresh))
@@ -986,8 +990,7 @@ def seen_inputs_faster(
     if ratio >= CACHE_RATIO * min(1.0, calibration):
         return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
-    ordered = sorted(samples)
-    figure = ordered[len(ordered) // 2]
+    figure = _figure(samples)
     if new[len(new) // 2] - figure <= noise_s:
         return None
     return (

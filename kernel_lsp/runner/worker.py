@@ -45,7 +45,7 @@ from kernel_lsp.runner.judge import (
     GpuClock,
     RemotePipeline,
     SwitchFloor,
-    ratio_seen_to_new,
+    ratio_figure_to_new,
     seen_inputs_faster,
     start_accused,
 )
@@ -371,7 +371,7 @@ class Worker:
                 samples = measure(clock, run, settings, tick, sets.prepare)
             if host is not None:
                 how = host.describe()
-                _note_clock(label, how, ratio_seen_to_new(samples, host.fresh[0]))
+                _note_clock(label, how, ratio_figure_to_new(samples, host.fresh[0]))
                 why = host.why_suspicious() or seen_inputs_faster(
                     samples, host.fresh[0], noise_s=_first_use_noise(self.device)
                 )
@@ -480,7 +480,7 @@ class Worker:
                         self._measure_floor(host)
                     a, b = measure_interleaved(clock, [run_a, run_b], settings, tick, sets.prepare)
                 if host is not None:
-                    calibration = ratio_seen_to_new(a, host.fresh[0])
+                    calibration = ratio_figure_to_new(a, host.fresh[0])
                     noise = _first_use_noise(self.device)
                     why = host.why_suspicious() or seen_inputs_faster(b, host.fresh[1], calibration, noise)
                     if why:
@@ -496,7 +496,7 @@ class Worker:
                 figs = figures(spec, sizes, nbytes, median_b, settings.cold_l2, msg.get("device") or {})
                 how = host.describe() if host is not None else "CUDA events around each launch"
                 if host is not None:
-                    _note_clock(f"A/B {label}", how, calibration, ratio_seen_to_new(b, host.fresh[1]))
+                    _note_clock(f"A/B {label}", how, calibration, ratio_figure_to_new(b, host.fresh[1]))
                 cases.append({"case": label, "a": a, "b": b, "suspicious": figs["suspicious"], "clock": how})
             finally:
                 sets.free()

@@ -12,7 +12,7 @@ import pytest
 from kernel_lsp.runner import judge
 from kernel_lsp.runner.accused import Accused
 from kernel_lsp.runner.fake import FakeDevice
-from kernel_lsp.runner.judge import GATE_DONE, GATE_GO, GpuClock, ratio_seen_to_new, seen_inputs_faster
+from kernel_lsp.runner.judge import GATE_DONE, GATE_GO, GpuClock, ratio_figure_to_new, seen_inputs_faster
 
 FLOOR_S = 280e-6  # the switch floor, as an H100 measured it
 
@@ -142,7 +142,7 @@ def test_runs_on_seen_inputs_much_faster_than_new_ones_are_suspicious():
     # A gap the device's own first use can make (the fake GPU's unflushed host caches) is not read.
     assert seen_inputs_faster(cached, fresh, noise_s=1e-3) is None
     # Judged against a trusted original that shows the same effect, it is no longer suspicious.
-    assert seen_inputs_faster(cached, fresh, calibration=ratio_seen_to_new(cached, fresh)) is None
+    assert seen_inputs_faster(cached, fresh, calibration=ratio_figure_to_new(cached, fresh)) is None
 
 
 def test_a_busy_host_slowing_some_runs_on_new_inputs_is_not_a_cache():
@@ -150,7 +150,7 @@ def test_a_busy_host_slowing_some_runs_on_new_inputs_is_not_a_cache():
     preempted (7.1 ms against 3.1 ms). A kept result slows every run on new inputs, not some."""
     fresh = [False, True, False, True, False, False, False, True, False, False, False, False, False]
     preempted = [7.1e-3 if k in (1, 3) else 3.1e-3 for k in range(len(fresh))]
-    assert ratio_seen_to_new(preempted, fresh) < judge.CACHE_RATIO  # the median's reading
+    assert ratio_figure_to_new(preempted, fresh) < judge.CACHE_RATIO  # the median's reading
     assert seen_inputs_faster(preempted, fresh) is None
     every = [7.1e-3 if f else 3.1e-3 for f in fresh]
     assert seen_inputs_faster(every, fresh) is not None
@@ -187,6 +187,6 @@ def test_a_cache_that_slows_the_runs_after_each_new_input_is_still_read_as_one()
     assert why and "already seen" in why and "0.20x" in why, why
     # Judged against a trusted original that slows alike on new inputs it is not (calibration).
     honest_new_cost = [1.0e-3 if fresh[k] else 0.45e-3 for k in range(60)]
-    calibration = ratio_seen_to_new(honest_new_cost, fresh)
+    calibration = ratio_figure_to_new(honest_new_cost, fresh)
     assert seen_inputs_faster(honest_new_cost, fresh) is not None
     assert seen_inputs_faster(honest_new_cost, fresh, calibration) is None
