@@ -184,8 +184,7 @@ class TimedSets:
         self._seen: dict[int, set[int]] = {}  # per side: the sets it has run on
         self._calls: dict[int, int] = {}  # per side: gated runs measured
         self._used = 1  # sets some side has run on
-        self._new = False  # whether the last gated run's set was new to its side
-        self._first = False  # whether it was that side's first run on that set (warm-up too)
+        self._new = False  # whether the last gated run's set was new to its side (warm-up too)
         # The outputs of each side's first run on each set (side, set, output -> a copy on the
         # device), checked with the rest (`check_outputs`).
         self.first_outputs: list[tuple[int, int, dict[str, int]]] = []
@@ -282,7 +281,7 @@ class TimedSets:
         seen = self._seen.setdefault(side, set())
         if self.warming:
             self.current = 0
-            self._first = 0 not in seen
+            self._new = 0 not in seen
             seen.add(0)
             return 0
         calls = self._calls[side] = self._calls.get(side, 0) + 1
@@ -291,7 +290,7 @@ class TimedSets:
         if calls >= 2 and calls & (calls - 1) == 0 and k in seen and self._used < len(self.sets):
             k = self._used
             self._used += 1
-        self._new = self._first = k not in seen
+        self._new = k not in seen
         seen.add(k)
         self.current = k
         return k
@@ -301,7 +300,7 @@ class TimedSets:
         first run on that set, its outputs kept for `check_outputs`. The last run's outputs of
         a set alone would let a candidate skip the work on inputs it sees for the first time and
         do it on the next runs, which then look no slower than the runs on new inputs."""
-        if self._first:
+        if self._new:
             self.first_outputs.append((side, k, self.sets[k].bufs.keep_outputs()))
 
     def scrub_set(self, k: int) -> None:

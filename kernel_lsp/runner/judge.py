@@ -942,7 +942,7 @@ PREPARATION_CALIBRATION_RUNS = 3  # the judge's preparations alone, the least ta
 CACHE_RATIO = 0.5
 
 
-def _figure_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
+def _figure_ratios(samples: list[float], fresh: list[bool], figure: float) -> list[float]:
     """For each run on new inputs: the figure the samples give (their median, as
     runner/timing.summarize reports it) over that run's own time.
 
@@ -953,7 +953,6 @@ def _figure_ratios(samples: list[float], fresh: list[bool]) -> list[float]:
     (tests/integration/test_judge_boundary.py). Against the figure, the runs it slows to hide
     count in the figure too. A run on new inputs cannot be made fast without the work: its
     outputs are checked (runner/isolation.TimedSets.keep_first_outputs)."""
-    figure = _figure(samples)
     return [figure / s for s, new in zip(samples, fresh, strict=False) if new and s > 0]
 
 
@@ -965,7 +964,7 @@ def _figure(samples: list[float]) -> float:
 def ratio_figure_to_new(samples: list[float], fresh: list[bool]) -> float:
     """How much faster the figure is than the runs on new inputs (the median of those ratios;
     1.0 when there is nothing to compare)."""
-    ratios = sorted(_figure_ratios(samples, fresh))
+    ratios = sorted(_figure_ratios(samples, fresh, _figure(samples)))
     return ratios[len(ratios) // 2] if ratios else 1.0
 
 
@@ -979,7 +978,8 @@ def seen_inputs_faster(
     which hits both sides' runs alike), which the candidate's is judged against. `noise_s`: a
     gap between the medians that the device's own first use of new inputs can make (the fake
     GPU's: the host's caches, which nothing flushes), below which nothing is read into it."""
-    ratios = sorted(_figure_ratios(samples, fresh))
+    figure = _figure(samples)
+    ratios = sorted(_figure_ratios(samples, fresh, figure))
     if len(ratios) < 2:
         return None
     # Read at the three-quarter point, not the median: a result kept makes every run on new
@@ -990,7 +990,6 @@ def seen_inputs_faster(
     if ratio >= CACHE_RATIO * min(1.0, calibration):
         return None
     new = sorted(s for s, f in zip(samples, fresh, strict=False) if f)
-    figure = _figure(samples)
     if new[len(new) // 2] - figure <= noise_s:
         return None
     return (

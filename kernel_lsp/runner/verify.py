@@ -154,25 +154,24 @@ class Buffers:
         judge's rhythm stays as it is): name -> pointer, which the caller frees."""
         kept: dict[str, int] = {}
         for name in self.spec.outputs():
-            ptr, nbytes = self.ptrs[name], self.nbytes[name]
-            base = self.base_of(ptr)
-            if self._settled and base in self._mirror:
-                ptr = self._mirror[base] + (ptr - base)
-            kept[name] = self.device.alloc(nbytes)
-            self.device.copy_async(kept[name], ptr, nbytes)
+            kept[name] = self.device.alloc(self.nbytes[name])
+            self.device.copy_async(kept[name], self._settled_at(self.ptrs[name]), self.nbytes[name])
         return kept
 
     def read_kept(self, name: str, ptr: int) -> np.ndarray:
         """Output `name` as `keep_outputs` kept it at `ptr`."""
-        dtype = DTYPES[self.spec.buffer(name).dtype]
-        return self.device.download(ptr, self.nbytes[name]).view(dtype).reshape(self.shapes[name])
+        return self._shaped(name, self.device.download(ptr, self.nbytes[name]))
 
-    def _download(self, ptr: int, nbytes: int) -> np.ndarray:
+    def _settled_at(self, ptr: int) -> int:
+        """Where `ptr`'s bytes are to be read: in the judge's copy once a run settled them."""
         if self._settled:
             base = self.base_of(ptr)
             if base in self._mirror:
-                return self.device.download(self._mirror[base] + (ptr - base), nbytes)
-        return self.device.download(ptr, nbytes)
+                return self._mirror[base] + (ptr - base)
+        return ptr
+
+    def _download(self, ptr: int, nbytes: int) -> np.ndarray:
+        return self.device.download(self._settled_at(ptr), nbytes)
 
     def free(self) -> None:
         for callback in self.on_free:
@@ -208,9 +207,10 @@ class Buffers:
         self.device.upload(self.ptrs[name], array)
 
     def read(self, name: str) -> np.ndarray:
-        dtype = DTYPES[self.spec.buffer(name).dtype]
-        raw = self._download(self.ptrs[name], self.nbytes[name])
-        return raw.view(dtype).reshape(self.shapes[name])
+        return self._shaped(name, self._download(self.ptrs[name], self.nbytes[name]))
+
+    def _shaped(self, name: str, raw: np.ndarray) -> np.ndarray:
+        return raw.view(DTYPES[self.spec.buffer(name).dtype]).reshape(self.shapes[name])
 
     def poison(self, byte: int) -> None:
         self._settled = False

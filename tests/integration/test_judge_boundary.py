@@ -115,44 +115,81 @@ extern "C" void scale(const float* x, float* y, int n)
 """
 )
 
-# Right, slow, and remembers its answers between calls, keyed by a fingerprint of the inputs, in
-# memory it keeps through the environment (statics are put back before every call).
-CACHES = (
-    HEAD
-    + r"""
-struct entry { float key[4]; int n; float* out; };
-extern "C" void scale(const float* x, float* y, int n)
+# The kept answers of the cache candidates below: a table of input fingerprints and outputs, in
+# memory found again through the environment (statics are put back before every call), and the
+# honest work, made slow.
+CACHE_STATE = r"""
+struct entry { float key[4]; int n; int state; float* out; };  // state 1: seen once, 2: kept
+struct kept { entry table[64]; int slow_left; };
+static kept* kept_state()
 {
-    const char* kept = getenv("KLSP_CACHE");
-    entry* table = kept ? (entry*)strtoull(kept, 0, 16) : 0;
-    if (!table) {
-        table = (entry*)calloc(64, sizeof(entry));
+    const char* where = getenv("KLSP_CACHE");
+    kept* s = where ? (kept*)strtoull(where, 0, 16) : 0;
+    if (!s) {
+        s = (kept*)calloc(1, sizeof(kept));
         char text[32];
-        snprintf(text, sizeof text, "%llx", (unsigned long long)table);
+        snprintf(text, sizeof text, "%llx", (unsigned long long)s);
         setenv("KLSP_CACHE", text, 1);
     }
-    for (int k = 0; k < 64 && table[k].out; ++k) {
-        if (table[k].n == n && n >= 4 && memcmp(table[k].key, x, sizeof table[k].key) == 0) {
-            memcpy(y, table[k].out, n * sizeof(float));
-            return;
+    return s;
+}
+static entry* find(kept* s, const float* x, int n)
+{
+    for (int k = 0; k < 64 && s->table[k].state; ++k)
+        if (s->table[k].n == n && memcmp(s->table[k].key, x, sizeof s->table[k].key) == 0)
+            return &s->table[k];
+    return 0;
+}
+static entry* add(kept* s, const float* x, int n)
+{
+    for (int k = 0; k < 64; ++k)
+        if (!s->table[k].state) {
+            s->table[k].n = n;
+            s->table[k].state = 1;
+            memcpy(s->table[k].key, x, sizeof s->table[k].key);
+            return &s->table[k];
         }
-    }
-    for (int i = 0; i < n; ++i) {  // the honest work, made slow
+    return 0;
+}
+static void work(const float* x, float* y, int n)  // the honest work, made slow
+{
+    for (int i = 0; i < n; ++i) {
         volatile float acc = 0.0f;
         for (int r = 0; r < 40; ++r) acc += 2.0f * x[i] / 40.0f;
         y[i] = acc;
     }
-    for (int k = 0; k < 64; ++k) {
-        if (!table[k].out && n >= 4) {
-            table[k].n = n;
-            memcpy(table[k].key, x, sizeof table[k].key);
-            table[k].out = (float*)malloc(n * sizeof(float));
-            memcpy(table[k].out, y, n * sizeof(float));
-            break;
-        }
-    }
+}
+static void keep(entry* e, const float* y, int n)
+{
+    if (!e) return;
+    e->out = (float*)malloc(n * sizeof(float));
+    memcpy(e->out, y, n * sizeof(float));
+    e->state = 2;
 }
 """
+
+# Right, slow, and remembers its answers between calls, keyed by a fingerprint of the inputs.
+CACHES = (
+    HEAD
+    + CACHE_STATE
+    + r"""
+extern "C" void scale(const float* x, float* y, int n)
+{
+    kept* s = kept_state();
+    entry* e = n >= 4 ? find(s, x, n) : 0;
+    if (e && e->state == 2) {
+        memcpy(y, e->out, n * sizeof(float));
+        return;
+    }
+    work(x, y, n);
+    if (n >= 4) keep(add(s, x, n), y, n);
+}
+"""
+)
+
+# The same slow work, honest: no answer kept.
+HONEST_SLOW = (
+    HEAD + CACHE_STATE + 'extern "C" void scale(const float* x, float* y, int n) { work(x, y, n); }\n'
 )
 
 # Fails on purpose, with a secret where the verdict would quote an error: as the status it
@@ -566,55 +603,6 @@ def test_a_candidate_runs_on_no_gpu_when_one_of_them_has_no_sandbox():
 # inputs against the runs on seen inputs around it: on the 4 calls after each run on inputs new
 # to it, it does the slow honest work again, so the runs just after a new one are slow as well.
 # Most of its runs still copy a kept answer.
-CACHE_STATE = r"""
-struct entry { float key[4]; int n; int state; float* out; };  // state 1: seen once, 2: kept
-struct kept { entry table[64]; int slow_left; };
-static kept* kept_state()
-{
-    const char* where = getenv("KLSP_CACHE");
-    kept* s = where ? (kept*)strtoull(where, 0, 16) : 0;
-    if (!s) {
-        s = (kept*)calloc(1, sizeof(kept));
-        char text[32];
-        snprintf(text, sizeof text, "%llx", (unsigned long long)s);
-        setenv("KLSP_CACHE", text, 1);
-    }
-    return s;
-}
-static entry* find(kept* s, const float* x, int n)
-{
-    for (int k = 0; k < 64 && s->table[k].state; ++k)
-        if (s->table[k].n == n && memcmp(s->table[k].key, x, sizeof s->table[k].key) == 0)
-            return &s->table[k];
-    return 0;
-}
-static entry* add(kept* s, const float* x, int n)
-{
-    for (int k = 0; k < 64; ++k)
-        if (!s->table[k].state) {
-            s->table[k].n = n;
-            s->table[k].state = 1;
-            memcpy(s->table[k].key, x, sizeof s->table[k].key);
-            return &s->table[k];
-        }
-    return 0;
-}
-static void work(const float* x, float* y, int n)  // the honest work, made slow
-{
-    for (int i = 0; i < n; ++i) {
-        volatile float acc = 0.0f;
-        for (int r = 0; r < 40; ++r) acc += 2.0f * x[i] / 40.0f;
-        y[i] = acc;
-    }
-}
-static void keep(entry* e, const float* y, int n)
-{
-    if (!e) return;
-    e->out = (float*)malloc(n * sizeof(float));
-    memcpy(e->out, y, n * sizeof(float));
-    e->state = 2;
-}
-"""
 
 CACHES_AND_SLOWS_AFTER_NEW = (
     HEAD
@@ -678,14 +666,21 @@ extern "C" void scale(const float* x, float* y, int n)
 )
 
 
-@pytest.fixture(scope="module")
-def judged_long():
+@pytest.fixture(scope="module", params=["landlock", "bwrap"])
+def judged_long(request, tmp_path_factory):
     """120 samples a timing: 6 or 7 runs on new inputs, and a cache that slows the 4 runs after
-    each still copies its kept answer in most runs (in 30, the slowed runs were the median)."""
+    each still copies its kept answer in most runs (in 30, the slowed runs were the median). In
+    each sandbox the accused can run in."""
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    if request.param == "bwrap" and bwrap_available(str(tmp_path_factory.mktemp("bwrap"))):
+        pytest.skip(bwrap_available(str(tmp_path_factory.mktemp("bwrap"))))
     timing = TimingSettings(warmup_s=0.0, budget_s=4.0, min_samples=120, max_samples=120)
-    with GpuSession(fake=True, timing=timing, sandboxed=True) as session:
-        assert session.available, session.reason
-        yield session
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KERNEL_LSP_SANDBOX", request.param)
+        with GpuSession(fake=True, timing=timing, sandboxed=True) as session:
+            assert session.available, session.reason
+            yield session, request.param
 
 
 @pytest.mark.parametrize(
@@ -700,17 +695,18 @@ def test_a_result_kept_between_timed_runs_is_caught_however_it_hides(
     work's speed; judged, each is refused: the runs it slows after new inputs do not hide the
     kept answers from the probe (runner/judge.seen_inputs_faster), and the outputs of each first
     run on a set are checked (runner/isolation.TimedSets.keep_first_outputs)."""
-    honest_source = CACHES_AND_SLOWS_AFTER_NEW.replace("memcpy(y, e->out,", "work(x, y, n); (void)(e->out,")
-    honest = check(plain, tmp_path, honest_source)
+    honest = check(plain, tmp_path, HONEST_SLOW)
     fooled = check(plain, tmp_path, source)
     assert honest.ok and fooled.ok, (words(honest), words(fooled))
     gain = honest.timings[-1].measurement.median_s / fooled.timings[-1].measurement.median_s
     assert gain > 2, f"in-process the cache should pay: {gain:.2f}x"
-    result = check(judged_long, tmp_path, source)
+    judged, mechanism = judged_long
+    result = check(judged, tmp_path, source)
+    assert judged.backend.sandbox["files"].startswith("bwrap") is (mechanism == "bwrap")
     assert not result.ok, f"judged, its figure was {result.timings[-1].measurement.median_s * 1e6:.0f} us"
     assert result.problems[0].kind == kind, words(result)
     if kind == "timing_mismatch":
         assert "its first timed launch on it" in words(result), words(result)
     else:
         assert "already seen" in words(result), words(result)
-    assert check(judged_long, tmp_path, honest_source).ok  # the same work, honest, is not refused
+    assert check(judged, tmp_path, HONEST_SLOW).ok  # the same work, honest, is not refused
