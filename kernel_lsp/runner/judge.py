@@ -783,17 +783,32 @@ class SwitchFloor:
 
     def measure(self, runs: int = SWITCH_CALIBRATION_RUNS) -> float:
         device = self.device
-        brackets = [
-            self.gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True).bracket
+        times = [
+            self.gate.run(device, [], lambda: None, lambda: None, REQUEST_TIMEOUT_S, null=True)
             for _ in range(runs)
         ]
+        own = min(RemotePipeline.preparation(device, lambda: None, False) for _ in range(3))
         device.time_rounds([device.null_kernel], 3, cold_l2=False)
         alone = sorted(device.time_rounds([device.null_kernel], runs, cold_l2=False)[0])
-        return max(0.0, min(brackets) - alone[len(alone) // 2])
+        return max(0.0, min(null_windows(times, own)) - alone[len(alone) // 2])
 
     def close(self) -> None:
         self.gate.close(self.device)
         self.accused.retire()
+
+
+def null_windows(times: list[GatedTimes], own_preparation_s: float) -> list[float]:
+    """Each null run's switches, as `GpuClock` counts a run: its bracket, plus what its
+    preparation took over the judge's own where the GPU switched to the accused there (more than
+    `LATE_PREPARATION` of the longest bracket over). The least bracket alone was the floor until
+    an H100 ran a null kernel inside the judge's 20 us lead now and then: a bracket of 2.5 us, a
+    floor of 0, and every judged figure 280 us too long."""
+    longest = max(t.bracket for t in times)
+    windows = []
+    for t in times:
+        over = t.preparation - own_preparation_s
+        windows.append(t.bracket + (over if over > LATE_PREPARATION * longest else 0.0))
+    return windows
 
 
 class TimedGatedRun(Protocol):
@@ -813,12 +828,14 @@ class GpuClock:
     own the preparation before the start mark took, where that is more than a context switch's
     share (`LATE_PREPARATION`): the accused's process need not wait for `go`, and the GPU can
     only run its work before the start mark by switching to it there. The floor was measured in
-    a process that ran only kernel-lsp's code. A bracket below it (`SHORT_BRACKET`) is no
-    figure: that run counts as its side's slowest so far, so ending a run early never makes a
-    side faster. Where more than `SHORT_SHARE` of a side's runs are short, the runs were not the
-    GPU's doing and the timing is reported (`why_suspicious`); a few are what other processes'
-    contexts on the GPU make of the switches (an honest run's bracket under 0.9 of a 276 us
-    floor, beside five other test processes on an H100)."""
+    a process that ran only kernel-lsp's code. Where the preparation ran long, the GPU switched
+    to the accused there (an honest run does too, now and then, when a time slice ends inside
+    the judge's flush): the run is then counted from the preparation's start, less the judge's
+    own preparation and the floor, its bracket alone being short of the switches (an honest
+    entry's was under 0.9 of a 276 us floor, beside five other test processes on an H100). A
+    bracket below the floor (`SHORT_BRACKET`) with no long preparation is no figure: that run
+    counts as its side's median so far, so ending runs early never makes a side faster; more
+    than `SHORT_SHARE` of a side's runs short is reported (`why_suspicious`)."""
 
     def __init__(
         self,
@@ -835,7 +852,7 @@ class GpuClock:
         self.brackets: list[list[float]] = []  # per side (A, B) of the timing
         self.copies: list[float] = []
         self.short: list[int] = []  # per side: measured runs whose bracket was below the floor
-        self._slowest: list[float] = []  # per side: its slowest sample, the warm-up's included
+        self._every: list[list[float]] = []  # per side: its samples, the warm-up's included
         self.late: list[float] = []  # the preparations' time counted to the runs
         self._copy_floor = float("inf")
         # The least a preparation took, the judge's alone (measured before each side's first
@@ -868,8 +885,8 @@ class GpuClock:
             self.brackets = [[] for _ in runs]
         if len(self.short) < len(runs):
             self.short = [0 for _ in runs]
-        if len(self._slowest) < len(runs):
-            self._slowest = [0.0 for _ in runs]
+        if len(self._every) < len(runs):
+            self._every = [[] for _ in runs]
         for j, run in enumerate(gated):
             if j not in self._calibrated:
                 self._calibrated.add(j)
@@ -882,15 +899,21 @@ class GpuClock:
                 times = gated[j].timed(j, cold_l2)
                 self._copy_floor = min(self._copy_floor, times.copy)
                 self._preparation_floor = min(self._preparation_floor, times.preparation)
-                sample = (
-                    max(0.0, times.bracket - self.floor_s)
-                    + max(0.0, times.copy - self._copy_floor)
-                    + self._late(times.preparation - self._preparation_floor)
-                )
-                if times.bracket < SHORT_BRACKET * self.floor_s:
+                late = self._late(times.preparation - self._preparation_floor)
+                # Where the GPU switched to the accused inside the preparation, the run's
+                # switches (and some or all of its work) lie there: the run is the window from
+                # the judge's first mark to its end mark, less the judge's own preparation and
+                # the floor. Inputs exist only from that first mark on, so the window holds all
+                # the work, and two switches at least.
+                sample = max(0.0, late + times.bracket - self.floor_s)
+                if not late and times.bracket < SHORT_BRACKET * self.floor_s:
+                    # Two switches neither in the bracket nor before it: no figure. Counted
+                    # as its side's median so far, so ending runs early gains nothing.
                     self.short[j] += 1
-                    sample = max(sample, self._slowest[j])
-                self._slowest[j] = max(self._slowest[j], sample)
+                    every = sorted(self._every[j])
+                    sample = max(sample, every[len(every) // 2] if every else 0.0)
+                sample += max(0.0, times.copy - self._copy_floor)
+                self._every[j].append(sample)
                 out[j].append(sample)
                 self.brackets[j].append(times.bracket)
                 self.copies.append(times.copy)
@@ -943,8 +966,8 @@ class GpuClock:
 
 
 SHORT_BRACKET = 0.9  # a bracket below this share of the switch floor is no figure
-# More than this share of a side's runs short: not the other contexts on the GPU (one run of an
-# honest entry beside five other test processes; 256 of 257 of an entry that writes `done` early).
+# More than this share of a side's runs short, with no long preparation: runs the judge's gates
+# did not bracket (every run of an entry that writes `done` early), not a time slice now and then.
 SHORT_SHARE = 0.125
 # A preparation longer than the judge's own by more than this share of the switch floor (two
 # switches) had the GPU switch to another context in it (half a switch: on an H100 about 70 us,
