@@ -414,6 +414,21 @@ class AccusedPool:
             except OSError:
                 return
 
+    def settle(self) -> None:
+        """Waits for the spares still starting (`refill` does not) to say hello; one that died
+        or hung is retired. A process starting beside a timing takes about a second of a core
+        and creates a CUDA context on the GPU: the timing's first runs, where its first runs on
+        new inputs fall, pay for it (on 2 busy cores the fake GPU's honest runs on new inputs
+        took 4x the rest once: read as a result kept between launches)."""
+        for accused in list(self._waiting):
+            if accused.hello:
+                continue
+            try:
+                accused.ready()
+            except AccusedGone:
+                self._waiting.remove(accused)
+                accused.retire()
+
     def close(self) -> None:
         for accused in self._waiting:
             accused.kill()

@@ -358,6 +358,7 @@ class Worker:
             # runner/turns.py); the wait is a host phase of its own, without the launch timeout.
             host = self._clock(sets) if judged else None  # a judged run: the judge's clock
             clock: Clock = host if host is not None else self.device
+            self._spares_started(judged)
             self.progress(WAITING_FOR_THE_GPU, label, None)
             with turns.exclusive():
                 tick()
@@ -401,6 +402,13 @@ class Worker:
         tagging each run by whether its inputs were new to that side (A or B); its switch floor
         is measured when its timing's exclusive turn begins (`_measure_floor`)."""
         return GpuClock(self.device, 0.0, sets.new_to, sets.stop_warming)
+
+    def _spares_started(self, judged: bool) -> None:
+        """Before a judged timing: no accused process of the next request still starting beside
+        it (judge.AccusedPool.settle)."""
+        if judged and self.judging is not None:
+            self.progress("starting the next candidates' processes", "", None)
+            self.judging.settle()
 
     def _measure_floor(self, clock: GpuClock) -> None:
         """Inside the timing's exclusive turn: the switch floor as the GPU is now
@@ -473,6 +481,7 @@ class Worker:
                 tick = lambda label=label: self.progress("timing", label, 2 * timeout + 1.0)  # noqa: E731
                 host = self._clock(sets) if judged else None  # a judged run: the judge's clock
                 clock: Clock = host if host is not None else self.device
+                self._spares_started(judged)
                 self.progress(WAITING_FOR_THE_GPU, label, None)
                 with turns.exclusive():
                     tick()

@@ -90,6 +90,28 @@ def test_the_pool_hands_out_started_processes_and_starts_spares_without_waiting(
 
 
 @needs_sandbox
+def test_before_a_timing_the_spares_still_starting_are_waited_for_and_a_dead_one_retired():
+    """judge.AccusedPool.settle, called by the worker before each judged timing: a process
+    starting beside a timing (Python, the sandbox, a CUDA context) slows its first runs, where
+    its first runs on new inputs fall (CI: an honest fake-GPU entry read as a result kept)."""
+    pool = AccusedPool(0, True, "", spares=3)
+    try:
+        pool.refill()
+        waiting = list(pool._waiting)
+        assert len(waiting) == 3 and not any(a.hello for a in waiting)  # started, not waited for
+        waiting[1].kill()  # one dies before it says hello
+        pool.settle()
+        assert pool._waiting == [waiting[0], waiting[2]]
+        assert all(a.hello and a.available for a in pool._waiting)
+        assert waiting[1].proc.poll() is not None
+        began = time.perf_counter()
+        pool.settle()  # nothing left starting: no request sent, no wait
+        assert time.perf_counter() - began < 0.05
+    finally:
+        pool.close()
+
+
+@needs_sandbox
 def test_the_switch_floor_is_measured_again_and_again_in_one_process_of_its_own():
     """judge.SwitchFloor, as the worker uses it before each timing: one process that has loaded
     the judge's helpers and nothing else, measured as often as asked, then retired. (On the fake
