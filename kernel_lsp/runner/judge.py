@@ -414,15 +414,17 @@ class AccusedPool:
             except OSError:
                 return
 
-    def settle(self) -> None:
-        """Waits for the spares still starting (`refill` does not) to say hello; one that died
-        or hung is retired. A process starting beside a timing takes about a second of a core
-        and creates a CUDA context on the GPU: the timing's first runs, where its first runs on
-        new inputs fall, pay for it (on 2 busy cores the fake GPU's honest runs on new inputs
-        took 4x the rest once: read as a result kept between launches)."""
-        for accused in list(self._waiting):
-            if accused.hello:
-                continue
+    def settle(self, on_wait: Callable[[], None] = lambda: None) -> None:
+        """Waits for the spares still starting (`refill` does not) to say hello, calling
+        `on_wait` first where one is; one that died or hung is retired. A process starting
+        beside a timing takes about a second of a core and creates a CUDA context on the GPU:
+        the timing's first runs, where its first runs on new inputs fall, pay for it (on 2 busy
+        cores the fake GPU's honest runs on new inputs took 4x the rest once: read as a result
+        kept between launches)."""
+        starting = [a for a in self._waiting if not a.hello]
+        if starting:
+            on_wait()
+        for accused in starting:
             try:
                 accused.ready()
             except AccusedGone:

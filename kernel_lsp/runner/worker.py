@@ -407,8 +407,7 @@ class Worker:
         """Before a judged timing: no accused process of the next request still starting beside
         it (judge.AccusedPool.settle)."""
         if judged and self.judging is not None:
-            self.progress("starting the next candidates' processes", "", None)
-            self.judging.settle()
+            self.judging.settle(lambda: self.progress("starting the next candidates' processes", "", None))
 
     def _measure_floor(self, clock: GpuClock) -> None:
         """Inside the timing's exclusive turn: the switch floor as the GPU is now

@@ -100,13 +100,15 @@ def test_before_a_timing_the_spares_still_starting_are_waited_for_and_a_dead_one
         waiting = list(pool._waiting)
         assert len(waiting) == 3 and not any(a.hello for a in waiting)  # started, not waited for
         waiting[1].kill()  # one dies before it says hello
-        pool.settle()
+        waited: list[int] = []
+        pool.settle(lambda: waited.append(1))
+        assert waited == [1]  # the worker says so, once, where it waits
         assert pool._waiting == [waiting[0], waiting[2]]
         assert all(a.hello and a.available for a in pool._waiting)
         assert waiting[1].proc.poll() is not None
         began = time.perf_counter()
-        pool.settle()  # nothing left starting: no request sent, no wait
-        assert time.perf_counter() - began < 0.05
+        pool.settle(lambda: waited.append(2))  # nothing left starting: no request sent, no wait
+        assert time.perf_counter() - began < 0.05 and waited == [1]
     finally:
         pool.close()
 
