@@ -51,7 +51,7 @@ FAKE_REWRITE = """extern "C" void padded_add(const float* a, const float* b, con
 
 def one_round(session, original: str, candidate_source: str, options) -> tuple[bool, str]:
     """(offered, what decided it): the optimizer's gates after the fence, for one answer."""
-    from kernel_lsp.gpu import GpuCheckRequest
+    from kernel_lsp.gpu import GpuCheckRequest, GpuCompareRequest
 
     path = str(FOLDER / "padded_add.cu")
     spec = str(FOLDER / "padded_add.spec.py")
@@ -71,7 +71,17 @@ def one_round(session, original: str, candidate_source: str, options) -> tuple[b
     )
     if not checked.ok:
         return False, f"refused: {checked.problems[0].kind if checked.problems else checked.status}"
-    ab = session.compare(original, candidate_source, path, "padded_add", base, spec, candidate)
+    ab = session.compare(
+        GpuCompareRequest(
+            original,
+            candidate_source,
+            path,
+            kernel="padded_add",
+            spec=spec,
+            baseline_artifact=base,
+            candidate_artifact=candidate,
+        )
+    )
     if ab.error:
         return False, f"A/B error: {ab.error[:120]}"
     why = f"A/B {ab.speedup:.3f} [{ab.ci_low:.3f}, {ab.ci_high:.3f}] n={ab.n}"

@@ -59,6 +59,7 @@ def us(seconds: float | None) -> str:
 
 def one_case(plain, judged, name: str, folder: Path, runs: int) -> dict:
     from kernel_lsp.compile import CompileOptions
+    from kernel_lsp.gpu import GpuCompareRequest
 
     original, rewrite = folder / f"{name}.cu", folder / f"{name}.rewrite.cu"
     spec_path = folder / f"{name}.spec.py"
@@ -74,7 +75,15 @@ def one_case(plain, judged, name: str, folder: Path, runs: int) -> dict:
     entry = name.removesuffix(".cu")
     start = time.perf_counter()
     ab = judged.compare(
-        original.read_text(), rewrite.read_text(), str(original), entry, base, str(spec_path), candidate
+        GpuCompareRequest(
+            original.read_text(),
+            rewrite.read_text(),
+            str(original),
+            kernel=entry,
+            spec=str(spec_path),
+            baseline_artifact=base,
+            candidate_artifact=candidate,
+        )
     )
     row["ab_s"] = time.perf_counter() - start
     row["clock"] = last_clock()

@@ -113,7 +113,8 @@ def live(paths: list[str], n: int, concurrent: int) -> int:
         for _ in range(n):
             with GpuSession() as gpu:
                 device = gpu.device.name if gpu.device else "?"
-                check = gpu.check(GpuCheckRequest(source, path, kernel=spec.kernel, spec=loaded))
+                request = GpuCheckRequest(source, path, kernel=spec.kernel, spec=loaded)
+                check = gpu.check(request)
                 if not check.ok:
                     print(f"{rel}: {check.message}", file=sys.stderr)
                     break
@@ -127,7 +128,7 @@ def live(paths: list[str], n: int, concurrent: int) -> int:
                 gpu.backend.profile = keep
                 with PhaseClock() as clock:
                     t0 = time.perf_counter()
-                    gpu.add_occupancy(check, source, path, loaded)
+                    gpu.add_occupancy(check, request)
                     walls.append(time.perf_counter() - t0)
                 collect += clock.seconds.get("collect", [])
                 pages.append(sum(clock.seconds.get("pages", [])))

@@ -42,7 +42,7 @@ from kernel_lsp.evaluation.worker_process import ProgressFn, WorkerDied, WorkerH
 from kernel_lsp.files import read_text_file
 from kernel_lsp.gpu_reports import GPU_OFF_IN_EDITOR, ProfileReport, SanitizerReport, no_gpu_message
 from kernel_lsp.gpu_reports import TOOLS as SANITIZER_TOOLS
-from kernel_lsp.gpu_request import Artifact, GpuCheckRequest
+from kernel_lsp.gpu_request import Artifact, GpuCheckRequest, GpuCompareRequest
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.host_entry import find_host_function
 from kernel_lsp.model import CheckStatus, CompileResult, Diagnostic, Severity, TimingSettings
@@ -59,6 +59,7 @@ __all__ = [
     "CaseTiming",
     "Comparison",
     "GpuCheckRequest",
+    "GpuCompareRequest",
     "GpuSession",
     "KernelCheck",
     "ProgressFn",
@@ -405,32 +406,23 @@ class GpuSession:
         }
         return run(sanitizer, job, built[0], tools)
 
-    def add_occupancy(
-        self,
-        check: KernelCheck,
-        source: str,
-        path: str,
-        specs_or_spec_path: SpecArg = None,
-        artifact: Artifact = None,
-        spec_source: str | None = None,
-        defines: tuple[str, ...] | None = None,
-    ) -> KernelCheck:
+    def add_occupancy(self, check: KernelCheck, request: GpuCheckRequest) -> KernelCheck:
         """Fill `check.profile` (limiter, speed of light, stalls, hot lines) and `check.occupancy`
         for a check that verified and timed: its largest timed case run once more under ncu
         (seconds; cached per source version). Separate from `check` so that a caller can publish
-        the verdict first and never waits on it; pass the artifact `check` ran (options or None:
-        compiled, from the cache)."""
+        the verdict first and never waits on it; pass the request `check` ran (its artifact:
+        options or None are compiled, from the cache; its kernel is `check.kernel`)."""
         if not (check.ok and check.timings):
             return check
-        spec, _ = resolve_spec(specs_or_spec_path, path, check.kernel, spec_source)
+        spec, _ = resolve_spec(request.spec, request.path, check.kernel, request.spec_source)
         if spec is None:
             return check
-        built, _ = self._built(source, path, spec, artifact, defines)
+        built, _ = self._built(request.source, request.path, spec, request.artifact, request.defines)
         if built is None:
             return check
         cubin, steps = built
-        message = {"spec": spec_desc(spec, spec_source), "steps": steps}
-        self._profile(check, message, cubin, symbol_names(steps), path, source)
+        message = {"spec": spec_desc(spec, request.spec_source), "steps": steps}
+        self._profile(check, message, cubin, symbol_names(steps), request.path, request.source)
         return check
 
     def _profile(
@@ -497,43 +489,32 @@ class GpuSession:
 
     # --- A/B ------------------------------------------------------------------------------------
 
-    def compare(
-        self,
-        baseline_source: str,
-        candidate_source: str,
-        path: str,
-        kernel: str | None = None,
-        baseline_artifact: Artifact = None,
-        specs_or_spec_path: SpecArg = None,
-        candidate_artifact: Artifact = None,
-        min_speedup: float = 1.02,
-        spec_source: str | None = None,
-        on_progress: ProgressFn | None = None,
-        defines: tuple[str, ...] | None = None,
-    ) -> Comparison:
+    def compare(self, request: GpuCompareRequest, on_progress: ProgressFn | None = None) -> Comparison:
         """Time baseline and candidate interleaved (A B A B, cold L2) on the spec's timing size, on
         this one device, and bound the speedup with a bootstrap interval. Verify the candidate with
         check() first; here its outputs after timing are checked once more. Never raises."""
         empty = Comparison(1.0, 1.0, 1.0, 0, None, None, host=self.host, device_index=self.device_index)
         if not self.available:
             return replace(empty, error=no_gpu_message(self.reason))
-        spec, diags = resolve_spec(specs_or_spec_path, path, kernel, spec_source)
+        spec_source = request.spec_source
+        spec, diags = resolve_spec(request.spec, request.path, request.kernel, spec_source)
         if spec is None:
             return replace(empty, error=diags[0].message if diags else "no spec")
+        baseline_artifact, candidate_artifact = request.baseline_artifact, request.candidate_artifact
         if candidate_artifact is None and isinstance(baseline_artifact, LibraryBuild):
             candidate_artifact = baseline_artifact.options  # the same compile options for both
         elif candidate_artifact is None and not isinstance(baseline_artifact, CompileResult):
             candidate_artifact = baseline_artifact  # the same compile options for both
         built = []
-        for src, art in ((baseline_source, baseline_artifact), (candidate_source, candidate_artifact)):
-            b, problems = self._built(src, path, spec, art, defines)
+        for src, art in ((request.baseline, baseline_artifact), (request.candidate, candidate_artifact)):
+            b, problems = self._built(src, request.path, spec, art, request.defines)
             if b is None:
                 message = problems[0].message if problems else "compile failed"
                 return replace(
                     empty, error=message if _in_spec(problems, spec) else f"does not compile: {message}"
                 )
             built.append(b)
-        return self.backend.compare(spec, spec_source, built[0], built[1], min_speedup, on_progress)
+        return self.backend.compare(spec, spec_source, built[0], built[1], request.min_speedup, on_progress)
 
     def compare_compiled(
         self,

@@ -1,5 +1,6 @@
 """What a GPU check is asked, as plain data: `GpuCheckRequest`, the one argument of
-`GpuSession.check` and `GpuSession.prove` (kernel_lsp/gpu.py, which re-exports it). Here rather
+`GpuSession.check`, `GpuSession.prove` and `GpuSession.add_occupancy`, and `GpuCompareRequest`,
+that of `GpuSession.compare` (kernel_lsp/gpu.py, which re-exports both). Here rather
 than in gpu.py so that the optimizer, which reaches none of the GPU machinery itself
 (tests/unit/test_architecture.py), can build the requests it hands its pooled sessions, as it
 reads their answers from gpu_results (issue 47)."""
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from kernel_lsp.gpu_results import DeviceInfo
     from kernel_lsp.model import FileCheck
 
-__all__ = ["Artifact", "FileDone", "GpuCheckRequest", "GpuPlan", "OpenGpu"]
+__all__ = ["Artifact", "FileDone", "GpuCheckRequest", "GpuCompareRequest", "GpuPlan", "OpenGpu"]
 
 # What a caller passes for the code to run: the compiled artifact (the one road), or compile
 # options / None, which GpuSession compiles first (through the same compile_source and its cache).
@@ -28,8 +29,8 @@ Artifact = CompileResult | Any
 @dataclass(frozen=True)
 class GpuCheckRequest:
     """What to verify (and time) on the GPU: one kernel, or one host entry, of a file against its
-    spec; what `GpuSession.check` takes (and `GpuSession.prove`, which reads all but `measure` and
-    `reference`). One typed value rather than ten loose parameters, several of them optional and
+    spec; what `GpuSession.check` takes (and `GpuSession.prove` and `GpuSession.add_occupancy`,
+    which read all but `measure` and `reference`). One typed value rather than ten loose parameters, several of them optional and
     of the same type, so that a caller names what it passes (issue 47): `source` and `path` by
     position, the rest only by name. Frozen: a request is data, handed on (to a pool's GPU, to
     the sanitizer after the check) and never changed under a check that runs it."""
@@ -59,6 +60,30 @@ class GpuCheckRequest:
     # it is a CompileResult. None: the spec's checks alone (and an entry spec's `baseline` file,
     # where the spec names one).
     reference: str | tuple[str, Artifact] | None = None
+
+
+@dataclass(frozen=True)
+class GpuCompareRequest:
+    """What to time against what, A B A B on one GPU (`GpuSession.compare`): `baseline` and
+    `candidate`, two versions of the kernel (or host entry) in the file at `path`, each run from its
+    artifact, on the spec's timing size; the speedup counts where its interval's lower bound
+    clears `min_speedup`. Typed for the reason GpuCheckRequest is: the two sources, the two
+    artifacts and the spec were ten loose parameters, of which pairs had the same type (issue 47)."""
+
+    baseline: str  # the original's text
+    candidate: str  # the rewrite's text
+    path: str  # where the original lives: its sidecar spec when `spec` is None
+    _: KW_ONLY
+    kernel: str | None = None  # as GpuCheckRequest.kernel
+    spec: SpecArg = None  # as GpuCheckRequest.spec
+    spec_source: str | None = None  # as GpuCheckRequest.spec_source
+    # What each runs, as GpuCheckRequest.artifact. The candidate's None: the baseline's compile
+    # options (or a LibraryBuild's options), so that both are built alike; where the baseline's is
+    # a CompileResult, the default options.
+    baseline_artifact: Artifact = None
+    candidate_artifact: Artifact = None
+    defines: tuple[str, ...] | None = None  # as GpuCheckRequest.defines
+    min_speedup: float = 1.02
 
 
 def _stderr(line: str) -> None:

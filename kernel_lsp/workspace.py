@@ -50,7 +50,7 @@ from .compile.includes import header_stamps, include_closure
 from .compile.versions import cuda_versions
 from .config import Settings, SettingsOverrides, find_pyproject, parse_overrides, settings_from_pyproject
 from .files import decode_source, read_source
-from .gpu_request import OpenGpu
+from .gpu_request import GpuCheckRequest, OpenGpu
 from .include_graph import IncludeGraph
 from .model import (
     Batch,
@@ -656,8 +656,6 @@ class Workspace:
         compile for the device's exact arch, a shared library for entry specs, with the file's
         options), verified and timed; with `profile`, the ncu profile of each (occupancy, and each
         launched kernel's share of the time). Each check's launched kernels are in `launched`."""
-        from .gpu import GpuCheckRequest
-
         session = _session(gpu)
         options = self.device_options(path, session.device, text)
         chosen = [s for s in specs.specs if names is None or s.kernel in names or s.name in names]
@@ -675,7 +673,7 @@ class Workspace:
             )
             check = session.check(request)
             if profile:
-                session.add_occupancy(check, text, path, specs, built, defines=defines)
+                session.add_occupancy(check, request)
             out.checks.append(check)
             out.launched[spec.kernel], note = launched_kernels(check, spec, text, defines)
             if note:
@@ -689,15 +687,16 @@ class Workspace:
             return
         session = _session(gpu)
         for check in verification.checks:
-            session.add_occupancy(
-                check,
+            artifact = verification.options if check.entry else verification.artifact  # an entry's library
+            request = GpuCheckRequest(
                 verification.text,
                 verification.path,
-                None,
-                verification.options if check.entry else verification.artifact,  # an entry's library
-                verification.spec_text,
+                kernel=check.kernel,
+                spec_source=verification.spec_text,
+                artifact=artifact,
                 defines=verification.options.defines,
             )
+            session.add_occupancy(check, request)
 
     # --- candidates: what the optimizer asks (it reaches no compile, fence, GPU or evaluation
     # module of its own: tests/unit/test_architecture.py) ---------------------------------------

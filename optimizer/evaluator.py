@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from kernel_lsp import archs
 from kernel_lsp.config import Settings
 from kernel_lsp.gpu_reports import ProfileReport, SanitizerReport
-from kernel_lsp.gpu_request import GpuCheckRequest
+from kernel_lsp.gpu_request import GpuCheckRequest, GpuCompareRequest
 from kernel_lsp.model import CompileOptions, CompileResult, LibraryBuild, Severity
 from kernel_lsp.source import parse_directives
 from kernel_lsp.spec import Spec, SpecError, SpecLoad
@@ -565,9 +565,7 @@ class GpuEvaluator(Evaluator):
             kc = session.check(self._request(ready, artifact))
             if not (kc.ok and kc.timings):
                 return ProfileReport(note=f"not profiled: {kc.message or kc.status}")
-        session.add_occupancy(
-            kc, ready, self.path, self.specs, artifact, self.spec_source, defines=self.options.defines
-        )
+        session.add_occupancy(kc, self._request(ready, artifact))
         return kc.profile
 
     def compare(self, original: str, candidate: str, min_speedup: float, trusted: bool = False) -> Comparison:
@@ -579,18 +577,19 @@ class GpuEvaluator(Evaluator):
         def on(session: Any) -> Any:  # both sides on this one GPU, interleaved
             base_text, base = self._artifact(session, original)
             cand_text, cand = self._artifact(session, candidate, original, trusted)
-            return session.compare(
+            request = GpuCompareRequest(
                 base_text,
                 cand_text,
                 self.path,
-                self.spec.kernel,
-                base,
-                self.specs,
-                cand,
-                min_speedup=min_speedup,
+                kernel=self.spec.kernel,
+                spec=self.specs,
                 spec_source=self.spec_source,
+                baseline_artifact=base,
+                candidate_artifact=cand,
                 defines=self.options.defines,
+                min_speedup=min_speedup,
             )
+            return session.compare(request)
 
         c = pool.run(on)
         problems = [p.message for p in c.problems]

@@ -17,7 +17,7 @@ import pytest
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.compile import CompileOptions
 from kernel_lsp.evaluation.pool import visible_gpu_count
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCompareRequest, GpuSession, check_file
 from kernel_lsp.model import TimingSettings
 
 pytestmark = pytest.mark.gpu
@@ -71,7 +71,15 @@ def test_compare_of_a_template_instance_on_one_device(gpu):
     path = FIXTURES / "scale_template.cu"
     source = path.read_text()
     artifact = gpu.compile(source, str(path))
-    c = gpu.compare(source, source, str(path), "scale<float>", artifact, candidate_artifact=artifact)
+    request = GpuCompareRequest(
+        source,
+        source,
+        str(path),
+        kernel="scale<float>",
+        baseline_artifact=artifact,
+        candidate_artifact=artifact,
+    )
+    c = gpu.compare(request)
     assert c.error is None, c.error
     assert 0.8 < c.speedup < 1.25 and c.device_index == gpu.device_index
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.cli.bench import bench_main
-from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuCompareRequest, GpuSession, check_file
 from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.profile import find_ncu
 
@@ -65,11 +65,11 @@ def test_compare_interleaved(gpu):
     good = (FIXTURES / "good.cu").read_text()
     slow = (FIXTURES / "slow.cu").read_text()
     spec = str(FIXTURES / "vadd.spec.py")
-    same = gpu.compare(good, good, str(FIXTURES / "good.cu"), "vadd", specs_or_spec_path=spec)
+    same = gpu.compare(GpuCompareRequest(good, good, str(FIXTURES / "good.cu"), kernel="vadd", spec=spec))
     assert same.error is None, same.error
     assert same.ci_low < 1.02 and not same.faster
     assert 0.95 < same.speedup < 1.05
-    faster = gpu.compare(slow, good, str(FIXTURES / "good.cu"), "vadd", specs_or_spec_path=spec)
+    faster = gpu.compare(GpuCompareRequest(slow, good, str(FIXTURES / "good.cu"), kernel="vadd", spec=spec))
     assert faster.faster and faster.ci_low > 1.02, faster
 
 

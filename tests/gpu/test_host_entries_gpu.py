@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernel_lsp.compile import CompileOptions
-from kernel_lsp.gpu import GpuCheckRequest, GpuSession, check_file
+from kernel_lsp.gpu import GpuCheckRequest, GpuCompareRequest, GpuSession, check_file
 from kernel_lsp.model import TimingSettings
 from kernel_lsp.runner.profile import find_ncu
 from kernel_lsp.runner.sanitizer import find_sanitizer
@@ -62,7 +62,17 @@ def test_a_rewritten_launcher_agrees_with_the_original_and_is_compared_on_one_gp
         print("sandbox:", boxed.backend.available and boxed.backend.sandbox)
         checked = boxed.check(dataclasses.replace(request, reference=(original, base)))
         assert checked.ok, checked.message
-        ab = boxed.compare(original, rewrite, path, "vector_add_bf16", base, spec, candidate)
+        ab = boxed.compare(
+            GpuCompareRequest(
+                original,
+                rewrite,
+                path,
+                kernel="vector_add_bf16",
+                spec=spec,
+                baseline_artifact=base,
+                candidate_artifact=candidate,
+            )
+        )
     # Compared, not how well: beside other tests' GPU work the A/B's budget ends sooner (n=7 on an
     # H200 in 2 of 5 suite runs); how many samples a quiet GPU gives is benchmarks/judge_cost.py's.
     assert ab.error is None and ab.n >= 5 and 0.3 < ab.speedup < 5, ab
@@ -81,12 +91,9 @@ def test_a_layernorm_with_host_steps_between_three_kernels(gpu):
     ]
     if find_ncu() is None:
         pytest.skip("ncu not installed: per-kernel times not read")
+    source = (ENTRIES / "layernorm_host.cu").read_text()
     gpu.add_occupancy(
-        result,
-        (ENTRIES / "layernorm_host.cu").read_text(),
-        str(ENTRIES / "layernorm_host.cu"),
-        None,
-        CompileOptions(),
+        result, GpuCheckRequest(source, str(ENTRIES / "layernorm_host.cu"), artifact=CompileOptions())
     )
     assert result.profile is not None, result.occupancy_note
     times = {k.kernel: k.duration_s for k in result.profile.kernels}

@@ -56,10 +56,11 @@ def test_profile_of_a_sample(gpu, rel, kernel, hottest):
     path = REPO / "samples" / rel
     source = path.read_text()
     loaded = load_specs(spec_path_for(str(path)))
-    check = gpu.check(GpuCheckRequest(source, str(path), kernel=kernel, spec=loaded))
+    request = GpuCheckRequest(source, str(path), kernel=kernel, spec=loaded)
+    check = gpu.check(request)
     assert check.ok, check.message
     t0 = time.perf_counter()
-    gpu.add_occupancy(check, source, str(path), loaded)
+    gpu.add_occupancy(check, request)
     first_s = time.perf_counter() - t0
     report = check.profile
     assert report is not None and report.kernels, report and report.note
@@ -86,7 +87,7 @@ def test_profile_of_a_sample(gpu, rel, kernel, hottest):
     # costs seconds and tells nothing here) does not run ncu again.
     again = dataclasses.replace(check, profile=None, occupancy=[])
     t0 = time.perf_counter()
-    gpu.add_occupancy(again, source, str(path), loaded)
+    gpu.add_occupancy(again, request)
     assert again.profile is report and time.perf_counter() - t0 < min(1.0, first_s)
     print(
         f"\nPROFILE-GPU {rel} {report.kernels[0].kernel}: {report.kernels[0].headline} | profiling run {report.wall_s:.1f} s"

@@ -13,7 +13,7 @@ import pytest
 
 from kernel_lsp.cli.bench import bench_main
 from kernel_lsp.evaluation.choose import open_backends
-from kernel_lsp.gpu import GpuCheckRequest, GpuSession
+from kernel_lsp.gpu import GpuCheckRequest, GpuCompareRequest, GpuSession
 from kernel_lsp.model import TimingSettings
 
 ray = pytest.importorskip(
@@ -54,7 +54,9 @@ def test_vadd_verified_and_timed_through_a_ray_actor(actor_gpu):
     assert result.timings and result.timings[0].measurement.median_s > 0
     assert result.host == socket.gethostname() and result.device_index == 0
     assert result.device is not None and result.device.arch.startswith("sm_")
-    comparison = actor_gpu.compare(source, source, str(path), "vadd", None, str(FIXTURES / "vadd.spec.py"))
+    comparison = actor_gpu.compare(
+        GpuCompareRequest(source, source, str(path), kernel="vadd", spec=str(FIXTURES / "vadd.spec.py"))
+    )
     assert comparison.error is None and comparison.n > 0 and 0.8 < comparison.speedup < 1.25
     assert comparison.host == socket.gethostname() and comparison.device_index == 0
 

@@ -12,7 +12,7 @@ import pytest
 
 from kernel_lsp.evaluation.pool import BackendPool, parse_gpus
 from kernel_lsp.evaluation.specs import instance_name, kernel_symbols, launch_steps
-from kernel_lsp.gpu import GpuSession, check_file
+from kernel_lsp.gpu import GpuCompareRequest, GpuSession, check_file
 from kernel_lsp.model import CompileResult, KernelResources, TimingSettings
 from kernel_lsp.runner.fake import fake_cubin
 from kernel_lsp.spec import load_specs
@@ -190,7 +190,10 @@ def test_compare_runs_both_sides_on_one_device(gpu, tmp_path):
     cu = write(tmp_path, "hd", HOST_DEVICE, "vadd")
     slow = artifact(str(cu), {"vadd": (VADD_MANGLED, "slow")})
     fast = artifact(str(cu), {"vadd": (VADD_MANGLED, "vadd")})
-    c = gpu.compare(HOST_DEVICE, HOST_DEVICE, str(cu), "vadd", slow, candidate_artifact=fast)
+    request = GpuCompareRequest(
+        HOST_DEVICE, HOST_DEVICE, str(cu), kernel="vadd", baseline_artifact=slow, candidate_artifact=fast
+    )
+    c = gpu.compare(request)
     assert c.error is None and c.faster and c.speedup > 1.5
     assert (c.device_index, c.device_name) == (0, gpu.device.name)
 
