@@ -7,11 +7,13 @@ worker); several devices get several backends (kernel_lsp.evaluation.pool).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +27,7 @@ from kernel_lsp.gpu_reports import (
 from kernel_lsp.gpu_results import CaseTiming, Comparison, KernelCheck
 from kernel_lsp.model import CheckStatus, TimingSettings
 from kernel_lsp.procs import ToolRuns
+from kernel_lsp.runner import turns
 from kernel_lsp.runner.hardware import PROBE_SOURCE, DeviceInfo, load_cached, save_cached
 from kernel_lsp.runner.profile import profile_kernels
 from kernel_lsp.runner.sanitizer import sanitize
@@ -436,10 +439,33 @@ class LocalBackend:
         main_text: str | None = None,
     ) -> ProfileReport:
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
-        with self._lock:  # nothing else on this GPU while ncu replays the kernels
+        with self._lock, self._gpu_alone():  # nothing else on this GPU while ncu replays the kernels
             return profile_kernels(
                 ncu, job, cubin, symbol_to_kernel, main_path, main_text=main_text, runs=self._tools
             )
+
+    @contextlib.contextmanager
+    def _gpu_alone(self) -> Iterator[None]:
+        """An exclusive turn on this GPU (runner/turns.py) around a tool's run, ncu replaying the
+        kernels or compute-sanitizer instrumenting a launch: no other kernel-lsp process times a
+        kernel or verifies beside it. Without it, a judge's timing beside a test's ncu profile on
+        an H100 read an honest 31 us entry as 366 us (the GPU switched to ncu's context inside
+        its brackets), and the tool's counters would count the other process's work. The tool's
+        own process takes no turn (runner/one_launch.py). No worker described its GPU: none."""
+        info = (self._hello or {}).get("device") if self._ensure_worker() is not None else None
+        if not info:
+            yield
+            return
+        try:
+            gpu = turns.GpuTurns(turns.device_key(info, self.fake))
+        except OSError:  # as a worker without turns (runner/worker.py): the run goes on
+            yield
+            return
+        try:
+            with gpu.exclusive():
+                yield
+        finally:
+            gpu.close()
 
     def _sandbox_kind(self) -> str:
         """How a one-launch process (ncu, compute-sanitizer) of this backend's untrusted host code
@@ -452,5 +478,5 @@ class LocalBackend:
     ) -> SanitizerReport:
         """The job's one launch under each compute-sanitizer tool (the proof gate), on this GPU."""
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
-        with self._lock:  # nothing else on this GPU while the sanitizer instruments the launch
+        with self._lock, self._gpu_alone():  # nothing else on this GPU while the sanitizer instruments
             return sanitize(sanitizer, job, blob, tools, runs=self._tools)
