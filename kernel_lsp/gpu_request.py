@@ -30,9 +30,9 @@ Artifact = CompileResult | Any
 class GpuCheckRequest:
     """What to verify (and time) on the GPU: one kernel, or one host entry, of a file against its
     spec; what `GpuSession.check` takes (and `GpuSession.prove` and `GpuSession.add_occupancy`,
-    which read all but `measure` and `reference`). One typed value rather than ten loose parameters, several of them optional and
-    of the same type, so that a caller names what it passes (issue 47): `source` and `path` by
-    position, the rest only by name. Frozen: a request is data, handed on (to a pool's GPU, to
+    which read all but `measure` and `reference`). One typed value rather than ten loose
+    parameters, several of them optional and of the same type, so that a caller names what it
+    passes (issue 47): `source` and `path` by position, the rest only by name. Frozen: a request is data, handed on (to a pool's GPU, to
     the sanitizer after the check) and never changed under a check that runs it."""
 
     source: str  # the text to run: an editor's unsaved buffer, or a candidate an LLM wrote
