@@ -451,8 +451,13 @@ class LocalBackend:
         kernel or verifies beside it. Without it, a judge's timing beside a test's ncu profile on
         an H100 read an honest 31 us entry as 366 us (the GPU switched to ncu's context inside
         its brackets), and the tool's counters would count the other process's work. The tool's
-        own process takes no turn (runner/one_launch.py). No worker described its GPU: none."""
-        info = (self._hello or {}).get("device") if self._ensure_worker() is not None else None
+        own process takes no turn (runner/one_launch.py), nor inherits the turn's files (opened
+        close-on-exec). The GPU's key is the one its last worker said; a worker is started for
+        it only where none ever was (a worker that died is not restarted just for a key). No
+        worker described its GPU: none."""
+        if self._hello is None:
+            self._ensure_worker()
+        info = (self._hello or {}).get("device")
         if not info:
             yield
             return

@@ -161,6 +161,15 @@ def test_each_fake_gpu_has_its_own_turns_whatever_index_its_process_sees(monkeyp
     assert device_key({"index": 0, "pci_bus_id": 0}, fake=False) == "dev1"
 
 
+# What a process has open, one target a line (its listing's own descriptor is gone when read).
+OPEN_FILES = """
+import contextlib, os
+for fd in os.listdir("/proc/self/fd"):
+    with contextlib.suppress(OSError):
+        print(os.readlink(f"/proc/self/fd/{fd}"))
+"""
+
+
 @pytest.mark.parametrize("tool", ["profile", "sanitize"])
 def test_a_tool_run_has_the_gpu_alone(monkeypatch, tmp_path, tool):
     """ncu replaying a kernel, or compute-sanitizer instrumenting a launch, holds an exclusive turn
@@ -190,6 +199,15 @@ def test_a_tool_run_has_the_gpu_alone(monkeypatch, tmp_path, tool):
 
     def tool_run(*args, **kwargs):
         seen.append(another_process_verifying())
+        # The tool's process, where a candidate's launch runs (the proof gate): even a child that
+        # keeps every inheritable descriptor gets none of the turn's files, so its code can
+        # neither let the turn go early nor hold it past the tool's end.
+        child = subprocess.run(
+            [sys.executable, "-c", OPEN_FILES], capture_output=True, text=True, close_fds=False
+        )
+        seen.append(
+            "turn files in the tool's process" if "-gpu-" in child.stdout else "none in the tool's process"
+        )
         return ProfileReport(note="not run") if tool == "profile" else SanitizerReport(note="not run")
 
     monkeypatch.setattr(local, "profile_kernels", tool_run)
@@ -197,11 +215,17 @@ def test_a_tool_run_has_the_gpu_alone(monkeypatch, tmp_path, tool):
     backend = local.LocalBackend(fake=True, use_device_cache=False)
     try:
         assert backend.available, backend.reason
-        if tool == "profile":
-            backend.profile("ncu", {"case": "n=1"}, b"", {}, "k.cu")
-        else:
-            backend.sanitize("compute-sanitizer", {"case": "n=1"}, b"", ("memcheck",))
-        assert seen == ["waits"]
+        run = {
+            "profile": lambda: backend.profile("ncu", {"case": "n=1"}, b"", {}, "k.cu"),
+            "sanitize": lambda: backend.sanitize("compute-sanitizer", {"case": "n=1"}, b"", ("memcheck",)),
+        }[tool]
+        run()
+        assert seen == ["waits", "none in the tool's process"]
         assert another_process_verifying() == "shared turn taken"  # and let go after
+        # A worker that died since is not started again just to name the GPU's turn.
+        backend._worker.kill()
+        backend._worker.proc.wait(10)
+        run()
+        assert seen[2:] == ["waits", "none in the tool's process"] and backend.restarts == 0
     finally:
         backend.close()
