@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -80,14 +81,20 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_runtest_logreport(report):
     """With KERNEL_LSP_TEST_TIMES=FILE, each test's phase (setup, call, teardown) is appended as it
-    ends: the wall clock at its end, the pytest-xdist worker, its seconds. A run stopped at a time
-    limit still says where its time went, and each worker's lane can be drawn from it."""
+    ends: the wall clock at its end, the pytest-xdist worker, its seconds, then the CPU seconds this
+    test process and its reaped children have used so far (a difference between two lines is
+    roughly what ran between them: a process is counted when it is reaped). A run stopped at a
+    time limit still says where its time went, and each worker's lane can be drawn from it."""
     out = os.environ.get("KERNEL_LSP_TEST_TIMES")
     if out and not hasattr(report, "node"):  # pytest-xdist's controller gets a copy of each report
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        cpu = sum(
+            u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        )
         with open(out, "a") as f:
             f.write(
-                f"{time.time():.1f} {worker} {report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}\n"
+                f"{time.time():.1f} {worker} {report.duration:8.2f} {report.when} {report.outcome} {report.nodeid}"
+                f" cpu={cpu:.2f}\n"
             )
         if report.failed:  # the reason too: a run cut off at its limit prints no summary
             with open(out + ".failures", "a") as f:
