@@ -45,11 +45,26 @@ def pytest_configure(config):
     from hang_guard import HangGuard
 
     config.pluginmanager.register(HangGuard(), "kernel-lsp-hang-guard")
+    if not hasattr(config, "workerinput"):  # once, in the controller, before any worker starts
+        _compile_bytecode()
     args = list(config.invocation_params.args)
     named = [a for a in args if not a.startswith("-") and (".py" in a or "::" in a)]
     user_markexpr = any(a.startswith("-m") for a in args)
     if named and not user_markexpr and config.option.markexpr == "not slow":
         config.option.markexpr = ""
+
+
+def _compile_bytecode() -> None:
+    """Bytecode for kernel_lsp and the tests' helper modules, written once before the run. With
+    PYTHONDONTWRITEBYTECODE set (as on CI's machines) and an editable install, every Python
+    process the tests start (servers, spawned workers, accused) compiled kernel_lsp's source
+    anew: 0.23 s of CPU for the server's and the worker's imports. Measured on the fast tier in
+    one process: the end-to-end tests' CPU 251 s without, 221 s with. Python reads a valid .pyc
+    whatever that variable says, and checks each one against its source's size and time."""
+    import compileall
+
+    compileall.compile_dir(REPO / "kernel_lsp", quiet=2)
+    compileall.compile_dir(REPO / "tests", maxlevels=0, quiet=2)  # not fixtures: copied as they are
 
 
 def pytest_collection_modifyitems(config, items):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,8 +20,10 @@ from kernel_lsp.server.clangd.proxy import ClangdProxy
 from kernel_lsp.server.clangd.rpc import JsonRpcConnection
 
 FAKE_CLANGD = """\
-import json, os, sys
+import json, os, sys, time
 open(os.environ["FAKE_CLANGD_PID"], "w").write(str(os.getpid()))
+if os.environ.get("FAKE_CLANGD_TMPDIR"):  # where its temporary files (preambles) would go
+    open(os.environ["FAKE_CLANGD_TMPDIR"], "w").write(os.environ.get("TMPDIR", ""))
 inp, out = sys.stdin.buffer, sys.stdout.buffer
 while True:
     length = None
@@ -35,6 +38,7 @@ while True:
             length = int(value)
     message = json.loads(inp.read(length))
     if message.get("method") == "exit":
+        time.sleep(float(os.environ.get("FAKE_CLANGD_LINGER_S", "0")))  # a parse it finishes first
         sys.exit(0)
     if "id" in message:
         result = {"capabilities": {}} if message["method"] == "initialize" else None
@@ -50,7 +54,8 @@ def _server() -> SimpleNamespace:
     return SimpleNamespace(settings=settings, workspace=workspace, client_capabilities=None)
 
 
-async def test_a_stop_as_clangd_answers_initialize_ends_clangd(tmp_path: Path, monkeypatch):
+def _fake_proxy(tmp_path: Path, monkeypatch) -> tuple[ClangdProxy, Path]:
+    """A proxy whose clangd is FAKE_CLANGD, and the file its pid will be in."""
     script = tmp_path / "fake_clangd.py"
     script.write_text(FAKE_CLANGD)
     binary = tmp_path / "clangd"
@@ -59,9 +64,34 @@ async def test_a_stop_as_clangd_answers_initialize_ends_clangd(tmp_path: Path, m
     pid_file = tmp_path / "clangd.pid"
     monkeypatch.setenv("FAKE_CLANGD_PID", str(pid_file))
     monkeypatch.setattr(proxy_module, "clangd_environment", lambda: dict(os.environ))
-
     proxy = ClangdProxy(_server())
     proxy.binary, proxy.advertised, proxy._ready = ClangdBinary(str(binary), "test"), True, asyncio.Event()
+    return proxy, pid_file
+
+
+async def test_a_clangd_still_parsing_after_exit_is_ended_at_once_and_its_files_go(tmp_path: Path, monkeypatch):
+    """clangd answers `shutdown` at once, then finishes the parse in progress before it exits
+    (a CUDA file's preamble: over a second); the server's shutdown waited for that. Its temporary
+    files (preambles on disk) are in the proxy's private folder, removed by the stop."""
+    monkeypatch.setenv("FAKE_CLANGD_LINGER_S", "30")
+    told = tmp_path / "tmpdir.txt"
+    monkeypatch.setenv("FAKE_CLANGD_TMPDIR", str(told))
+    proxy, pid_file = _fake_proxy(tmp_path, monkeypatch)
+    proxy.start()
+    await asyncio.wait_for(proxy._ready.wait(), 30)
+    folder = proxy._database.folder
+    assert told.read_text().startswith(folder + os.sep) and os.path.isdir(told.read_text())
+    started = time.monotonic()
+    await asyncio.wait_for(proxy.stop(), 20)
+    took = time.monotonic() - started
+    # Before, it waited STOP_TIMEOUT_S (3 s) and then killed; now EXIT_GRACE_S (0.2 s).
+    assert took < proxy_module.STOP_TIMEOUT_S, f"the stop waited {took:.1f} s for clangd"
+    assert gone(int(pid_file.read_text()), 10), "the fake clangd outlived the stop"
+    assert not os.path.exists(folder)
+
+
+async def test_a_stop_as_clangd_answers_initialize_ends_clangd(tmp_path: Path, monkeypatch):
+    proxy, pid_file = _fake_proxy(tmp_path, monkeypatch)
     stopping: list[asyncio.Task] = []
     dispatch = JsonRpcConnection._dispatch
 

@@ -27,6 +27,10 @@ PREFIX = "kernel-lsp-clangd-"
 class PrivateDatabase:
     def __init__(self) -> None:
         self.folder = make_temp_folder(PREFIX)
+        # clangd's temporary files (its preambles on disk): here, not in the system's temp
+        # folder, so that they go with the folder however clangd ends.
+        self.scratch = os.path.join(self.folder, "tmp")
+        os.mkdir(self.scratch, 0o700)
         self._entries: dict[str, list[str]] = {}
         self._write()  # clangd finds a database from its first file on
 
