@@ -177,9 +177,21 @@ def _origin(module: str, name: str, modules: dict[str, Path], depth: int = 0) ->
     return module
 
 
-GRAPH = _imports(MODULES := package_files())
-# Where each imported name comes from, re-exports followed.
-ORIGINS = _imports(MODULES, follow=True)
+MODULES = package_files()
+
+
+# The graphs are built when a test first asks, not at import: collection imports this module in
+# every pytest-xdist worker, and parsing the package there cost each worker 1.4 s of CPU.
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """module -> the kernel_lsp modules it imports and the third-party roots."""
+    return _imports(MODULES)
+
+
+@functools.cache
+def origins() -> dict[str, set[str]]:
+    """Where each imported name comes from, re-exports followed."""
+    return _imports(MODULES, follow=True)
 
 
 def _part(module: str) -> str:
@@ -200,7 +212,7 @@ def test_the_import_graph_has_no_circle():
     def visit(v: str) -> None:  # Tarjan's strongly connected components
         index[v] = low[v] = len(index)
         stack.append(v)
-        for w in GRAPH.get(v, ()):
+        for w in graph().get(v, ()):
             if w not in MODULES:
                 continue
             if w not in index:
@@ -227,7 +239,7 @@ def test_the_import_graph_has_no_circle():
 def test_imports_point_downwards():
     upward = [
         f"{module} -> {target}"
-        for module, targets in GRAPH.items()
+        for module, targets in graph().items()
         for target in targets
         if target in MODULES
         and _part(module) in LAYERS
@@ -241,13 +253,13 @@ def test_imports_point_downwards():
 def test_the_front_ends_do_not_import_each_other_and_only_the_server_knows_lsp():
     crossing = [
         f"{m} -> {t}"
-        for m, targets in GRAPH.items()
+        for m, targets in graph().items()
         for t in targets
         if t in MODULES and {_part(m), _part(t)} == set(FRONT_ENDS)
     ]
     assert crossing == [] or crossing == ["kernel_lsp.cli.serve -> kernel_lsp.server"]
     lsp = sorted(
-        m for m, targets in GRAPH.items() if {"pygls", "lsprotocol"} & targets and _part(m) != "server"
+        m for m, targets in graph().items() if {"pygls", "lsprotocol"} & targets and _part(m) != "server"
     )
     assert lsp == []
 
@@ -269,20 +281,20 @@ def side_doors(graph: dict[str, set[str]]) -> list[str]:
 
 def test_front_ends_import_only_the_front_door():
     """cli/ and server/ reach the engine through kernel_lsp.workspace and kernel_lsp.api alone."""
-    assert side_doors(GRAPH) == []
+    assert side_doors(graph()) == []
 
 
 def test_the_exceptions_are_few_justified_and_still_needed():
     assert len(EXCEPTIONS) <= 10
     for (module, target), why in EXCEPTIONS.items():
         assert why.strip() and "\n" not in why, (module, target)
-        assert target in GRAPH.get(module, ()), f"{module} -> {target} is gone: drop the exception"
+        assert target in graph().get(module, ()), f"{module} -> {target} is gone: drop the exception"
 
 
 def test_a_new_side_door_is_caught():
     """The rule fails on a front end that imports the engine directly, at module level or inside
     a function, absolutely or relatively, and keeps passing the front door and the exceptions."""
-    synthetic = {m: set(t) for m, t in GRAPH.items()}
+    synthetic = {m: set(t) for m, t in graph().items()}
     synthetic["kernel_lsp.server.app"] |= {"kernel_lsp.gpu", "kernel_lsp.api.model"}
     synthetic["kernel_lsp.cli.bench"] |= {"kernel_lsp.compile.nvrtc"}
     assert side_doors(synthetic) == [
@@ -293,7 +305,7 @@ def test_a_new_side_door_is_caught():
 
 # The machine behind the Workspace (compile, gpu, fence, evaluation, runner): the optimizer asks
 # the Workspace to compile, fence, pool GPUs, verify, time and profile, and reaches none of it
-# itself, directly or through a re-export (ORIGINS follows each name to the module defining it).
+# itself, directly or through a re-export (origins() follows each name to the module defining it).
 MACHINE = ("compile", "gpu", "fence", "evaluation", "runner")
 
 
@@ -308,8 +320,8 @@ def optimizer_reach(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
 
 
 def test_the_optimizer_reaches_the_machine_only_through_the_workspace():
-    assert sorted(optimizer_reach(ORIGINS)) == []
-    synthetic = {m: set(t) for m, t in ORIGINS.items()}
+    assert sorted(optimizer_reach(origins())) == []
+    synthetic = {m: set(t) for m, t in origins().items()}
     synthetic["kernel_lsp.optimizer.loop"] |= {"kernel_lsp.runner.judge"}
     assert optimizer_reach(synthetic) == {("kernel_lsp.optimizer.loop", "kernel_lsp.runner.judge")}
 
@@ -470,7 +482,7 @@ def test_the_worker_side_never_imports_the_client_side(part):
     higher = {"workspace", "optimizer", "cli", "server", "check", "gpu", "evaluation"}
     found = [
         f"{m} -> {t}"
-        for m, targets in GRAPH.items()
+        for m, targets in graph().items()
         if _part(m) == part
         for t in targets
         if t in MODULES and _part(t) in higher
