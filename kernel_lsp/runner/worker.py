@@ -412,8 +412,8 @@ class Worker:
     def _measure_floor(self, clock: GpuClock) -> None:
         """Inside the timing's exclusive turn: the switch floor as the GPU is now
         (judge.SwitchFloor), in a process of its own that runs only kernel-lsp's code, kept for
-        the worker's life. The fake GPU switches no context: its brackets are two processes'
-        polling on the host, which a loaded machine stretches at random, so none is a floor."""
+        the worker's life. The fake GPU switches no context: its brackets are the accused's CPU
+        time (judge.AccusedProcess.cpu_seconds), which has no floor to take off."""
         if self.device.fake:
             return
         if self.floor is None:

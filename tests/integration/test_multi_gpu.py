@@ -166,7 +166,11 @@ def test_a_parallel_round_accepts_what_a_serial_round_accepts(fake_gpus, tmp_pat
     serial, _ = run_round(tmp_path / "serial", 1)
     parallel, restarts = run_round(tmp_path / "parallel", 2)
     statuses = [(o.id, o.status) for o in parallel.outcomes]
-    why = [(o.id, o.status.label, o.message[:160]) for r in (serial, parallel) for o in r.outcomes]
+    # In full, one line each: pytest shortens a list in the middle, where the reason was.
+    why = "\n".join(
+        [f"{o.id} {o.status.label}: {o.message}" for r in (serial, parallel) for o in r.outcomes]
+        + [f"verdicts: {serial.verdict} | {parallel.verdict}"]  # a round that stopped says why
+    )
     assert (
         statuses
         == [(o.id, o.status) for o in serial.outcomes]

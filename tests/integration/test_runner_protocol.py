@@ -160,3 +160,47 @@ def test_an_abandoned_request_leaves_no_answer_for_the_next(session, spec):
         session.backend.check(spec, None, fast, True, None, interrupt)
     c = session.compare_compiled((fake_cubin({"k": "slow"}), STEPS), fast, spec)
     assert c.error is None and c.faster, c
+
+
+@pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
+def test_the_fake_gpus_judge_times_the_accuseds_cpu_not_a_stretched_wall_clock(
+    spec, mechanism, monkeypatch, tmp_path
+):
+    """The fake GPU's kernels are host code, and a loaded machine stretches their wall time at
+    random: with seven processes on two cores an honest 2 ms kernel against an instant one read
+    0.8x to 10x, and rounds that should offer it did not. Its judge counts the accused's CPU time
+    (judge.AccusedProcess.cpu_seconds). Here the judge's processes are stopped for 10 ms of every
+    11 (a scheduler's doing, exaggerated) all through an A/B: the ratio is still the kernels'
+    (12-17x here; timed on the wall clock, 7.6x [0.57, 39.8], not offered)."""
+    import signal
+    import threading
+    import time
+
+    from kernel_lsp import procs
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    if mechanism == "bwrap" and (why := bwrap_available(str(tmp_path))):
+        pytest.skip(why)
+    monkeypatch.setenv("KERNEL_LSP_SANDBOX", mechanism)
+    slow, fast = (fake_cubin({"k": "slow"}), STEPS), (fake_cubin({"k": "vadd"}), STEPS)
+    with GpuSession(fake=True, sandboxed=True, launch_timeout_s=10.0) as s:
+        assert s.compare_compiled(slow, fast, spec).error is None  # the judge and its processes are up
+        done = threading.Event()
+
+        def stretch() -> None:
+            while not done.is_set():
+                below = procs.descendants(s.worker_pid or 0)[1:]  # the judge's processes
+                procs.signal_all(below, signal.SIGSTOP)
+                time.sleep(0.010)
+                procs.signal_all(below, signal.SIGCONT)
+                time.sleep(0.001)
+
+        stretcher = threading.Thread(target=stretch, daemon=True)
+        stretcher.start()
+        try:
+            c = s.compare_compiled(slow, fast, spec)
+        finally:
+            done.set()
+            stretcher.join()
+            procs.signal_all(procs.descendants(s.worker_pid or 0), signal.SIGCONT)
+        assert c.error is None and c.faster and c.ci_low > 5, c
