@@ -60,6 +60,12 @@ if TYPE_CHECKING:
 START_TIMEOUT_S = 60.0
 REQUEST_TIMEOUT_S = 30.0  # load, map, bind: the judge's own requests, no candidate code runs
 SPARES = 2  # accused processes started ahead (a comparison takes two)
+# The judge waits for an accused's run this much longer than the launch timeout (the one its
+# verdict names, and the one its caller waits for the judge's next word with): a run that outlives
+# the timeout is then the caller's to see (LocalBackend._request sends the request once more, to a
+# fresh judge: a GPU stalled by another process's fault is no hang), not a verdict the judge
+# reached first in a race that load decides (1 of 2 runs of the fast tier beside a CPU-bound job).
+OUTLAST_CALLER_S = 2.0
 # A gated run's flags, in a buffer of the judge's that the accused maps (one per process: no
 # process can open or end another's run). `go` and `done` sit on lines of their own.
 GATE_BYTES, GATE_GO, GATE_DONE = 4096, 0, 256
@@ -614,7 +620,7 @@ class RemotePipeline:
             request["smem_poison"] = [b.smem_poison for b in bound]
         timeout = self.timeout_s * len(bound)
         try:
-            answer = self.accused.request(request, timeout_s=timeout)
+            answer = self.accused.request(request, timeout_s=timeout + OUTLAST_CALLER_S)
         except AccusedGone as e:
             raise self._gone(e.hung, case, timeout) from None
         if answer.get("status") != "ok":
@@ -641,7 +647,7 @@ class RemotePipeline:
                 [bound.binding],
                 prepare,
                 lambda: bound.bufs.settle(outputs_only=True, wait=False),
-                self.timeout_s,
+                self.timeout_s + OUTLAST_CALLER_S,
                 flush=device.flush_l2 if cold_l2 else None,
             )
         except GateFault as e:
