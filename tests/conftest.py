@@ -38,6 +38,39 @@ def gpu_absent_reason() -> str | None:
     return None
 
 
+# The fast tier's workers (pytest-xdist): `python -m pytest` with no test named runs the tier on
+# this many processes. Most of its time is spent waiting on children (servers, nvcc, CLI runs,
+# deadlines), not computing, so more workers than cores help, and beside a CPU-bound job the
+# tier's processes get a larger share of the cores.
+FAST_TIER_WORKERS = 4
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`python -m pytest` (the README's command, CI's) runs the fast tier in parallel when
+    pytest-xdist is installed (the `test` extra). Not a run that names files, folders or tests
+    (`python -m pytest tests/unit`: one process starts faster than workers), nor one given its own
+    `-n` (`-n 0`: in one process; the GPU images' `-n 6 --dist loadgroup`), its own -m, -k or
+    --collect-only, nor a debugger's. Runs before pytest-xdist's own hook, which turns `-n` into
+    its workers."""
+    if not config.pluginmanager.has_plugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    option = config.option
+    if (
+        config.args_source != pytest.Config.ArgsSource.TESTPATHS  # files, folders or tests named
+        or option.numprocesses is not None
+        or option.markexpr != "not slow"
+        or option.keyword
+        or option.collectonly
+        or option.usepdb
+        or option.trace
+    ):
+        return
+    config.option.numprocesses = FAST_TIER_WORKERS
+    # Tests of one xdist_group run one at a time on one worker (the GPU tests' lanes).
+    config.option.dist = "loadgroup"
+
+
 def pytest_configure(config):
     """`python -m pytest` is the fast tier (pyproject's addopts: `-m 'not slow'`). A run that names
     test files or tests (`python -m pytest tests/e2e/test_neovim.py`) gets them all, slow or not,
