@@ -762,8 +762,9 @@ class Gate:
         accused.pause()  # its answer is complete
         if reply.get("status") != "ok":
             raise GateFault(reply)
-        if cpu:
-            return GatedTimes(cpu[1] - cpu[0], cpu[2] - cpu[1], device.seconds_between(ready, start))
+        if cpu:  # (a process that ended between two readings takes its time out of the sum)
+            bracket, copy = max(0.0, cpu[1] - cpu[0]), max(0.0, cpu[2] - cpu[1])
+            return GatedTimes(bracket, copy, device.seconds_between(ready, start))
         return GatedTimes(
             device.seconds_between(start, end),
             device.seconds_between(end, copied),

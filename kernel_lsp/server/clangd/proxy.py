@@ -56,8 +56,9 @@ STOP_TIMEOUT_S = 3.0
 # After `exit`, clangd gets this long to end before it is killed. It answers `shutdown` at once
 # but then finishes the parse in progress (a CUDA file's preamble: 1.2 s of a core here), and the
 # server's shutdown, the editor and every test's teardown waited for that. Nothing of clangd's
-# needs the time: its index is off by default, and the preambles it writes are in the private
-# folder (TMPDIR), removed with it.
+# needs the time: its background index is off by default (where it is on, clangd writes each
+# shard to a temporary file and renames it, and indexes again what it did not finish), and the
+# preambles it writes are in the private folder (TMPDIR), removed with it.
 EXIT_GRACE_S = 0.2
 
 
