@@ -168,3 +168,5 @@ class Comparison:
     host: str = ""
     device_index: int | None = None
     device_name: str = ""
+    # A judge's A/B: the pairs of processes it was timed in (evaluation/local.LocalBackend._pooled).
+    pairs: int = 1

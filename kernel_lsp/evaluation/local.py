@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -41,6 +42,12 @@ from .worker_process import ProgressFn, WorkerDied, WorkerHung, WorkerProcess
 
 log = logging.getLogger(__name__)
 
+# A judge's A/B that reads as a speed-up is timed in this many pairs of processes (_pooled): on an
+# H100 one pair's ratio for the same kernel on both sides spread 0.95 to 1.05 (a constant of each
+# pair), and the original against itself was offered in 1 to 2 of 20 rounds. With five pairs
+# (benchmarks/judged_rounds.py on an H100, 2026-12-07): candidates doing the original's exact
+# work offered in 0 of 20 rounds, the honest ~1.06x rewrite in 10 of 10 (1.041 to 1.066).
+JUDGED_PAIRS = 5
 CLOSE_WAIT_S = 1.0  # close() waits this long for a call in flight before it kills the worker
 
 
@@ -92,6 +99,7 @@ class LocalBackend:
         use_device_cache: bool = True,
         sandboxed: bool = False,
         lanes: int = 1,
+        judged_pairs: int | None = None,
     ):
         self.device_index = 0 if device is None else int(device)
         # Worker processes of this run on the same GPU (`check`'s lanes), each told so: they share
@@ -104,6 +112,9 @@ class LocalBackend:
         self.launch_timeout_s = launch_timeout_s
         self.timing = timing or TimingSettings()
         self.fake = fake if fake is not None else fake_gpu_default()
+        # A judge's A/B that reads as a speed-up: the pairs of processes it is timed in (_pooled).
+        # One on the fake GPU, whose tests time their A/Bs in one pair unless they ask for more.
+        self.judged_pairs = judged_pairs or (JUDGED_PAIRS if sandboxed and not self.fake else 1)
         self.start_timeout_s = start_timeout_s
         self.use_device_cache = use_device_cache
         self.restarts = 0
@@ -128,6 +139,7 @@ class LocalBackend:
             "use_device_cache": self.use_device_cache,
             "sandboxed": self.sandboxed,
             "lanes": self.lanes,
+            "judged_pairs": self.judged_pairs if self.sandboxed else None,
         }
         return LocalBackend(**{**settings, **changes})
 
@@ -387,6 +399,9 @@ class LocalBackend:
         min_speedup: float = 1.02,
         on_progress: ProgressFn | None = None,
     ) -> Comparison:
+        """Baseline and candidate timed interleaved on this GPU. A judge's A/B (a sandboxed
+        backend on a GPU) that reads as a speed-up is timed again in fresh pairs of processes,
+        `judged_pairs` in all, and judged on all of them (`_pooled`)."""
         empty = self._stamp(Comparison(1.0, 1.0, 1.0, 0, None, None))
         with self._lock:
             if not self.available:
@@ -399,35 +414,79 @@ class LocalBackend:
                 "timing": self.timing.__dict__,
                 "device": self.device.to_dict() if self.device else {},
             }
-            try:
-                reply = self._request(message, [baseline[0], candidate[0]], on_progress)
-            except (WorkerHung, WorkerDied, RuntimeError) as e:
-                return replace(empty, error=str(e))
-            problems = [Problem(**p) for p in reply.get("problems", [])]
-            if not reply.get("cases"):
-                return replace(
-                    empty, problems=problems, error=problems[0].message if problems else "no timing case"
-                )
-            case = reply["cases"][-1]  # the largest timing size
-            a, b = case["a"], case["b"]
-            speedup, low, high = bootstrap_ratio(a, b)
-            name = self.device.name if self.device else ""
-            suspicious = case.get("suspicious")
-            return self._stamp(
-                Comparison(
-                    speedup=speedup,
-                    ci_low=low,
-                    ci_high=high,
-                    n=min(len(a), len(b)),
-                    baseline=summarize(a, self.timing.cold_l2, name, case["case"]),
-                    candidate=summarize(b, self.timing.cold_l2, name, case["case"]),
-                    case=case["case"],
-                    faster=low > min_speedup and not suspicious and not problems,
-                    suspicious=suspicious,
-                    problems=problems,
-                    device_name=name,
-                )
-            )
+            pairs: list[tuple[Comparison, list[float], list[float]]] = []
+            while True:
+                one = self._compare_once(message, [baseline[0], candidate[0]], min_speedup, on_progress)
+                pairs.append(one)
+                if one[0].error or one[0].problems or one[0].suspicious or len(pairs) >= self.judged_pairs:
+                    break
+                if _geometric_mean([c.speedup for c, _, _ in pairs]) <= 1.0:
+                    break  # no speed-up to confirm
+            return pairs[0][0] if len(pairs) == 1 else self._pooled(pairs, min_speedup)
+
+    def _compare_once(
+        self, message: dict[str, Any], blobs: list[bytes], min_speedup: float, on_progress: ProgressFn | None
+    ) -> tuple[Comparison, list[float], list[float]]:
+        """One A/B timing (in a judge: in two processes taken fresh from its pool), and its
+        samples (baseline's, candidate's)."""
+        empty = self._stamp(Comparison(1.0, 1.0, 1.0, 0, None, None))
+        try:
+            reply = self._request(message, blobs, on_progress)
+        except (WorkerHung, WorkerDied, RuntimeError) as e:
+            return replace(empty, error=str(e)), [], []
+        problems = [Problem(**p) for p in reply.get("problems", [])]
+        if not reply.get("cases"):
+            error = problems[0].message if problems else "no timing case"
+            return replace(empty, problems=problems, error=error), [], []
+        case = reply["cases"][-1]  # the largest timing size
+        a, b = case["a"], case["b"]
+        speedup, low, high = bootstrap_ratio(a, b)
+        name = self.device.name if self.device else ""
+        suspicious = case.get("suspicious")
+        comparison = Comparison(
+            speedup=speedup,
+            ci_low=low,
+            ci_high=high,
+            n=min(len(a), len(b)),
+            baseline=summarize(a, self.timing.cold_l2, name, case["case"]),
+            candidate=summarize(b, self.timing.cold_l2, name, case["case"]),
+            case=case["case"],
+            faster=low > min_speedup and not suspicious and not problems,
+            suspicious=suspicious,
+            problems=problems,
+            device_name=name,
+        )
+        return self._stamp(comparison), list(a), list(b)
+
+    def _pooled(
+        self, pairs: list[tuple[Comparison, list[float], list[float]]], min_speedup: float
+    ) -> Comparison:
+        """Several A/B timings, each in its own pair of processes, as one: the speed-up and both
+        bounds the geometric means of the pairs' (the mean of the pairs' ratios, each known
+        within its own interval), the figures from all their runs, faster only where the mean
+        lower bound clears the threshold and every pair was sound. Why: the same kernel timed by
+        a judge in two processes differs by a constant of up to 1.6 us a run on a 29 us kernel
+        (an H100: the original against itself read 0.95 to 1.05 over 40 rounds, each with an
+        interval of about 1%): one pair's interval does not hold that, the mean of five pairs
+        holds a fifth of its variance."""
+        last = pairs[-1][0]
+        if last.error or last.problems or last.suspicious:
+            return replace(last, faster=False, pairs=len(pairs))
+        low = _geometric_mean([c.ci_low for c, _, _ in pairs])
+        a = [x for _, side, _ in pairs for x in side]
+        b = [x for _, _, side in pairs for x in side]
+        name, case = last.device_name, last.case
+        return replace(
+            last,
+            speedup=_geometric_mean([c.speedup for c, _, _ in pairs]),
+            ci_low=low,
+            ci_high=_geometric_mean([c.ci_high for c, _, _ in pairs]),
+            n=sum(c.n for c, _, _ in pairs),
+            baseline=summarize(a, self.timing.cold_l2, name, case),
+            candidate=summarize(b, self.timing.cold_l2, name, case),
+            faster=low > min_speedup,
+            pairs=len(pairs),
+        )
 
     def profile(
         self,
@@ -485,3 +544,7 @@ class LocalBackend:
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock, self._gpu_alone():  # nothing else on this GPU while the sanitizer instruments
             return sanitize(sanitizer, job, blob, tools, runs=self._tools)
+
+
+def _geometric_mean(values: list[float]) -> float:
+    return math.prod(values) ** (1 / len(values))

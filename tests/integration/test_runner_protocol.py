@@ -204,3 +204,19 @@ def test_the_fake_gpus_judge_times_the_accuseds_cpu_not_a_stretched_wall_clock(
             stretcher.join()
             procs.signal_all(procs.descendants(s.worker_pid or 0), signal.SIGCONT)
         assert c.error is None and c.faster and c.ci_low > 5, c
+
+
+def test_an_ab_read_as_a_speed_up_is_timed_again_in_fresh_pairs(spec):
+    """A judge's A/B that reads as a speed-up is timed `judged_pairs` times in all (in a judge, each
+    in two processes taken fresh: the same kernel in two processes differs by a constant that
+    one timing's interval does not hold) and judged on all of them; one that reads as no
+    speed-up is not timed again."""
+    from kernel_lsp.evaluation.local import LocalBackend
+
+    slow, fast = (fake_cubin({"k": "slow"}), STEPS), (fake_cubin({"k": "vadd"}), STEPS)
+    with GpuSession(backend=LocalBackend(fake=True, launch_timeout_s=1.5, judged_pairs=3)) as s:
+        faster = s.compare_compiled(slow, fast, spec)
+        assert faster.error is None and faster.faster and faster.pairs == 3, faster
+        assert faster.ci_low <= faster.speedup <= faster.ci_high and faster.ci_low > 2, faster
+        slower = s.compare_compiled(fast, slow, spec)
+        assert not slower.faster and slower.pairs == 1 and slower.speedup < 1, slower
