@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import os
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from statistics import geometric_mean
 from typing import Any
 
 from kernel_lsp.gpu_reports import (
@@ -420,7 +420,7 @@ class LocalBackend:
                 pairs.append(one)
                 if one[0].error or one[0].problems or one[0].suspicious or len(pairs) >= self.judged_pairs:
                     break
-                if _geometric_mean([c.speedup for c, _, _ in pairs]) <= 1.0:
+                if geometric_mean([c.speedup for c, _, _ in pairs]) <= 1.0:
                     break  # no speed-up to confirm
             return pairs[0][0] if len(pairs) == 1 else self._pooled(pairs, min_speedup)
 
@@ -472,15 +472,15 @@ class LocalBackend:
         last = pairs[-1][0]
         if last.error or last.problems or last.suspicious:
             return replace(last, faster=False, pairs=len(pairs))
-        low = _geometric_mean([c.ci_low for c, _, _ in pairs])
+        low = geometric_mean([c.ci_low for c, _, _ in pairs])
         a = [x for _, side, _ in pairs for x in side]
         b = [x for _, _, side in pairs for x in side]
         name, case = last.device_name, last.case
         return replace(
             last,
-            speedup=_geometric_mean([c.speedup for c, _, _ in pairs]),
+            speedup=geometric_mean([c.speedup for c, _, _ in pairs]),
             ci_low=low,
-            ci_high=_geometric_mean([c.ci_high for c, _, _ in pairs]),
+            ci_high=geometric_mean([c.ci_high for c, _, _ in pairs]),
             n=sum(c.n for c, _, _ in pairs),
             baseline=summarize(a, self.timing.cold_l2, name, case),
             candidate=summarize(b, self.timing.cold_l2, name, case),
@@ -544,7 +544,3 @@ class LocalBackend:
         job = dict(job, device=self.device_index, fake=self.fake, sandbox=self._sandbox_kind())
         with self._lock, self._gpu_alone():  # nothing else on this GPU while the sanitizer instruments
             return sanitize(sanitizer, job, blob, tools, runs=self._tools)
-
-
-def _geometric_mean(values: list[float]) -> float:
-    return math.prod(values) ** (1 / len(values))

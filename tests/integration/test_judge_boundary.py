@@ -710,3 +710,39 @@ def test_a_result_kept_between_timed_runs_is_caught_however_it_hides(
     else:
         assert "already seen" in words(result), words(result)
     assert check(judged, tmp_path, HONEST_SLOW).ok  # the same work, honest, is not refused
+
+
+# Its work in a child process: the one place the fake GPU's judged clock, the CPU time of the
+# accused's own processes (judge.AccusedProcess.cpu_seconds), would not see it. The child writes
+# the shared output buffer; where fork is refused it writes nothing, and the outputs hold poison.
+WORKS_IN_A_CHILD = r"""
+#include <sys/wait.h>
+#include <unistd.h>
+extern "C" void scale(const float* x, float* y, int n)
+{
+    pid_t child = fork();
+    if (child == 0) {
+        for (int i = 0; i < n; ++i) y[i] = 2.0f * x[i];
+        _exit(0);
+    }
+    if (child > 0) waitpid(child, nullptr, 0);
+}
+"""
+
+
+@pytest.mark.parametrize("mechanism", ["landlock", "bwrap"])
+def test_work_handed_to_a_child_process_is_refused_where_the_clock_is_cpu_time(
+    mechanism, tmp_path, monkeypatch
+):
+    """The fake GPU's judge counts the CPU time of the accused's processes, which cannot fork: a
+    child that did the work would be off that clock (its time never counted). The judge's buffers
+    are shared maps, which a forked child would write for its parent; judged, in either sandbox,
+    fork is refused and the outputs hold the judge's poison."""
+    from kernel_lsp.fence.sandbox import bwrap_available
+
+    if mechanism == "bwrap" and (why := bwrap_available(str(tmp_path))):
+        pytest.skip(why)
+    monkeypatch.setenv("KERNEL_LSP_SANDBOX", mechanism)
+    with GpuSession(fake=True, timing=FAST, sandboxed=True) as judge:
+        result = check(judge, tmp_path, WORKS_IN_A_CHILD)
+    assert not result.ok and result.problems[0].kind == "mismatch", words(result)
