@@ -40,6 +40,16 @@ extern "C" __global__ void vadd(const float* __restrict__ a, const float* __rest
         c[i] = a[i] + b[i];
 }
 extern "C" __global__ void null_kernel() {}
+// One read every 64 KiB of three buffers: their pages' translations loaded, a few L2 lines.
+extern "C" __global__ void touch(const float* a, const float* b, const float* c, unsigned long long nbytes,
+                                 float* sink)
+{
+    const unsigned long long i = (unsigned long long)(blockIdx.x * blockDim.x + threadIdx.x) * 16384ull;
+    if (i * 4 < nbytes) {
+        const float v = ((volatile const float*)a)[i] + ((volatile const float*)b)[i] + ((volatile const float*)c)[i];
+        if (v == 12345.678f) *sink = v;
+    }
+}
 extern "C" __global__ void stamp(unsigned long long* out)
 {
     unsigned long long t;
@@ -64,6 +74,7 @@ extern "C" __global__ void spin_go(volatile unsigned int* flags, unsigned int se
 """
 SIZES = [0, 1 << 18, 1 << 20, 1 << 22, 1 << 24]  # 0: the null kernel
 FLAG_GO, FLAG_DONE = 0, 256  # byte offsets in the flag buffer
+FLAG_GO2, FLAG_READY = 512, 768  # `--post-switch`'s primed mode: a first turn, then the run
 
 
 def compiled(arch: str) -> bytes:
@@ -115,7 +126,7 @@ def child(fd: int) -> int:
         op = msg["op"]
         if op == "setup":
             module = dev.load(bytes.fromhex(msg["image"]))
-            funcs = {n: dev.function(module, n) for n in ("vadd", "null_kernel", "stamp", "spin_go")}
+            funcs = {n: dev.function(module, n) for n in ("vadd", "null_kernel", "stamp", "spin_go", "touch")}
             dev.load_helpers(bytes.fromhex(msg["helpers"]))
             send(sock, {"ok": True})
         elif op == "map":
@@ -149,6 +160,10 @@ def child(fd: int) -> int:
                 write_value(dev, flags + FLAG_DONE, msg["seq"])
             send(sock, {"ok": True})
             dev.sync()
+        elif op == "post":
+            post_switch_child(dev, funcs, mapped, msg)
+            send(sock, {"ok": True})
+            dev.sync()
         elif op == "switch":
             flags, stamps, seq = mapped[msg["flags"]], mapped[msg["stamps"]], msg["seq"]
             u64 = np.uint64
@@ -175,6 +190,48 @@ def child(fd: int) -> int:
         elif op == "exit":
             send(sock, {"ok": True})
             return 0
+
+
+def touch_args(s: tuple[int, int, int], nbytes: int) -> tuple[tuple[int, int, int], list[np.ndarray]]:
+    u64 = np.uint64
+    chunks = max(1, -(-nbytes // 65536))
+    args = [np.array([p], u64) for p in s] + [np.array([nbytes], u64), np.array([s[2]], u64)]
+    return ((chunks + 255) // 256, 1, 1), args
+
+
+def post_switch_child(dev, funcs: dict, mapped: dict[int, int], msg: dict) -> None:
+    """`--post-switch`: each set's run as the mode says, queued behind the judge's flags."""
+    flags, stamps = mapped[msg["flags"]], mapped[msg["stamps"]]
+    n, mode = msg["n"], msg["mode"]
+    fn = funcs["vadd" if n else "null_kernel"]
+    u64 = np.uint64
+    for k, ids in enumerate(msg["sets"]):
+        s = tuple(mapped[i] for i in ids)
+        seq = msg["seq"] + k
+        grid, args = launch_args(n, s)
+        tgrid, targs = touch_args(s, 4 * n)
+        if mode == "primed":
+            wait_value(dev, flags + FLAG_GO2, seq)
+            if n:
+                dev.launch(funcs["touch"], tgrid, (256, 1, 1), 0, targs)
+            else:
+                dev.launch(funcs["null_kernel"], (1, 1, 1), (1, 1, 1), 0, [])
+            write_value(dev, flags + FLAG_READY, seq)
+        wait_value(dev, flags + FLAG_GO, seq)
+        stamped = mode.startswith("stamped")
+        if stamped:
+            if mode == "stamped" and n:
+                dev.launch(funcs["touch"], tgrid, (256, 1, 1), 0, targs)
+            dev.launch(funcs["stamp"], (1, 1, 1), (1, 1, 1), 0, [np.array([stamps + 32 * k], u64)])
+        dev.launch(fn, grid, (256, 1, 1), 0, args)
+        if stamped:
+            dev.launch(funcs["stamp"], (1, 1, 1), (1, 1, 1), 0, [np.array([stamps + 32 * k + 8], u64)])
+        if mode == "stamped-flush":  # the L2 emptied of the run's dirty lines in this context
+            dev.flush_l2()
+            dev.launch(funcs["stamp"], (1, 1, 1), (1, 1, 1), 0, [np.array([stamps + 32 * k + 16], u64)])
+        if mode == "synced":
+            dev.sync()  # a launcher's own cudaStreamSynchronize: `done` queued after the host wakes
+        write_value(dev, flags + FLAG_DONE, seq)
 
 
 # --- the judge ----------------------------------------------------------------------------------
@@ -299,6 +356,55 @@ class Judge:
         self.dev.sync()
         return [self.elapsed(2 * k, 2 * k + 1) for k in range(len(sets))]
 
+    def post(
+        self, n: int, sets: list[tuple[int, int, int]], mode: str, stamps: int
+    ) -> tuple[list[float], list[tuple[float, float]]]:
+        """`--post-switch`: one bracket per run, `go` before the flush (the judge's protocol);
+        (brackets, the accused's own stamps' span where the mode stamps)."""
+        self.dev.head_start(0.002 + 80e-6 * len(sets))
+        base = self.seq + 1
+        for k in range(len(sets)):
+            if mode == "primed":  # a turn of the accused's first (its touch), then the timed turn
+                write_value(self.dev, self.flags + FLAG_GO2, base + k)
+                wait_value(self.dev, self.flags + FLAG_READY, base + k)
+            write_value(self.dev, self.flags + FLAG_GO, base + k)
+            self.dev.flush_l2()
+            self.record(2 * k)
+            wait_value(self.dev, self.flags + FLAG_DONE, base + k)
+            self.record(2 * k + 1)
+        self.ask(
+            {
+                "op": "post",
+                "mode": mode,
+                "n": n,
+                "seq": base,
+                "flags": self.ids[self.flags],
+                "stamps": self.ids[stamps],
+                "sets": [[self.ids[p] for p in s] for s in sets],
+            }
+        )
+        self.seq = base + len(sets) - 1
+        self.dev.sync()
+        spans: list[tuple[float, float]] = []
+        if mode.startswith("stamped"):
+            got = self.dev.download(stamps, 32 * len(sets)).view(np.uint64)
+            for k in range(len(sets)):
+                s1, s2, s3 = (int(got[4 * k + i]) for i in range(3))
+                spans.append(((s2 - s1) * 1e-9, (s3 - s2) * 1e-9 if s3 else 0.0))
+        return [self.elapsed(2 * k, 2 * k + 1) for k in range(len(sets))], spans
+
+    def bench_synced(self, n: int, s: tuple[int, int, int], rounds: int) -> list[float]:
+        """bench of a launcher that syncs its stream before it returns."""
+        fn = self.funcs["vadd" if n else "null_kernel"]
+        grid, args = launch_args(n, s)
+
+        def run() -> None:
+            self.dev.launch(fn, grid, (256, 1, 1), 0, args)
+            self.dev.sync()
+
+        self.dev.time_rounds([run], 5, cold_l2=True)
+        return self.dev.time_rounds([run], rounds, cold_l2=True)[0]
+
     def batch(self, n: int, sets: list[tuple[int, int, int]], flush_in_child: bool) -> float:
         """B runs between one pair of flags: the bracket's time over B."""
         self.seq += 1
@@ -332,12 +438,72 @@ def spread(xs: list[float]) -> str:
     return f"[{q[0] * 1e6:.1f}, {q[-1] * 1e6:.1f}]"
 
 
+POST_MODES = ("per-run", "primed", "stamped-cold", "stamped", "stamped-flush", "synced")
+
+
+def post_switch_table(judge: Judge, rounds: int, modes: list[str]) -> None:
+    """What a run pays for running after a switch, per mode (us, medians of `rounds`):
+    `excess`, the mode's bracket less its own null run's (n = 0) less bench's figure for the
+    same kernel. `primed`: the accused touched the set's pages in a turn of its own before the
+    timed one; `stamped[-cold]`: the accused's own %globaltimer stamps around the kernel (after a
+    touch, or not): `span`, less bench; `stamped-flush`: then the L2 flushed in the accused's
+    context and stamped again (`flush`: that flush less its null run's, the write-back of what
+    the run left dirty), and `out`, what the bracket holds beyond the stamps less the null run's
+    (the switch back, beyond a null run's); `synced`: the host syncs before queueing `done` (a
+    launcher's own sync), against bench of the same."""
+    stamps = judge.share([judge.dev.alloc_shared(1 << 16)])[0]
+    print(f"# {judge.name}: us per run, median [p10, p90] of {rounds}")
+    print("| floats | bench | bench synced | " + " | ".join(modes) + " |")
+    print("|" + "---|" * (3 + len(modes)))
+    nulls: dict[str, tuple[float, float, float]] = {}
+    for n in SIZES:
+        nbytes = max(4, 4 * n)
+        sets = [tuple(judge.dev.alloc_shared(nbytes) for _ in range(3)) for _ in range(8)]
+        judge.share([p for s in sets for p in s])
+        for s in sets:
+            for p in s[:2]:
+                judge.dev.fill(p, 0x3F, nbytes)
+        bench = judge.bench(n, sets[0], rounds)
+        synced = judge.bench_synced(n, sets[0], rounds)
+        cols = [f"{n}", f"{med(bench):.2f} {spread(bench)}", f"{med(synced):.2f} {spread(synced)}"]
+        for mode in modes:
+            judge.post(n, sets, mode, stamps)  # warm-up
+            got: list[float] = []
+            spans: list[tuple[float, float]] = []
+            while len(got) < rounds:
+                b, sp = judge.post(n, sets, mode, stamps)
+                got.extend(b)
+                spans.extend(sp)
+            span = med([x[0] for x in spans]) if spans else 0.0
+            flush = med([x[1] for x in spans]) if spans else 0.0
+            if n == 0:
+                nulls[mode] = (med(got), span, flush)
+            null_bracket, null_span, null_flush = nulls[mode]
+            ref = med(synced if mode == "synced" else bench)
+            text = f"excess {med(got) - null_bracket - ref:+.2f} (bracket {med(got):.1f} {spread(got)})"
+            if spans:
+                text += f"; span - bench {span - med(bench):+.2f}"
+            if mode == "stamped-flush":
+                out = (med(got) - null_bracket) - (span + flush - null_span - null_flush)
+                text += f"; flush {flush - null_flush:+.2f}; out {out:+.2f}"
+            cols.append(text)
+        print("| " + " | ".join(cols) + " |", flush=True)
+        judge.ask({"op": "unmap", "ids": [judge.ids[p] for s in sets for p in s]})
+        for s in sets:
+            for p in s:
+                judge.dev.free(p)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--batches", default="1,4,16")
     ap.add_argument("--child", type=int, default=-1)
     ap.add_argument("--switches", action="store_true", help="only the switch latencies, per accused variant")
+    ap.add_argument(
+        "--post-switch", action="store_true", help="what a run pays after a switch, and what removes it"
+    )
+    ap.add_argument("--modes", default=",".join(POST_MODES), help="--post-switch's modes")
     a = ap.parse_args()
     if a.child >= 0:
         return child(a.child)
@@ -357,6 +523,10 @@ def main() -> int:
             print(
                 f"| {variant} | " + " | ".join(f"{med(c):.1f} {spread(c)}" for c in cols) + " |", flush=True
             )
+        judge.ask({"op": "exit"})
+        return 0
+    if a.post_switch:
+        post_switch_table(judge, a.rounds, a.modes.split(","))
         judge.ask({"op": "exit"})
         return 0
     batches = [int(b) for b in a.batches.split(",")]

@@ -7,7 +7,7 @@ entry, judged minus in-process: the judge's own share of a run. Results, and the
 was measured on: benchmarks/results/gpu_h100_2026-12-06.md.
 
     python benchmarks/judged_vs_bench.py [--cases vadd_fp32,softmax_bf16 | --dtype fp32]
-        [--budget 0.2] [--bench-runs 2] [--json FILE] [--fake]
+        [--budget 0.2] [--bench-runs 2] [--json FILE] [--fake] [--folder DIR]
 
 A side's judged latency agrees when it is within the larger of 5% of bench's median, 2 us, and
 bench's own spread between its runs; the judged A/B ratio likewise (5%, or the spread of bench's
@@ -126,6 +126,7 @@ def main() -> int:
     parser.add_argument("--bench-runs", type=int, default=2, help="bench runs per side (its own spread)")
     parser.add_argument("--json")
     parser.add_argument("--fake", action="store_true", help="the fake GPU and judged_cases/fake/")
+    parser.add_argument("--folder", help="cases from this folder instead (with its own null_entry)")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("KERNEL_LSP_NCU", "/nonexistent/ncu")  # no occupancy profiles here
@@ -133,7 +134,7 @@ def main() -> int:
     from kernel_lsp.gpu import GpuSession
     from kernel_lsp.model import TimingSettings
 
-    folder = CASES / "fake" if args.fake else CASES
+    folder = Path(args.folder) if args.folder else CASES / "fake" if args.fake else CASES
     names = sorted(p.name.removesuffix(".rewrite.cu") for p in folder.glob("*.rewrite.cu"))
     if args.cases:
         wanted = args.cases.split(",")
