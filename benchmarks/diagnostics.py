@@ -394,6 +394,8 @@ async def main_async(args) -> None:
     print(
         f"idle RSS: server {rss_server / 1024:.0f} MiB, compile workers {rss_workers / 1024:.0f} MiB in all"
     )
+    if not rows:  # `--saves 0` or `--only` naming nvcc's files alone
+        return
     print(
         f"targets: NVRTC answers: save->diag <= bare NVRTC + 10 ms p50: median overhead "
         f"{statistics.median(over) * 1e3:.1f} ms, worst {max(over) * 1e3:.1f} ms"

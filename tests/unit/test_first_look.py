@@ -9,7 +9,7 @@ from kernel_lsp.check import FileCheck
 from kernel_lsp.config import Settings
 from kernel_lsp.model import CompileResult, Diagnostic, Severity
 from kernel_lsp.server.analysis import Analysis, Snapshot
-from kernel_lsp.workspace import Workspace
+from kernel_lsp.workspace import CheckRequest, Workspace
 
 
 def _analysis() -> Analysis:
@@ -91,3 +91,36 @@ def test_a_check_asked_for_again_publishes_no_early_word():
     # The editor's text moved on: stale either way.
     a._publish_first_look(path, Snapshot("older", 0), FileCheck(path, [error], [nvrtc]))
     assert a.first_looks == 1
+
+
+def test_a_first_look_beaten_by_the_full_compile_is_not_run_again():
+    """A first look that lands after the full result said nothing sooner and only took a core
+    from the compile; it was learned only when it landed first, so one that kept losing ran
+    beside every save (issue 45: 2 cores, nvcc's front end as long as its -cubin)."""
+    import concurrent.futures
+
+    class Scheduler:
+        def __init__(self) -> None:
+            self.cancelled: list[str] = []
+
+        def first_look(self, request, workspace) -> concurrent.futures.Future:
+            return concurrent.futures.Future()  # still running when the full result is in
+
+        def check(self, request, workspace, on_preview) -> concurrent.futures.Future:
+            done: concurrent.futures.Future = concurrent.futures.Future()
+            done.set_result(_check(0.4))
+            return done
+
+        def cancel(self, token: str) -> None:
+            self.cancelled.append(token)
+
+    a = _analysis()
+    scheduler = Scheduler()
+    a._scheduler = scheduler  # type: ignore[assignment]
+    snap = Snapshot("__global__ void k() {}\n", 1)
+    request = CheckRequest("k.cu", snap.text, None, (), None, "token", "save")
+    assert a._first_look_pays("k.cu")
+    check = asyncio.run(a._compile("k.cu", snap, request, Workspace.fixed(Settings())))
+    assert check is not None and not check.errors
+    assert scheduler.cancelled == ["token"]
+    assert not a._first_look_pays("k.cu")
