@@ -25,6 +25,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -229,9 +230,21 @@ def post_switch_child(dev, funcs: dict, mapped: dict[int, int], msg: dict) -> No
         if mode == "stamped-flush":  # the L2 emptied of the run's dirty lines in this context
             dev.flush_l2()
             dev.launch(funcs["stamp"], (1, 1, 1), (1, 1, 1), 0, [np.array([stamps + 32 * k + 16], u64)])
-        if mode == "synced":
+        if mode.startswith("synced"):
             dev.sync()  # a launcher's own cudaStreamSynchronize: `done` queued after the host wakes
+            spin_host(host_gap(mode))  # what a launcher's caller does before `done` (the accused: us)
         write_value(dev, flags + FLAG_DONE, seq)
+
+
+def host_gap(mode: str) -> float:
+    """`synced-N`: N us of host work between the sync's return and `done` (or the end event)."""
+    return int(mode.split("-", 1)[1]) * 1e-6 if "-" in mode else 0.0
+
+
+def spin_host(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 # --- the judge ----------------------------------------------------------------------------------
@@ -393,14 +406,15 @@ class Judge:
                 spans.append(((s2 - s1) * 1e-9, (s3 - s2) * 1e-9 if s3 else 0.0))
         return [self.elapsed(2 * k, 2 * k + 1) for k in range(len(sets))], spans
 
-    def bench_synced(self, n: int, s: tuple[int, int, int], rounds: int) -> list[float]:
-        """bench of a launcher that syncs its stream before it returns."""
+    def bench_synced(self, n: int, s: tuple[int, int, int], rounds: int, gap: float = 0.0) -> list[float]:
+        """bench of a launcher that syncs its stream before it returns (then `gap` s of host work)."""
         fn = self.funcs["vadd" if n else "null_kernel"]
         grid, args = launch_args(n, s)
 
         def run() -> None:
             self.dev.launch(fn, grid, (256, 1, 1), 0, args)
             self.dev.sync()
+            spin_host(gap)
 
         self.dev.time_rounds([run], 5, cold_l2=True)
         return self.dev.time_rounds([run], rounds, cold_l2=True)[0]
@@ -450,7 +464,12 @@ def post_switch_table(judge: Judge, rounds: int, modes: list[str]) -> None:
     context and stamped again (`flush`: that flush less its null run's, the write-back of what
     the run left dirty), and `out`, what the bracket holds beyond the stamps less the null run's
     (the switch back, beyond a null run's); `synced`: the host syncs before queueing `done` (a
-    launcher's own sync), against bench of the same."""
+    launcher's own sync), against bench of the same; `synced-N`: then N us of host work before
+    `done` (the accused's Python after a launcher returns), against bench of the same. A judged
+    run of gelu whose launcher syncs paid 15-20 us for it, bench 3-4 us: if the GPU switches away
+    from a context idle while its host works, and back, the excess jumps past some N.
+    `--modes per-run,synced,synced-5,synced-10,synced-20,synced-40` (per-run first: the synced
+    modes are read against its null run too)."""
     stamps = judge.share([judge.dev.alloc_shared(1 << 16)])[0]
     print(f"# {judge.name}: us per run, median [p10, p90] of {rounds}")
     print("| floats | bench | bench synced | " + " | ".join(modes) + " |")
@@ -479,10 +498,16 @@ def post_switch_table(judge: Judge, rounds: int, modes: list[str]) -> None:
             if n == 0:
                 nulls[mode] = (med(got), span, flush)
             null_bracket, null_span, null_flush = nulls[mode]
-            ref = med(synced if mode == "synced" else bench)
+            ref = med(bench)
+            if mode.startswith("synced"):
+                ref = med(judge.bench_synced(n, sets[0], rounds, host_gap(mode)))
             text = f"excess {med(got) - null_bracket - ref:+.2f} (bracket {med(got):.1f} {spread(got)})"
             if spans:
                 text += f"; span - bench {span - med(bench):+.2f}"
+            if mode.startswith("synced") and "per-run" in nulls:
+                # Its own null run pays any switch away while its host works, too: against a
+                # plain null run (no sync, no host work), that switch shows.
+                text += f"; against per-run's null {med(got) - nulls['per-run'][0] - ref:+.2f}"
             if mode == "stamped-flush":
                 out = (med(got) - null_bracket) - (span + flush - null_span - null_flush)
                 text += f"; flush {flush - null_flush:+.2f}; out {out:+.2f}"
