@@ -304,12 +304,19 @@ class Judge:
     def record(self, k: int) -> None:
         self.dev._ck(self.dev.d.cuEventRecord(self.events[k], self.dev.stream))
 
-    def bench(self, n: int, s: tuple[int, int, int], rounds: int) -> list[float]:
+    def bench(
+        self, n: int, s: tuple[int, int, int], rounds: int, synced: bool = False, gap: float = 0.0
+    ) -> list[float]:
+        """bench's figure: CUDA events around each launch, cold L2; `synced`: a launcher that
+        syncs its stream before it returns (then `gap` s of host work)."""
         fn = self.funcs["vadd" if n else "null_kernel"]
         grid, args = launch_args(n, s)
 
         def run() -> None:
             self.dev.launch(fn, grid, (256, 1, 1), 0, args)
+            if synced:
+                self.dev.sync()
+                spin_host(gap)
 
         self.dev.time_rounds([run], 5, cold_l2=True)
         return self.dev.time_rounds([run], rounds, cold_l2=True)[0]
@@ -406,19 +413,6 @@ class Judge:
                 spans.append(((s2 - s1) * 1e-9, (s3 - s2) * 1e-9 if s3 else 0.0))
         return [self.elapsed(2 * k, 2 * k + 1) for k in range(len(sets))], spans
 
-    def bench_synced(self, n: int, s: tuple[int, int, int], rounds: int, gap: float = 0.0) -> list[float]:
-        """bench of a launcher that syncs its stream before it returns (then `gap` s of host work)."""
-        fn = self.funcs["vadd" if n else "null_kernel"]
-        grid, args = launch_args(n, s)
-
-        def run() -> None:
-            self.dev.launch(fn, grid, (256, 1, 1), 0, args)
-            self.dev.sync()
-            spin_host(gap)
-
-        self.dev.time_rounds([run], 5, cold_l2=True)
-        return self.dev.time_rounds([run], rounds, cold_l2=True)[0]
-
     def batch(self, n: int, sets: list[tuple[int, int, int]], flush_in_child: bool) -> float:
         """B runs between one pair of flags: the bracket's time over B."""
         self.seq += 1
@@ -483,7 +477,7 @@ def post_switch_table(judge: Judge, rounds: int, modes: list[str]) -> None:
             for p in s[:2]:
                 judge.dev.fill(p, 0x3F, nbytes)
         bench = judge.bench(n, sets[0], rounds)
-        synced = judge.bench_synced(n, sets[0], rounds)
+        synced = judge.bench(n, sets[0], rounds, synced=True)
         cols = [f"{n}", f"{med(bench):.2f} {spread(bench)}", f"{med(synced):.2f} {spread(synced)}"]
         for mode in modes:
             judge.post(n, sets, mode, stamps)  # warm-up
@@ -500,7 +494,7 @@ def post_switch_table(judge: Judge, rounds: int, modes: list[str]) -> None:
             null_bracket, null_span, null_flush = nulls[mode]
             ref = med(bench)
             if mode.startswith("synced"):
-                ref = med(judge.bench_synced(n, sets[0], rounds, host_gap(mode)))
+                ref = med(judge.bench(n, sets[0], rounds, synced=True, gap=host_gap(mode)))
             text = f"excess {med(got) - null_bracket - ref:+.2f} (bracket {med(got):.1f} {spread(got)})"
             if spans:
                 text += f"; span - bench {span - med(bench):+.2f}"

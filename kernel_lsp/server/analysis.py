@@ -384,7 +384,6 @@ class Analysis:
 
         full = asyncio.wrap_future(scheduler.check(request, workspace, on_preview))
         front_s = None
-        beaten = False  # the full result came no later than the first look
         if first is not None:
             either: list[asyncio.Future[Any]] = [first, full]
             await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
@@ -395,14 +394,13 @@ class Analysis:
                     if preview.front_end_only:
                         front_s = sum(r.duration_s for r in preview.results)
             else:
-                beaten = True
+                # The full result is in, no later than the first look: that said nothing sooner
+                # and took a core from the compile. Learned as a front end as long as the compile,
+                # so the next save runs none (learned only when it landed first, one that lost ran
+                # beside every save: on 2 cores nvcc's front end of host_helpers_beside_kernels.cu
+                # ended with its -cubin, each slowing the other; issue 45).
+                front_s = sum(r.duration_s for r in full.result().results)
         result = await full
-        if beaten:
-            # The first look said nothing sooner and took a core from the full compile: learned as
-            # a front end as long as the compile, so the next save runs none. Learned only when it
-            # landed first, one that lost ran beside every save (on 2 cores nvcc's front end of
-            # host_helpers_beside_kernels.cu ended with its -cubin, each slowing the other; issue 45).
-            front_s = sum(r.duration_s for r in result.results)
         if first is not None and not first.done() and request.cancel_token:
             scheduler.cancel(request.cancel_token)  # the full result is in: the first look would come too late
         if result.incomplete:  # a deadline or the memory limit: said, never a verdict
